@@ -1,0 +1,3 @@
+from kit.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""``python -m kit``: samples, convert, verify, bench, demo (and what later modules add).
+
+Errors in the input (bad counts, bad data) print one line ``kit: error: ...`` and
+exit with status 2; a failed ``verify`` exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+#: Modules that add subcommands: each has ``register(sub)`` where ``sub`` maps
+#: "root", "convert" and "bench" to argparse sub-parser collections.
+PLUGINS = [
+    "kit.bench",
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse prints usage too)
+        self.exit(2, f"kit: error: {message}\n")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m kit", description=__doc__.splitlines()[0])
+    root = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    samples = root.add_parser("samples", help="write synthetic sample data")
+    ssub = samples.add_subparsers(dest="case", required=True, parser_class=_Parser)
+    spec = ssub.add_parser("spectrogram", help="one-second log-mel-like frames in .npy files")
+    spec.add_argument("--out", required=True, type=Path)
+    spec.add_argument("--files", required=True, type=positive_int)
+    spec.add_argument("--frames-per-file", required=True, type=positive_int)
+    spec.add_argument("--seed", type=int, default=0)
+    spec.add_argument("--dtype", choices=["float32", "float16"], default="float32")
+    spec.set_defaults(func=_samples_spectrogram)
+    seg = ssub.add_parser("segmentation", help="RGB PNG scenes with colour-coded PNG masks")
+    seg.add_argument("--out", required=True, type=Path)
+    seg.add_argument("--images", required=True, type=positive_int)
+    seg.add_argument("--size", type=positive_int, default=512)
+    seg.add_argument("--seed", type=int, default=0)
+    seg.set_defaults(func=_samples_segmentation)
+
+    convert = root.add_parser("convert", help="convert data into a fast format (atomic, resumable)")
+    csub = convert.add_subparsers(dest="case", required=True, parser_class=_Parser)
+
+    verify = root.add_parser("verify", help="re-read a converted store and check it against its manifest")
+    verify.add_argument("folder", type=Path)
+    verify.set_defaults(func=_verify)
+
+    bench = root.add_parser("bench", help="measure variants side by side")
+    bsub = bench.add_subparsers(dest="case", required=True, parser_class=_Parser)
+
+    sub = {"root": root, "convert": csub, "bench": bsub}
+    for name in PLUGINS:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def _samples_spectrogram(args) -> int:
+    from kit import samples
+
+    csv = samples.make_spectrogram(args.out, files=args.files, frames_per_file=args.frames_per_file,
+                                   seed=args.seed, dtype=args.dtype)
+    print(csv)
+    return 0
+
+
+def _samples_segmentation(args) -> int:
+    from kit import samples
+
+    print(samples.make_segmentation(args.out, images=args.images, size=args.size, seed=args.seed))
+    return 0
+
+
+def _verify(args) -> int:
+    from kit import store
+
+    m = store.complete(args.folder)
+    problems = store.verify(args.folder)
+    if problems:
+        for p in problems:
+            print(f"FAIL {p}")
+        return 1
+    print(f"OK {args.folder}: {m.kind}, {m.count:,} examples in {len(m.shards)} files, checksums match")
+    return 0
+
+
+def write_json(path: str | os.PathLike | None, obj) -> None:
+    """Writes a result object as JSON (``-`` for standard output)."""
+    if path is None:
+        return
+    text = json.dumps(obj, indent=1, default=float)
+    if str(path) == "-":
+        print(text)
+    else:
+        Path(path).write_text(text + "\n")
+
+
+def main(argv=None) -> int:
+    from kit.errors import DataError
+    from kit.store import StoreError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (DataError, StoreError, ValueError, FileNotFoundError) as e:
+        print(f"kit: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kit: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130

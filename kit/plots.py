@@ -1,0 +1,108 @@
+"""Plotly figures as pure functions of the kit's DataFrames.
+
+No TensorFlow here: these functions take the tables that ``kit.timing`` and
+``kit.bench`` return and give back ``plotly.graph_objects.Figure`` objects, which
+render in JupyterLab, in a headless run's saved output and in the HTML export.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+
+def _fmt_duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def throughput(df: pd.DataFrame, *, title: str = "Loader throughput", log: bool = True,
+               ratio: str | None = None) -> go.Figure:
+    """Bar chart of examples/s per variant (one row per variant in ``df``).
+
+    Args:
+        df: needs ``variant`` and ``examples_per_s``; ``ratio`` names an ``x_<name>``
+            column whose values label the bars.
+        log: logarithmic axis (loaders differ by orders of magnitude).
+    """
+    d = df.sort_values("examples_per_s")
+    text = None
+    if ratio is not None:
+        text = [f"{v:,.1f}x" for v in d[ratio]]
+    fig = px.bar(d, x="examples_per_s", y="variant", orientation="h", text=text,
+                 log_x=log, title=title,
+                 labels={"examples_per_s": "examples / s", "variant": ""})
+    fig.update_traces(textposition="outside", cliponaxis=False)
+    fig.update_layout(height=120 + 45 * len(d), margin=dict(l=10, r=40, t=50, b=40))
+    return fig
+
+
+def epoch_time(df: pd.DataFrame, column: str, *, title: str | None = None) -> go.Figure:
+    """Projected epoch time per variant from an ``epoch_s_<N>`` column, log scale."""
+    d = df.sort_values(column, ascending=False)
+    n = column.removeprefix("epoch_s_")
+    fig = px.bar(d, x=column, y="variant", orientation="h", log_x=True,
+                 text=[_fmt_duration(v) for v in d[column]],
+                 title=title or f"Projected epoch time for {int(n):,} examples",
+                 labels={column: "seconds per epoch", "variant": ""})
+    fig.update_traces(textposition="outside", cliponaxis=False)
+    fig.update_layout(height=120 + 45 * len(d), margin=dict(l=10, r=60, t=50, b=40))
+    return fig
+
+
+def latency(samples: dict[str, list[float]], *, title: str = "Batch latency") -> go.Figure:
+    """Box plot of per-batch latencies (ms), one box per named loader."""
+    fig = go.Figure()
+    for name, values in samples.items():
+        fig.add_trace(go.Box(x=values, name=name, boxpoints=False))
+    fig.update_layout(title=title, xaxis_title="ms between batches", xaxis_type="log",
+                      showlegend=False, height=120 + 45 * len(samples))
+    return fig
+
+
+def step_breakdown(steps: pd.DataFrame, *, title: str = "Where each training step goes") -> go.Figure:
+    """Stacked bars per step: waiting for input vs the rest, from ``StepTimer.steps()``."""
+    d = steps.reset_index(drop=True)
+    x = d.index
+    fig = go.Figure([
+        go.Bar(x=x, y=1e3 * d["wait_s"], name="waiting for input"),
+        go.Bar(x=x, y=1e3 * d["compute_s"], name="compute and the rest"),
+    ])
+    fig.update_layout(barmode="stack", title=title, xaxis_title="training step (all epochs)",
+                      yaxis_title="ms", height=380)
+    return fig
+
+
+def input_share(epochs: pd.DataFrame, *, title: str = "Share of each epoch spent waiting for input") -> go.Figure:
+    """Bar per epoch of ``input_share`` from ``StepTimer.epochs()``, as percent."""
+    fig = px.bar(epochs, x="epoch", y=epochs["input_share"] * 100, title=title,
+                 labels={"y": "% of step time waiting for input"}, text_auto=".0f")
+    fig.update_yaxes(range=[0, 100])
+    fig.update_layout(height=350)
+    return fig
+
+
+def interactive(fig_by_option: dict[str, go.Figure], *, description: str = "view"):
+    """A dropdown over several static figures (ipywidgets), for JupyterLab.
+
+    The figures themselves stay ordinary plotly figures, so a headless run and the
+    HTML export still show the first one; the widget is a layer on top.
+    """
+    import ipywidgets as widgets
+
+    names = list(fig_by_option)
+    out = widgets.Output()
+    choice = widgets.Dropdown(options=names, value=names[0], description=description)
+
+    def show(name):
+        out.clear_output(wait=True)
+        with out:
+            fig_by_option[name].show()
+
+    choice.observe(lambda change: show(change["new"]), names="value")
+    show(names[0])
+    return widgets.VBox([choice, out])

@@ -1,0 +1,13 @@
+"""Spectrogram case (seed 000): a million one-second frames in many ``.npy`` files.
+
+Public face:
+    FrameIndex: the validated index (``FrameIndex.from_csv``).
+    make_loader, VARIANTS: every loader variant, built by one function.
+    convert: frames into a memmap or TFRecord store (atomic, resumable, verified).
+"""
+
+from kit.spectrogram.convert import convert
+from kit.spectrogram.index import FrameIndex
+from kit.spectrogram.loaders import GRAPH_ONLY, VARIANTS, make_loader
+
+__all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "convert"]

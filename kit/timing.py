@@ -1,0 +1,499 @@
+"""Measuring tools used by every notebook and benchmark.
+
+* ``measure``: throughput and batch latency of any batch source (``tf.data.Dataset``,
+  ``keras.utils.PyDataset``, a generator or any iterable of batches).
+* ``StepTimer``: a Keras callback that splits every training step into the time spent
+  waiting for the batch and the rest, and reports the input-bound share per epoch.
+* ``project_epoch``: a measured rate projected to a full epoch, with its basis.
+* ``compare``: several loaders measured in one process, interleaved, as a DataFrame
+  with ratios against named baselines.
+
+TensorFlow and Keras are imported only where a function needs them.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+import resource
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def rss_mb() -> float:
+    """Resident set size of this process now, in MB (peak so far where /proc is absent)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE / 1e6
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+
+
+def batch_size_of(batch: Any) -> int:
+    """Number of examples in a batch: the leading dimension of its first array leaf."""
+    leaf = batch
+    while isinstance(leaf, (tuple, list, dict)):
+        if not leaf:
+            raise ValueError("cannot count examples in an empty batch structure")
+        leaf = next(iter(leaf.values())) if isinstance(leaf, dict) else leaf[0]
+    shape = getattr(leaf, "shape", None)
+    if shape is None:
+        shape = np.shape(leaf)
+    if len(shape) == 0:
+        raise ValueError(f"batch leaf has no batch dimension (shape {tuple(shape)})")
+    n = shape[0]
+    return int(n)
+
+
+def _is_pydataset(obj) -> bool:
+    return any(c.__name__ == "PyDataset" for c in type(obj).__mro__)
+
+
+def iterate(source: Any) -> Iterator:
+    """One pass over a batch source, the way ``model.fit`` would read it.
+
+    A ``PyDataset`` is read through Keras's own adapter, so its ``workers`` and
+    ``use_multiprocessing`` settings apply; anything else is simply iterated.
+    """
+    if _is_pydataset(source):
+        from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+
+        adapter = PyDatasetAdapter(source, shuffle=False)
+        adapter.on_epoch_begin()
+
+        def run():
+            try:
+                yield from adapter.get_numpy_iterator()
+            finally:
+                adapter.on_epoch_end()
+
+        return run()
+    if callable(source) and not hasattr(source, "__iter__"):
+        source = source()
+    return iter(source)
+
+
+@dataclass
+class Measurement:
+    """What ``measure`` returns. Times are seconds, latencies milliseconds."""
+
+    examples: int
+    batches: int
+    wall_s: float
+    examples_per_s: float
+    batches_per_s: float
+    latency_p50_ms: float
+    latency_p95_ms: float
+    peak_rss_mb: float
+    warmup_batches: int
+    latencies_ms: list = field(default_factory=list, repr=False)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("latencies_ms")
+        return d
+
+
+def _validate_count(name: str, value, minimum: int) -> None:
+    if value is not None and (not isinstance(value, (int, np.integer)) or value < minimum):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def measure(
+    batches: Any,
+    *,
+    num_batches: int | None = None,
+    warmup: int = 2,
+    max_seconds: float | None = None,
+) -> Measurement:
+    """Measures how fast a batch source delivers batches.
+
+    Args:
+        batches: a ``tf.data.Dataset``, a ``keras.utils.PyDataset``, a generator or
+            any iterable of batches; or a zero-argument callable returning one.
+            Each batch is an array or a (nested) tuple/dict whose first leaf has
+            the batch dimension first.
+        num_batches: batches to time after the warm-up; ``None`` reads to the end.
+        warmup: batches read first and not timed (pipelines fill their buffers).
+        max_seconds: stop timing after this long (at least one batch is timed),
+            for sources too slow to read ``num_batches`` of.
+
+    Returns:
+        A ``Measurement``: examples/s, batches/s, batch latency p50/p95 (time
+        between successive batches), wall time of the timed part and the peak
+        resident memory seen while reading (sampled after every batch).
+    """
+    _validate_count("num_batches", num_batches, 1)
+    _validate_count("warmup", warmup, 0)
+    if max_seconds is not None and not max_seconds > 0:
+        raise ValueError(f"max_seconds must be positive, got {max_seconds!r}")
+    it = iterate(batches)
+    peak = rss_mb()
+    try:
+        for i in range(warmup):
+            try:
+                next(it)
+            except StopIteration:
+                raise ValueError(
+                    f"source ended during warm-up after {i} batches; lower warmup"
+                ) from None
+        examples = 0
+        latencies = []
+        start = last = time.perf_counter()
+        while num_batches is None or len(latencies) < num_batches:
+            try:
+                batch = next(it)
+            except StopIteration:
+                break
+            now = time.perf_counter()
+            latencies.append(now - last)
+            last = now
+            examples += batch_size_of(batch)
+            peak = max(peak, rss_mb())
+            if max_seconds is not None and now - start >= max_seconds:
+                break
+        wall = last - start
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
+    if not latencies:
+        raise ValueError("source yielded no batches after the warm-up")
+    lat_ms = np.asarray(latencies) * 1e3
+    return Measurement(
+        examples=examples,
+        batches=len(latencies),
+        wall_s=wall,
+        examples_per_s=examples / wall if wall > 0 else math.inf,
+        batches_per_s=len(latencies) / wall if wall > 0 else math.inf,
+        latency_p50_ms=float(np.percentile(lat_ms, 50)),
+        latency_p95_ms=float(np.percentile(lat_ms, 95)),
+        peak_rss_mb=peak,
+        warmup_batches=warmup,
+        latencies_ms=lat_ms.tolist(),
+    )
+
+
+# --------------------------------------------------------------------------- projection
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A measured rate projected to a full epoch."""
+
+    examples_per_s: float
+    epoch_examples: int
+    measured_examples: int
+    seconds: float
+
+    @property
+    def hours(self) -> float:
+        return self.seconds / 3600
+
+    @property
+    def basis(self) -> str:
+        return (
+            f"{self.measured_examples:,} examples measured at {self.examples_per_s:,.1f}/s, "
+            f"projected to {self.epoch_examples:,} examples"
+        )
+
+    def __str__(self) -> str:
+        return f"{format_duration(self.seconds)} per epoch ({self.basis})"
+
+
+def format_duration(seconds: float) -> str:
+    """1.2 s, 3.4 min, 5.6 h: a duration in the unit that reads best."""
+    if not math.isfinite(seconds):
+        return "inf"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def project_epoch(
+    examples_per_s: float, epoch_examples: int = 1_000_000, *, measured_examples: int
+) -> Projection:
+    """Projects a rate to the time of one epoch of ``epoch_examples``.
+
+    Args:
+        examples_per_s: the measured rate.
+        epoch_examples: examples in the full epoch (the spectrogram user has 1,000,000).
+        measured_examples: how many examples the rate was measured on (the basis).
+    """
+    if not examples_per_s > 0:
+        raise ValueError(f"examples_per_s must be positive, got {examples_per_s!r}")
+    _validate_count("epoch_examples", epoch_examples, 1)
+    _validate_count("measured_examples", measured_examples, 1)
+    return Projection(
+        float(examples_per_s), int(epoch_examples), int(measured_examples),
+        epoch_examples / examples_per_s,
+    )
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def compare(
+    loaders: Mapping[str, Any],
+    *,
+    baselines: Sequence[str] | str = (),
+    num_batches: int | Mapping[str, int] = 20,
+    warmup: int = 2,
+    rounds: int = 3,
+    max_seconds: float | Mapping[str, float] | None = None,
+    epoch_examples: Sequence[int] = (),
+) -> pd.DataFrame:
+    """Measures several loaders in one process, interleaved, and compares them.
+
+    Each round measures every loader once, in turn, so slow drifts of a shared
+    machine hit all of them alike. A loader's rate is its examples over its timed
+    seconds summed over the rounds.
+
+    Args:
+        loaders: name -> a re-iterable batch source (``tf.data.Dataset``,
+            ``PyDataset``) or a zero-argument callable returning a fresh one.
+        baselines: names of loaders to express ratios against; adds a column
+            ``x_<name>`` per baseline (rate / baseline's rate).
+        num_batches: timed batches per round, one number or per loader.
+        warmup: untimed batches before each timed round.
+        rounds: how many interleaved rounds.
+        max_seconds: per-round time cap, one number or per loader.
+        epoch_examples: adds a column ``epoch_s_<N>`` per N: projected epoch seconds.
+
+    Returns:
+        A DataFrame, one row per loader, indexed from 0, with columns ``variant``,
+        ``examples_per_s``, ``batches_per_s``, ``latency_p50_ms``, ``latency_p95_ms``,
+        ``peak_rss_mb``, ``examples``, ``batches``, ``wall_s``, then ratios and projections.
+    """
+    if not loaders:
+        raise ValueError("loaders must name at least one loader")
+    if isinstance(baselines, str):
+        baselines = (baselines,)
+    for b in baselines:
+        if b not in loaders:
+            raise ValueError(f"baseline {b!r} is not among the loaders {list(loaders)}")
+    _validate_count("rounds", rounds, 1)
+
+    def per(option, name):
+        return option.get(name) if isinstance(option, Mapping) else option
+
+    runs: dict[str, list[Measurement]] = {name: [] for name in loaders}
+    for _ in range(rounds):
+        for name, source in loaders.items():
+            runs[name].append(
+                measure(source, num_batches=per(num_batches, name), warmup=warmup,
+                        max_seconds=per(max_seconds, name))
+            )
+    rows = []
+    for name, ms in runs.items():
+        examples = sum(m.examples for m in ms)
+        wall = sum(m.wall_s for m in ms)
+        lat = np.concatenate([m.latencies_ms for m in ms])
+        rows.append({
+            "variant": name,
+            "examples_per_s": examples / wall if wall > 0 else math.inf,
+            "batches_per_s": len(lat) / wall if wall > 0 else math.inf,
+            "latency_p50_ms": float(np.percentile(lat, 50)),
+            "latency_p95_ms": float(np.percentile(lat, 95)),
+            "peak_rss_mb": max(m.peak_rss_mb for m in ms),
+            "examples": examples,
+            "batches": len(lat),
+            "wall_s": wall,
+        })
+    df = pd.DataFrame(rows)
+    add_ratios(df, baselines)
+    for n in epoch_examples:
+        df[f"epoch_s_{n}"] = n / df["examples_per_s"]
+    return df
+
+
+def add_ratios(df: pd.DataFrame, baselines: Iterable[str], *, column: str = "examples_per_s",
+               key: str = "variant") -> pd.DataFrame:
+    """Adds ``x_<baseline>`` columns (in place): each row's rate over the baseline's."""
+    for b in baselines:
+        base = df.loc[df[key] == b, column]
+        if base.empty:
+            raise ValueError(f"baseline {b!r} not found in column {key!r}")
+        df[f"x_{b}"] = df[column] / float(base.iloc[0])
+    return df
+
+
+# --------------------------------------------------------------------------- step timing
+
+
+def _known_length(data) -> int | None:
+    """Batches per epoch of a source, where it knows (tf.data, PyDataset, sized)."""
+    card = getattr(data, "cardinality", None)
+    if card is not None:
+        n = int(card())
+        return n if n >= 0 else None
+    n = getattr(data, "num_batches", None)
+    if n is not None and not callable(n):
+        return int(n)
+    try:
+        return len(data)
+    except TypeError:
+        return None
+
+
+class _StepTimerMixin:
+    """Keras callback: per training step, the total time and the time waiting for input.
+
+    Keras fetches each batch inside its compiled train function, so the wait cannot
+    be seen from a callback alone. Feed ``model.fit`` through ``timer.wrap(data)``:
+    at the start of each step the callback pulls the next batch from ``data``
+    (which keeps its own prefetching and workers) and times the pull; the step
+    then reads that batch. The pull is the time the step waited for input; the
+    rest of the step is compute and overhead.
+
+    Without ``wrap`` the callback still records step times (``wait_s`` is NaN).
+
+    Example:
+        >>> timer = StepTimer()
+        >>> model.fit(timer.wrap(loader), epochs=2, callbacks=[timer])
+        >>> timer.epochs()   # one row per epoch, with input_share
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._rows: list[dict] = []
+        self._epoch = 0
+        self._t0 = 0.0
+        self._source = None
+        self._it = None
+        self._pending_wait = math.nan
+
+    @property
+    def _wrapped(self) -> bool:
+        return self._source is not None
+
+    def wrap(self, data: Any):
+        """Returns ``data`` as a ``tf.data.Dataset`` whose batch pulls this timer times.
+
+        Each step, the callback pulls the next batch from ``data`` (which keeps its
+        own prefetching and workers) in ``on_train_batch_begin``, timing the pull,
+        and hands it to the step through a variable the returned dataset reads:
+        no Python function and no copy through NumPy on the step's path.
+
+        Args:
+            data: a ``tf.data.Dataset``, ``PyDataset``, generator-returning callable,
+                or any re-iterable of batches. A one-shot generator works for one
+                epoch only. Use with ``steps_per_execution=1`` (the default) and
+                one device.
+        """
+        import tensorflow as tf
+
+        if isinstance(data, Iterator):  # one-shot: peek, then put the batch back
+            head = next(data)
+            data = itertools.chain([head], data)
+        else:
+            head = next(iterate(data))
+        first = tf.nest.map_structure(tf.convert_to_tensor, head)
+        self._source = data
+        self._slots = tf.nest.map_structure(
+            lambda t: tf.Variable(t, trainable=False, shape=tf.TensorShape(None)), first)
+        self._has_batch = tf.Variable(False, trainable=False)
+        slots, has_batch = self._slots, self._has_batch
+        ds = tf.data.Dataset.from_tensors(0).repeat()
+        ds = ds.take_while(lambda _: has_batch.read_value())
+        specs = tf.nest.map_structure(
+            lambda t: tf.TensorSpec((None,) + tuple(t.shape[1:]), t.dtype), first)
+
+        def read(_):
+            has_batch.assign(False)
+            return tf.nest.map_structure(
+                lambda v, spec: tf.ensure_shape(tf.identity(v.value()), spec.shape), slots, specs)
+
+        ds = ds.map(read)
+        n = _known_length(data)
+        if n is not None:  # lets Keras size the epoch instead of running off its end
+            ds = ds.apply(tf.data.experimental.assert_cardinality(n))
+        opts = tf.data.Options()
+        opts.autotune.enabled = False  # no prefetch: the step reads what the callback pulled
+        opts.experimental_optimization.inject_prefetch = False
+        return ds.with_options(opts)
+
+    def _pull(self) -> float:
+        t0 = time.perf_counter()
+        try:
+            batch = next(self._it)
+        except StopIteration:
+            self._has_batch.assign(False)
+            return time.perf_counter() - t0
+        wait = time.perf_counter() - t0
+        import tensorflow as tf
+
+        tf.nest.map_structure(lambda v, b: v.assign(b), self._slots, batch)
+        self._has_batch.assign(True)
+        return wait
+
+    # Keras hooks -------------------------------------------------------------
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+        if self._wrapped:
+            self._it = iterate(self._source)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._wrapped:
+            close = getattr(self._it, "close", None)
+            if close is not None:
+                close()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._t0 = time.perf_counter()
+        self._pending_wait = self._pull() if self._wrapped else math.nan
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = time.perf_counter() - self._t0
+        self._rows.append({
+            "epoch": self._epoch,
+            "step": batch,
+            "step_s": step,
+            "wait_s": self._pending_wait,
+        })
+
+    # Results -----------------------------------------------------------------
+    def steps(self) -> pd.DataFrame:
+        """One row per training step: ``epoch, step, step_s, wait_s, compute_s``."""
+        df = pd.DataFrame(self._rows, columns=["epoch", "step", "step_s", "wait_s"])
+        df["compute_s"] = df["step_s"] - df["wait_s"]
+        return df
+
+    def epochs(self) -> pd.DataFrame:
+        """One row per epoch: steps, seconds in steps, waiting, and ``input_share``."""
+        df = self.steps()
+        out = df.groupby("epoch").agg(
+            steps=("step", "size"), step_s=("step_s", "sum"), wait_s=("wait_s", lambda s: s.sum(min_count=1)),
+            step_p50_ms=("step_s", lambda s: 1e3 * s.median()),
+        ).reset_index()
+        out["input_share"] = out["wait_s"] / out["step_s"]
+        return out
+
+    def reset(self) -> None:
+        self._rows.clear()
+
+
+@functools.cache
+def _step_timer_class():
+    import keras
+
+    return type("StepTimer", (_StepTimerMixin, keras.callbacks.Callback),
+                {"__module__": __name__, "__doc__": _StepTimerMixin.__doc__})
+
+
+def __getattr__(name):
+    # StepTimer subclasses keras.callbacks.Callback; build it on first use so that
+    # importing kit.timing does not import TensorFlow.
+    if name == "StepTimer":
+        return _step_timer_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
