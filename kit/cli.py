@@ -17,6 +17,7 @@ from pathlib import Path
 #: "root", "convert" and "bench" to argparse sub-parser collections.
 PLUGINS = [
     "kit.bench",
+    "kit.spectrogram.commands",
 ]
 
 

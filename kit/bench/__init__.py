@@ -18,7 +18,7 @@ import pandas as pd
 #: bench modules, each with ``register(bench_subparsers)``.
 MODULES = [
     "kit.bench.timer",
-    # "kit.bench.spectrogram",
+    "kit.bench.spectrogram",
 ]
 
 

@@ -37,7 +37,8 @@ def default_folder(index: FrameIndex, fmt: str, workdir=None, **options) -> Path
 
 
 def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: float = DEFAULT_SHARD_MB,
-            seed: int = 0, workers: int | None = None, progress: bool | str = True):
+            seed: int = 0, workers: int | None = None, progress: bool | str = True,
+            adopt: bool = False):
     """Converts ``index`` to a store (or reuses/resumes one). Returns ``(folder, manifest)``.
 
     Args:
@@ -49,6 +50,8 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
         seed: TFRecord write order.
         workers: threads writing TFRecord shards (default: the usable CPUs).
         progress: show a tqdm bar.
+        adopt: use a complete store already in ``out`` if it holds this index in this
+            format, whatever options it was built with (a loader given ``folder=``).
     """
     if to not in FORMATS:
         raise ValueError(f"to must be one of {FORMATS}, got {to!r}")
@@ -58,7 +61,12 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
     key = store_key(index, to, **opts)
     folder = Path(out) if out is not None else default_folder(index, to, workdir, **opts)
     meta = {"module": __name__, "frame_shape": list(index.frame_shape), "dtype": "float32",
-            "classes": list(index.classes), "source": str(index.csv_path)}
+            "classes": list(index.classes), "source": str(index.csv_path),
+            "index_key": index.fingerprint(), "options": opts}
+    if adopt and out is not None:
+        m = store.complete(folder)
+        if m is not None and m.kind == f"spectrogram-{to}" and m.meta.get("index_key") == meta["index_key"]:
+            return folder, m
     if to == "memmap":
         return folder, _memmap(index, folder, key, meta, progress)
     if workers is None:

@@ -21,12 +21,13 @@ from kit.spectrogram.convert import DEFAULT_SHARD_MB
 from kit.spectrogram.convert import convert as _to_store
 from kit.spectrogram.convert import parse_batch as _parse_batch
 from kit.spectrogram.index import FrameIndex, open_frames
+from kit.store import StoreError
 
 VARIANTS = {
     "generator": "the user's pattern: a Python generator that np.loads a whole file for every frame",
     "pydataset": "keras.utils.PyDataset reading frames by memory map (workers, use_multiprocessing)",
     "numpy_function": "tf.data with a per-frame tf.numpy_function, parallel map, prefetch (GIL-bound)",
-    "memmap": "frames consolidated once into one memory-mapped .npy; one sorted gather per batch",
+    "memmap": "frames consolidated once into one memory-mapped .npy; one sorted gather per batch in the graph",
     "tfrecord": "TFRecord shards: parallel interleave, shuffle buffer, batch, vectorised parse",
     "in_memory": "all frames in RAM, one gather per batch: the ceiling",
 }
@@ -255,22 +256,39 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, *, workdir=None, folder=None
     import tensorflow as tf
 
     _reject("memmap", options)
-    folder, manifest = _to_store(index, "memmap", folder, workdir=workdir, progress=progress)
-    frames = np.load(folder / "frames.npy", mmap_mode="r", allow_pickle=False)
-    labels = np.load(folder / "labels.npy", allow_pickle=False)
-    h, w = index.frame_shape
+    folder, manifest = _to_store(index, "memmap", folder, workdir=workdir, progress=progress,
+                                 adopt=True)
+    path = folder / "frames.npy"
+    labels = tf.constant(np.load(folder / "labels.npy", allow_pickle=False))
+    n, (h, w) = len(index), index.frame_shape
+    offset = npy_data_offset(path)
+    size = path.stat().st_size
+    if offset % 64 or (size - offset) != n * h * w * 4:
+        raise StoreError(f"{path}: unexpected layout (data at byte {offset}, {size} bytes); reconvert")
 
     def gather(rows):
-        rows = np.sort(rows)  # sequential reads: the page cache and readahead work for us
-        return frames[rows][..., None], labels[rows]
-
-    def load(rows):
-        x, y = tf.numpy_function(gather, [rows], (tf.float32, tf.int64), stateful=False)
-        return tf.ensure_shape(x, (None, h, w, 1)), tf.ensure_shape(y, (None,))
+        # The whole .npy file mapped into memory as one immutable tensor (no copy, no
+        # Python): skip the header, view it as (N, H, W), gather the batch's rows in
+        # sorted order so the reads go forward through the file.
+        flat = tf.raw_ops.ImmutableConst(dtype=tf.float32, shape=[size // 4], memory_region_name=str(path))
+        frames = tf.reshape(flat[offset // 4:], (n, h, w, 1))
+        rows = tf.sort(rows)
+        return tf.gather(frames, rows), tf.gather(labels, rows)
 
     ds = _order_dataset(len(index), opts).batch(opts.batch_size)
-    ds = ds.map(load, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.map(gather, num_parallel_calls=tf.data.AUTOTUNE)
     return _finish(ds, num_batches(len(index), opts.batch_size))
+
+
+def npy_data_offset(path) -> int:
+    """Byte offset of the array data in a ``.npy`` file (after its header)."""
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            np.lib.format.read_array_header_1_0(f)
+        else:
+            np.lib.format.read_array_header_2_0(f)
+        return f.tell()
 
 
 # --------------------------------------------------------------------------- tfrecord
@@ -281,19 +299,17 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, *, workdir=None, folder=No
               cycle_length: int = 4, progress=True, **options):
     import tensorflow as tf
 
-    from kit import store
-
     _reject("tfrecord", options)
     if shuffle_buffer <= 0 or cycle_length <= 0:
         raise ValueError(f"shuffle_buffer and cycle_length must be positive, got "
                          f"{shuffle_buffer!r}, {cycle_length!r}")
     folder, manifest = _to_store(index, "tfrecord", folder, workdir=workdir,
-                                        shard_mb=shard_mb, seed=opts.seed, progress=progress)
+                                        shard_mb=shard_mb, seed=opts.seed, progress=progress, adopt=True)
     # A shard cut short or replaced since it was written is refused before reading.
     for s in manifest.shards:
         path = folder / s["name"]
         if not path.exists() or path.stat().st_size != s["bytes"]:
-            raise store.StoreError(
+            raise StoreError(
                 f"{path}: missing or {path.stat().st_size if path.exists() else 0} bytes where the "
                 f"manifest says {s['bytes']}; run `python -m kit verify {folder}` and reconvert"
             )
