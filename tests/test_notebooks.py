@@ -1,0 +1,40 @@
+"""Every notebook: committed without outputs, a KIT_FAST parameters cell, and runs headless."""
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from kit import report
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert any(p.name.startswith("00_") for p in NOTEBOOKS)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_clean_with_parameters_cell(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for c in code:
+        assert not c.get("outputs") and c.get("execution_count") is None, f"{path.name} has outputs"
+    first = code[0]
+    assert "parameters" in first.metadata.get("tags", []), f"{path.name}: first code cell not tagged"
+    assert "KIT_FAST" in first.source
+    headings = [line for c in nb.cells if c.cell_type == "markdown"
+                for line in c.source.splitlines() if line.startswith("# ")]
+    assert len(headings) == 1, f"{path.name}: one H1 expected, found {headings}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_runs_headless_in_fast_mode(path, tmp_path):
+    nb = report.execute(path, fast=True, timeout=600)
+    errors = [o for c in nb.cells if c.cell_type == "code"
+              for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    allowed = sum("raises-exception" in c.metadata.get("tags", []) for c in nb.cells)
+    assert len(errors) <= allowed
+    for c in nb.cells:  # only cells tagged to fail may fail
+        if c.cell_type == "code" and "raises-exception" not in c.metadata.get("tags", []):
+            assert not [o for o in c.get("outputs", []) if o.get("output_type") == "error"], c.source
