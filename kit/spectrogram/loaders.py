@@ -266,16 +266,21 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, *, workdir=None, folder=None
     if offset % 64 or (size - offset) != n * h * w * 4:
         raise StoreError(f"{path}: unexpected layout (data at byte {offset}, {size} bytes); reconvert")
 
-    def gather(rows):
+    def mapped(_):
         # The whole .npy file mapped into memory as one immutable tensor (no copy, no
-        # Python): skip the header, view it as (N, H, W), gather the batch's rows in
-        # sorted order so the reads go forward through the file.
+        # Python), the header skipped, viewed as (N, H, W, 1).
         flat = tf.raw_ops.ImmutableConst(dtype=tf.float32, shape=[size // 4], memory_region_name=str(path))
-        frames = tf.reshape(flat[offset // 4:], (n, h, w, 1))
-        rows = tf.sort(rows)
+        return tf.reshape(flat[offset // 4:], (n, h, w, 1))
+
+    # Map the file once for the dataset's lifetime: the cache holds the tensor (a
+    # reference to the mapping, not a copy), so batches don't re-map and re-fault.
+    frames = tf.data.Dataset.from_tensors(0).map(mapped).cache().repeat()
+
+    def gather(rows, frames):
+        rows = tf.sort(rows)  # forward through the file: readahead and the page cache work for us
         return tf.gather(frames, rows), tf.gather(labels, rows)
 
-    ds = _order_dataset(len(index), opts).batch(opts.batch_size)
+    ds = tf.data.Dataset.zip((_order_dataset(len(index), opts).batch(opts.batch_size), frames))
     ds = ds.map(gather, num_parallel_calls=tf.data.AUTOTUNE)
     return _finish(ds, num_batches(len(index), opts.batch_size))
 
