@@ -21,6 +21,8 @@ def execute(path: str | os.PathLike, *, fast: bool = False, timeout: int = 1800,
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
     saved = dict(os.environ)
+    # Figures carry plotly.js with them, so the HTML export shows them offline too.
+    os.environ.setdefault("PLOTLY_RENDERER", "plotly_mimetype+notebook")
     os.environ.update(env or {})
     if fast:
         os.environ["KIT_FAST"] = "1"
