@@ -19,6 +19,7 @@ import pandas as pd
 MODULES = [
     "kit.bench.timer",
     "kit.bench.spectrogram",
+    "kit.bench.transfer",
 ]
 
 

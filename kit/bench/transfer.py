@@ -1,0 +1,236 @@
+"""``python -m kit bench transfer``: a frozen backbone's head, trained three ways, in one run.
+
+* (a) the ``"generator"`` loader (the user's pattern) + frozen backbone + head;
+* (b) the fastest loader + frozen backbone + head;
+* (c) the head alone on cached backbone features (``kit.features``);
+* plus the one-time cost of extracting the features (the backbone over every frame once).
+
+All train the same head (a Dense layer on the 1,024-d embedding of the YAMNet-like
+backbone of ``kit.models.audio``) at the same batch size. (a) and (b) are slow, so
+each round trains a few batches of them; (c) trains whole epochs. The rounds run
+(a), (b), (c) in turn, so a drift of a shared machine hits all three alike. Each
+rate is frames trained over seconds timed, summed over the rounds, and projected to
+an epoch of 1,000,000 frames; the ``examples`` column is the basis.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+EPOCH = 1_000_000
+#: Targets of the issue, on 2 CPU cores and the default bench data.
+TARGETS = {"c_epoch_s_max": 15.0, "c_over_a_min": 300.0, "c_over_b_min": 50.0}
+#: Loaders tried for (b); the fastest (loader alone, a short interleaved read) is used.
+CANDIDATES = ("memmap", "in_memory")
+
+
+def _subset(index, frames: int | None):
+    if frames is None or frames == len(index):
+        return index
+    if frames > len(index):
+        raise ValueError(f"frames must be at most the data's {len(index):,} frames, got {frames:,}")
+    return index.subset(np.arange(frames))
+
+
+def _warm_page_cache(index) -> None:
+    for f in index.files:  # every variant starts with the files in the page cache
+        with open(f, "rb") as fh:
+            while fh.read(1 << 24):
+                pass
+
+
+def run(data=None, *, frames: int | None = None, batch_size: int = 256, rounds: int = 2, batches: int = 4,
+        head_epochs: int = 5, loader: str = "auto", weights=None, alpha: float = 1.0, workdir=None,
+        progress: bool = True, log=print) -> tuple[pd.DataFrame, dict]:
+    """Measures (a), (b), (c) and the extraction; returns ``(table, info)``.
+
+    Args:
+        data: index CSV; the spectrogram bench's default data (20,000 frames) if None.
+        frames: use only the first ``frames`` rows of the data.
+        batch_size: the user's global batch (256), for every path.
+        rounds: interleaved rounds.
+        batches: training batches of (a) and of (b) timed per round.
+        head_epochs: epochs of (c) timed per round.
+        loader: the loader of (b), or ``"auto"``: the fastest of ``CANDIDATES``.
+        weights: a backbone weights file (random weights if None).
+        alpha: the backbone's width multiplier (1.0: YAMNet's size).
+        workdir: where stores and the (temporary) feature cache go.
+        progress: show the extraction's progress bar.
+        log: where progress lines go.
+
+    Returns:
+        The table (one row per path: ``variant``, ``setup``, ``examples_per_s``,
+        ``examples``, ``seconds``, ``epoch_s_1000000``, ``x_generator``, ``x_<b>``,
+        ``basis``) and a dict with the backbone's cost, the loader of (b) and the
+        targets checked.
+    """
+    from kit import features, store, timing
+    from kit.bench.spectrogram import default_data
+    from kit.models import audio
+    from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
+
+    for name, v in (("batch_size", batch_size), ("rounds", rounds), ("batches", batches),
+                    ("head_epochs", head_epochs)):
+        if not isinstance(v, int) or v <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    choices = [v for v in VARIANTS if v != "generator"]  # (a) is the generator
+    if loader != "auto" and loader not in choices:
+        raise ValueError(f"loader must be 'auto' or one of {', '.join(choices)}, got {loader!r}")
+    csv = Path(data) if data is not None else default_data(workdir=workdir)
+    index = _subset(FrameIndex.from_csv(csv), frames)
+    n = len(index)
+    log(f"data: {csv} ({n:,} frames of {index.frame_shape}, {len(index.files)} files)")
+    _warm_page_cache(index)
+
+    backbone = audio.backbone(weights, input_shape=tuple(index.frame_shape) + (1,), alpha=alpha)
+    cost = audio.cost(backbone)
+    log(f"backbone: {cost}")
+
+    # Stores and loaders are built before any timing.
+    convert(index, "memmap", workdir=workdir, progress=False)  # what the extraction reads
+    candidates = list(CANDIDATES) if loader == "auto" else [loader]
+    loaders = {v: make_loader(v, index, batch_size=batch_size, shuffle=True, seed=0, workdir=workdir,
+                              progress=False) for v in candidates}
+    if len(loaders) > 1:
+        probe = timing.compare(loaders, num_batches=min(10, math.ceil(n / batch_size)), warmup=1, rounds=2)
+        fastest = str(probe.sort_values("examples_per_s").iloc[-1]["variant"])
+        log("loaders alone: " + ", ".join(f"{v} {r:,.0f} frames/s" for v, r in
+                                          zip(probe["variant"], probe["examples_per_s"])) + f" -> (b) uses {fastest}")
+    else:
+        fastest = candidates[0]
+    gen = make_loader("generator", index, batch_size=batch_size, shuffle=True, seed=0)
+
+    root = Path(workdir) if workdir is not None else store.default_workdir()
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-transfer-", dir=root) as tmp:
+        # A fresh folder, so that the one-time cost is measured on every run.
+        log(f"extracting features of {n:,} frames (one time) ...")
+        cache = features.extract_features(backbone, index, loader="memmap", batch_size=batch_size,
+                                          out=Path(tmp) / "features", workdir=workdir, progress=progress)
+        log(f"  {cache}")
+        stats = features.embedding_stats(cache)
+        dim = cache.dim
+
+        def new_head():
+            return audio.head(index.num_classes, embedding_dim=dim, standardize=stats, seed=0)
+
+        transfer = audio.compile_classifier(audio.transfer_model(backbone, new_head()))
+        head = audio.compile_classifier(new_head(), steps_per_execution=features.DEFAULT_STEPS_PER_EXECUTION)
+        cached = features.head_loader(cache, batch_size=batch_size, shuffle=True, seed=0)
+
+        steps = min(batches, math.ceil(n / batch_size))
+        e2e_frames = min(steps * batch_size, n)
+        paths = {
+            "generator": lambda: features.fit_timed(transfer, gen, frames=e2e_frames, steps_per_epoch=steps),
+            fastest: lambda: features.fit_timed(transfer, loaders[fastest], frames=e2e_frames,
+                                                steps_per_epoch=steps),
+            "feature_cache": lambda: features.fit_timed(head, cached, frames=n, epochs=head_epochs),
+        }
+        log("warming up (tracing each train function once) ...")
+        features.fit_timed(transfer, gen, frames=min(batch_size, n), steps_per_epoch=1)
+        features.fit_timed(transfer, loaders[fastest], frames=min(batch_size, n), steps_per_epoch=1)
+        features.fit_timed(head, cached, frames=n, epochs=1)
+        log(f"measuring {rounds} interleaved rounds: (a) and (b) {steps} batches of {batch_size} each, "
+            f"(c) {head_epochs} epochs of {n:,} frames ...")
+        done = {k: [0, 0.0] for k in paths}
+        for r in range(rounds):
+            for name, fit in paths.items():
+                df = fit()
+                done[name][0] += int(df["frames"].sum())
+                done[name][1] += float(df["seconds"].sum())
+            log(f"  after round {r + 1}: " + ", ".join(f"{k} {f / s:,.0f} frames/s" for k, (f, s) in done.items()))
+
+    setups = {
+        "generator": "(a) generator + frozen backbone + head",
+        fastest: f"(b) fastest loader ({fastest}) + frozen backbone + head",
+        "feature_cache": "(c) head on cached features",
+    }
+    rows = []
+    for name, (f, s) in done.items():
+        what = (f"{rounds} rounds x {head_epochs} epochs of {n:,} frames" if name == "feature_cache"
+                else f"{rounds} rounds x {steps} batches of {batch_size}")
+        rows.append({"variant": name, "setup": setups[name], "examples_per_s": f / s, "examples": f,
+                     "seconds": s, "basis": f"{f:,} frames trained ({what})"})
+    rows.append({"variant": "extraction", "setup": "one time: the backbone over every frame, into the cache",
+                 "examples_per_s": n / cache.seconds, "examples": n, "seconds": cache.seconds,
+                 "basis": f"{n:,} frames extracted (float16, {dim}-d)"})
+    df = pd.DataFrame(rows)
+    df[f"epoch_s_{EPOCH}"] = EPOCH / df["examples_per_s"]
+    for b in ("generator", fastest):
+        rate = float(df.loc[df["variant"] == b, "examples_per_s"].iloc[0])
+        df[f"x_{b}"] = [None if v == "extraction" else r / rate
+                        for v, r in zip(df["variant"], df["examples_per_s"])]
+    df["batch_size"] = batch_size
+
+    c = df.set_index("variant").loc["feature_cache"]
+    measured = {"c_epoch_s": float(c[f"epoch_s_{EPOCH}"]), "c_over_a": float(c["x_generator"]),
+                "c_over_b": float(c[f"x_{fastest}"])}
+    met = {"c_epoch_s": measured["c_epoch_s"] <= TARGETS["c_epoch_s_max"],
+           "c_over_a": measured["c_over_a"] >= TARGETS["c_over_a_min"],
+           "c_over_b": measured["c_over_b"] >= TARGETS["c_over_b_min"]}
+    info = {"backbone": cost.as_dict(), "fastest_loader": fastest, "frames": n, "epoch_examples": EPOCH,
+            "targets": TARGETS, "measured": measured, "met": met, "data": str(csv)}
+    return df, info
+
+
+def add_arguments(p) -> None:
+    from kit.cli import positive_int
+
+    p.add_argument("--frames", type=positive_int, default=None,
+                   help="use the first N frames of the data (default: all; 20,000 of the default data)")
+    p.add_argument("--data", type=Path, default=None,
+                   help="index CSV (default: the spectrogram bench's data, 200 files x 100 frames)")
+    p.add_argument("--batch-size", type=positive_int, default=256)
+    p.add_argument("--rounds", type=positive_int, default=2)
+    p.add_argument("--batches", type=positive_int, default=4,
+                   help="training batches of (a) and (b) timed per round (they are slow)")
+    p.add_argument("--head-epochs", type=positive_int, default=5, help="epochs of (c) timed per round")
+    p.add_argument("--loader", default="auto", help="the loader of (b) (default: the fastest of memmap, in_memory)")
+    p.add_argument("--weights", type=Path, default=None, help="backbone .weights.h5 (default: random weights)")
+    p.add_argument("--alpha", type=float, default=1.0, help="backbone width multiplier (1.0: YAMNet's size)")
+    p.add_argument("--workdir", type=Path, default=None, help="where stores go (kit cache)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
+
+
+def register(bench_sub) -> None:
+    p = bench_sub.add_parser("transfer", help="frozen backbone: generator / fastest loader / cached features")
+    add_arguments(p)
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from kit.bench import print_table, result
+    from kit.cli import write_json
+    from kit.timing import format_duration
+
+    df, info = run(args.data, frames=args.frames, batch_size=args.batch_size, rounds=args.rounds,
+                   batches=args.batches, head_epochs=args.head_epochs, loader=args.loader,
+                   weights=args.weights, alpha=args.alpha, workdir=args.workdir,
+                   progress=not args.no_progress)
+    fastest = info["fastest_loader"]
+    show = df.copy()
+    show["epoch_1M"] = [format_duration(s) for s in df[f"epoch_s_{EPOCH}"]]
+    print()
+    print_table(show, ["setup", "examples_per_s", "epoch_1M", "x_generator", f"x_{fastest}", "examples"])
+    print(f"\nbasis: frames trained (column 'examples') over seconds timed, {args.rounds} interleaved rounds; "
+          f"projected to {EPOCH:,} frames. The extraction row is a one-time cost.")
+    m, t, ok = info["measured"], info["targets"], info["met"]
+
+    def mark(key):
+        return "met" if ok[key] else "NOT met"
+
+    print(f"targets: (c) epoch {m['c_epoch_s']:.1f} s <= {t['c_epoch_s_max']:g} s: {mark('c_epoch_s')}; "
+          f"(c)/(a) {m['c_over_a']:,.0f}x >= {t['c_over_a_min']:g}x: {mark('c_over_a')}; "
+          f"(c)/(b) {m['c_over_b']:,.0f}x >= {t['c_over_b_min']:g}x: {mark('c_over_b')}")
+    if args.json and args.json != "-":
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    out = df.astype(object).where(pd.notna(df), None)
+    write_json(args.json, result("transfer", out, **info))
+    return 0

@@ -1,0 +1,566 @@
+"""The frozen-backbone feature cache: run the backbone once, train the head from the cache.
+
+When only a head trains on a frozen network, every epoch recomputes the same
+backbone output for every frame. ``extract_features`` runs the backbone once over
+an index and stores the embeddings (float16 by default) with their labels; the head
+then trains from the cache at the speed of a Dense layer (``head_loader``,
+``train_head``).
+
+The cache is a ``kit.store`` folder: parts of ``part_frames`` rows each
+(``features-00000-of-00003.npy``, ``(rows, D)``) and ``labels.npy`` ``(N,)`` int64,
+written atomically one part at a time (an interrupted extraction resumes at the
+first unfinished part), with a manifest and checksums (``python -m kit verify``).
+Its key is a fingerprint of the backbone (architecture and every weight, BN
+statistics included), of the index's content and of the dtype: a changed backbone
+or index never reuses a stale cache.
+
+Caching is valid only while what it stores would not change: the backbone is frozen
+(weights and batch-norm statistics), and frames are not augmented on the fly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kit import store
+from kit.spectrogram.index import FrameIndex
+
+KIND = "feature-cache"
+DTYPES = ("float16", "float32")
+#: Loader variants that deliver frames in index order when not shuffled (TFRecord
+#: shards hold them in a shuffled order, so they cannot fill the cache row by row).
+ORDERED_LOADERS = ("memmap", "in_memory", "numpy_function", "pydataset", "generator")
+#: 32,768 rows a part: 64 MB at float16 x 1,024; about 40 s of YAMNet on 2 CPU
+#: cores, the most an interruption can lose, and a few seconds on a GPU.
+DEFAULT_PART_FRAMES = 32_768
+#: Head steps run per call into the compiled train function: 260k frames/s against
+#: 80k at 1 (a Dense head at batch 256 on 2 CPU cores is all per-step overhead).
+DEFAULT_STEPS_PER_EXECUTION = 64
+
+
+# --------------------------------------------------------------------------- keys
+
+
+_IRRELEVANT = ("name", "trainable", "seed")
+
+
+def _clean(config: dict) -> dict:
+    """A layer's config without what does not change its output once its weights are set."""
+    return {k: v for k, v in config.items()
+            if k not in _IRRELEVANT and not k.endswith(("initializer", "regularizer", "constraint"))}
+
+
+def _leaf_layers(model):
+    for layer in model.layers:
+        if hasattr(layer, "layers") and layer.layers:
+            yield from _leaf_layers(layer)
+        else:
+            yield layer
+
+
+def weights_fingerprint(model) -> str:
+    """SHA-256 of a model's architecture and of every weight (trainable or not).
+
+    Layer names, initialisers and ``trainable`` flags are left out: they do not
+    change what the model computes once its weights are set, and Keras numbers
+    automatic names differently every time a model is built.
+    """
+    h = hashlib.sha256()
+    arch = [(type(layer).__name__, _clean(layer.get_config())) for layer in _leaf_layers(model)]
+    h.update(json.dumps([arch, list(model.input_shape), list(model.output_shape)],
+                        sort_keys=True, default=str).encode())
+    for w in model.weights:
+        a = np.ascontiguousarray(np.asarray(w.numpy()))
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def cache_key(backbone, index: FrameIndex, *, dtype: str = "float16",
+              part_frames: int = DEFAULT_PART_FRAMES) -> str:
+    """Key of the cache of ``backbone`` over ``index``: backbone, index content, layout."""
+    return _key(weights_fingerprint(backbone), index, dtype, part_frames)
+
+
+def _key(backbone_key: str, index: FrameIndex, dtype: str, part_frames: int) -> str:
+    return store.fingerprint(KIND, backbone_key, index.fingerprint(), dtype, int(part_frames),
+                             store.FORMAT_VERSION)
+
+
+def default_folder(key: str, workdir=None) -> Path:
+    root = Path(workdir) if workdir is not None else store.default_workdir()
+    return root / f"features-{key[:16]}"
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureCache:
+    """A complete feature cache. Open one with ``FeatureCache.open`` or get it from
+    ``extract_features``.
+
+    Attributes:
+        folder: the store's folder.
+        manifest: its ``kit.store.Manifest``.
+        seconds: how long this call's extraction took; None when the cache was reused.
+        resumed_rows: rows found done from an interrupted extraction (not recomputed).
+    """
+
+    folder: Path
+    manifest: store.Manifest
+    seconds: float | None = None
+    resumed_rows: int = 0
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, folder, *, key: str | None = None) -> "FeatureCache":
+        """Opens a complete cache (with ``key``, if given).
+
+        Raises:
+            kit.store.StoreError: the folder holds no complete feature cache (with that key).
+        """
+        m = store.complete(folder, key)
+        if m is None:
+            raise store.StoreError(f"{folder}: no complete feature cache"
+                                   + (f" with key {key[:16]}..." if key else ""))
+        if m.kind != KIND:
+            raise store.StoreError(f"{folder}: holds a {m.kind!r} store, not a feature cache")
+        return cls(Path(folder), m)
+
+    def __len__(self) -> int:
+        return int(self.manifest.meta["count"])
+
+    @property
+    def key(self) -> str:
+        return self.manifest.key
+
+    @property
+    def dim(self) -> int:
+        return int(self.manifest.meta["dim"])
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.manifest.meta["dtype"])
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return tuple(self.manifest.meta["classes"])
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self) * self.dim * self.dtype.itemsize
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Per row, the class id (int64), in index order."""
+        if "labels" not in self._cache:
+            self._cache["labels"] = np.load(self.folder / "labels.npy", allow_pickle=False)
+        return self._cache["labels"]
+
+    def _parts(self) -> list[tuple[int, int, np.ndarray]]:
+        if "parts" not in self._cache:
+            self._cache["parts"] = [
+                (start, stop, np.load(self.folder / name, mmap_mode="r", allow_pickle=False))
+                for name, start, stop in self.manifest.meta["parts"]]
+        return self._cache["parts"]
+
+    def read_all(self) -> np.ndarray:
+        """Every embedding in index order, ``(N, D)`` in the cache's dtype, in RAM."""
+        parts = self._parts()
+        if len(parts) == 1:
+            return np.array(parts[0][2])
+        return np.concatenate([p for _, _, p in parts])
+
+    def gather(self, rows) -> np.ndarray:
+        """Embeddings of ``rows`` (integer positions), in that order, from the memory maps."""
+        rows = np.asarray(rows, dtype=np.int64)
+        parts = self._parts()
+        if len(parts) == 1:
+            return parts[0][2][rows]
+        starts = np.array([s for s, _, _ in parts])
+        which = np.searchsorted(starts, rows, side="right") - 1
+        out = np.empty((len(rows), self.dim), self.dtype)
+        for k in np.unique(which):
+            sel = which == k
+            out[sel] = parts[k][2][rows[sel] - parts[k][0]]
+        return out
+
+    def __repr__(self) -> str:
+        state = "reused" if self.seconds is None else f"extracted in {self.seconds:.1f} s"
+        return (f"FeatureCache({len(self):,} x {self.dim} {self.dtype}, {self.nbytes / 1e6:.1f} MB, "
+                f"{state}, {self.folder})")
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+def _numpy_batches(loader):
+    """Iterates a loader's batches as NumPy arrays (tf.data or a PyDataset)."""
+    if hasattr(loader, "as_numpy_iterator"):
+        return loader.as_numpy_iterator()
+    return (loader[i] for i in range(len(loader)))
+
+
+class _Cursor:
+    """One pass over the loader shared by the parts, so that a resumed extraction
+    reads past finished parts without running the backbone on them."""
+
+    def __init__(self, loader):
+        self.loader, self.it, self.pos = loader, None, 0
+
+    def between(self, start: int, stop: int):
+        if self.it is None or self.pos > start:
+            self.it, self.pos = _numpy_batches(self.loader), 0
+        while self.pos < stop:
+            try:
+                x, y = next(self.it)
+            except StopIteration:
+                raise store.StoreError(
+                    f"the loader ended after {self.pos:,} rows; the index has more") from None
+            first, self.pos = self.pos, self.pos + len(x)
+            if self.pos <= start:
+                continue
+            yield first, x, y
+
+
+def _runner(backbone):
+    """The backbone as a compiled function of a batch of frames (inference mode)."""
+    import tensorflow as tf
+
+    spec = tf.TensorSpec((None,) + tuple(backbone.input_shape[1:]), tf.float32)
+
+    @tf.function(input_signature=[spec])
+    def run(x):
+        return backbone(x, training=False)
+
+    return lambda x: run(x).numpy()
+
+
+def extract_features(backbone, index: FrameIndex, *, loader: str = "memmap", batch_size: int = 256,
+                     out=None, workdir=None, dtype: str = "float16", progress: bool | str = True,
+                     part_frames: int = DEFAULT_PART_FRAMES) -> FeatureCache:
+    """Runs ``backbone`` once over every frame of ``index`` and caches the embeddings.
+
+    Reuses a complete cache with the same key, resumes an interrupted one, and
+    rebuilds one whose backbone or index changed.
+
+    Args:
+        backbone: a Keras model, frames ``(B, H, W, 1)`` -> embeddings ``(B, D)``;
+            run in inference mode (``training=False``).
+        index: the frames, in the order the cache's rows will have.
+        loader: the spectrogram loader variant that reads the frames, one of
+            ``ORDERED_LOADERS`` (read in index order, no shuffle).
+        batch_size: frames per backbone call.
+        out: the cache's folder; by default ``features-<key>`` under ``workdir``.
+        workdir: where default folders (cache and loader stores) go
+            (``kit.store.default_workdir()`` if None).
+        dtype: ``"float16"`` (half the disk and RAM; ample for a head's inputs) or ``"float32"``.
+        progress: show a tqdm bar (a string sets its description).
+        part_frames: rows per part file (rounded up to a multiple of ``batch_size``):
+            the most an interruption can cost.
+
+    Returns:
+        The ``FeatureCache``.
+
+    Raises:
+        ValueError: bad options, a backbone whose input does not fit the frames or whose
+            output is not ``(B, D)``, or embeddings that are not finite in ``dtype``
+            (naming the file and frame).
+        kit.errors.DataError: unreadable frames (from the loader).
+    """
+    from kit.spectrogram import make_loader
+
+    if loader not in ORDERED_LOADERS:
+        raise ValueError(f"loader must be one of {', '.join(ORDERED_LOADERS)} (frames in index order), "
+                         f"got {loader!r}")
+    if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size!r}")
+    if not isinstance(part_frames, (int, np.integer)) or part_frames <= 0:
+        raise ValueError(f"part_frames must be positive, got {part_frames!r}")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    want = tuple(index.frame_shape) + (1,)
+    got = tuple(backbone.input_shape[1:])
+    if got != want:
+        raise ValueError(f"the backbone takes frames of shape {got}, the index holds {want}")
+    if len(backbone.output_shape) != 2:
+        raise ValueError(f"the backbone must output embeddings (batch, dim), got {backbone.output_shape}")
+    dim = int(backbone.output_shape[-1])
+    part_frames = int(math.ceil(part_frames / batch_size) * batch_size)
+
+    backbone_key = weights_fingerprint(backbone)
+    key = _key(backbone_key, index, dtype, part_frames)
+    folder = Path(out) if out is not None else default_folder(key, workdir)
+    done = store.complete(folder, key)
+    if done is not None:
+        return FeatureCache(folder, done)
+
+    n = len(index)
+    count = math.ceil(n / part_frames)
+    width = max(5, len(str(count)))
+    parts = [(f"features-{k:0{width}d}-of-{count:0{width}d}.npy", k * part_frames,
+              min(n, (k + 1) * part_frames)) for k in range(count)]
+    shards = [store.Shard("labels.npy", 0)] + [store.Shard(name, stop - start, (start, stop))
+                                               for name, start, stop in parts]
+    meta = {"module": __name__, "count": n, "dim": dim, "dtype": dtype, "parts": parts,
+            "classes": list(index.classes), "frame_shape": list(index.frame_shape),
+            "backbone": backbone.name, "backbone_key": backbone_key,
+            "index_key": index.fingerprint(), "source": str(index.csv_path), "loader": loader,
+            "batch_size": int(batch_size)}
+    # Built before the extraction starts (the memmap variant converts the frames once, with its own bar).
+    frames = make_loader(loader, index, batch_size=batch_size, shuffle=False, workdir=workdir,
+                         progress=bool(progress))
+    cursor = _Cursor(frames)
+    run = None
+    computed = [0]
+
+    def write(shard: store.Shard, tmp: Path, advance):
+        nonlocal run
+        if shard.name == "labels.npy":
+            with open(tmp, "wb") as f:
+                np.save(f, index.labels.astype(np.int64))
+            return
+        start, stop = shard.task
+        if run is None:
+            run = _runner(backbone)
+        mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(stop - start, dim))
+        for first, x, y in cursor.between(start, stop):
+            if not np.array_equal(y, index.labels[first:first + len(y)]):
+                raise store.StoreError(f"loader {loader!r} delivered rows {first}..{first + len(y) - 1} "
+                                       "out of index order; the cache would mislabel them")
+            with np.errstate(over="ignore"):  # overflow to inf is caught just below
+                emb = run(np.asarray(x, np.float32)).astype(dtype)
+            bad = ~np.isfinite(emb).all(axis=1)
+            if bad.any():
+                row = first + int(np.flatnonzero(bad)[0])
+                raise ValueError(
+                    f"{index.files[index.file_ids[row]]} frame {index.frames[row]} (index row {row}): "
+                    f"the backbone's embedding is not finite in {dtype}"
+                    + (" (over 65504: extract with dtype='float32')" if dtype == "float16" else ""))
+            mm[first - start:first - start + len(emb)] = emb
+            computed[0] += len(emb)
+            advance(len(emb))
+        mm.flush()
+        del mm
+
+    t0 = time.perf_counter()
+    manifest = store.build(folder, kind=KIND, key=key, shards=shards, write=write, meta=meta,
+                           progress="features" if progress is True else progress)
+    return FeatureCache(folder, manifest, seconds=time.perf_counter() - t0, resumed_rows=n - computed[0])
+
+
+@store.register_check(KIND)
+def _check(folder: Path, manifest: store.Manifest, shard: dict) -> str | None:
+    meta = manifest.meta
+    try:
+        arr = np.load(folder / shard["name"], mmap_mode="r", allow_pickle=False)
+    except ValueError as e:
+        return f"not a readable .npy ({e})"
+    if shard["name"] == "labels.npy":
+        if arr.shape != (meta["count"],):
+            return f"shape {arr.shape}, manifest implies ({meta['count']},)"
+        if len(arr) and not (0 <= arr.min() and arr.max() < len(meta["classes"])):
+            return f"labels outside 0..{len(meta['classes']) - 1}"
+        return None
+    want = (shard["count"], meta["dim"])
+    if arr.shape != want or arr.dtype != np.dtype(meta["dtype"]):
+        return f"{arr.shape} {arr.dtype}, manifest implies {want} {meta['dtype']}"
+    if not np.isfinite(arr).all():
+        return "holds non-finite embeddings"
+    return None
+
+
+# --------------------------------------------------------------------------- training the head
+
+
+def head_loader(cache: FeatureCache, *, batch_size: int, rows=None, shuffle: bool = True, seed: int = 0,
+                in_memory: bool = True):
+    """Batches of cached embeddings for the head: ``(x, y)``, x float32 ``(B, D)``, y int64 ``(B,)``.
+
+    Every selected row exactly once per epoch, reshuffled every epoch (seeded). The
+    row order for a seed is the one the spectrogram loaders' ``memmap`` and
+    ``in_memory`` variants give ``index.subset(rows)`` for that seed, so a head
+    trained here sees the same batches as one trained end to end.
+
+    Args:
+        cache: the feature cache.
+        batch_size: rows per batch (the last may be smaller).
+        rows: integer positions (or a boolean mask) of the rows to serve; all by default.
+        shuffle: reshuffle every epoch.
+        seed: makes the shuffles reproducible.
+        in_memory: hold the cache in RAM (``nbytes``: 2 GB for 1M float16 x 1,024) and
+            gather each batch in the graph; False gathers from the memory-mapped parts
+            through ``tf.numpy_function`` (for caches larger than RAM).
+
+    Returns:
+        A ``tf.data.Dataset`` of a known number of batches, prefetched.
+    """
+    import tensorflow as tf
+
+    if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size!r}")
+    n = len(cache)
+    rows = np.arange(n) if rows is None else np.arange(n)[np.asarray(rows)]
+    if len(rows) == 0:
+        raise ValueError("rows selects no rows of the cache")
+    m = len(rows)
+    order = tf.data.Dataset.range(m)
+    if shuffle:
+        order = order.shuffle(m, seed=seed, reshuffle_each_iteration=True)
+    ds = order.batch(batch_size)
+    labels = cache.labels
+    if in_memory:
+        if "variables" not in cache._cache:  # one copy in RAM per cache, shared by its loaders
+            # Variables: the dataset graph refers to the data instead of copying it.
+            cache._cache["variables"] = (tf.Variable(cache.read_all(), trainable=False),
+                                         tf.Variable(labels, trainable=False))
+        x_all, y_all = cache._cache["variables"]
+        rows_t = tf.constant(rows)
+
+        def gather(pos):
+            r = tf.gather(rows_t, pos)
+            return tf.cast(tf.gather(x_all, r), tf.float32), tf.gather(y_all, r)
+    else:
+        dim = cache.dim
+
+        def gather_np(pos):
+            r = rows[pos]
+            return cache.gather(r).astype(np.float32), labels[r]
+
+        def gather(pos):
+            x, y = tf.numpy_function(gather_np, [pos], (tf.float32, tf.int64), stateful=False)
+            return tf.ensure_shape(x, (None, dim)), tf.ensure_shape(y, (None,))
+
+    ds = ds.map(gather, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.apply(tf.data.experimental.assert_cardinality(math.ceil(m / batch_size)))
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _epoch_timer():
+    import keras
+
+    class EpochTimer(keras.callbacks.Callback):
+        """Seconds of each epoch's training part (validation excluded)."""
+
+        def __init__(self):
+            super().__init__()
+            self.seconds: list[float] = []
+            self._t0 = None
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._t0 = time.perf_counter()
+
+        def on_test_begin(self, logs=None):  # validation starts: the training part is over
+            if self._t0 is not None:
+                self.seconds.append(time.perf_counter() - self._t0)
+                self._t0 = None
+
+        def on_epoch_end(self, epoch, logs=None):
+            if self._t0 is not None:
+                self.seconds.append(time.perf_counter() - self._t0)
+                self._t0 = None
+
+    return EpochTimer()
+
+
+def fit_timed(model, data, *, frames: int, epochs: int = 1, steps_per_epoch: int | None = None,
+              validation_data=None, verbose: int = 0) -> pd.DataFrame:
+    """``model.fit`` with each epoch's training time measured (setup and validation excluded).
+
+    Args:
+        model: a compiled Keras model.
+        data: what ``fit`` reads.
+        frames: examples trained on per epoch (for ``frames_per_s``).
+        epochs, steps_per_epoch, validation_data, verbose: passed to ``fit``.
+
+    Returns:
+        One row per epoch: ``epoch``, ``frames``, ``seconds``, ``frames_per_s`` and
+        the metrics Keras logged (``loss``, ``accuracy``, ``val_accuracy``...).
+        The first epoch includes tracing the train function.
+    """
+    timer = _epoch_timer()
+    hist = model.fit(data, epochs=epochs, steps_per_epoch=steps_per_epoch, shuffle=False,  # the loader shuffles
+                     validation_data=validation_data, verbose=verbose, callbacks=[timer])
+    df = pd.DataFrame({"epoch": np.arange(1, len(timer.seconds) + 1), "frames": frames,
+                       "seconds": timer.seconds})
+    df["frames_per_s"] = df["frames"] / df["seconds"]
+    for k, v in hist.history.items():
+        df[k] = v
+    return df
+
+
+def train_head(head, cache: FeatureCache, *, rows=None, validation_rows=None, epochs: int = 1,
+               batch_size: int = 256, shuffle: bool = True, seed: int = 0, learning_rate: float = 1e-3,
+               steps_per_execution: int = DEFAULT_STEPS_PER_EXECUTION, compile: bool = True,
+               in_memory: bool = True, verbose: int = 0) -> pd.DataFrame:
+    """Trains ``head`` on cached embeddings and reports each epoch's time.
+
+    Args:
+        head: a Keras model, embeddings ``(B, D)`` -> logits (``kit.models.audio.head``).
+        cache: the feature cache.
+        rows: training rows (positions or a mask); all by default.
+        validation_rows: rows evaluated after each epoch (``val_accuracy``), or None.
+        epochs, batch_size, shuffle, seed: as for the loaders (``head_loader``).
+        learning_rate: Adam's, when compiling.
+        steps_per_execution: train steps per call of the compiled function, when compiling.
+        compile: compile ``head`` (Adam, sparse cross-entropy from logits, accuracy);
+            False keeps the caller's compilation.
+        in_memory: see ``head_loader``.
+        verbose: Keras's.
+
+    Returns:
+        ``fit_timed``'s table: one row per epoch with ``seconds`` and ``frames_per_s``.
+    """
+    from kit.models.audio import compile_classifier
+
+    if compile:
+        compile_classifier(head, learning_rate=learning_rate, steps_per_execution=steps_per_execution)
+    train = head_loader(cache, batch_size=batch_size, rows=rows, shuffle=shuffle, seed=seed,
+                        in_memory=in_memory)
+    val = None
+    if validation_rows is not None:
+        val = head_loader(cache, batch_size=batch_size, rows=validation_rows, shuffle=False,
+                          in_memory=in_memory)
+    frames = len(cache) if rows is None else len(np.arange(len(cache))[np.asarray(rows)])
+    return fit_timed(head, train, frames=frames, epochs=epochs, validation_data=val, verbose=verbose)
+
+
+def embedding_stats(cache: FeatureCache, *, rows=None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of each embedding dimension over ``rows`` (all by default), float32.
+
+    Variances are floored at a tenth of their median: dimensions that are (nearly)
+    constant on these rows, such as channels a ReLU never opens, would otherwise
+    blow up when standardised. For ``kit.models.audio.head(standardize=...)``.
+    """
+    rows = np.arange(len(cache)) if rows is None else np.arange(len(cache))[np.asarray(rows)]
+    rows = np.sort(rows)
+    total = np.zeros(cache.dim)
+    squares = np.zeros(cache.dim)
+    for i in range(0, len(rows), 65_536):  # in chunks: 1M x 1,024 at float64 would be 8 GB
+        x = cache.gather(rows[i:i + 65_536]).astype(np.float64)
+        total += x.sum(axis=0)
+        squares += np.square(x).sum(axis=0)
+    mean = total / len(rows)
+    var = np.maximum(squares / len(rows) - np.square(mean), 0.0)
+    floor = 0.1 * float(np.median(var)) + 1e-12
+    return mean.astype(np.float32), np.maximum(var, floor).astype(np.float32)
+
+
+def evaluate_head(head, cache: FeatureCache, *, rows=None, batch_size: int = 1024) -> dict:
+    """The head's loss and accuracy on cached rows: ``{"loss": ..., "accuracy": ...}``."""
+    data = head_loader(cache, batch_size=batch_size, rows=rows, shuffle=False)
+    return head.evaluate(data, verbose=0, return_dict=True)
