@@ -18,6 +18,7 @@ from pathlib import Path
 PLUGINS = [
     "kit.bench",
     "kit.spectrogram.commands",
+    "kit.segmentation.commands",
 ]
 
 

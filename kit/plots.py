@@ -106,3 +106,51 @@ def interactive(fig_by_option: dict[str, go.Figure], *, description: str = "view
     choice.observe(lambda change: show(change["new"]), names="value")
     show(names[0])
     return widgets.VBox([choice, out])
+
+
+def stage_costs(df: pd.DataFrame, *, title: str = "What one pair costs, stage by stage (one core)") -> go.Figure:
+    """Bars of ``ms_per_pair`` per stage, one colour per library (``kit.bench.segmentation.profile``)."""
+    fig = px.bar(df, x="ms_per_pair", y="stage", color="library", barmode="group", orientation="h",
+                 text=[f"{v:.1f}" for v in df["ms_per_pair"]], title=title,
+                 labels={"ms_per_pair": "ms per pair", "stage": ""})
+    fig.update_traces(textposition="outside", cliponaxis=False)
+    fig.update_layout(height=160 + 40 * df["stage"].nunique() * df["library"].nunique() // 2,
+                      margin=dict(l=10, r=40, t=50, b=40), yaxis=dict(autorange="reversed"))
+    return fig
+
+
+def segmentation_pair(image, ids, colours, *, title: str = "An image and its mask") -> go.Figure:
+    """An image and its class-id mask side by side, the mask drawn in the palette's colours.
+
+    Args:
+        image: ``(H, W, 3)`` uint8 (or float in [0, 1]).
+        ids: ``(H, W)`` class ids; ids outside the palette (ignored) are drawn white.
+        colours: ``(C, 3)`` palette colours.
+    """
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+    from plotly.subplots import make_subplots
+
+    image = np.asarray(image)
+    if image.dtype != np.uint8:
+        image = np.rint(np.clip(image, 0, 1) * 255).astype(np.uint8)
+    table = np.full((256, 3), 255, np.uint8)
+    table[:len(colours)] = np.asarray(colours, np.uint8)
+    mask = table[np.asarray(ids, np.uint8)]
+
+    def png(a):  # embedded as PNG: small in the saved notebook and the HTML export
+        buf = io.BytesIO()
+        Image.fromarray(a).save(buf, format="PNG")
+        return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+    fig = make_subplots(1, 2, subplot_titles=("image", "class ids, in the palette's colours"))
+    fig.add_trace(go.Image(source=png(image)), 1, 1)
+    fig.add_trace(go.Image(source=png(mask)), 1, 2)
+    fig.update_layout(title=title, height=380, margin=dict(l=10, r=10, t=70, b=10))
+    fig.update_xaxes(showticklabels=False)
+    fig.update_yaxes(showticklabels=False)
+    return fig
+

@@ -20,6 +20,7 @@ MODULES = [
     "kit.bench.timer",
     "kit.bench.spectrogram",
     "kit.bench.transfer",
+    "kit.bench.segmentation",
 ]
 
 

@@ -1,0 +1,15 @@
+"""Segmentation case (seed 004): 512x512 PNG images with colour-coded PNG masks.
+
+Public face:
+    PairIndex, Palette: the validated pairs (``PairIndex.from_csv``) and the masks'
+        colour code (``Palette.from_csv`` of a CamVid-style ``class_dict.csv``).
+    make_loader, VARIANTS: every loader variant, built by one function.
+    convert: pairs decoded once into uint8 class-index shards (atomic, resumable, verified).
+"""
+
+from kit.segmentation.convert import convert
+from kit.segmentation.index import PairIndex, Palette, crop_or_pad
+from kit.segmentation.loaders import GRAPH_ONLY, VARIANTS, default_x_dtype, make_loader
+
+__all__ = ["PairIndex", "Palette", "make_loader", "VARIANTS", "GRAPH_ONLY", "default_x_dtype",
+           "convert", "crop_or_pad"]
