@@ -428,13 +428,13 @@ class _StepTimerMixin:
         try:
             batch = next(self._it)
         except StopIteration:
-            self._has_batch.assign(False)
+            self._has_batch.assign(False, read_value=False)
             return time.perf_counter() - t0
         wait = time.perf_counter() - t0
         import tensorflow as tf
 
-        tf.nest.map_structure(lambda v, b: v.assign(b), self._slots, batch)
-        self._has_batch.assign(True)
+        tf.nest.map_structure(lambda v, b: v.assign(b, read_value=False), self._slots, batch)
+        self._has_batch.assign(True, read_value=False)
         return wait
 
     # Keras hooks -------------------------------------------------------------
