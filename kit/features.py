@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from kit import store
+from kit.models.audio import _leaf_layers
 from kit.spectrogram.index import FrameIndex
 
 KIND = "feature-cache"
@@ -57,14 +57,6 @@ def _clean(config: dict) -> dict:
     """A layer's config without what does not change its output once its weights are set."""
     return {k: v for k, v in config.items()
             if k not in _IRRELEVANT and not k.endswith(("initializer", "regularizer", "constraint"))}
-
-
-def _leaf_layers(model):
-    for layer in model.layers:
-        if hasattr(layer, "layers") and layer.layers:
-            yield from _leaf_layers(layer)
-        else:
-            yield layer
 
 
 def weights_fingerprint(model) -> str:

@@ -306,16 +306,6 @@ def register(bench_sub) -> None:
     p.set_defaults(func=main)
 
 
-def defaults(**overrides) -> argparse.Namespace:
-    """The command's arguments with their defaults (and ``overrides``), for the demo."""
-    p = argparse.ArgumentParser()
-    add_arguments(p)
-    args = p.parse_args([])
-    for k, v in overrides.items():
-        setattr(args, k, v)
-    return args
-
-
 def main(args) -> int:
     from kit.bench import print_table, result
     from kit.cli import write_json

@@ -10,7 +10,6 @@ ceiling). Epoch times are projected to the user's 1,000,000 frames.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 

@@ -21,12 +21,12 @@ epoch when ``shuffle`` is set. ``VARIANTS`` lists them.
 from __future__ import annotations
 
 import functools
-import math
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from kit.epochs import epoch_order, finish, num_batches, order_dataset, reject
 from kit.errors import DataError
 from kit.segmentation.convert import DEFAULT_SHARD_MB, convert, open_memmap_store, parse_batch
 from kit.segmentation.index import UNKNOWN, PairIndex, Palette, crop_or_pad
@@ -73,17 +73,6 @@ class LoaderOptions:
             raise ValueError(f"x_dtype must be one of {X_DTYPES}, got {self.x_dtype!r}")
         if not isinstance(self.one_hot, bool):
             raise ValueError(f"one_hot must be True or False, got {self.one_hot!r}")
-
-
-def num_batches(n: int, batch_size: int) -> int:
-    return math.ceil(n / batch_size)
-
-
-def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
-    """Row order of one epoch: a permutation seeded by ``(seed, epoch)``, or 0..n-1."""
-    if not shuffle:
-        return np.arange(n)
-    return np.random.default_rng([seed, epoch]).permutation(n)
 
 
 def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: int, size=(512, 512),
@@ -135,10 +124,6 @@ def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: in
         loader = through_service(loader, service)
     return loader
 
-
-def _reject(name, options):
-    if options:
-        raise ValueError(f"variant {name!r} takes no option(s) {', '.join(sorted(options))}")
 
 
 def _usable_cpus() -> int:
@@ -205,13 +190,13 @@ def _raise_unknown(palette, mask, unknown, path, where):
 
 def _sequence(index, palette, opts, *, workdir=None, progress=True, workers: int = 1, use_multiprocessing: bool = False,
               max_queue_size: int = 10, **options):
-    _reject("sequence", options)
+    reject("sequence", options)
     return _make_sequence(index, palette, opts, workers, use_multiprocessing, max_queue_size)
 
 
 def _sequence_workers(index, palette, opts, *, workdir=None, progress=True, workers: int | None = None,
                       use_multiprocessing: bool = True, max_queue_size: int = 10, **options):
-    _reject("sequence_workers", options)
+    reject("sequence_workers", options)
     workers = _usable_cpus() if workers is None else workers
     return _make_sequence(index, palette, opts, workers, use_multiprocessing, max_queue_size)
 
@@ -274,28 +259,6 @@ def __getattr__(name):
 
 
 # --------------------------------------------------------------------------- tf.data helpers
-
-
-def _finish(ds, n_batches: int):
-    """Guards the epoch's length and prefetches.
-
-    ``assert_cardinality`` makes a pipeline that ends early fail loudly instead of
-    yielding a silently shorter epoch.
-    """
-    import tensorflow as tf
-
-    ds = ds.apply(tf.data.experimental.assert_cardinality(n_batches))
-    return ds.prefetch(tf.data.AUTOTUNE)
-
-
-def _order_dataset(n: int, opts: LoaderOptions):
-    """Row positions for one epoch, reshuffled on every iteration, seeded."""
-    import tensorflow as tf
-
-    ds = tf.data.Dataset.range(n)
-    if opts.shuffle:
-        ds = ds.shuffle(n, seed=opts.seed, reshuffle_each_iteration=True)
-    return ds
 
 
 def _crop_tf(x, size):
@@ -375,7 +338,7 @@ def _paths(index: PairIndex):
 def _tfdata_naive(index, palette, opts, *, workdir=None, progress=True, parallel_calls: int = 4, **options):
     import tensorflow as tf
 
-    _reject("tfdata_naive", options)
+    reject("tfdata_naive", options)
     h, w = opts.size
     colours = [tuple(int(v) for v in c) for c in palette.colours]  # the user's label_values
     c, ignore, pad_id = len(colours), palette.ignore_label, palette.pad_id
@@ -413,9 +376,9 @@ def _tfdata_naive(index, palette, opts, *, workdir=None, progress=True, parallel
             ids = _assert_known(ids, tf.equal(ids, UNKNOWN), _codes_tf(y), labels[i], wheres[i], palette)
         return x, _pad_tf(ids, opts.size, pad_id if pad_id is not None else 0)
 
-    ds = _order_dataset(len(index), opts)
+    ds = order_dataset(len(index), opts)
     ds = ds.map(preprocess, num_parallel_calls=parallel_calls).batch(opts.batch_size)
-    return _finish(ds, num_batches(len(index), opts.batch_size))
+    return finish(ds, num_batches(len(index), opts.batch_size))
 
 
 # --------------------------------------------------------------------------- tfdata_tuned
@@ -424,7 +387,7 @@ def _tfdata_naive(index, palette, opts, *, workdir=None, progress=True, parallel
 def _tfdata_tuned(index, palette, opts, *, workdir=None, progress=True, **options):
     import tensorflow as tf
 
-    _reject("tfdata_tuned", options)
+    reject("tfdata_tuned", options)
     images, labels, wheres = _paths(index)
     pad_id = palette.pad_id if palette.pad_id is not None else 0
     padding = _needs_padding(index, opts.size)
@@ -447,12 +410,12 @@ def _tfdata_tuned(index, palette, opts, *, workdir=None, progress=True, **option
             x, ids = tf.ensure_shape(x, opts.size + (3,)), tf.ensure_shape(ids, opts.size)
         return x, ids
 
-    ds = _order_dataset(len(index), opts).map(load, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = order_dataset(len(index), opts).map(load, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.batch(opts.batch_size)  # uint8 until here: a quarter of float32's bytes to move
     post = _post(opts, palette.num_classes)
     if post is not None:
         ds = ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
-    return _finish(ds, num_batches(len(index), opts.batch_size))
+    return finish(ds, num_batches(len(index), opts.batch_size))
 
 
 # --------------------------------------------------------------------------- class_index
@@ -464,7 +427,7 @@ def _class_index(index, palette, opts, *, workdir=None, format: str = "memmap", 
 
     from kit import store
 
-    _reject("class_index", options)
+    reject("class_index", options)
     if not isinstance(shuffle_buffer, int) or shuffle_buffer <= 0:
         raise ValueError(f"shuffle_buffer must be a positive integer, got {shuffle_buffer!r}")
     folder, manifest = convert(index, palette, format, folder, size=opts.size, workdir=workdir,
@@ -497,7 +460,7 @@ def _class_index(index, palette, opts, *, workdir=None, format: str = "memmap", 
             x, y = tf.numpy_function(gather, [rows], (tf.uint8, tf.uint8), stateful=False)
             return tf.ensure_shape(x, (None,) + size + (3,)), tf.ensure_shape(y, (None,) + size)
 
-        ds = _order_dataset(n, opts).batch(opts.batch_size).map(load, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = order_dataset(n, opts).batch(opts.batch_size).map(load, num_parallel_calls=tf.data.AUTOTUNE)
     else:
         paths = [str(folder / s["name"]) for s in manifest.shards]
         files = tf.data.Dataset.from_tensor_slices(paths)
@@ -511,7 +474,7 @@ def _class_index(index, palette, opts, *, workdir=None, format: str = "memmap", 
     post = _post(opts, palette.num_classes)
     if post is not None:
         ds = ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
-    return _finish(ds, num_batches(n, opts.batch_size))
+    return finish(ds, num_batches(n, opts.batch_size))
 
 
 _BUILDERS = {

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from kit.spectrogram.index import FrameIndex, open_frames
-from kit.spectrogram.loaders import LoaderOptions, _order_dataset, make_loader, num_batches
+from kit.epochs import num_batches, order_dataset
+from kit.spectrogram.loaders import LoaderOptions, make_loader
 
 RUNGS = ("map", "+prefetch", "+parallel map", "+vectorise")
 
@@ -36,7 +37,7 @@ def _per_frame(index: FrameIndex, opts: LoaderOptions, *, parallel: bool, prefet
         x, y = tf.numpy_function(read_one, [i], (tf.float32, tf.int64), stateful=False)
         return tf.ensure_shape(x, (h, w, 1)), tf.ensure_shape(y, ())
 
-    ds = _order_dataset(len(index), opts)
+    ds = order_dataset(len(index), opts)
     ds = ds.map(load, num_parallel_calls=tf.data.AUTOTUNE if parallel else None)
     ds = ds.batch(opts.batch_size)
     ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches(len(index), opts.batch_size)))

@@ -12,11 +12,11 @@ be smaller). Each variant reshuffles every epoch when ``shuffle`` is set.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from kit.epochs import epoch_order, finish, num_batches, order_dataset, reject
 from kit.spectrogram.convert import DEFAULT_SHARD_MB
 from kit.spectrogram.convert import convert as _to_store
 from kit.spectrogram.convert import parse_batch as _parse_batch
@@ -48,17 +48,6 @@ class LoaderOptions:
     def __post_init__(self):
         if not isinstance(self.batch_size, (int, np.integer)) or self.batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {self.batch_size!r}")
-
-
-def num_batches(n: int, batch_size: int) -> int:
-    return math.ceil(n / batch_size)
-
-
-def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
-    """Row order of one epoch: a permutation seeded by ``(seed, epoch)``, or 0..n-1."""
-    if not shuffle:
-        return np.arange(n)
-    return np.random.default_rng([seed, epoch]).permutation(n)
 
 
 def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -101,32 +90,6 @@ def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool 
     return loader
 
 
-def _reject(name, options):
-    if options:
-        raise ValueError(f"variant {name!r} takes no option(s) {', '.join(sorted(options))}")
-
-
-def _finish(ds, n_batches: int):
-    """Guards the epoch's length and prefetches.
-
-    ``assert_cardinality`` makes a pipeline that ends early (a truncated shard, a
-    file gone mid-epoch) fail loudly instead of yielding a silently shorter epoch.
-    """
-    import tensorflow as tf
-
-    ds = ds.apply(tf.data.experimental.assert_cardinality(n_batches))
-    return ds.prefetch(tf.data.AUTOTUNE)
-
-
-def _order_dataset(n: int, opts: LoaderOptions):
-    """Row positions for one epoch, reshuffled on every iteration, seeded."""
-    import tensorflow as tf
-
-    ds = tf.data.Dataset.range(n)
-    if opts.shuffle:
-        ds = ds.shuffle(n, seed=opts.seed, reshuffle_each_iteration=True)
-    return ds
-
 
 # --------------------------------------------------------------------------- generator
 
@@ -134,7 +97,7 @@ def _order_dataset(n: int, opts: LoaderOptions):
 def _generator(index: FrameIndex, opts: LoaderOptions, *, workdir=None, progress=True, **options):
     import tensorflow as tf
 
-    _reject("generator", options)
+    reject("generator", options)
     h, w = index.frame_shape
     paths = [str(p) for p in index.files]
     epoch = [0]
@@ -162,7 +125,7 @@ def _generator(index: FrameIndex, opts: LoaderOptions, *, workdir=None, progress
 
 def _pydataset(index: FrameIndex, opts: LoaderOptions, *, workdir=None, progress=True, workers: int = 1,
                use_multiprocessing: bool = False, max_queue_size: int = 10, **options):
-    _reject("pydataset", options)
+    reject("pydataset", options)
     return _pydataset_class()(index, opts, workers=workers, use_multiprocessing=use_multiprocessing,
                           max_queue_size=max_queue_size)
 
@@ -222,7 +185,7 @@ def __getattr__(name):
 def _numpy_function(index: FrameIndex, opts: LoaderOptions, *, workdir=None, progress=True, **options):
     import tensorflow as tf
 
-    _reject("numpy_function", options)
+    reject("numpy_function", options)
     h, w = index.frame_shape
     files = index.files
     file_ids, frames, labels = index.file_ids, index.frames, index.labels
@@ -243,9 +206,9 @@ def _numpy_function(index: FrameIndex, opts: LoaderOptions, *, workdir=None, pro
         # from a tensor of unknown shape, which cannot work).
         return tf.ensure_shape(x, (h, w, 1)), tf.ensure_shape(y, ())
 
-    ds = _order_dataset(len(index), opts).map(load, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = order_dataset(len(index), opts).map(load, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.batch(opts.batch_size)
-    return _finish(ds, num_batches(len(index), opts.batch_size))
+    return finish(ds, num_batches(len(index), opts.batch_size))
 
 
 # --------------------------------------------------------------------------- memmap
@@ -255,7 +218,7 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, *, workdir=None, folder=None
             **options):
     import tensorflow as tf
 
-    _reject("memmap", options)
+    reject("memmap", options)
     folder, manifest = _to_store(index, "memmap", folder, workdir=workdir, progress=progress,
                                  adopt=True)
     path = folder / "frames.npy"
@@ -280,9 +243,9 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, *, workdir=None, folder=None
         rows = tf.sort(rows)  # forward through the file: readahead and the page cache work for us
         return tf.gather(frames, rows), tf.gather(labels, rows)
 
-    ds = tf.data.Dataset.zip((_order_dataset(len(index), opts).batch(opts.batch_size), frames))
+    ds = tf.data.Dataset.zip((order_dataset(len(index), opts).batch(opts.batch_size), frames))
     ds = ds.map(gather, num_parallel_calls=tf.data.AUTOTUNE)
-    return _finish(ds, num_batches(len(index), opts.batch_size))
+    return finish(ds, num_batches(len(index), opts.batch_size))
 
 
 def npy_data_offset(path) -> int:
@@ -304,7 +267,7 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, *, workdir=None, folder=No
               cycle_length: int = 4, progress=True, **options):
     import tensorflow as tf
 
-    _reject("tfrecord", options)
+    reject("tfrecord", options)
     if shuffle_buffer <= 0 or cycle_length <= 0:
         raise ValueError(f"shuffle_buffer and cycle_length must be positive, got "
                          f"{shuffle_buffer!r}, {cycle_length!r}")
@@ -329,7 +292,7 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, *, workdir=None, folder=No
     ds = ds.batch(opts.batch_size)  # batch first, then parse the whole batch at once
     shape = index.frame_shape
     ds = ds.map(lambda s: _parse_batch(s, shape), num_parallel_calls=tf.data.AUTOTUNE)
-    return _finish(ds, num_batches(len(index), opts.batch_size))
+    return finish(ds, num_batches(len(index), opts.batch_size))
 
 
 # --------------------------------------------------------------------------- in_memory
@@ -338,14 +301,14 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, *, workdir=None, folder=No
 def _in_memory(index: FrameIndex, opts: LoaderOptions, *, workdir=None, progress=True, **options):
     import tensorflow as tf
 
-    _reject("in_memory", options)
+    reject("in_memory", options)
     # Held in variables, so the dataset graph refers to the data instead of copying it.
     x = tf.Variable(index.read_all()[..., None], trainable=False)
     y = tf.Variable(index.labels, trainable=False)
-    ds = _order_dataset(len(index), opts).batch(opts.batch_size)
+    ds = order_dataset(len(index), opts).batch(opts.batch_size)
     ds = ds.map(lambda rows: (tf.gather(x, rows), tf.gather(y, rows)),
                 num_parallel_calls=tf.data.AUTOTUNE)
-    return _finish(ds, num_batches(len(index), opts.batch_size))
+    return finish(ds, num_batches(len(index), opts.batch_size))
 
 
 _BUILDERS = {
