@@ -21,8 +21,9 @@ test: $(STAMP)
 	KIT_FAST=1 $(PY) -m pytest
 
 # JupyterLab on 127.0.0.1 only, with its token login on (the URL it prints carries the token).
+# As root (containers, CI machines) Jupyter refuses to start without --allow-root.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser notebooks/
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 bench: $(STAMP)
 	$(PY) -m kit bench spectrogram
