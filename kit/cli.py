@@ -19,6 +19,7 @@ PLUGINS = [
     "kit.bench",
     "kit.spectrogram.commands",
     "kit.segmentation.commands",
+    "kit.distribute",
 ]
 
 

@@ -154,3 +154,26 @@ def segmentation_pair(image, ids, colours, *, title: str = "An image and its mas
     fig.update_yaxes(showticklabels=False)
     return fig
 
+
+def scaling(df: pd.DataFrame, *, title: str = "Training throughput against replicas") -> go.Figure:
+    """Examples/s per replica count (``kit.bench.scaling`` rows), one line per variant.
+
+    Dotted: linear scaling from the smallest count. Dashed: what the loader alone
+    delivers at that global batch (``input_examples_per_s``), the ceiling no number of
+    replicas can pass.
+    """
+    fig = go.Figure()
+    for i, (variant, d) in enumerate(df.sort_values("replicas").groupby("variant", sort=False)):
+        colour = px.colors.qualitative.Plotly[i % len(px.colors.qualitative.Plotly)]
+        base = d.iloc[0]
+        fig.add_trace(go.Scatter(x=d["replicas"], y=d["examples_per_s"], mode="lines+markers",
+                                 name=f"{variant}: training", line=dict(color=colour),
+                                 text=[f"efficiency {e:.2f}" for e in d["efficiency"]]))
+        fig.add_trace(go.Scatter(x=d["replicas"], y=base["examples_per_s"] * d["replicas"] / base["replicas"],
+                                 mode="lines", name=f"{variant}: linear", line=dict(color=colour, dash="dot")))
+        fig.add_trace(go.Scatter(x=d["replicas"], y=d["input_examples_per_s"], mode="lines",
+                                 name=f"{variant}: loader alone", line=dict(color=colour, dash="dash")))
+    fig.update_layout(title=title, xaxis_title="replicas", yaxis_title="examples / s", yaxis_type="log",
+                      height=420)
+    fig.update_xaxes(tickmode="array", tickvals=sorted(df["replicas"].unique()))
+    return fig

@@ -21,6 +21,7 @@ MODULES = [
     "kit.bench.spectrogram",
     "kit.bench.transfer",
     "kit.bench.segmentation",
+    "kit.bench.scaling",
 ]
 
 

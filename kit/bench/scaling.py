@@ -1,0 +1,188 @@
+"""``python -m kit bench scaling``: training throughput against the number of replicas.
+
+For each replica count the same model trains on the same loader variant at the same
+per-replica batch, so the global batch grows with the replicas (per-replica x N),
+the counts interleaved over several rounds. Reported per count: examples/s, the
+speed-up over the smallest count and the scaling efficiency (speed-up divided by the
+growth in replicas; 1.0 is linear). Next to it, the loader alone at the same global
+batch (``input_examples_per_s``): when the loader cannot deliver much more than the
+training consumes, more replicas cannot go faster.
+
+With GPUs it uses them (``MirroredStrategy`` over the first N). Without, the CPU
+split into logical devices: a simulation on the same cores. It checks the code path,
+not the hardware: a "speed-up" there only means one replica left some cores idle
+(small models on 2 cores do), never what N accelerators would give.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pandas as pd
+
+MODELS = {
+    "conv": "a small conv net (compute per example grows with --width)",
+    "head": "a Dense head on pooled frames, like training a head on frozen features",
+}
+
+
+def run(*, replicas=(1, 2), variant: str = "in_memory", csv=None, per_replica_batch: int = 32,
+        steps: int = 20, rounds: int = 3, model: str = "conv", width: int = 1, devices: str = "auto",
+        workdir=None, seed: int = 0) -> pd.DataFrame:
+    """Measures training throughput per replica count; one row per count.
+
+    Args:
+        replicas: the replica counts to compare.
+        variant: a ``tf.data`` loader variant of the spectrogram case.
+        csv: the spectrogram index (default: the embedded sample, or a generated one
+            of at least 8 global batches when the embedded one is smaller).
+        per_replica_batch: examples per replica per step (global = this x replicas).
+        steps: timed training steps per count per round.
+        rounds: interleaved rounds.
+        model: ``"conv"`` (a small conv net) or ``"head"`` (a Dense head on pooled frames:
+            little compute per example, like training a head on frozen features).
+        width: filter multiplier of the conv model (wider: more compute per example).
+        devices: ``auto``, ``gpu`` or ``cpu`` (see ``kit.distribute.make_strategy``).
+    """
+    from kit import distribute
+    from kit.spectrogram import VARIANTS
+
+    counts = sorted({distribute._check_count("replicas", r) for r in replicas})
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
+    if variant not in VARIANTS or variant == "pydataset":
+        raise ValueError(f"the scaling bench takes a tf.data variant of "
+                         f"{', '.join(v for v in VARIANTS if v != 'pydataset')}, got {variant!r} "
+                         f"(a PyDataset goes to model.fit as is)")
+    # Splits the CPU (when there is no GPU) before anything else initialises TensorFlow.
+    distribute.make_strategy(counts[-1], devices=devices)
+
+    import keras
+
+    from kit import samples, store, timing
+    from kit.spectrogram import FrameIndex, make_loader
+
+    index = FrameIndex.from_csv(csv or samples.embedded("spectrogram"))
+    largest = per_replica_batch * counts[-1]  # the largest global batch
+    if csv is None and len(index) < 8 * largest:
+        # The embedded sample is too small for these batches: at least 8 full global batches.
+        files = math.ceil(8 * largest / 32)
+        folder = store.default_workdir() / f"scaling-{files}x32-seed{seed}"
+        made = folder / "index.csv"  # written atomically with its folder: present means complete
+        if not made.exists():
+            made = samples.make_spectrogram(folder, files=files, frames_per_file=32, seed=seed)
+        index = FrameIndex.from_csv(made)
+    setups = {}
+    for r in counts:
+        strategy = distribute.make_strategy(r, devices=devices)
+        global_batch = distribute.global_batch_size(per_replica_batch, strategy)
+        loader = make_loader(variant, index, batch_size=global_batch, shuffle=True, seed=seed,
+                             workdir=workdir, progress=False).repeat()
+        data = strategy.experimental_distribute_dataset(loader)
+        with strategy.scope():
+            net = distribute.small_model(index.frame_shape, index.num_classes, seed=seed, width=width,
+                                         head_only=model == "head")
+            net.compile(keras.optimizers.SGD(0.01),
+                        keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        net.fit(data, steps_per_epoch=3, epochs=1, verbose=0)  # trace and warm up
+        feed = timing.measure(loader, num_batches=steps, warmup=2)
+        setups[r] = dict(strategy=strategy, model=net, data=data, global_batch=global_batch,
+                         input_rate=feed.examples_per_s)
+
+    class BatchEnds(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            self.times.append(time.perf_counter())
+
+    seconds = {r: 0.0 for r in counts}
+    for k in range(rounds):
+        for r in counts[k % len(counts):] + counts[:k % len(counts)]:  # rotate the order
+            ends = BatchEnds()
+            ends.times = []
+            # steps + 1 steps, timed from the end of the first: the fit call's own set-up
+            # (iterator, callbacks) is not a training step.
+            setups[r]["model"].fit(setups[r]["data"], steps_per_epoch=steps + 1, epochs=1, verbose=0,
+                                   callbacks=[ends])
+            seconds[r] += ends.times[-1] - ends.times[0]
+    rows = []
+    base_r = counts[0]
+    base_rate = None
+    for r in counts:
+        s = setups[r]
+        step_s = seconds[r] / (steps * rounds)
+        # Examples per step on average: an epoch's last batch may be partial (the loader repeats).
+        per_step = len(index) / math.ceil(len(index) / s["global_batch"])
+        rate = per_step / step_s
+        base_rate = rate if r == base_r else base_rate
+        speedup = rate / base_rate
+        rows.append({
+            "variant": variant,
+            "model": model,
+            "replicas": r,
+            "devices": _devices(s["strategy"]),
+            "per_replica_batch": per_replica_batch,
+            "global_batch": s["global_batch"],
+            "examples_per_s": rate,
+            "step_ms": 1e3 * step_s,
+            "speedup": speedup,
+            "efficiency": speedup / (r / base_r),
+            "input_examples_per_s": s["input_rate"],
+            "input_headroom": s["input_rate"] / rate,
+            "steps": steps,
+            "rounds": rounds,
+        })
+    return pd.DataFrame(rows)
+
+
+def _devices(strategy) -> str:
+    from kit import distribute
+
+    if distribute.is_simulated(strategy):
+        return "CPU (simulated)"
+    return "GPU" if any("GPU" in d.upper() for d in strategy.extended.worker_devices) else "CPU"
+
+
+def register(bench_sub) -> None:
+    from kit.cli import positive_int
+
+    p = bench_sub.add_parser("scaling", help="training throughput and efficiency per replica count")
+    p.add_argument("--replicas", default="1,2", help="comma-separated replica counts (default 1,2)")
+    p.add_argument("--variant", default="in_memory", help="tf.data loader variant (default in_memory)")
+    p.add_argument("--csv", default=None, help="spectrogram index CSV (default: the embedded sample, "
+                                                "or a generated one when the batches need more)")
+    p.add_argument("--per-replica-batch", type=positive_int, default=32)
+    p.add_argument("--steps", type=positive_int, default=20)
+    p.add_argument("--rounds", type=positive_int, default=3)
+    p.add_argument("--model", choices=list(MODELS), default="conv",
+                   help="; ".join(f"{k}: {v}" for k, v in MODELS.items()))
+    p.add_argument("--width", type=positive_int, default=1, help="filter multiplier of the conv model")
+    p.add_argument("--devices", choices=["auto", "gpu", "cpu"], default="auto")
+    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
+    p.set_defaults(func=_main)
+
+
+def _parse_counts(text: str) -> list[int]:
+    try:
+        counts = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise ValueError(f"--replicas expects comma-separated integers like 1,2,4, got {text!r}") from None
+    if not counts or min(counts) <= 0:
+        raise ValueError(f"--replicas expects positive integers, got {text!r}")
+    return counts
+
+
+def _main(args) -> int:
+    from kit.bench import print_table, result
+    from kit.cli import write_json
+
+    counts = _parse_counts(args.replicas)
+    df = run(replicas=counts, variant=args.variant, csv=args.csv, per_replica_batch=args.per_replica_batch,
+             steps=args.steps, rounds=args.rounds, model=args.model, width=args.width, devices=args.devices)
+    print_table(df, ["replicas", "devices", "global_batch", "examples_per_s", "step_ms", "speedup",
+                     "efficiency", "input_examples_per_s", "input_headroom"])
+    if (df["devices"] == "CPU (simulated)").any():
+        print("note: simulated replicas are logical devices sharing one CPU's cores: this checks the "
+              "multi-replica code path; any speed-up only shows cores one replica left idle, not what "
+              "N GPUs would give")
+    write_json(args.json, result("scaling", df, variant=args.variant))
+    return 0
