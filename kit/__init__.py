@@ -5,4 +5,4 @@ Import what you use: ``from kit import samples, timing, spectrogram``. Importing
 """
 
 __version__ = "0.1.0"
-__all__ = ["samples", "timing", "plots", "store", "spectrogram", "segmentation", "features", "models"]
+__all__ = ["samples", "timing", "plots", "store", "spectrogram", "segmentation", "features", "models", "distribute"]

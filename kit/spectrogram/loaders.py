@@ -86,7 +86,7 @@ def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool 
     if service is not None:
         from kit.distribute import through_service
 
-        loader = through_service(loader, service)
+        loader = through_service(loader, service, examples=len(index))
     return loader
 
 
@@ -302,9 +302,11 @@ def _in_memory(index: FrameIndex, opts: LoaderOptions, *, workdir=None, progress
     import tensorflow as tf
 
     reject("in_memory", options)
-    # Held in variables, so the dataset graph refers to the data instead of copying it.
-    x = tf.Variable(index.read_all()[..., None], trainable=False)
-    y = tf.Variable(index.labels, trainable=False)
+    # Held in variables, so the dataset graph refers to the data instead of copying it;
+    # in host memory, where tf.data runs, even on a machine with GPUs.
+    with tf.device("/CPU:0"):
+        x = tf.Variable(index.read_all()[..., None], trainable=False)
+        y = tf.Variable(index.labels, trainable=False)
     ds = order_dataset(len(index), opts).batch(opts.batch_size)
     ds = ds.map(lambda rows: (tf.gather(x, rows), tf.gather(y, rows)),
                 num_parallel_calls=tf.data.AUTOTUNE)
