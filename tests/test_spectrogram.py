@@ -74,7 +74,7 @@ def test_index_errors_name_the_row_and_the_file(data, damage, message):
     elif damage == "dtype":
         np.save(odd, np.zeros((2, 96, 64), np.float16))
     elif damage == "pickle":
-        np.save(odd, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+        np.save(odd, np.array([{"a": 1}, None], dtype=object))  # np.save pickles objects by default
     elif damage == "truncated":
         np.save(odd, np.zeros((4, 96, 64), np.float32))
         with open(odd, "r+b") as f:
