@@ -29,15 +29,12 @@ SLOW = ("sequence", "sequence_workers", "tfdata_naive")
 
 def default_data(images: int = DEFAULT_IMAGES, size: int = DEFAULT_SIZE, seed: int = 0, workdir=None) -> Path:
     """The bench's sample pairs under the kit cache, generated on first use. Returns the CSV."""
-    from kit import samples, store
+    from kit import samples
+    from kit.bench import cached_data
 
-    root = Path(workdir) if workdir is not None else store.default_workdir()
-    folder = root / f"bench-segmentation-{images}x{size}-s{seed}"
-    csv = folder / "index.csv"
-    if not csv.exists():  # make_segmentation moves the folder into place only when complete
-        print(f"generating bench data: {images} pairs of {size}x{size} -> {folder}", flush=True)
-        samples.make_segmentation(folder, images=images, size=size, seed=seed)
-    return csv
+    return cached_data(f"bench-segmentation-{images}x{size}-s{seed}",
+                       lambda folder: samples.make_segmentation(folder, images=images, size=size, seed=seed),
+                       workdir=workdir)
 
 
 def default_palette(csv) -> Path:

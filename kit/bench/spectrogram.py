@@ -23,15 +23,13 @@ DEFAULT_FILES, DEFAULT_FRAMES_PER_FILE = 200, 100
 def default_data(files: int = DEFAULT_FILES, frames_per_file: int = DEFAULT_FRAMES_PER_FILE,
                  seed: int = 0, workdir=None) -> Path:
     """The bench's sample data under the kit cache, generated on first use. Returns the CSV."""
-    from kit import samples, store
+    from kit import samples
+    from kit.bench import cached_data
 
-    root = Path(workdir) if workdir is not None else store.default_workdir()
-    folder = root / f"bench-spectrogram-{files}x{frames_per_file}-s{seed}"
-    csv = folder / "index.csv"
-    if not csv.exists():  # make_spectrogram moves the folder into place only when complete
-        print(f"generating bench data: {files} files x {frames_per_file} frames -> {folder}", flush=True)
-        samples.make_spectrogram(folder, files=files, frames_per_file=frames_per_file, seed=seed)
-    return csv
+    return cached_data(f"bench-spectrogram-{files}x{frames_per_file}-s{seed}",
+                       lambda folder: samples.make_spectrogram(
+                           folder, files=files, frames_per_file=frames_per_file, seed=seed),
+                       workdir=workdir)
 
 
 def _warm_page_cache(index) -> None:
