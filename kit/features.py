@@ -191,8 +191,29 @@ class FeatureCache:
             out[sel] = parts[k][2][rows[sel] - parts[k][0]]
         return out
 
+    @property
+    def reused(self) -> bool:
+        """True when this object opened an existing cache rather than extracting it."""
+        return self.seconds is None
+
+    @property
+    def extraction(self) -> dict:
+        """What the extraction that built this cache measured, read from its manifest, so a
+        reused cache still has its figure: ``rows`` computed, ``seconds``, ``frames_per_s``
+        and ``created`` (when it finished). ``seconds`` and ``frames_per_s`` are None for a
+        cache written before the kit recorded them, or when every row was resumed."""
+        meta = self.manifest.meta
+        seconds, rows = meta.get("build_seconds"), meta.get("built")
+        rate = rows / seconds if seconds and rows else None
+        return {"rows": rows, "seconds": seconds, "frames_per_s": rate, "created": meta.get("created")}
+
     def __repr__(self) -> str:
-        state = "reused" if self.seconds is None else f"extracted in {self.seconds:.1f} s"
+        if self.seconds is not None:
+            state = f"extracted in {self.seconds:.1f} s"
+        else:
+            ex = self.extraction
+            took = f" in {ex['seconds']:.1f} s" if ex["seconds"] is not None else ""
+            state = f"reused: extracted {ex['created']}{took}"
         return (f"FeatureCache({len(self):,} x {self.dim} {self.dtype}, {self.nbytes / 1e6:.1f} MB, "
                 f"{state}, {self.folder})")
 

@@ -193,10 +193,12 @@ def build(
             records[s.name] = rec
         else:
             todo.append(s)
+    done_before = set(records)
 
     from tqdm.auto import tqdm
 
     total = sum(s.count for s in shards)
+    started = time.perf_counter()
     bar = tqdm(total=total, initial=sum(s.count for s in shards if s.name in records),
                desc=progress if isinstance(progress, str) else kind, unit="ex",
                disable=not progress, smoothing=0.1)
@@ -229,6 +231,11 @@ def build(
     manifest = Manifest(kind=kind, key=key, count=total,
                         shards=[records[s.name] for s in shards], meta=dict(meta or {}))
     manifest.meta.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    # What the build that completed the store measured: a reused store can still say
+    # how long it took to make (``built`` examples written in ``build_seconds``; fewer
+    # than ``count`` when an interrupted build was resumed).
+    manifest.meta["build_seconds"] = time.perf_counter() - started
+    manifest.meta["built"] = total - sum(s.count for s in shards if s.name in done_before)
     write_json_atomic(folder / MANIFEST, manifest.__dict__)
     shutil.rmtree(partial, ignore_errors=True)
     return manifest

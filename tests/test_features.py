@@ -85,6 +85,13 @@ def test_cache_holds_the_backbones_embeddings(small, spec_index, tmp_path):
 
     again = features.extract_features(small, spec_index, batch_size=16, progress=False, part_frames=40)
     assert again.folder == cache.folder and again.seconds is None  # reused, not recomputed
+    # A reused cache still reports the extraction that built it (a second run of notebook 07
+    # divided by None here), and says it was reused.
+    assert again.reused and not cache.reused
+    assert again.extraction["rows"] == 96 and again.extraction["seconds"] > 0
+    assert again.extraction["frames_per_s"] == pytest.approx(96 / again.extraction["seconds"])
+    assert again.extraction["created"] == cache.manifest.meta["created"]
+    assert "reused: extracted" in repr(again)
 
     # Any ordered loader fills the same cache.
     py = features.extract_features(small, spec_index, loader="pydataset", batch_size=16, out=tmp_path / "py",

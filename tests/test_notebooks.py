@@ -28,13 +28,21 @@ def test_committed_clean_with_parameters_cell(path):
     assert len(headings) == 1, f"{path.name}: one H1 expected, found {headings}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_runs_headless_in_fast_mode(path, tmp_path):
-    nb = report.execute(path, fast=True, timeout=600)
+def _assert_only_tagged_cells_failed(nb, run):
     errors = [o for c in nb.cells if c.cell_type == "code"
               for o in c.get("outputs", []) if o.get("output_type") == "error"]
     allowed = sum("raises-exception" in c.metadata.get("tags", []) for c in nb.cells)
-    assert len(errors) <= allowed
+    assert len(errors) <= allowed, f"{run} run"
     for c in nb.cells:  # only cells tagged to fail may fail
         if c.cell_type == "code" and "raises-exception" not in c.metadata.get("tags", []):
-            assert not [o for o in c.get("outputs", []) if o.get("output_type") == "error"], c.source
+            bad = [o for o in c.get("outputs", []) if o.get("output_type") == "error"]
+            assert not bad, f"{run} run: {c.source}\n{bad[0].get('ename')}: {bad[0].get('evalue')}" if bad else ""
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_runs_headless_in_fast_mode_twice(path):
+    """The first run builds the notebook's caches and stores in this test's own KIT_CACHE;
+    the second run finds them in place (a second ``make demo`` once failed in 07 there)."""
+    for run in ("first", "second"):
+        nb = report.execute(path, fast=True, timeout=600)
+        _assert_only_tagged_cells_failed(nb, run)
