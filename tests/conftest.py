@@ -10,6 +10,8 @@ import pytest  # noqa: E402
 @pytest.fixture(autouse=True)
 def _kit_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(tmp_path_factory.mktemp("kit-cache")))
+    # Bench runs append to the results ledger: into the test's own, never reports/.
+    monkeypatch.setenv("KIT_RESULTS", str(tmp_path_factory.mktemp("kit-results") / "results.jsonl"))
 
 
 @pytest.fixture(scope="session")

@@ -25,9 +25,22 @@ MODULES = [
 ]
 
 
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def machine() -> dict:
-    """What the figures were measured on."""
+    """What the figures were measured on: host, CPU model and cores, GPUs, versions."""
     info = {
+        "host": platform.node(),
+        "cpu_model": _cpu_model(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
@@ -37,7 +50,10 @@ def machine() -> dict:
         import tensorflow as tf
 
         info["tensorflow"] = tf.__version__
-        info["gpus"] = [d.name for d in tf.config.list_physical_devices("GPU")]
+        gpus = tf.config.list_physical_devices("GPU")
+        info["gpus"] = [d.name for d in gpus]
+        info["gpu_names"] = [tf.config.experimental.get_device_details(d).get("device_name", d.name)
+                             for d in gpus]
     except ImportError:
         pass
     return info
@@ -60,8 +76,26 @@ def cached_data(name: str, build, *, workdir=None):
 
 
 def result(name: str, df: pd.DataFrame, **extra) -> dict:
-    """The JSON object of a bench: ``{"bench", "rows", "machine", ...extra}``."""
-    return {"bench": name, "rows": df.to_dict(orient="records"), "machine": machine(), **extra}
+    """The JSON object of a bench, ``{"bench", "run_id", "rows", "machine", ...extra}``,
+    and its rows appended to the results ledger (``kit.results``, ``$KIT_RESULTS``).
+
+    Every bench's command ends here, so every ``python -m kit bench ...`` run is in
+    the ledger. A ledger that cannot be written is reported, not fatal: the run's
+    result still prints and goes to ``--json``.
+    """
+    import sys
+
+    from kit import results
+
+    obj = {"bench": name, "run_id": results.new_run_id(), "rows": df.to_dict(orient="records"),
+           "machine": machine(), **extra}
+    try:
+        where = results.append(obj["rows"], bench=name, machine=obj["machine"], run_id=obj["run_id"],
+                               extra=extra)
+        print(f"results: {len(df)} row(s) appended to {where}", file=sys.stderr)
+    except (OSError, ValueError) as e:
+        print(f"kit: warning: results not appended to the ledger: {e}", file=sys.stderr)
+    return obj
 
 
 def print_table(df: pd.DataFrame, columns=None) -> None:

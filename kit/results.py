@@ -1,0 +1,259 @@
+"""The results ledger: every bench run's rows, with the machine and the time, in one file.
+
+Every ``python -m kit bench ...`` run appends its rows here (``kit.bench.result``),
+so that figures measured on different days, or on different machines, can be laid
+side by side (notebook 05). The ledger is ``$KIT_RESULTS``, by default
+``reports/results.jsonl``: JSON lines, one object per measured row, the bench's own
+row form plus ``bench``, ``run_id``, ``time`` (UTC, ISO 8601) and ``machine`` (CPU
+model, cores, GPUs, TensorFlow version, host).
+
+Each line goes to the file in one ``write`` of the complete line on a descriptor
+opened with ``O_APPEND``, so concurrent runs never interleave within a line. A line
+that is torn anyway (a full disk, a killed process) or that is not a ledger row is
+skipped by ``load`` with a warning naming its line number; it never stops the load.
+
+``load`` also reads the bench JSON files that ``--json`` writes (and that
+``scripts/device_check.sh`` leaves under ``reports/device/``), so results copied from
+another machine compare directly with this one's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import uuid
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import pandas as pd
+
+#: The ledger when ``$KIT_RESULTS`` is not set (relative to the working directory).
+DEFAULT_PATH = Path("reports") / "results.jsonl"
+#: Keys every ledger row carries; a line without them is not a ledger row.
+REQUIRED = ("bench", "run_id", "time", "machine")
+
+
+def ledger_path() -> Path:
+    """The ledger's path: ``$KIT_RESULTS``, or ``reports/results.jsonl``."""
+    env = os.environ.get("KIT_RESULTS")
+    return Path(env) if env else DEFAULT_PATH
+
+
+def new_run_id() -> str:
+    """A fresh run id: the UTC time to the second and a random suffix (sortable, unique)."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _plain(value):
+    """JSON-ready: numpy scalars to Python, NaN and infinities to ``None``."""
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        try:
+            value = value.item()
+        except (ValueError, TypeError):
+            pass
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def _check_is_ledger(file: Path) -> None:
+    """Refuses to append to an existing file whose first line is not a ledger row."""
+    try:
+        with open(file, "rb") as f:
+            first = f.readline()
+    except FileNotFoundError:
+        return
+    if not first.strip():
+        return
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        obj = None
+    if not (isinstance(obj, dict) and all(k in obj for k in REQUIRED)):
+        raise ValueError(f"{file} exists and is not a kit results ledger (its first line is not a "
+                         f"ledger row); set KIT_RESULTS to another file")
+
+
+def append(rows: pd.DataFrame | Iterable[Mapping], *, bench: str, machine: Mapping | None = None,
+           run_id: str | None = None, extra: Mapping | None = None, file=None) -> Path:
+    """Appends a bench run's rows to the ledger, one JSON line per row.
+
+    Args:
+        rows: the bench's table (a DataFrame) or its rows as mappings.
+        bench: the bench's name (``"spectrogram"``, ``"scaling"``, ...).
+        machine: what it was measured on (``kit.bench.machine()``; computed if None).
+        run_id: one id shared by the run's rows (a fresh one if None).
+        extra: run-level fields copied into each row where the row has no such key
+            (the bench JSON's extras, like ``batch_size``).
+        file: the ledger (default ``ledger_path()``).
+
+    Returns:
+        The ledger's path.
+    """
+    if isinstance(rows, pd.DataFrame):
+        rows = rows.to_dict(orient="records")
+    if machine is None:
+        from kit.bench import machine as _machine
+
+        machine = _machine()
+    file = Path(file) if file is not None else ledger_path()
+    run_id = run_id or new_run_id()
+    now = _utc_now()
+    scalars = {k: v for k, v in (extra or {}).items() if not isinstance(v, (dict, list, tuple))}
+    lines = []
+    for row in rows:
+        obj = {**scalars, **dict(row), "bench": bench, "run_id": run_id, "time": now,
+               "machine": dict(machine)}
+        lines.append((json.dumps(_plain(obj), allow_nan=False) + "\n").encode())
+    if not lines:
+        return file
+    file.parent.mkdir(parents=True, exist_ok=True)
+    _check_is_ledger(file)
+    fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        for line in lines:  # one write per complete line: appends never interleave within a line
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(f"short write to {file}: {written} of {len(line)} bytes (disk full?)")
+    finally:
+        os.close(fd)
+    return file
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def machine_label(machine: Mapping | None) -> str:
+    """A short name for a machine block: host, CPU model, cores, GPUs."""
+    if not isinstance(machine, Mapping) or not machine:
+        return "unknown machine"
+    parts = []
+    if machine.get("host"):
+        parts.append(str(machine["host"]))
+    if machine.get("cpu_model"):
+        parts.append(str(machine["cpu_model"]))
+    cores = machine.get("cpus_usable") or machine.get("cpus")
+    if cores:
+        parts.append(f"{cores} cores")
+    gpus = machine.get("gpus")
+    if isinstance(gpus, (list, tuple)):
+        names = machine.get("gpu_names") or []
+        parts.append(f"{len(gpus)} GPU" + ("" if len(gpus) == 1 else "s")
+                     + (f" ({names[0]})" if names else ""))
+    if not parts and machine.get("platform"):
+        parts.append(str(machine["platform"]))
+    return ", ".join(parts)
+
+
+def _read_ledger(file: Path) -> list[dict]:
+    rows = []
+    with open(file, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                obj = None
+            if not (isinstance(obj, dict) and all(k in obj for k in REQUIRED) and raw.endswith(b"\n")):
+                warnings.warn(f"{file}: line {number} is not a complete ledger row (torn write or foreign "
+                              f"text); skipped", stacklevel=3)
+                continue
+            obj["source"] = str(file)
+            rows.append(obj)
+    return rows
+
+
+def _read_bench_json(file: Path) -> list[dict]:
+    try:
+        obj = json.loads(file.read_text())
+    except (ValueError, UnicodeDecodeError):
+        obj = None
+    if not (isinstance(obj, dict) and isinstance(obj.get("rows"), list) and "bench" in obj):
+        warnings.warn(f"{file}: not a kit bench result ({{'bench', 'rows', 'machine'}}); skipped",
+                      stacklevel=3)
+        return []
+    when = datetime.fromtimestamp(file.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+    extra = {k: v for k, v in obj.items()
+             if k not in ("bench", "rows", "machine", "run_id") and not isinstance(v, (dict, list))}
+    rows = []
+    for number, row in enumerate(obj["rows"]):
+        if not isinstance(row, dict):
+            warnings.warn(f"{file}: row {number} is not an object; skipped", stacklevel=3)
+            continue
+        rows.append({**extra, **row, "bench": obj["bench"], "run_id": obj.get("run_id") or f"file:{file}",
+                     "time": when, "machine": obj.get("machine") or {}, "source": str(file)})
+    return rows
+
+
+def _files(sources) -> list[Path]:
+    out = []
+    for s in sources:
+        p = Path(s)
+        if p.is_dir():
+            out += sorted(q for q in p.rglob("*") if q.suffix in (".jsonl", ".json") and q.is_file())
+        elif p.exists():
+            out.append(p)
+    return out
+
+
+def load(path=None) -> pd.DataFrame:
+    """Reads ledgers and bench JSON files into one DataFrame, one row per measured row.
+
+    Args:
+        path: a ledger (``.jsonl``), a bench JSON file (``.json``), a folder (every
+            such file under it), or a list of these. Default: the ledger (``ledger_path()``).
+            Missing paths give no rows.
+
+    Returns:
+        The rows with their bench columns plus ``bench``, ``run_id``, ``time`` (a UTC
+        timestamp; a JSON file's modification time), ``machine`` (the dict),
+        ``machine_label`` and ``source`` (the file). Empty (with those columns) when
+        there is nothing to read. Torn or foreign lines are skipped with a warning.
+    """
+    if path is None:
+        sources = [ledger_path()]
+    elif isinstance(path, (str, os.PathLike)):
+        sources = [path]
+    else:
+        sources = list(path)
+    rows: list[dict] = []
+    files = _files(sources)
+    for file in files:  # ledgers first: a bench JSON of a run the ledger holds adds nothing
+        if file.suffix == ".jsonl":
+            rows += _read_ledger(file)
+    seen = {r["run_id"] for r in rows}
+    for file in files:
+        if file.suffix != ".jsonl":
+            rows += [r for r in _read_bench_json(file) if r["run_id"] not in seen]
+    columns = ["bench", "run_id", "time", "machine", "machine_label", "source"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    df = pd.DataFrame(rows)
+    df["machine_label"] = [machine_label(m) for m in df["machine"]]
+    df["time"] = pd.to_datetime(df["time"], utc=True, errors="coerce")
+    return df.sort_values("time", kind="stable").reset_index(drop=True)
+
+
+def latest(df: pd.DataFrame, bench: str) -> pd.DataFrame:
+    """The rows of the most recent run of ``bench`` on each machine in ``df``."""
+    d = df[df["bench"] == bench]
+    if d.empty:
+        return d
+    last = d.groupby("machine_label")["time"].transform("max")
+    d = d[d["time"] == last]
+    newest_run = d.groupby("machine_label")["run_id"].transform("last")
+    return d[d["run_id"] == newest_run].reset_index(drop=True)
