@@ -38,6 +38,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be non-negative, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m kit", description=__doc__.splitlines()[0])
     root = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -48,14 +58,18 @@ def build_parser() -> argparse.ArgumentParser:
     spec.add_argument("--out", required=True, type=Path)
     spec.add_argument("--files", required=True, type=positive_int)
     spec.add_argument("--frames-per-file", required=True, type=positive_int)
-    spec.add_argument("--seed", type=int, default=0)
+    spec.add_argument("--seed", type=non_negative_int, default=0)
     spec.add_argument("--dtype", choices=["float32", "float16"], default="float32")
+    spec.add_argument("--force", action="store_true",
+                      help="replace a kit sample folder made with other options (never any other path)")
     spec.set_defaults(func=_samples_spectrogram)
     seg = ssub.add_parser("segmentation", help="RGB PNG scenes with colour-coded PNG masks")
     seg.add_argument("--out", required=True, type=Path)
     seg.add_argument("--images", required=True, type=positive_int)
     seg.add_argument("--size", type=positive_int, default=512)
-    seg.add_argument("--seed", type=int, default=0)
+    seg.add_argument("--seed", type=non_negative_int, default=0)
+    seg.add_argument("--force", action="store_true",
+                     help="replace a kit sample folder made with other options (never any other path)")
     seg.set_defaults(func=_samples_segmentation)
 
     convert = root.add_parser("convert", help="convert data into a fast format (atomic, resumable)")
@@ -78,7 +92,7 @@ def _samples_spectrogram(args) -> int:
     from kit import samples
 
     csv = samples.make_spectrogram(args.out, files=args.files, frames_per_file=args.frames_per_file,
-                                   seed=args.seed, dtype=args.dtype)
+                                   seed=args.seed, dtype=args.dtype, force=args.force)
     print(csv)
     return 0
 
@@ -86,14 +100,15 @@ def _samples_spectrogram(args) -> int:
 def _samples_segmentation(args) -> int:
     from kit import samples
 
-    print(samples.make_segmentation(args.out, images=args.images, size=args.size, seed=args.seed))
+    print(samples.make_segmentation(args.out, images=args.images, size=args.size, seed=args.seed,
+                                     force=args.force))
     return 0
 
 
 def _verify(args) -> int:
     from kit import store
 
-    m = store.complete(args.folder)
+    m = store.Manifest.load(args.folder)  # missing or malformed: one line, exit 2
     problems = store.verify(args.folder)
     if problems:
         for p in problems:

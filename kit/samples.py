@@ -9,7 +9,10 @@
   ``index.csv`` with ``image,label``.
 
 Output is built in a temporary sibling folder and renamed into place when
-complete, so an interrupted run never leaves a folder that looks finished.
+complete, so an interrupted run never leaves a folder that looks finished. The
+folder carries the kit's marker (``.kit-samples.json``, what made it and with which
+options): a second run with the same options reuses it, and an existing path without
+the marker is never replaced.
 
 Example:
     >>> from kit import samples
@@ -19,6 +22,9 @@ Example:
 from __future__ import annotations
 
 import csv
+import errno
+import glob
+import json
 import os
 import shutil
 import tempfile
@@ -26,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from kit.errors import OutputError
 
 #: Class names of the spectrogram samples; the index stores names, which
 #: ``FrameIndex`` maps to ids in sorted order.
@@ -51,6 +59,12 @@ PALETTE = (
 def _positive(name: str, value: int) -> int:
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _seed(value) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {value!r}")
     return int(value)
 
 
@@ -83,6 +97,7 @@ class SpectrogramSpec:
             raise ValueError(
                 f"num_classes must be at most {len(SPECTROGRAM_CLASSES)}, got {self.num_classes}"
             )
+        _seed(self.seed)
         if self.dtype not in ("float32", "float16"):
             raise ValueError(f"dtype must be 'float32' or 'float16', got {self.dtype!r}")
 
@@ -116,8 +131,50 @@ def _spectrogram_file(spec: SpectrogramSpec, patterns: np.ndarray, file_no: int)
     return frames.astype(spec.dtype, copy=False), labels
 
 
+#: The marker every sample folder the kit writes carries: what made it, and with which options.
+#: Only a folder with this marker may be replaced (``force=True``); any other existing path is refused.
+MARKER = ".kit-samples.json"
+
+
+def _marker(out: Path) -> dict | None:
+    """The marker of a kit sample folder at ``out``, or None if ``out`` is not one."""
+    try:
+        with open(out / MARKER) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return d if isinstance(d, dict) and str(d.get("kind", "")).endswith("-samples") else None
+
+
+def _check_out(out: Path, made: dict, force: bool) -> bool:
+    """Whether ``out`` already holds exactly these samples (True: reuse it).
+
+    Raises:
+        OutputError: ``out`` exists and is not an empty folder or a kit sample folder
+            (never touched), or it is the kit's own but made with other options and
+            ``force`` is not set.
+    """
+    if not os.path.lexists(out):
+        return False
+    if out.is_symlink() or not out.is_dir():
+        raise OutputError(f"{out} exists and is not a folder the kit made; refusing to replace it "
+                          "(choose another --out)")
+    mark = _marker(out)
+    if mark is None:
+        if not any(out.iterdir()):
+            return False  # an empty folder: nothing to lose
+        raise OutputError(f"{out} exists and is not a kit sample folder (no {MARKER}); refusing to "
+                          "replace it (choose another --out)")
+    if mark == made and (out / "index.csv").exists() and not force:
+        return True
+    if not force:
+        raise OutputError(f"{out} holds kit samples made with other options ({mark.get('options')}); "
+                          "pass --force (force=True) to replace it")
+    return False
+
+
 def _publish(tmp: Path, out: Path) -> None:
-    """Move a finished temporary folder into place (replacing an older one)."""
+    """Move a finished temporary folder into place (replacing an empty or marked older one)."""
     if out.exists():
         old = out.with_name(f".{out.name}.old-{os.getpid()}")
         os.replace(out, old)
@@ -127,20 +184,52 @@ def _publish(tmp: Path, out: Path) -> None:
         os.replace(tmp, out)
 
 
-def _build_into(out: Path, build) -> Path:
+def _build_into(out: Path, build, made: dict, force: bool = False) -> Path:
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    if _check_out(out, made, force):
+        return out
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise OutputError(f"{out}: {out.parent} is not a folder") from None
+    _remove_dead_temp(out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the result is not
     try:
         build(tmp)
+        with open(tmp / MARKER, "w") as f:
+            json.dump(made, f, indent=1, sort_keys=True)
         _publish(tmp, out)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if e.errno == errno.ENOSPC:
+            raise OutputError(f"{out}: disk full while writing samples ({e.strerror}); "
+                              "the partial output was removed") from None
+        raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _remove_dead_temp(out: Path) -> None:
+    """Removes temporary folders of ``out`` left by killed runs (their process is gone)."""
+    for p in out.parent.glob(f".{glob.escape(out.name)}.tmp-*-*"):
+        pid = p.name[len(out.name) + 6:].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def make_spectrogram(
@@ -153,13 +242,20 @@ def make_spectrogram(
     width: int = 64,
     num_classes: int = len(SPECTROGRAM_CLASSES),
     dtype: str = "float32",
+    force: bool = False,
 ) -> Path:
     """Writes spectrogram sample files and their index.
 
     Args:
-        out: folder to create (replaced if it exists).
+        out: folder to create. If it already holds these samples (the kit's marker
+            with the same options) it is reused as is; any other existing path is
+            refused, except an empty folder or, with ``force``, a kit sample folder.
         files, frames_per_file, seed, height, width, num_classes, dtype: see
             ``SpectrogramSpec``.
+        force: replace a kit sample folder made with other options.
+
+    Raises:
+        OutputError: ``out`` exists and may not be replaced (see ``out``).
 
     Returns:
         The path of ``out/index.csv``.
@@ -181,7 +277,10 @@ def make_spectrogram(
             w.writerow(["path", "frame", "label"])
             w.writerows(rows)
 
-    return _build_into(Path(out), build) / "index.csv"
+    made = {"kind": "spectrogram-samples", "options": {
+        "files": spec.files, "frames_per_file": spec.frames_per_file, "seed": int(spec.seed), "height": height,
+        "width": width, "num_classes": num_classes, "dtype": dtype}}
+    return _build_into(Path(out), build, made, force) / "index.csv"
 
 
 # --------------------------------------------------------------------------- segmentation
@@ -263,15 +362,16 @@ def write_palette(path: str | os.PathLike) -> Path:
 
 
 def make_segmentation(
-    out: str | os.PathLike, *, images: int, size: int = 512, seed: int = 0
+    out: str | os.PathLike, *, images: int, size: int = 512, seed: int = 0, force: bool = False
 ) -> Path:
     """Writes segmentation sample images, colour-coded masks, palette and index.
 
     Args:
-        out: folder to create (replaced if it exists).
+        out: folder to create; reused, refused or replaced as in ``make_spectrogram``.
         images: number of image/mask pairs.
         size: side of the square images (512 as in the user's case).
         seed: makes the output reproducible.
+        force: replace a kit sample folder made with other options.
 
     Returns:
         The path of ``out/index.csv``; ``out/class_dict.csv`` holds the palette.
@@ -280,6 +380,7 @@ def make_segmentation(
 
     images = _positive("images", images)
     size = _positive("size", size)
+    seed = _seed(seed)
     if size < 32:
         raise ValueError(f"size must be at least 32, got {size}")
     colours = np.array([rgb for _name, *rgb in PALETTE], np.uint8)
@@ -302,7 +403,8 @@ def make_segmentation(
             w.writerow(["image", "label"])
             w.writerows(rows)
 
-    return _build_into(Path(out), build) / "index.csv"
+    made = {"kind": "segmentation-samples", "options": {"images": images, "size": size, "seed": seed}}
+    return _build_into(Path(out), build, made, force) / "index.csv"
 
 
 # --------------------------------------------------------------------------- embedded copies

@@ -109,26 +109,65 @@ class Manifest:
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> "Manifest":
+        """Reads and checks ``folder/manifest.json``. Raises ``StoreError`` naming what is wrong.
+
+        Every shard name must stay inside ``folder`` (no absolute path, no ``..``, no
+        link leading out), so neither a reader nor a rebuild touches a file outside it.
+        """
         path = Path(folder) / MANIFEST
         try:
             with open(path) as f:
                 d = json.load(f)
         except FileNotFoundError:
             raise StoreError(f"{folder}: no {MANIFEST}; the store is missing or incomplete") from None
-        except json.JSONDecodeError as e:
+        except NotADirectoryError:
+            raise StoreError(f"{folder}: not a folder") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise StoreError(f"{path}: not valid JSON ({e})") from None
+        fields = {"kind": str, "key": str, "count": int, "shards": list}
+        if not isinstance(d, dict) or any(not isinstance(d.get(k), t) for k, t in fields.items()):
+            raise StoreError(f"{path}: malformed manifest (needs kind, key, count and a list of shards)")
+        if not isinstance(d.get("meta", {}), dict) or set(d) - {*fields, "meta", "version"}:
+            raise StoreError(f"{path}: malformed manifest (unexpected fields {sorted(set(d) - {*fields, 'meta', 'version'})})")
+        for i, sh in enumerate(d["shards"]):
+            if not isinstance(sh, dict) or not isinstance(sh.get("name"), str) \
+                    or not isinstance(sh.get("count"), int) or not isinstance(sh.get("bytes"), int):
+                raise StoreError(f"{path}: malformed manifest (shard {i} needs a name, a count and bytes)")
+            inside(folder, sh["name"], what=str(path))
         return cls(**d)
 
     def path(self, folder, shard: dict) -> Path:
-        return Path(folder) / shard["name"]
+        return inside(folder, shard["name"])
+
+
+def inside(folder: str | os.PathLike, name: str, *, what: str = "store") -> Path:
+    """``folder / name``, checked to stay inside ``folder`` (a name read from a file is untrusted).
+
+    Raises:
+        StoreError: ``name`` is absolute, climbs out with ``..``, or resolves (through a
+            link) to somewhere outside ``folder``.
+    """
+    folder = Path(folder)
+    rel = Path(name)
+    if not name or rel.is_absolute() or ".." in rel.parts or "\0" in name:
+        raise StoreError(f"{what}: file name {name!r} leaves the store folder {folder}; refused")
+    path = folder / rel
+    root = os.path.realpath(folder)
+    if os.path.commonpath([root, os.path.realpath(path)]) != root:
+        raise StoreError(f"{what}: file name {name!r} resolves outside the store folder {folder}; refused")
+    return path
 
 
 def complete(folder: str | os.PathLike, key: str | None = None) -> Manifest | None:
-    """The manifest if ``folder`` holds a complete store (with ``key``, if given), else None."""
-    try:
-        m = Manifest.load(folder)
-    except StoreError:
+    """The manifest if ``folder`` holds a complete store (with ``key``, if given), else None.
+
+    Raises:
+        StoreError: the folder has a manifest that is malformed or names a file outside
+            the folder (such a store is neither used nor rebuilt over).
+    """
+    if not (Path(folder) / MANIFEST).is_file():
         return None
+    m = Manifest.load(folder)
     if key is not None and m.key != key:
         return None
     return m
@@ -144,6 +183,7 @@ def build(
     meta: dict | None = None,
     workers: int = 1,
     progress: bool | str = True,
+    sources: Sequence[str | os.PathLike] = (),
 ) -> Manifest:
     """Builds (or resumes, or reuses) a store in ``folder``.
 
@@ -160,9 +200,15 @@ def build(
             ``register_check`` deep-checks this kind in ``verify``.
         workers: shards written concurrently (threads).
         progress: show a tqdm bar (a string sets its description).
+        sources: the files the store is made from; the store's folder may not be,
+            contain or sit inside a folder holding one of them.
 
     Returns:
         The ``Manifest`` of the complete store.
+
+    Raises:
+        StoreError: ``folder`` exists and is not an empty folder or a kit store of
+            ``kind``, or it overlaps the sources' folders (nothing is written).
     """
     folder = Path(folder)
     if workers < 1:
@@ -170,10 +216,13 @@ def build(
     names = [s.name for s in shards]
     if len(set(names)) != len(names):
         raise ValueError("shard names must be unique")
+    for name in names:
+        inside(folder, name)
+    check_apart(folder, sources)
+    claim(folder, kind)
     done = complete(folder, key)
     if done is not None:
         return done
-    folder.mkdir(parents=True, exist_ok=True)
     partial = folder / PARTIAL
     # A store or partial build for another key is stale: discard it before writing.
     old = complete(folder)
@@ -239,6 +288,68 @@ def build(
     write_json_atomic(folder / MANIFEST, manifest.__dict__)
     shutil.rmtree(partial, ignore_errors=True)
     return manifest
+
+
+#: The marker of a folder the kit made for a store (its kind): only such a folder (or an
+#: empty one) is ever written into, and so only its files are ever replaced or removed.
+STORE_MARKER = ".kit-store"
+
+
+def store_kind(folder: str | os.PathLike) -> str | None:
+    """The kind of kit store in ``folder`` (from its marker or manifest), or None if it is not one."""
+    folder = Path(folder)
+    try:
+        return (folder / STORE_MARKER).read_text().strip() or None
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        pass
+    try:
+        with open(folder / MANIFEST) as f:
+            kind = json.load(f).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return kind if isinstance(kind, str) else None
+
+
+def claim(folder: str | os.PathLike, kind: str) -> Path:
+    """Makes ``folder`` a store folder of ``kind``: creates it (and its marker) or checks it.
+
+    Raises:
+        StoreError: ``folder`` exists and is neither empty nor a kit store of ``kind``.
+    """
+    folder = Path(folder)
+    if os.path.lexists(folder) and not folder.is_dir():
+        raise StoreError(f"{folder} exists and is not a folder; refusing to write a store there")
+    if folder.is_dir():
+        found = store_kind(folder)
+        if found is None and any(folder.iterdir()):
+            raise StoreError(f"{folder} exists and is not a kit store (no {STORE_MARKER} or {MANIFEST}); "
+                             "refusing to write into it (choose another folder)")
+        if found is not None and found != kind:
+            raise StoreError(f"{folder} holds a kit store of kind {found!r}, not {kind!r}; "
+                             "refusing to write into it (choose another folder)")
+    else:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise StoreError(f"{folder}: a parent of it is not a folder") from None
+    if not (folder / STORE_MARKER).exists():
+        (folder / STORE_MARKER).write_text(kind + "\n")
+    return folder
+
+
+def check_apart(folder: str | os.PathLike, sources: Sequence[str | os.PathLike]) -> None:
+    """Refuses a store folder that is, contains or sits inside a folder holding a source file.
+
+    Raises:
+        StoreError: naming the store folder and the source folder it overlaps.
+    """
+    root = os.path.realpath(folder)
+    for d in sorted({os.path.realpath(d) for d in {os.path.dirname(os.path.abspath(p)) for p in sources}}):
+        common = os.path.commonpath([root, d])
+        if common in (root, d):
+            how = ("is" if root == d else "contains" if common == root else "sits inside")
+            raise StoreError(f"{folder} {how} the folder {d} that holds the index's source files; "
+                             "a store must be kept apart from its sources (choose another folder)")
 
 
 def _safe(name: str) -> str:

@@ -117,7 +117,7 @@ def test_output_appears_only_when_complete(tmp_path, monkeypatch):
 
     monkeypatch.setattr(samples.np, "save", boom)
     with pytest.raises(RuntimeError, match="disk full"):
-        samples.make_spectrogram(out, files=3, frames_per_file=2, seed=1)
+        samples.make_spectrogram(out, files=3, frames_per_file=2, seed=1, force=True)
     # The old complete folder is intact and no temporary folder is left behind.
     assert (out / "index.csv").read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]

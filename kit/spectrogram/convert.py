@@ -95,7 +95,8 @@ def _memmap(index: FrameIndex, folder: Path, key: str, meta: dict, progress) -> 
 
     shards = [store.Shard("frames.npy", n), store.Shard("labels.npy", 0)]
     return store.build(folder, kind="spectrogram-memmap", key=key, shards=shards, write=write,
-                       meta={**meta, "count": n}, progress="memmap" if progress is True else progress)
+                       sources=index.files, meta={**meta, "count": n},
+                       progress="memmap" if progress is True else progress)
 
 
 def _count(manifest: store.Manifest) -> int:
@@ -152,7 +153,7 @@ def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress) -> st
             advance(len(rows) % 256)
 
     return store.build(folder, kind="spectrogram-tfrecord", key=key, shards=shards, write=write,
-                       meta=meta, workers=min(workers, len(shards)),
+                       sources=index.files, meta=meta, workers=min(workers, len(shards)),
                        progress="tfrecord" if progress is True else progress)
 
 
