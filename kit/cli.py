@@ -20,6 +20,7 @@ PLUGINS = [
     "kit.spectrogram.commands",
     "kit.segmentation.commands",
     "kit.distribute",
+    "kit.doctor",
 ]
 
 

@@ -1,0 +1,355 @@
+"""The pipeline doctor: each finding code from a small pipeline with exactly that defect, absent
+from the fixed version; the verdicts; the trace; the command line's bad inputs."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kit import doctor
+
+B = 32
+N = 1024
+X = np.random.default_rng(0).random((N, 16), dtype=np.float32)
+Y = (np.arange(N) % 4).astype(np.int64)
+SECONDS = 1.0
+
+
+# --------------------------------------------------------------------------- tf.data pipelines
+
+
+def _heavy(x):
+    """A few cheap ops, the same on one example or on a batch."""
+    import tensorflow as tf
+
+    for _ in range(4):
+        x = tf.math.sin(x) * 0.5 + 0.25
+    return x
+
+
+def python_in_pipeline(fixed):
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices(X).batch(B)
+    if fixed:
+        f = _heavy
+    else:
+        def f(x):
+            y = tf.numpy_function(lambda a: np.sin(a) * 0.5 + 0.25, [x], tf.float32)
+            return tf.ensure_shape(y, (None, 16))
+    return ds.map(f, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def serial_map(fixed):
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices(X).batch(B)
+    return ds.map(_heavy, num_parallel_calls=tf.data.AUTOTUNE if fixed else None).prefetch(tf.data.AUTOTUNE)
+
+
+def map_before_batch(fixed):
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices(X)
+    if fixed:
+        ds = ds.batch(B).map(_heavy, num_parallel_calls=tf.data.AUTOTUNE)
+    else:
+        ds = ds.map(_heavy, num_parallel_calls=tf.data.AUTOTUNE).batch(B)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def serial_interleave(fixed):
+    import tensorflow as tf
+
+    shards = tf.data.Dataset.from_tensor_slices(X.reshape(8, N // 8, 16))
+    ds = shards.interleave(tf.data.Dataset.from_tensor_slices, cycle_length=4,
+                           num_parallel_calls=tf.data.AUTOTUNE if fixed else None)
+    return ds.batch(B).map(_heavy, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def no_prefetch(fixed):
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices(X).batch(B).map(_heavy, num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.prefetch(tf.data.AUTOTUNE) if fixed else ds
+
+
+def small_shuffle_buffer(fixed):
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices(X).shuffle(N if fixed else 16, seed=0)
+    return ds.batch(B).map(_heavy, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+TFDATA = [python_in_pipeline, serial_map, map_before_batch, serial_interleave, no_prefetch,
+          small_shuffle_buffer]
+
+
+@pytest.mark.parametrize("make", TFDATA, ids=lambda f: f.__name__)
+def test_tfdata_defect_is_the_top_finding_and_gone_when_fixed(make):
+    planted = doctor.diagnose(make(False), max_seconds=SECONDS)
+    assert planted.top == make.__name__, str(planted)
+    assert planted.gain(make.__name__) >= 1.0
+    fixed = doctor.diagnose(make(True), max_seconds=SECONDS)
+    assert make.__name__ not in fixed.codes, str(fixed)
+    assert fixed.verdict == "loader only"
+
+
+def test_pipeline_structure_names_the_ops():
+    import tensorflow as tf
+
+    d = doctor.diagnose(map_before_batch(False), max_seconds=0.3)
+    assert d.pipeline[:3] == ["TensorSliceDataset", "ParallelMapDatasetV2", "BatchDatasetV2"]
+    assert d.pipeline[-1] == "PrefetchDataset"
+    gen = tf.data.Dataset.from_generator(lambda: iter([X[:B]]), output_signature=tf.TensorSpec((None, 16)))
+    assert "FlatMapDataset[from_generator]" in doctor.pipeline_ops(gen)
+
+
+# --------------------------------------------------------------------------- measured findings
+
+
+def test_read_amplification(tmp_path):
+    frames, files = 64, 4  # 4 files of 64 frames of 4 kB: the planted loader reads 64x
+    paths = []
+    for k in range(files):
+        p = tmp_path / f"f{k}.npy"
+        np.save(p, np.full((frames, 1024), k, np.float32))
+        paths.append(p)
+
+    def planted():
+        for k, p in enumerate(paths):
+            for start in range(0, frames, B):
+                x = np.stack([np.load(p)[i] for i in range(start, start + B)])  # whole file per frame
+                yield x, np.full(B, k)
+
+    def fixed():
+        for k, p in enumerate(paths):
+            whole = np.load(p)  # once per file
+            for start in range(0, frames, B):
+                yield whole[start:start + B], np.full(B, k)
+
+    d = doctor.diagnose(planted, max_seconds=SECONDS)
+    assert d.top == "read_amplification", str(d)
+    assert d.rates["read_amplification"] == pytest.approx(frames, rel=0.2)
+    assert d.gain("read_amplification") == pytest.approx(d.rates["read_amplification"])
+    d = doctor.diagnose(fixed, max_seconds=SECONDS)
+    assert "read_amplification" not in d.codes, str(d)
+    assert d.rates["read_amplification"] == pytest.approx(1.0, abs=0.3)
+
+
+def _pydataset(workers):
+    import keras
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return N // B
+
+        def __getitem__(self, i):
+            return X[i * B:(i + 1) * B] * 2.0, Y[i * B:(i + 1) * B]
+
+    return Batches(workers=workers)
+
+
+def test_pydataset_single_worker():
+    d = doctor.diagnose(_pydataset(1), max_seconds=SECONDS)
+    assert d.top == "pydataset_single_worker", str(d)
+    assert "workers=1" in d.findings.loc[0, "evidence"]
+    assert "pydataset_single_worker" not in doctor.diagnose(_pydataset(2), max_seconds=SECONDS).codes
+
+
+# --------------------------------------------------------------------------- with a model
+
+
+def _model(frozen_width=0, trainable_prefix=False):
+    import keras
+
+    layers = [keras.Input((16,))]
+    if frozen_width:
+        layers += [keras.layers.Dense(frozen_width, activation="relu", trainable=trainable_prefix)
+                   for _ in range(2)]
+    layers.append(keras.layers.Dense(4))
+    model = keras.Sequential(layers)
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def _memory_batches():
+    for i in range(0, N, B):
+        yield X[i:i + B], Y[i:i + B]
+
+
+def _slow_batches():
+    for i in range(0, N, B):
+        time.sleep(0.02)  # a loader waiting on storage: the step waits for it
+        yield X[i:i + B], Y[i:i + B]
+
+
+def test_input_bound_then_not_when_the_loader_is_fast():
+    slow = doctor.diagnose(_slow_batches, _model(), max_seconds=2)
+    assert slow.verdict == "input-bound" and slow.codes[0] == "input_bound", str(slow)
+    assert slow.rates["input_share"] >= doctor.INPUT_BOUND_SHARE
+    assert slow.gain("input_bound") == pytest.approx(
+        slow.rates["ceiling_examples_per_s"] / slow.rates["fit_examples_per_s"])
+    assert "compute_bound" not in slow.codes
+    fast = doctor.diagnose(_memory_batches, _model(), max_seconds=2)
+    assert "input_bound" not in fast.codes, str(fast)
+
+
+def test_frozen_backbone_recomputed_and_compute_bound():
+    model = _model(frozen_width=2048)
+    before = [w.copy() for w in model.get_weights()]
+    d = doctor.diagnose(_memory_batches, model, max_seconds=3)
+    assert d.verdict == "compute-bound" and d.codes[0] == "compute_bound", str(d)
+    assert d.top == "frozen_backbone_recomputed", str(d)
+    assert d.gain("frozen_backbone_recomputed") > 1.0
+    assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))  # a copy trained
+    d = doctor.diagnose(_memory_batches, _model(frozen_width=2048, trainable_prefix=True), max_seconds=3)
+    assert "frozen_backbone_recomputed" not in d.codes, str(d)
+    assert "input_bound" not in d.codes
+
+
+def test_trace_dir_holds_a_profile(tmp_path):
+    d = doctor.diagnose(_memory_batches, _model(), max_seconds=0.5, trace_dir=tmp_path / "trace")
+    assert d.trace_dir == str(tmp_path / "trace")
+    assert list((tmp_path / "trace" / "plugins" / "profile").glob("*/*.xplane.pb"))
+
+
+def test_renders_as_text_and_html():
+    d = doctor.diagnose(no_prefetch(False), max_seconds=0.3)
+    assert str(d).splitlines()[0] == "verdict: loader only"
+    assert "1. no_prefetch" in str(d)
+    html = d._repr_html_()
+    assert "<table" in html and "no_prefetch" in html
+    assert json.loads(json.dumps(d.as_dict(), default=float))["findings"][0]["code"] == "no_prefetch"
+
+
+def test_codes_are_documented():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for code in doctor.CODES:
+        assert f"``{code}``" in doctor.__doc__
+        assert f"`{code}`" in readme
+
+
+def test_bad_sources_are_refused():
+    with pytest.raises(ValueError, match="one-shot iterator"):
+        doctor.diagnose(iter([(X[:B], Y[:B])]))
+    with pytest.raises(ValueError, match="not a batch source"):
+        doctor.diagnose(42)
+    with pytest.raises(ValueError, match="no batches"):
+        doctor.diagnose(lambda: iter([]))
+    with pytest.raises(ValueError, match="max_seconds"):
+        doctor.diagnose(_memory_batches, max_seconds=0)
+
+
+# --------------------------------------------------------------------------- command line
+
+PIPELINE = """
+import numpy as np
+
+
+def dataset():
+    import tensorflow as tf
+
+    x = np.zeros((64, 16), np.float32)
+    return tf.data.Dataset.from_tensor_slices((x, np.zeros(64, np.int64))).batch(16)
+
+
+def model():
+    import keras
+
+    m = keras.Sequential([keras.Input((16,)), keras.layers.Dense(4)])
+    m.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def wrong_model():
+    import keras
+
+    m = keras.Sequential([keras.Input((3, 3)), keras.layers.Dense(4)])
+    m.compile(optimizer="sgd", loss="mse")
+    return m
+
+
+def raises():
+    raise RuntimeError("no data today")
+
+
+def not_batches():
+    return 42
+
+
+import_error = None
+"""
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    name = f"user_pipeline_{abs(hash(tmp_path)) % 10**8}"
+    (tmp_path / f"{name}.py").write_text(PIPELINE)
+    (tmp_path / "broken_module.py").write_text("import does_not_exist_anywhere\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    return name
+
+
+def _run(capsys, *argv):
+    from kit.cli import main
+
+    rc = main(["doctor", *argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_cli_diagnoses_a_user_pipeline(user_module, capsys, tmp_path):
+    rc, out, err = _run(capsys, f"{user_module}:dataset", "--model", f"{user_module}:model",
+                        "--max-seconds", "1", "--json", str(tmp_path / "d.json"))
+    assert rc == 0, err
+    assert out.startswith("verdict: ")
+    saved = json.loads((tmp_path / "d.json").read_text())
+    assert saved["verdict"] in ("input-bound", "compute-bound", "balanced")
+    assert "no_prefetch" in [f["code"] for f in saved["findings"]]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["{m}:raises"], "'{m}:raises' raised RuntimeError: no data today"),
+    (["{m}:not_batches"], "source '{m}:not_batches' is of type 'int', not a batch source"),
+    (["{m}:nothing_here"], "has no attribute 'nothing_here'"),
+    (["{m}"], "expected MODULE:FUNCTION"),
+    (["{m}:dataset", "--model", "{m}:wrong_model"], "model 'sequential"),
+    (["{m}:dataset", "--model", "{m}:dataset"], "not a Keras model"),
+    (["broken_module:dataset"], "module 'broken_module' does not import: ModuleNotFoundError"),
+    (["--variant", "generator"], "give either MODULE:FUNCTION or --index CSV"),
+])
+def test_cli_bad_input_is_one_error_line(user_module, capsys, argv, says):
+    rc, out, err = _run(capsys, *[a.format(m=user_module) for a in argv])
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kit: error: "), err
+    assert says.format(m=user_module) in lines[0]
+
+
+def test_cli_model_mismatch_names_the_shapes(user_module, capsys):
+    rc, out, err = _run(capsys, f"{user_module}:dataset", "--model", f"{user_module}:wrong_model")
+    assert rc == 2 and "does not take the batches" in err and "16x16" in err
+
+
+def test_cli_kit_loader(spec_csv, capsys):
+    rc, out, err = _run(capsys, "--index", str(spec_csv), "--variant", "generator", "--batch-size", "16",
+                        "--max-seconds", "1")
+    assert rc == 0, err
+    lines = out.splitlines()
+    findings = [line.split(":")[0].split(". ")[1] for line in lines if line[:1].isdigit()]
+    assert findings[0] == "read_amplification" and "python_in_pipeline" in findings[:3], out
+
+
+def test_cli_is_a_real_command(tmp_path):
+    (tmp_path / "broken_module.py").write_text("import does_not_exist_anywhere\n")
+    r = subprocess.run([sys.executable, "-m", "kit", "doctor", "broken_module:dataset"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120,
+                       env={**__import__("os").environ, "PYTHONPATH": str(Path(doctor.__file__).parent.parent)})
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1].startswith("kit: error: source 'broken_module:dataset'")
