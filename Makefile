@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+DALI   := $(VENV)/.dali
+DALI_PLUGIN := nvidia-dali-tf-plugin-cuda120==2.4.0
 
 .PHONY: demo test lab bench clean
 
@@ -14,10 +16,20 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-demo: $(STAMP)
+# The optional dali variant (the `dali` extra, then DALI's TensorFlow plugin: it compiles its op
+# against the installed TensorFlow with the system g++, which pip's isolated build cannot see, hence
+# --no-build-isolation). Where it cannot be installed the dali tests skip and say why.
+$(DALI): $(STAMP)
+	@if [ "$$(uname -s)-$$(uname -m)" != Linux-x86_64 ]; then \
+	  echo "dali: not installed: NVIDIA publishes DALI for Linux x86_64 only (this is $$(uname -s)-$$(uname -m)); the dali variant's tests skip"; \
+	elif $(PY) -m pip install --quiet -e '.[dali]' && $(PY) -m pip install --quiet --no-build-isolation '$(DALI_PLUGIN)'; then \
+	  touch $(DALI); \
+	else echo "dali: install failed (above); the dali tests skip. The plugin needs g++: apt-get install g++, then make test again"; fi
+
+demo: $(STAMP) $(DALI)
 	$(PY) -m kit demo --reports reports
 
-test: $(STAMP)
+test: $(STAMP) $(DALI)
 	KIT_FAST=1 $(PY) -m pytest
 
 # JupyterLab on 127.0.0.1 only, with its token login on (the URL it prints carries the token).
