@@ -244,7 +244,7 @@ def build(
             todo.append(s)
     done_before = set(records)
 
-    from tqdm.auto import tqdm
+    from kit.progress import tqdm
 
     total = sum(s.count for s in shards)
     started = time.perf_counter()

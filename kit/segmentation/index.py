@@ -395,7 +395,7 @@ class PairIndex:
             DataError: the first problem, naming the CSV line, the file (and the colour
                 and its pixel count).
         """
-        from tqdm.auto import tqdm
+        from kit.progress import tqdm
 
         for i in tqdm(range(len(self)), desc="check", unit="pair", disable=not progress):
             try:
