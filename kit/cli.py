@@ -21,6 +21,7 @@ PLUGINS = [
     "kit.segmentation.commands",
     "kit.distribute",
     "kit.doctor",
+    "kit.cache",
 ]
 
 
