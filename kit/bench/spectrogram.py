@@ -10,12 +10,15 @@ ceiling). Epoch times are projected to the user's 1,000,000 frames.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 
 import pandas as pd
 
 EPOCH = 1_000_000
+#: The user's global batch (128 per GPU on 2 GPUs).
+DEFAULT_BATCH = 256
 #: The default bench data: 20,000 frames in 200 files (491 MB as float32).
 DEFAULT_FILES, DEFAULT_FRAMES_PER_FILE = 200, 100
 
@@ -40,19 +43,60 @@ def _warm_page_cache(index) -> None:
                 pass
 
 
-def run(data=None, *, variants=None, batch_size: int = 256, rounds: int = 3, num_batches: int = 20,
-        generator_seconds: float = 8.0, warmup: int = 2, workdir=None, log=print) -> pd.DataFrame:
+def plan(frames: int, *, batch_size: int | None, warmup: int, num_batches: int, where: str = "the data"):
+    """A batch size and per-round batch counts that fit one epoch of ``frames``.
+
+    Every round reads a fresh epoch: ``warmup`` untimed batches, then up to
+    ``num_batches`` timed ones. ``batch_size=None`` takes the user's 256, or, when the
+    data holds fewer than 4 such batches, the largest power of two that gives 4.
+
+    Returns:
+        ``(batch_size, warmup, timed_per_round, note)``; ``note`` says what was changed, or None.
+
+    Raises:
+        ValueError: an explicit ``batch_size`` larger than the data (names the option to change).
+    """
+    note = None
+    if batch_size is None:
+        batch_size = DEFAULT_BATCH
+        if frames < 4 * DEFAULT_BATCH:
+            batch_size = 1 << max(0, (max(1, frames // 4)).bit_length() - 1)
+            note = (f"batch {batch_size}: {where} holds {frames:,} frames, fewer than 4 batches of the default "
+                    f"{DEFAULT_BATCH} (--batch-size chooses)")
+    elif batch_size > frames:
+        raise ValueError(f"--batch-size {batch_size} is larger than {where} ({frames:,} frames): pass "
+                         f"--batch-size {frames} or smaller, or leave it out to choose one that fits")
+    per_epoch = math.ceil(frames / batch_size)
+    fit_warmup = min(warmup, per_epoch - 1)
+    timed = min(num_batches, per_epoch - fit_warmup)
+    if fit_warmup < warmup or timed < num_batches:
+        fit = (f"an epoch holds {per_epoch} batches of {batch_size}: each round reads {fit_warmup} warm-up and "
+               f"{timed} timed batches (--warmup {warmup}, --batches {num_batches} asked)")
+        note = f"{note}; {fit}" if note else fit
+    return batch_size, fit_warmup, timed, note
+
+
+def run(data=None, *, variants=None, batch_size: int | None = DEFAULT_BATCH, rounds: int = 3,
+        num_batches: int = 20, generator_seconds: float = 8.0, warmup: int = 2, epoch_examples: int | None = None,
+        workdir=None, log=print) -> pd.DataFrame:
     """Measures the variants interleaved; one row per variant.
 
     Args:
         data: index CSV; the default bench data if None.
         variants: names from ``VARIANTS`` (default all).
-        batch_size: the user's global batch (256).
+        batch_size: the user's global batch (256); None chooses one that fits the data (``plan``).
         rounds: interleaved rounds.
-        num_batches: timed batches per variant per round.
+        num_batches: timed batches per variant per round (fewer when an epoch holds fewer).
         generator_seconds: per-round time cap for the slow variants (the generator
             would need minutes for ``num_batches`` of 256).
-        warmup: untimed batches before each timed round.
+        warmup: untimed batches before each timed round (fewer when an epoch holds fewer).
+        epoch_examples: the epoch to project to (column ``epoch_s_<N>``): 1,000,000 (the
+            user's) by default, the index's own size when ``data`` is given.
+
+    Returns:
+        ``timing.compare``'s DataFrame plus ``description``, ``batch_size``, ``batches_announced``
+        (rounds x timed batches per round; ``batches`` is what was measured, fewer where a
+        time cap stopped a round) and ``epoch_examples``.
     """
     from kit import timing
     from kit.spectrogram import VARIANTS, FrameIndex, make_loader
@@ -63,7 +107,13 @@ def run(data=None, *, variants=None, batch_size: int = 256, rounds: int = 3, num
         raise ValueError(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
     csv = Path(data) if data is not None else default_data(workdir=workdir)
     index = FrameIndex.from_csv(csv)
-    log(f"data: {csv} ({len(index):,} frames of {index.frame_shape}, {len(index.files)} files)")
+    log(f"data: {csv} ({len(index):,} frames of {index.frame_shape} {index.file_dtype}, {len(index.files)} files)")
+    batch_size, warmup, num_batches, note = plan(len(index), batch_size=batch_size, warmup=warmup,
+                                                 num_batches=num_batches, where=str(csv))
+    if note:
+        log(f"note: {note}")
+    if epoch_examples is None:
+        epoch_examples = EPOCH if data is None else len(index)
     _warm_page_cache(index)
     loaders = {}
     for v in variants:  # conversions happen here, before any timing
@@ -77,19 +127,27 @@ def run(data=None, *, variants=None, batch_size: int = 256, rounds: int = 3, num
         f"{batch_size} (slow ones capped at {generator_seconds:g} s per round) ...")
     df = timing.compare(loaders, baselines=baselines, num_batches=num_batches, warmup=warmup,
                         rounds=rounds, max_seconds={k: v for k, v in slow.items() if k in loaders},
-                        epoch_examples=(EPOCH,))
+                        epoch_examples=(epoch_examples,))
     df.insert(1, "description", [VARIANTS[v] for v in df["variant"]])
     df["batch_size"] = batch_size
+    df["batches_announced"] = rounds * num_batches
+    df["epoch_examples"] = epoch_examples
     return df
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from kit.cli import positive_int
+
     p.add_argument("--data", type=Path, default=None,
                    help="index CSV (default: generate 200 files x 100 frames, 20,000 frames)")
     p.add_argument("--variants", default=None, help="comma-separated subset of the variants")
-    p.add_argument("--batch-size", type=int, default=256)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--batches", type=int, default=20, help="timed batches per variant per round")
+    p.add_argument("--batch-size", type=positive_int, default=None,
+                   help=f"the global batch (default {DEFAULT_BATCH}, or smaller to fit --data)")
+    p.add_argument("--rounds", type=positive_int, default=3)
+    p.add_argument("--batches", type=positive_int, default=20, help="timed batches per variant per round")
+    p.add_argument("--warmup", type=int, default=2, help="untimed batches before each round")
+    p.add_argument("--epoch-examples", type=positive_int, default=None, metavar="N",
+                   help=f"project epoch times to N examples (default {EPOCH:,}; with --data, the index's size)")
     p.add_argument("--generator-seconds", type=float, default=8.0,
                    help="time cap per round for the Python-bound variants")
     p.add_argument("--workdir", type=Path, default=None, help="where stores are built (kit cache)")
@@ -119,16 +177,27 @@ def main(args) -> int:
 
     variants = args.variants.split(",") if args.variants else None
     df = run(args.data, variants=variants, batch_size=args.batch_size, rounds=args.rounds,
-             num_batches=args.batches, generator_seconds=args.generator_seconds, workdir=args.workdir)
+             num_batches=args.batches, generator_seconds=args.generator_seconds, warmup=args.warmup,
+             epoch_examples=args.epoch_examples, workdir=args.workdir)
+    n = int(df["epoch_examples"].iloc[0])
+    label = f"epoch_{n // 1000}k" if n >= 10_000 and n % 1000 == 0 else f"epoch_{n}"
     show = df.copy()
-    show[f"epoch_{EPOCH // 1000}k"] = [format_duration(s) for s in df[f"epoch_s_{EPOCH}"]]
+    show[label] = [format_duration(s) for s in df[f"epoch_s_{n}"]]
+    announced = int(df["batches_announced"].iloc[0])
+    # Where a time cap cut rounds short, say how many batches the row rests on.
+    show["batches"] = [f"{b} of {announced}" if b < announced else f"{b}" for b in df["batches"]]
     print()
     print_table(show, ["variant", "examples_per_s", "x_generator", "x_in_memory",
-                       f"epoch_{EPOCH // 1000}k", "latency_p50_ms", "latency_p95_ms", "examples"])
+                       label, "latency_p50_ms", "latency_p95_ms", "examples", "batches"])
+    short = df[df["batches"] < announced]
     print(f"\nbasis: each rate is the examples read over the seconds timed, summed over "
-          f"{args.rounds} interleaved rounds (column 'examples'); epochs projected to {EPOCH:,} frames.")
+          f"{args.rounds} interleaved rounds of {announced // args.rounds} batches of {int(df['batch_size'].iloc[0])} "
+          f"(columns 'examples', 'batches'); epochs projected to {n:,} frames.")
+    if len(short):
+        print(f"fewer batches than announced ({announced}) for {', '.join(short['variant'])}: "
+              f"the per-round time cap (--generator-seconds {args.generator_seconds:g}) stopped them.")
     if args.json and args.json != "-":
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    write_json(args.json, result("spectrogram", df, batch_size=args.batch_size,
-                                 epoch_examples=EPOCH))
+    write_json(args.json, result("spectrogram", df, batch_size=int(df["batch_size"].iloc[0]),
+                                 epoch_examples=n))
     return 0
