@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import platform
+from pathlib import Path
 
 import pandas as pd
 
@@ -108,20 +109,79 @@ def print_table(df: pd.DataFrame, columns=None) -> None:
 def register(sub) -> None:
     for name in MODULES:
         importlib.import_module(name).register(sub["bench"])
-    demo = sub["root"].add_parser("demo", help="the main job: samples, loader bench, notebooks to reports/")
+    demo = sub["root"].add_parser("demo", help="the main job: both loader benches, the notebooks into reports/")
     demo.add_argument("--reports", default="reports", help="folder for executed notebooks and HTML")
     demo.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")
+    demo.add_argument("--notebooks", default=None, metavar="NN,NN",
+                      help="run only these notebooks (name prefixes, e.g. 00,05); the index lists all")
     demo.set_defaults(func=_demo)
 
 
+def _bench_args(module, **overrides):
+    """A bench command's arguments: its defaults, then ``overrides``."""
+    import argparse
+
+    p = argparse.ArgumentParser()
+    module.add_arguments(p)
+    args = p.parse_args([])
+    for k, v in overrides.items():
+        setattr(args, k, v)
+    return args
+
+
 def _demo(args) -> int:
-    from kit.bench import spectrogram
+    """``make demo``: both cases' loader benches, then every notebook into ``--reports``.
 
-    print("== kit demo: the spectrogram loaders, side by side (python -m kit bench spectrogram)")
-    spectrogram.main(spectrogram.defaults(json=os.path.join(args.reports, "bench_spectrogram.json")))
+    With ``KIT_FAST=1`` (as ``make test`` sets) the benches run on the embedded samples
+    in one short round and the notebooks in fast mode: the same path, in seconds.
+    """
+    from kit import report
+
+    # Before TensorFlow loads: its C++ INFO and WARNING lines are not the demo's progress,
+    # nor is what it prints regardless (the absl banner, the CUDA probes): filtered.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("KIT_RESULTS", os.path.join(args.reports, "results.jsonl"))
+    with report.quiet_stderr():
+        return _demo_steps(args)
+
+
+def _demo_steps(args) -> int:
+    import time
+
+    from kit import cache, report, samples
+    from kit.bench import segmentation, spectrogram
+    from kit.timing import format_duration
+
+    fast = os.environ.get("KIT_FAST") == "1"
+    t0 = time.perf_counter()
+
+    steps = 2 if args.no_notebooks else 3
+    mode = " (fast mode: embedded samples, one short round)" if fast else ""
+    print(f"== [1/{steps}] the spectrogram loaders, side by side{mode} (python -m kit bench spectrogram)",
+          flush=True)
+    quick = dict(data=samples.embedded("spectrogram"), rounds=1, batches=2, generator_seconds=1.0) if fast else {}
+    spectrogram.main(_bench_args(spectrogram, json=os.path.join(args.reports, "bench_spectrogram.json"), **quick))
+    print(f"\n== [2/{steps}] the segmentation loaders, side by side{mode} (python -m kit bench segmentation)",
+          flush=True)
+    quick = dict(data=samples.embedded("segmentation"), rounds=1, batches=2, batch_size=1, size=(64, 64),
+                 seconds=0.5, slow_seconds=1.0) if fast else {}
+    segmentation.main(_bench_args(segmentation, json=os.path.join(args.reports, "bench_segmentation.json"),
+                                  **quick))
+    failed = []
     if not args.no_notebooks:
-        from kit import report
-
-        print(f"== executing the notebooks into {args.reports}/ (HTML next to each)")
-        report.run_notebooks("notebooks", args.reports)
-    return 0
+        only = [s.strip() for s in args.notebooks.split(",") if s.strip()] if args.notebooks else None
+        print(f"\n== [3/{steps}] executing the notebooks{' in fast mode' if fast else ''} into {args.reports}/ "
+              f"(kernel logs in {args.reports}/logs/)", flush=True)
+        entries = report.run_notebooks("notebooks", args.reports, fast=fast, only=only)
+        failed = [e for e in entries if e.status == "failed"]
+    took = format_duration(time.perf_counter() - t0)
+    print()
+    if failed:
+        print(f"== {len(failed)} notebook(s) failed: " + "; ".join(f"{e.name}: {e.error}" for e in failed))
+    index = os.path.join(args.reports, "index.html")
+    if args.no_notebooks:
+        print(f"== done in {took}; results in {os.path.join(args.reports, 'bench_*.json')}")
+    else:
+        print(f"== done in {took}. Open {index} ({Path(index).resolve().as_uri()})")
+    print(f"== {cache.summary()}")
+    return 1 if failed else 0
