@@ -26,6 +26,8 @@ $(DALI): $(STAMP)
 	  touch $(DALI); \
 	else echo "dali: install failed (above); the dali tests skip. The plugin needs g++: apt-get install g++, then make test again"; fi
 
+# Prints its own progress; each notebook's kernel log goes to reports/logs/. Ends with the file
+# to open (reports/index.html), the time it took and the size of the kit cache.
 demo: $(STAMP) $(DALI)
 	$(PY) -m kit demo --reports reports
 
@@ -34,11 +36,19 @@ test: $(STAMP) $(DALI)
 
 # JupyterLab on 127.0.0.1 only, with its token login on (the URL it prints carries the token).
 # As root (containers, CI machines) Jupyter refuses to start without --allow-root.
+# First it installs nbstripout as the git filter for notebooks (scripts/strip_outputs_filter.sh),
+# so outputs saved by JupyterLab never show in git diff/status nor get committed.
 lab: $(STAMP)
+	@sh scripts/strip_outputs_filter.sh "$(abspath $(PY))" && \
+	  echo "nbstripout: notebook outputs stay on disk but out of git (see README, 'make lab')"
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 bench: $(STAMP)
 	$(PY) -m kit bench spectrogram
 
+# The kit cache (derived stores, generated bench data) lives outside the repository and is
+# left alone here: `python -m kit cache` lists it, `--clean --older-than 7d` trims it.
 clean:
 	rm -rf reports .pytest_cache
+	@echo "The kit cache ($${KIT_CACHE:-~/.cache/kit}) is left alone: '$(PY) -m kit cache' lists it," \
+	  "'$(PY) -m kit cache --clean --older-than 7d' (or --max-size 2GB) trims it."
