@@ -283,6 +283,82 @@ def make_spectrogram(
     return _build_into(Path(out), build, made, force) / "index.csv"
 
 
+def spectrogram_labels(spec: SpectrogramSpec, file_no: int) -> np.ndarray:
+    """The labels of file ``file_no`` without drawing its frames (the labels are the
+    file's first draw, see ``_spectrogram_file``)."""
+    rng = np.random.default_rng([spec.seed, file_no])
+    return rng.integers(0, spec.num_classes, size=spec.frames_per_file)
+
+
+def make_spectrogram_sharded(
+    out: str | os.PathLike,
+    *,
+    files: int,
+    frames_per_file: int,
+    seed: int = 0,
+    height: int = 96,
+    width: int = 64,
+    num_classes: int = len(SPECTROGRAM_CLASSES),
+    dtype: str = "float32",
+    workers: int | None = None,
+    progress: bool | str = True,
+) -> Path:
+    """The same data as ``make_spectrogram``, written for scale: in place, in parallel,
+    resumable.
+
+    A million frames take minutes and gigabytes, so instead of a temporary folder
+    renamed at the end, the files are written through ``kit.store.build``: each
+    ``.npy`` under a temporary name then renamed, with a record per finished file,
+    by ``workers`` threads (NumPy's generators and writes release the GIL), with a
+    progress bar. A killed run picks up at the first unfinished file; a finished
+    folder (its ``index.csv`` is written last) is reused as is.
+
+    Args:
+        out: the folder (created; reused if it holds these samples).
+        files, frames_per_file, seed, height, width, num_classes, dtype: see
+            ``SpectrogramSpec``.
+        workers: files written at once (default: the usable CPUs).
+        progress: show a tqdm bar (a string sets its description).
+
+    Returns:
+        The path of ``out/index.csv``.
+    """
+    from kit import store
+
+    spec = SpectrogramSpec(files, frames_per_file, height, width, num_classes, dtype, seed)
+    out = Path(out)
+    csv_path = out / "index.csv"
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2
+    key = store.fingerprint("spectrogram-samples", spec.__dict__, 1)
+    manifest = store.complete(out, key)
+    if manifest is not None and csv_path.exists():
+        return csv_path
+    patterns = _class_patterns(height, width, num_classes, seed)
+    width_ = max(6, len(str(spec.files - 1)))
+    shards = [store.Shard(f"frames/clip_{i:0{width_}d}.npy", spec.frames_per_file, i)
+              for i in range(spec.files)]
+
+    def write(shard, tmp: Path, advance):
+        frames, _labels = _spectrogram_file(spec, patterns, shard.task)
+        with open(tmp, "wb") as f:
+            np.save(f, frames)
+        advance(shard.count)
+
+    manifest = store.build(out, kind="spectrogram-samples", key=key, shards=shards, write=write,
+                           meta={"spec": spec.__dict__}, workers=workers,
+                           progress="samples" if progress is True else progress)
+    names = SPECTROGRAM_CLASSES[:num_classes]
+    with store.atomic_path(csv_path) as tmp:
+        with open(tmp, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["path", "frame", "label"])
+            for s in shards:
+                labels = spectrogram_labels(spec, s.task)
+                w.writerows((s.name, j, names[lab]) for j, lab in enumerate(labels))
+    return csv_path
+
+
 # --------------------------------------------------------------------------- segmentation
 
 

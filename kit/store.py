@@ -58,6 +58,28 @@ def files_fingerprint(paths: Sequence[str | os.PathLike]) -> list:
     return out
 
 
+def free_bytes(path: str | os.PathLike) -> int:
+    """Bytes free to this user on the file system that holds ``path`` (or its nearest
+    existing parent)."""
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return shutil.disk_usage(p).free
+
+
+def check_free_space(path: str | os.PathLike, needed: int, *, what: str = "this") -> None:
+    """Refuses, before anything is written, when ``path``'s file system has less than
+    ``needed`` bytes free.
+
+    Raises:
+        StoreError: one line saying what needs how much, and how much is free where.
+    """
+    free = free_bytes(path)
+    if needed > free:
+        raise StoreError(f"{what} needs {needed / 1e9:.1f} GB free under {path}, "
+                         f"which has {free / 1e9:.1f} GB; free some space or choose another --workdir")
+
+
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
