@@ -177,3 +177,23 @@ def scaling(df: pd.DataFrame, *, title: str = "Training throughput against repli
                       height=420)
     fig.update_xaxes(tickmode="array", tickvals=sorted(df["replicas"].unique()))
     return fig
+
+
+def gains(df: pd.DataFrame, *, title: str = "What the doctor expected, and what the fix measured") -> go.Figure:
+    """Grouped bars per fix: ``expected_gain`` (the doctor's) next to ``measured_gain`` (the fix
+    applied and measured side by side), log scale, a line at 1x (no change).
+
+    Args:
+        df: one row per fix, with ``fix``, ``expected_gain`` and ``measured_gain``.
+    """
+    long = df.melt(id_vars=["fix"], value_vars=["expected_gain", "measured_gain"],
+                   var_name="gain", value_name="factor")
+    long["gain"] = long["gain"].map({"expected_gain": "expected (doctor)", "measured_gain": "measured (fix applied)"})
+    fig = px.bar(long, x="factor", y="fix", color="gain", barmode="group", orientation="h", log_x=True,
+                 text=[f"{v:,.1f}x" for v in long["factor"]], title=title,
+                 labels={"factor": "speed-up (x, log scale)", "fix": "", "gain": ""})
+    fig.add_vline(x=1, line_dash="dot", line_color="grey")
+    fig.update_traces(textposition="outside", cliponaxis=False)
+    fig.update_layout(height=160 + 70 * len(df), margin=dict(l=10, r=60, t=50, b=40),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
