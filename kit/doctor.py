@@ -15,7 +15,8 @@
   never train in front of layers that do), timed against the rest trained alone.
 
 It returns a ``Diagnosis``: a ``verdict`` with the measured rates and ``findings``, a
-DataFrame ranked by expected gain, one row per finding with ``code``, ``evidence``
+DataFrame ranked by expected gain (the symptom, ``input_bound`` or ``compute_bound``, first),
+one row per finding with ``code``, ``evidence``
 (the measured number that shows it), ``fix`` (the change, with the kit call or
 notebook that teaches it), ``expected_gain`` (a factor) and ``basis`` (how that
 factor was obtained). It shows as a table in a notebook and as text on a terminal.
@@ -54,6 +55,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -476,6 +478,13 @@ def _label(node, graph) -> str:
 # --------------------------------------------------------------------------- models
 
 
+def _map_op_count(graph, node) -> int:
+    """Ops a map's function runs per call (bookkeeping ops left out)."""
+    skip = {"Identity", "NoOp", "Const", "_Arg", "_Retval", "Placeholder"}
+    return max(1, sum(1 for f in _func_attrs(node) if f in graph["functions"]
+                      for n in graph["functions"][f].node_def if n.op not in skip))
+
+
 def _clone(model):
     """A compiled copy of ``model`` with its weights (the doctor trains the copy)."""
     import keras
@@ -534,8 +543,10 @@ def _timed_fit(model, source, *, max_seconds: float, min_steps: int = 3, trace: 
     counted = _Counted(source)
     data = timer.wrap(counted)
     counted.epochs.clear()  # the wrap's peek is not a step
-    model.fit(data, epochs=10_000, callbacks=[timer, _deadline_callback(max_seconds, min_steps, trace)],
-              verbose=0, shuffle=False)
+    with warnings.catch_warnings():  # a source of unknown length ends the run: expected here
+        warnings.filterwarnings("ignore", message=".*ran out of data.*")
+        model.fit(data, epochs=10_000, callbacks=[timer, _deadline_callback(max_seconds, min_steps, trace)],
+                  verbose=0, shuffle=False)
     steps = timer.steps()
     sizes = [counted.epochs[e][s] if e < len(counted.epochs) and s < len(counted.epochs[e]) else 0
              for e, s in zip(steps["epoch"], steps["step"])]
@@ -848,15 +859,16 @@ def _structure_findings(graph, ds, batch_size, L, capped, basis, parallel_gain, 
         early = [n for n in chain[:first_batch] if n.op in _MAP_OPS and n.name not in graph["python"]]
         if early:
             overhead = _per_element_map_overhead(batch_size)
-            share = min(0.9, overhead * len(early) * L)
+            ops = sum(_map_op_count(graph, n) for n in early)
+            share = min(0.9, overhead * ops * L)
             rates["map_call_overhead_us"] = overhead * 1e6
             out.append(_finding(
                 "map_before_batch",
-                f"{len(early)} per-example map(s) before {chain[first_batch].op}; one map call per example "
-                f"costs {overhead * 1e6:.1f} us here beyond a call per batch (measured)",
+                f"{len(early)} per-example map(s) of {ops} op(s) before {chain[first_batch].op}; a one-op map "
+                f"called per example costs {overhead * 1e6:.1f} us here beyond one call per batch (measured)",
                 capped(1 / (1 - share)),
-                basis(f"that overhead x {len(early)} map(s) x {L:,.1f} examples/s is {share:.0%} of the "
-                      f"loader's time, which batching first removes")))
+                basis(f"that cost x {ops} op(s) x {L:,.1f} examples/s is {share:.0%} of the loader's time, "
+                      f"which batching first divides by the batch size (small per-example ops: an estimate)")))
     last_prefetch = max((i for i, n in enumerate(chain) if n.op == "PrefetchDataset"), default=None)
     work_after = [n for n in chain[(last_prefetch + 1 if last_prefetch is not None else 0):]
                   if n.op not in _PASSIVE_OPS]

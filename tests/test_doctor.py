@@ -212,6 +212,19 @@ def test_frozen_backbone_recomputed_and_compute_bound():
     assert "input_bound" not in d.codes
 
 
+def test_the_kits_own_story_gets_the_lessons_of_notebooks_01_to_07(spec_index):
+    """The user's generator and transfer model: the feature cache first (07), then reading (01-03)."""
+    from kit import spectrogram
+    from kit.models import audio
+
+    backbone = audio.backbone(alpha=0.125)
+    model = audio.compile_classifier(audio.transfer_model(
+        backbone, audio.head(len(spec_index.classes), embedding_dim=backbone.output_shape[-1])))
+    d = doctor.diagnose(spectrogram.make_loader("generator", spec_index, batch_size=16), model, max_seconds=3)
+    assert d.top == "frozen_backbone_recomputed", str(d)
+    assert {"read_amplification", "python_in_pipeline"} <= set(d.codes), str(d)
+
+
 def test_trace_dir_holds_a_profile(tmp_path):
     d = doctor.diagnose(_memory_batches, _model(), max_seconds=0.5, trace_dir=tmp_path / "trace")
     assert d.trace_dir == str(tmp_path / "trace")
