@@ -335,6 +335,21 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return math.nan
+
+
+def _cores_available(cores: int, busy: float) -> float:
+    """Cores a parallel loader could use: this machine's, less what other processes keep busy
+    (the one-minute load average beyond this loader's own cores), at least one."""
+    load = _load()
+    others = max(0.0, load - busy) if math.isfinite(load) else 0.0
+    return float(min(cores, max(1.0, cores - others)))
+
+
 def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
     """The loader alone: rate, latency, cores kept busy and bytes read per example.
 
@@ -679,9 +694,11 @@ def diagnose(source, model=None, *, max_seconds: float = 20.0, trace_dir=None,
     rates: dict[str, Any] = {"batch_size": batch_size, "example_bytes": example_bytes, **loader}
     L = loader["loader_examples_per_s"]
     busy = loader["cores_busy"]
-    parallel_gain = max(1.0, cores / max(busy, 1.0))
-    parallel_basis = (f"the loader kept {busy:.2f} of {cores} CPU cores busy; parallel work can use "
-                      f"all {cores}")
+    free = _cores_available(cores, busy)
+    rates["cores_available"] = free
+    parallel_gain = max(1.0, free / max(busy, 1.0))
+    parallel_basis = (f"the loader kept {busy:.2f} of {cores} CPU cores busy; parallel work can use the "
+                      f"{free:.1f} the rest of the machine leaves free (load average {_load():.1f})")
 
     verdict, summary, cap, cap_basis = "loader only", (
         f"no model given: the loader alone delivers {L:,.1f} examples/s "
