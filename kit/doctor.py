@@ -342,10 +342,9 @@ def _load() -> float:
         return math.nan
 
 
-def _cores_available(cores: int, busy: float) -> float:
+def _cores_available(cores: int, busy: float, load: float) -> float:
     """Cores a parallel loader could use: this machine's, less what other processes keep busy
     (the one-minute load average beyond this loader's own cores), at least one."""
-    load = _load()
     others = max(0.0, load - busy) if math.isfinite(load) else 0.0
     return float(min(cores, max(1.0, cores - others)))
 
@@ -672,8 +671,8 @@ def diagnose(source, model=None, *, max_seconds: float = 20.0, trace_dir=None,
     check_source(source, name)
     batch, batch_size = _first_batch(source, name)
     example_bytes = _nbytes(batch) / batch_size
-    structural, pipeline = [], []
-    cores = _cores()
+    pipeline = []
+    cores, load = _cores(), _load()  # the load before this call's own work (compiles) adds to it
 
     graph = None
     if _is_dataset(source):
@@ -694,11 +693,11 @@ def diagnose(source, model=None, *, max_seconds: float = 20.0, trace_dir=None,
     rates: dict[str, Any] = {"batch_size": batch_size, "example_bytes": example_bytes, **loader}
     L = loader["loader_examples_per_s"]
     busy = loader["cores_busy"]
-    free = _cores_available(cores, busy)
+    free = _cores_available(cores, busy, load)
     rates["cores_available"] = free
     parallel_gain = max(1.0, free / max(busy, 1.0))
     parallel_basis = (f"the loader kept {busy:.2f} of {cores} CPU cores busy; parallel work can use the "
-                      f"{free:.1f} the rest of the machine leaves free (load average {_load():.1f})")
+                      f"{free:.1f} the rest of the machine leaves free (load average {load:.1f})")
 
     verdict, summary, cap, cap_basis = "loader only", (
         f"no model given: the loader alone delivers {L:,.1f} examples/s "
@@ -943,8 +942,10 @@ def record_trace(model, source, trace_dir, *, steps: int = 5) -> Path:
     try:
         if model is not None:
             timer = timing.StepTimer()
-            model.fit(timer.wrap(source), epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False,
-                      callbacks=[timer, _deadline_callback(math.inf, steps, trace=True)])
+            with warnings.catch_warnings():  # a source shorter than `steps` ends the trace early
+                warnings.filterwarnings("ignore", message=".*ran out of data.*")
+                model.fit(timer.wrap(source), epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False,
+                          callbacks=[timer, _deadline_callback(math.inf, steps, trace=True)])
         else:
             for i, _ in zip(range(steps), timing.iterate(source)):
                 with tf.profiler.experimental.Trace("read", step_num=i, _r=1):
