@@ -350,7 +350,7 @@ def extract_features(backbone, index: FrameIndex, *, loader: str = "memmap", bat
         start, stop = shard.task
         if run is None:
             run = _runner(backbone)
-        mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(stop - start, dim))
+        mm = store.open_memmap(tmp, dtype=dtype, shape=(stop - start, dim))
         for first, x, y in cursor.between(start, stop):
             if not np.array_equal(y, index.labels[first:first + len(y)]):
                 raise store.StoreError(f"loader {loader!r} delivered rows {first}..{first + len(y) - 1} "

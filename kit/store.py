@@ -15,11 +15,14 @@ Every derived file (TFRecord shards, memmaps, feature caches) goes through ``bui
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib
 import json
 import os
+import re
 import shutil
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +33,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 MANIFEST = "manifest.json"
 PARTIAL = ".partial"
-FORMAT_VERSION = 1
+#: 2: content digests in index keys, ``ends`` digests per shard, the folder marker.
+FORMAT_VERSION = 2
 
 
 class StoreError(RuntimeError):
@@ -49,13 +53,121 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def files_fingerprint(paths: Sequence[str | os.PathLike]) -> list:
-    """(name, size, mtime_ns) of each file: a cheap stand-in for their content."""
-    out = []
+#: How ``files_fingerprint`` reads each file's content (``$KIT_DIGEST`` sets the default):
+#: ``"sample"`` hashes the head, the tail and a few fixed blocks (a rewrite with the
+#: same size and mtime, as ``cp -p``, ``rsync -a`` or ``tar x`` leave, changes the key);
+#: ``"full"`` hashes every byte, for the paranoid.
+DIGEST_MODES = ("sample", "full")
+#: Sampled digest: files up to 256 KiB are hashed whole; larger ones by their first and
+#: last 64 KiB and 8 blocks of 4 KiB at fixed fractions of the size (176 KiB a file).
+_EDGE, _BLOCK, _BLOCKS = 64 << 10, 4 << 10, 8
+
+
+def digest_mode(mode: str | None = None) -> str:
+    mode = mode or os.environ.get("KIT_DIGEST") or "sample"
+    if mode not in DIGEST_MODES:
+        raise ValueError(f"digest must be one of {DIGEST_MODES}, got {mode!r} (from $KIT_DIGEST?)")
+    return mode
+
+
+def content_digest(path: str | os.PathLike, mode: str = "sample") -> str:
+    """BLAKE2b (hex, 16 bytes) of a file's size and content: sampled or full (see ``DIGEST_MODES``)."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        h.update(size.to_bytes(8, "little"))
+        if mode == "full" or size <= 4 * _EDGE:
+            while block := f.read(1 << 20):
+                h.update(block)
+            return h.hexdigest()
+        offsets = [(0, _EDGE)] + [(size * k // (_BLOCKS + 1), _BLOCK) for k in range(1, _BLOCKS + 1)]
+        for off, n in offsets + [(size - _EDGE, _EDGE)]:
+            f.seek(off)
+            h.update(f.read(n))
+    return h.hexdigest()
+
+
+class _DigestCache:
+    """Digests by ``(device, inode, size, mtime_ns, ctime_ns, mode)``, in memory and in
+    ``<workdir>/digests.sqlite3``, so each file is read once however often it is indexed.
+
+    ``ctime`` joins the issue's ``(inode, size, mtime_ns)``: ``cp -p`` onto an existing
+    file rewrites the same inode and restores size and mtime, but no user can set ctime.
+    """
+
+    def __init__(self):
+        self._mem: dict[tuple, str] = {}
+        self._lock = threading.Lock()
+
+    def _db(self):
+        import sqlite3
+
+        path = default_workdir() / "digests.sqlite3"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, timeout=30)  # a bounded wait on another writer
+        db.execute("CREATE TABLE IF NOT EXISTS digest (k TEXT PRIMARY KEY, d TEXT NOT NULL)")
+        return db
+
+    def get_many(self, keys: list[tuple]) -> dict[tuple, str]:
+        import sqlite3
+
+        with self._lock:
+            found = {k: self._mem[k] for k in keys if k in self._mem}
+        missing = [k for k in keys if k not in found]
+        if missing:
+            try:
+                with self._db() as db:
+                    for i in range(0, len(missing), 500):
+                        part = {json.dumps(k): k for k in missing[i:i + 500]}
+                        q = f"SELECT k, d FROM digest WHERE k IN ({','.join('?' * len(part))})"
+                        for k, d in db.execute(q, list(part)):
+                            found[part[k]] = d
+            except (sqlite3.Error, OSError):
+                pass  # no usable cache on disk: digests are recomputed
+        return found
+
+    def put_many(self, items: dict[tuple, str]) -> None:
+        import sqlite3
+
+        with self._lock:
+            self._mem.update(items)
+        if items:
+            try:
+                with self._db() as db:
+                    db.executemany("INSERT OR REPLACE INTO digest VALUES (?, ?)",
+                                   [(json.dumps(k), d) for k, d in items.items()])
+            except (sqlite3.Error, OSError):
+                pass
+
+
+_DIGESTS = _DigestCache()
+
+
+def files_fingerprint(paths: Sequence[str | os.PathLike], *, digest: str | None = None,
+                      progress: bool = False) -> list:
+    """``(name, size, mtime_ns, content digest)`` of each file: what a store's key follows.
+
+    Args:
+        paths: the files.
+        digest: ``"sample"`` (default, or ``$KIT_DIGEST``) or ``"full"``; see ``DIGEST_MODES``.
+        progress: show a tqdm bar while digests are computed.
+    """
+    mode = digest_mode(digest)
+    stats = []
     for p in paths:
         st = os.stat(p)
-        out.append((str(p), st.st_size, st.st_mtime_ns))
-    return out
+        stats.append((str(p), st, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, mode)))
+    known = _DIGESTS.get_many([k for _, _, k in stats])
+    todo = [(p, k) for p, _, k in stats if k not in known]
+    if todo:
+        from tqdm.auto import tqdm
+
+        new = {}
+        for p, k in tqdm(todo, desc="digests", unit="file", disable=not progress or len(todo) < 100):
+            new[k] = content_digest(p, mode)
+        _DIGESTS.put_many(new)
+        known.update(new)
+    return [(p, st.st_size, st.st_mtime_ns, known[k]) for p, st, k in stats]
 
 
 def free_bytes(path: str | os.PathLike) -> int:
@@ -80,11 +192,14 @@ def check_free_space(path: str | os.PathLike, needed: int, *, what: str = "this"
                          f"which has {free / 1e9:.1f} GB; free some space or choose another --workdir")
 
 
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20, progress=None) -> str:
+    """SHA-256 (hex) of a file, streamed; ``progress(n)`` is called with each chunk's size."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):
             h.update(block)
+            if progress is not None:
+                progress(len(block))
     return h.hexdigest()
 
 
@@ -206,6 +321,9 @@ def build(
     workers: int = 1,
     progress: bool | str = True,
     sources: Sequence[str | os.PathLike] = (),
+    expected_bytes: int | None = None,
+    check: bool | None = None,
+    lock_timeout: float | None = None,
 ) -> Manifest:
     """Builds (or resumes, or reuses) a store in ``folder``.
 
@@ -213,8 +331,8 @@ def build(
         folder: the store's folder; created if missing.
         kind: what the store holds (``"spectrogram-tfrecord"``, ...), kept in the manifest.
         key: fingerprint of inputs and options. A complete store with this key is
-            reused as is; finished shards of an interrupted build with this key are
-            kept; anything with another key is discarded and rebuilt.
+            reused (after ``check_open``); finished shards of an interrupted build with
+            this key are kept; anything with another key is discarded and rebuilt.
         shards: the files to write.
         write: ``write(shard, tmp_path, advance)`` writes one shard's file at
             ``tmp_path`` and calls ``advance(n)`` as it goes (for the progress bar).
@@ -224,13 +342,23 @@ def build(
         progress: show a tqdm bar (a string sets its description).
         sources: the files the store is made from; the store's folder may not be,
             contain or sit inside a folder holding one of them.
+        expected_bytes: about how large the whole store will be; checked against the
+            free space before anything is written.
+        check: when reusing a complete store, also compare every shard with its
+            SHA-256 in the manifest (once per change of the file; see ``check_open``).
+            None: ``$KIT_CHECK_STORES`` (``0`` turns it off), else on.
+        lock_timeout: seconds to wait for another process building the same folder
+            (default ``LOCK_TIMEOUT_S``).
 
     Returns:
         The ``Manifest`` of the complete store.
 
     Raises:
         StoreError: ``folder`` exists and is not an empty folder or a kit store of
-            ``kind``, or it overlaps the sources' folders (nothing is written).
+            ``kind``, or it overlaps the sources' folders (nothing is written); the disk
+            lacks the space; the disk filled up while writing (the partial file is
+            removed, finished shards are kept for a resume); another builder held the
+            folder past ``lock_timeout``; a reused store does not match its manifest.
     """
     folder = Path(folder)
     if workers < 1:
@@ -240,11 +368,24 @@ def build(
         raise ValueError("shard names must be unique")
     for name in names:
         inside(folder, name)
+    check = _check_default(check)
     check_apart(folder, sources)
     claim(folder, kind)
-    done = complete(folder, key)
-    if done is not None:
-        return done
+    with store_lock(folder, shared=True, timeout=lock_timeout):
+        done = complete(folder, key)
+        if done is not None:
+            check_open(folder, done, full=check, progress=progress)
+            return done
+    with store_lock(folder, timeout=lock_timeout):
+        done = complete(folder, key)  # another builder may have finished it meanwhile
+        if done is not None:
+            check_open(folder, done, full=check, progress=progress)
+            return done
+        return _build_locked(folder, kind, key, shards, write, meta, workers, progress, expected_bytes)
+
+
+def _build_locked(folder: Path, kind, key, shards, write, meta, workers, progress, expected_bytes):
+    remove_dead_temp_files(folder)
     partial = folder / PARTIAL
     # A store or partial build for another key is stale: discard it before writing.
     old = complete(folder)
@@ -265,6 +406,9 @@ def build(
         else:
             todo.append(s)
     done_before = set(records)
+    if expected_bytes:
+        check_free_space(folder, expected_bytes - sum(r["bytes"] for r in records.values()),
+                         what=f"the store {folder.name}")
 
     from kit.progress import tqdm
 
@@ -274,6 +418,7 @@ def build(
                desc=progress if isinstance(progress, str) else kind, unit="ex",
                disable=not progress, smoothing=0.1)
     lock = threading.Lock()
+    checked: dict[str, list] = {}
 
     def advance(n: int):
         with lock:
@@ -282,11 +427,20 @@ def build(
     def one(s: Shard) -> dict:
         final = folder / s.name
         final.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(final) as tmp:
-            write(s, tmp, advance)
-            rec = {"name": s.name, "count": s.count, "bytes": tmp.stat().st_size,
-                   "sha256": sha256_file(tmp)}
+        try:
+            with atomic_path(final) as tmp:
+                write(s, tmp, advance)
+                rec = {"name": s.name, "count": s.count, "bytes": tmp.stat().st_size,
+                       "sha256": sha256_file(tmp), "ends": ends_digest(tmp)}
+        except Exception as e:
+            if disk_full(e):
+                raise StoreError(f"{final}: disk full while writing it ({_free(folder)} free); the partial "
+                                 "file was removed, finished shards are kept: free space and run again "
+                                 "to resume") from None
+            raise
         write_json_atomic(partial / f"{_safe(s.name)}.json", rec)
+        with lock:
+            checked[s.name] = _stat_key(final) + [rec["sha256"]]
         return rec
 
     try:
@@ -295,8 +449,15 @@ def build(
                 records[s.name] = one(s)
         else:
             with ThreadPoolExecutor(workers) as pool:
-                for rec in pool.map(one, todo):
-                    records[rec["name"]] = rec
+                futures = [pool.submit(one, s) for s in todo]
+                try:
+                    for f in futures:
+                        rec = f.result()
+                        records[rec["name"]] = rec
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
     finally:
         bar.close()
     manifest = Manifest(kind=kind, key=key, count=total,
@@ -307,9 +468,245 @@ def build(
     # than ``count`` when an interrupted build was resumed).
     manifest.meta["build_seconds"] = time.perf_counter() - started
     manifest.meta["built"] = total - sum(s.count for s in shards if s.name in done_before)
-    write_json_atomic(folder / MANIFEST, manifest.__dict__)
+    try:
+        write_json_atomic(folder / MANIFEST, manifest.__dict__)
+    except OSError as e:
+        if disk_full(e):
+            raise StoreError(f"{folder / MANIFEST}: disk full while writing it; free space and run again "
+                             "(the shards are kept)") from None
+        raise
     shutil.rmtree(partial, ignore_errors=True)
+    # The shards just written match their checksums: the first open need not re-read them.
+    _save_checked(folder, checked)
     return manifest
+
+
+# --------------------------------------------------------------------------- lock, space, temp files
+
+#: The lock file of a store folder: builders hold it exclusively, readers checking a
+#: store at open hold it shared (``fcntl.flock``; released when the process dies).
+LOCK = ".kit-lock"
+#: How long a builder or reader waits for another process building the same folder:
+#: an hour covers converting the seed's million frames on a slow disk; past it the
+#: wait ends with an error naming the holder.
+LOCK_TIMEOUT_S = 3600.0
+
+
+@contextmanager
+def store_lock(folder: str | os.PathLike, *, shared: bool = False, timeout: float | None = None):
+    """Holds ``folder``'s lock (exclusive, or shared) for the block; waits at most ``timeout`` s.
+
+    Raises:
+        StoreError: the lock stayed held by another process for ``timeout`` seconds.
+    """
+    import fcntl
+
+    timeout = LOCK_TIMEOUT_S if timeout is None else float(timeout)
+    if timeout < 0:
+        raise ValueError(f"lock timeout must be non-negative, got {timeout}")
+    path = Path(folder) / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        deadline = time.monotonic() + timeout
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = _lock_holder(path)
+                if time.monotonic() >= deadline:
+                    raise StoreError(f"{folder}: another process{holder} is building this store and held "
+                                     f"it for more than {timeout:g} s; let it finish (or stop it) and run "
+                                     "again") from None
+                if not told:
+                    print(f"kit: waiting for another process{holder} building {folder} "
+                          f"(at most {timeout:g} s)", file=sys.stderr, flush=True)
+                    told = True
+                time.sleep(0.05)
+        if not shared:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _lock_holder(path: Path) -> str:
+    try:
+        pid = path.read_text().strip()
+    except OSError:
+        return ""
+    return f" (pid {pid})" if pid.isdigit() else ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+_TEMP = re.compile(r"\.tmp-(\d+)-(\d+)$")
+
+
+def remove_dead_temp_files(folder: str | os.PathLike) -> list[Path]:
+    """Removes ``*.tmp-PID-TID`` files under ``folder`` whose process is gone (killed builds).
+
+    Returns:
+        The removed paths. Files of live processes (another build) are left alone.
+    """
+    removed = []
+    for p in Path(folder).rglob("*.tmp-*-*"):
+        m = _TEMP.search(p.name)
+        if m and p.is_file() and not p.is_symlink() and not _alive(int(m.group(1))):
+            p.unlink(missing_ok=True)
+            removed.append(p)
+    return removed
+
+
+def _size(n: float) -> str:
+    return f"{n / 1e9:,.2f} GB" if n >= 1e9 else f"{n / 1e6:,.1f} MB"
+
+
+def _free(folder: Path) -> str:
+    try:
+        return _size(shutil.disk_usage(folder).free)
+    except OSError:
+        return "unknown"
+
+
+def disk_full(e: BaseException) -> bool:
+    """Whether an error (OSError, or TensorFlow's wrapping of one) means the disk is full."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return "No space left on device" in str(e) or "Disk quota exceeded" in str(e)
+
+
+def open_memmap(path: str | os.PathLike, *, dtype, shape):
+    """``np.lib.format.open_memmap(path, "w+")`` with the file's blocks reserved up front.
+
+    A plain open_memmap makes a sparse file: on a full disk, writing into the mapping
+    kills the process with SIGBUS and no message. Reserving the blocks first turns that
+    into an ``OSError`` (ENOSPC) here, which ``build`` reports in one line.
+    """
+    import numpy as np
+
+    mm = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+    with open(path, "r+b") as f:
+        try:
+            os.posix_fallocate(f.fileno(), 0, os.fstat(f.fileno()).st_size)
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                del mm
+                raise
+    return mm
+
+
+# --------------------------------------------------------------------------- checks at open
+
+#: The head and tail of each shard, hashed in the manifest (``ends``): a cheap check at
+#: every open that the shards are the ones the manifest describes.
+_ENDS = 64 << 10
+#: Per-store record of shards whose SHA-256 matched, by (inode, size, mtime_ns, ctime_ns).
+CHECKED = ".kit-checked.json"
+
+
+def ends_digest(path: str | os.PathLike) -> str:
+    """BLAKE2b (hex) of a file's size, first and last 64 KiB."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        h.update(size.to_bytes(8, "little"))
+        h.update(f.read(_ENDS))
+        if size > _ENDS:
+            f.seek(max(_ENDS, size - _ENDS))
+            h.update(f.read(_ENDS))
+    return h.hexdigest()
+
+
+def _stat_key(path: Path) -> list:
+    st = os.stat(path)
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _check_default(check: bool | None) -> bool:
+    if check is not None:
+        return bool(check)
+    return os.environ.get("KIT_CHECK_STORES", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _load_checked(folder: Path) -> dict:
+    try:
+        with open(folder / CHECKED) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def _save_checked(folder: Path, new: dict) -> None:
+    if not new:
+        return
+    d = _load_checked(folder)
+    d.update(new)
+    try:
+        write_json_atomic(folder / CHECKED, d)
+    except OSError:
+        pass  # a read-only store is still checked, just again next time
+
+
+def check_open(folder: str | os.PathLike, manifest: Manifest, *, full: bool | None = None,
+               progress: bool | str = True) -> None:
+    """Checks a complete store against its manifest before it is read.
+
+    Every shard must exist with the manifest's size and head/tail digest (``ends``):
+    a manifest from one build over shards of another is refused. With ``full`` (the
+    default, unless ``$KIT_CHECK_STORES=0``), each shard's SHA-256 is compared too,
+    streamed with a progress bar, once per change of the file: a match is remembered
+    in ``.kit-checked.json`` by (inode, size, mtime_ns, ctime_ns).
+
+    Raises:
+        StoreError: naming the shard that is missing, resized, replaced or corrupt.
+    """
+    folder = Path(folder)
+    full = _check_default(full)
+    fix = f"run `python -m kit verify {folder}`; remove the folder to rebuild it"
+    todo = []
+    for s in manifest.shards:
+        path = manifest.path(folder, s)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise StoreError(f"{path}: missing, but the manifest lists it; {fix}") from None
+        if size != s["bytes"]:
+            raise StoreError(f"{path}: {size} bytes where the manifest says {s['bytes']} (truncated or "
+                             f"replaced); {fix}")
+        if s.get("ends") is not None and ends_digest(path) != s["ends"]:
+            raise StoreError(f"{path}: its head or tail differs from the manifest (a shard of another "
+                             f"build, or corrupt); {fix}")
+        if full and s.get("sha256"):
+            todo.append((path, s))
+    if not todo:
+        return
+    seen = _load_checked(folder)
+    todo = [(p, s) for p, s in todo if seen.get(s["name"]) != _stat_key(p) + [s["sha256"]]]
+    if not todo:
+        return
+    from tqdm.auto import tqdm
+
+    ok = {}
+    with tqdm(total=sum(s["bytes"] for _, s in todo), unit="B", unit_scale=True, desc="checking store",
+              disable=not progress) as bar:
+        for path, s in todo:
+            key = _stat_key(path)
+            if sha256_file(path, progress=bar.update) != s["sha256"]:
+                raise StoreError(f"{path}: checksum differs from the manifest (corrupt); {fix}")
+            ok[s["name"]] = key + [s["sha256"]]
+    _save_checked(folder, ok)
 
 
 #: The marker of a folder the kit made for a store (its kind): only such a folder (or an
@@ -394,6 +791,8 @@ def _load_record(partial: Path, s: Shard, folder: Path) -> dict | None:
     path = folder / s.name
     if rec.get("count") != s.count or not path.exists() or path.stat().st_size != rec.get("bytes"):
         return None
+    if rec.get("ends") is not None and ends_digest(path) != rec["ends"]:
+        return None  # replaced since it was recorded
     return rec
 
 

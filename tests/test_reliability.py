@@ -3,7 +3,9 @@
 Each test reproduces one finding of the issue on tiny data; the item number is in the name's docstring.
 """
 
+import errno
 import json
+import os
 import subprocess
 import sys
 
@@ -165,3 +167,306 @@ def test_manifest_name_through_a_link_stays_inside(spec, tmp_path):
     with pytest.raises(store.StoreError, match="resolves outside"):
         store.Manifest.load(folder)
     assert np.load(folder / "labels.npy").shape == (6,)
+
+
+# --------------------------------------------------------------------------- 4. the key follows content
+
+
+def _rewrite_keeping_size_and_mtime(path, data: bytes):
+    st = path.stat()
+    assert len(data) == st.st_size
+    path.write_bytes(data)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_a_source_rewritten_with_same_size_and_mtime_gets_a_new_store(spec, tmp_path):
+    """Item 4: a rewrite keeping size and mtime (in place, as `cp -p` onto a file) changes the key."""
+    from kit.spectrogram import FrameIndex, convert
+
+    folder, _ = convert(spec, "memmap", progress=False)
+    first = np.load(folder / "frames.npy")
+    src = spec.files[0]
+    new = np.load(src) + 1.0
+    buf = tmp_path / "new.npy"
+    np.save(buf, new.astype(np.float32))
+    _rewrite_keeping_size_and_mtime(src, buf.read_bytes())
+    again = FrameIndex.from_csv(spec.csv_path)
+    assert again.fingerprint() != spec.fingerprint()
+    folder2, _ = convert(again, "memmap", progress=False)
+    assert folder2 != folder
+    np.testing.assert_array_equal(np.load(folder2 / "frames.npy")[:3], new)
+    np.testing.assert_array_equal(np.load(folder / "frames.npy"), first)  # the old store untouched
+
+
+def test_cp_p_onto_the_same_inode_changes_the_digest(tmp_path):
+    """Item 4: `cp -p` over an existing file keeps its inode, size and mtime; the digest still follows."""
+    a, b = tmp_path / "a.bin", tmp_path / "b.bin"
+    a.write_bytes(b"x" * 300_000)
+    b.write_bytes(b"y" * 300_000)
+    os.utime(b, ns=(a.stat().st_atime_ns, a.stat().st_mtime_ns))
+    before = store.files_fingerprint([a])[0]
+    ino = a.stat().st_ino
+    subprocess.run(["cp", "-p", str(b), str(a)], check=True)
+    after = store.files_fingerprint([a])[0]
+    assert a.stat().st_ino == ino and before[1:3] == after[1:3]  # same inode, size, mtime
+    assert before[3] != after[3]
+
+
+def test_digests_are_computed_once_per_file_and_cached_on_disk(tmp_path, monkeypatch):
+    """Item 4: each file is read once; a new process finds the digests in the cache."""
+    files = []
+    for i in range(3):
+        files.append(tmp_path / f"f{i}.bin")
+        files[-1].write_bytes(bytes([i]) * 400_000)
+    calls = []
+    real = store.content_digest
+    monkeypatch.setattr(store, "content_digest", lambda p, mode="sample": calls.append(p) or real(p, mode))
+    first = store.files_fingerprint(files)
+    assert len(calls) == 3
+    assert store.files_fingerprint(files) == first and len(calls) == 3
+    monkeypatch.setattr(store, "_DIGESTS", store._DigestCache())  # as in a new process
+    assert store.files_fingerprint(files) == first and len(calls) == 3
+    assert (store.default_workdir() / "digests.sqlite3").exists()
+
+
+def test_full_digest_sees_what_the_sample_skips(tmp_path, monkeypatch):
+    """Item 4: the full-hash option (digest="full" or KIT_DIGEST=full) catches a change between samples."""
+    f = tmp_path / "big.bin"
+    data = bytearray(np.random.default_rng(0).bytes(1 << 20))
+    f.write_bytes(bytes(data))
+    sample, full = store.files_fingerprint([f])[0][3], store.files_fingerprint([f], digest="full")[0][3]
+    data[200_000] ^= 0xFF  # between the sampled blocks
+    _rewrite_keeping_size_and_mtime(f, bytes(data))
+    assert store.files_fingerprint([f])[0][3] == sample
+    assert store.files_fingerprint([f], digest="full")[0][3] != full
+    monkeypatch.setenv("KIT_DIGEST", "full")
+    assert store.files_fingerprint([f])[0][3] != full
+    monkeypatch.setenv("KIT_DIGEST", "sha1")
+    with pytest.raises(ValueError, match="digest must be one of"):
+        store.files_fingerprint([f])
+
+
+# --------------------------------------------------------------------------- 5. concurrent builds
+
+_BUILDER = r"""
+import sys, time
+from pathlib import Path
+from kit import store
+folder, key, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
+def write(shard, tmp, advance):
+    time.sleep(delay)
+    tmp.write_bytes((key + shard.name).encode() * shard.count)
+shards = [store.Shard(f"part-{i}.bin", 50 + i) for i in range(4)]
+m = store.build(folder, kind="test", key=key, shards=shards, write=write, progress=False, lock_timeout=60)
+print("built", m.key)
+"""
+
+
+def _builders(folder, *keys, delay=0.1):
+    procs = [subprocess.Popen([sys.executable, "-c", _BUILDER, str(folder), k, str(delay)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in keys]
+    return [(p.wait(timeout=120), *p.communicate()) for p in procs]
+
+
+def test_two_identical_concurrent_builds_both_succeed(tmp_path):
+    """Item 5: the second builder waits on the lock, then finds the store complete."""
+    results = _builders(tmp_path / "s", "k1", "k1")
+    assert [r[0] for r in results] == [0, 0], results
+    assert all(r[1].strip() == "built k1" for r in results)
+    assert store.verify(tmp_path / "s") == []
+
+
+def test_two_builds_with_other_options_never_mix(tmp_path):
+    """Item 5: builds of two keys at once leave a store whose manifest matches every shard."""
+    results = _builders(tmp_path / "s", "k1", "k2")
+    assert [r[0] for r in results] == [0, 0], results
+    m = store.Manifest.load(tmp_path / "s")
+    assert store.verify(tmp_path / "s") == []
+    for s in m.shards:
+        assert (tmp_path / "s" / s["name"]).read_bytes().startswith((m.key + s["name"]).encode())
+    store.check_open(tmp_path / "s", m)
+
+
+def test_a_held_build_lock_is_a_bounded_wait(tmp_path):
+    """Item 5: a builder waiting on another one gives up after lock_timeout with a clear error."""
+    folder = tmp_path / "s"
+    store.claim(folder, "test")
+    with store.store_lock(folder):
+        with pytest.raises(store.StoreError, match="another process .pid \\d+. is building"):
+            store.build(folder, kind="test", key="k", shards=[store.Shard("a", 1)],
+                        write=lambda s, t, a: t.write_bytes(b"a"), progress=False, lock_timeout=0.3)
+    with pytest.raises(ValueError, match="non-negative"):
+        with store.store_lock(folder, timeout=-1):
+            pass
+
+
+def test_a_manifest_over_shards_of_another_build_is_refused_at_open(tmp_path):
+    """Item 5: shards of the same sizes but from another build are found at open (head/tail digests)."""
+    def writer(tag):
+        return lambda s, tmp, adv: tmp.write_bytes(tag * 100_000)
+    shards = [store.Shard("a.bin", 1), store.Shard("b.bin", 1)]
+    store.build(tmp_path / "one", kind="test", key="k1", shards=shards, write=writer(b"1"), progress=False)
+    store.build(tmp_path / "two", kind="test", key="k2", shards=shards, write=writer(b"2"), progress=False)
+    os.replace(tmp_path / "two" / "b.bin", tmp_path / "one" / "b.bin")
+    with pytest.raises(store.StoreError, match="b.bin: its head or tail differs"):
+        store.build(tmp_path / "one", kind="test", key="k1", shards=shards, write=writer(b"1"),
+                    progress=False, check=False)
+
+
+# --------------------------------------------------------------------------- 6. corrupt stores
+
+
+def _flip(path, offset):
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    _rewrite_keeping_size_and_mtime(path, bytes(data))
+
+
+def test_memmap_loader_refuses_a_flipped_byte(spec, monkeypatch):
+    """Item 6: a flipped byte in frames.npy is found at open (once per change; check=False opts out)."""
+    from kit.spectrogram import convert, make_loader
+
+    folder, m = convert(spec, "memmap", progress=False)
+    middle = (folder / "frames.npy").stat().st_size // 2  # past the head's 64 KiB, before the tail's
+    _flip(folder / "frames.npy", middle)
+    hashed = []
+    real = store.sha256_file
+    monkeypatch.setattr(store, "sha256_file", lambda p, *a, **k: hashed.append(p) or real(p, *a, **k))
+    for _ in range(2):  # refused every time, not only once
+        with pytest.raises(store.StoreError, match="frames.npy: checksum differs from the manifest"):
+            make_loader("memmap", spec, batch_size=4, progress=False)
+    assert convert(spec, "memmap", check=False, progress=False)[1].key == m.key
+    monkeypatch.setenv("KIT_CHECK_STORES", "0")
+    make_loader("memmap", spec, batch_size=4, progress=False)
+    # A sound store is hashed once, then its check is remembered by (inode, size, mtime, ctime).
+    monkeypatch.delenv("KIT_CHECK_STORES")
+    _flip(folder / "frames.npy", middle)
+    hashed.clear()
+    convert(spec, "memmap", progress=False)
+    convert(spec, "memmap", progress=False)
+    assert [p.name for p in hashed] == ["frames.npy"]  # labels.npy unchanged since its check
+
+
+def test_memmap_labels_come_from_the_index(spec, monkeypatch):
+    """Item 6: a corrupt labels.npy never reaches training: labels come from the index."""
+    from kit.spectrogram import convert, make_loader
+
+    folder, _ = convert(spec, "memmap", progress=False)
+    bad = np.full(len(spec), 72057594037927940, np.int64)
+    raw = folder / "labels.npy"
+    tmp = raw.with_name("bad.npy")
+    np.save(tmp, bad)
+    _rewrite_keeping_size_and_mtime(raw, tmp.read_bytes())
+    tmp.unlink()
+    with pytest.raises(store.StoreError, match="labels.npy"):  # the check at open finds it ...
+        make_loader("memmap", spec, batch_size=4, progress=False)
+    # ... and were it missed (checks turned off), the loader still never reads labels.npy.
+    monkeypatch.setattr(store, "check_open", lambda *a, **k: None)
+    ys = np.concatenate([y.numpy() for _, y in make_loader("memmap", spec, batch_size=4, shuffle=False,
+                                                            progress=False)])
+    np.testing.assert_array_equal(ys, spec.labels)
+
+
+def test_corrupt_tfrecord_shard_error_names_the_shard(spec):
+    """Item 6: a corrupt TFRecord shard is named (TensorFlow's own error names no file)."""
+    from kit.spectrogram import convert, make_loader
+
+    folder, m = convert(spec, "tfrecord", shard_mb=0.05, progress=False)
+    victim = folder / m.shards[1]["name"]
+    _flip(victim, victim.stat().st_size // 2)
+    with pytest.raises(store.StoreError, match=f"{victim.name}: .*corrupt"):
+        make_loader("tfrecord", spec, batch_size=4, progress=False, shard_mb=0.05)
+
+
+# --------------------------------------------------------------------------- 10. disk full
+
+
+def test_a_build_without_enough_free_space_is_refused_before_writing(spec, tmp_path, monkeypatch):
+    """Item 10: free space is checked first; the error says how much is needed."""
+    from kit.spectrogram import convert
+
+    usage = store.shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(store.shutil, "disk_usage", lambda p: usage._replace(free=1000))
+    with pytest.raises(store.StoreError, match=r"the store st needs 0.0 GB free under .*st, which has 0.0 GB"):
+        convert(spec, "memmap", tmp_path / "st", progress=False)
+    assert not list((tmp_path / "st").glob("*.npy"))
+
+
+def test_disk_full_while_writing_removes_the_partial_file_and_says_so(spec, tmp_path, monkeypatch, capsys):
+    """Item 10: ENOSPC while writing: the temp file is removed and the CLI prints one line."""
+    from kit.cli import main
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store.os, "posix_fallocate", full)
+    out = tmp_path / "st"
+    assert main(["convert", "spectrogram", "--index", str(spec.csv_path), "--to", "memmap",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    err = [line for line in err.splitlines() if line.startswith("kit:")]  # and the progress bar
+    assert len(err) == 1 and err[0].startswith("kit: error:") and "disk full" in err[0], err
+    assert "frames.npy" in err[0]
+    assert not [p for p in out.rglob("*") if ".tmp-" in p.name]
+
+
+def test_memmap_shards_reserve_their_blocks(tmp_path):
+    """Item 10: a memmap shard's blocks are allocated before it is written (no SIGBUS on a full disk)."""
+    path = tmp_path / "x.npy"
+    mm = store.open_memmap(path, dtype=np.float32, shape=(256, 1024))
+    del mm
+    st = path.stat()
+    assert st.st_blocks * 512 >= st.st_size
+
+
+def test_tfrecord_disk_full_is_one_line(spec, tmp_path, monkeypatch):
+    """Item 10: TensorFlow's disk-full error while writing TFRecords becomes one StoreError line."""
+    import tensorflow as tf
+
+    from kit.spectrogram import convert
+
+    class Full(tf.io.TFRecordWriter):
+        def write(self, record):
+            raise tf.errors.ResourceExhaustedError(None, None, "/x; No space left on device")
+
+    monkeypatch.setattr(tf.io, "TFRecordWriter", Full)
+    with pytest.raises(store.StoreError, match="disk full while writing") as e:
+        convert(spec, "tfrecord", tmp_path / "st", shard_mb=0.05, workers=1, progress=False)
+    assert "\n" not in str(e.value)
+    assert not [p for p in (tmp_path / "st").rglob("*") if ".tmp-" in p.name]
+
+
+# --------------------------------------------------------------------------- 11. stale temp files
+
+
+def _dead_pid():
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_temp_files_of_killed_builds_are_removed(tmp_path):
+    """Item 11: a new build removes *.tmp-PID-TID files whose process is gone, and keeps live ones."""
+    folder = tmp_path / "s"
+    store.claim(folder, "test")
+    dead = folder / f"part-0.bin.tmp-{_dead_pid()}-140000"
+    live = folder / f"part-1.bin.tmp-{os.getpid()}-1"
+    nested = folder / "sub" / f"x.tmp-{_dead_pid()}-7"
+    nested.parent.mkdir()
+    for p in (dead, live, nested):
+        p.write_bytes(b"half written")
+    store.build(folder, kind="test", key="k", shards=[store.Shard("part-0.bin", 1)],
+                write=lambda s, t, a: t.write_bytes(b"ok"), progress=False)
+    assert not dead.exists() and not nested.exists() and live.exists()
+
+
+def test_temp_folders_of_killed_sample_runs_are_removed(tmp_path):
+    """Item 11: a new samples run removes the temporary folder a killed run left."""
+    stale = tmp_path / f".s.tmp-{_dead_pid()}-abc123"
+    stale.mkdir()
+    (stale / "index.csv").write_text("half")
+    samples.make_spectrogram(tmp_path / "s", files=1, frames_per_file=2)
+    assert not stale.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]

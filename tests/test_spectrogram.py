@@ -224,7 +224,7 @@ def test_truncated_shard_is_refused_by_loader_and_named_by_verify(spec_index, tm
         make_loader("tfrecord", spec_index, batch_size=8, folder=folder, progress=False)
 
 
-def test_corrupt_shard_fails_loudly_not_short(spec_index, tmp_path):
+def test_corrupt_shard_fails_loudly_not_short(spec_index, tmp_path, monkeypatch):
     import tensorflow as tf
 
     folder, m = convert(spec_index, "tfrecord", tmp_path / "tf", shard_mb=0.5, progress=False)
@@ -234,7 +234,19 @@ def test_corrupt_shard_fails_loudly_not_short(spec_index, tmp_path):
     victim.write_bytes(bytes(data))
     problems = store.verify(folder)
     assert len(problems) == 1 and m.shards[1]["name"] in problems[0] and "corrupt" in problems[0]
-    loader = make_loader("tfrecord", spec_index, batch_size=8, folder=folder, progress=False)
+    # Found when the loader opens the store, naming the shard (issue 13) ...
+    with pytest.raises(store.StoreError, match=m.shards[1]["name"]):
+        make_loader("tfrecord", spec_index, batch_size=8, folder=folder, progress=False)
+    # ... and damage in the middle of a shard, with the check at open turned off, still
+    # fails loudly when read rather than giving a shorter epoch.
+    monkeypatch.setenv("KIT_CHECK_STORES", "0")
+    convert(spec_index, "tfrecord", tmp_path / "tf2", shard_mb=0.5, progress=False)
+    victim2 = tmp_path / "tf2" / m.shards[1]["name"]
+    data = bytearray(victim2.read_bytes())
+    mid = len(data) // 2
+    data[mid:mid + 100] = b"\xff" * 100
+    victim2.write_bytes(bytes(data))
+    loader = make_loader("tfrecord", spec_index, batch_size=8, folder=tmp_path / "tf2", progress=False)
     with pytest.raises(tf.errors.DataLossError, match="corrupted record"):
         _epoch(loader)
 

@@ -50,7 +50,7 @@ def _usable_cpus() -> int:
 
 def convert(index: PairIndex, palette: Palette, to: str = "memmap", out=None, *, size=(512, 512),
             workdir=None, shard_mb: float = DEFAULT_SHARD_MB, seed: int = 0, workers: int | None = None,
-            progress: bool | str = True):
+            progress: bool | str = True, check: bool | None = None):
     """Converts ``index`` into a class-index store (or reuses or resumes one).
 
     Args:
@@ -65,6 +65,9 @@ def convert(index: PairIndex, palette: Palette, to: str = "memmap", out=None, *,
         seed: TFRecord write order.
         workers: threads decoding and writing shards (default: the usable CPUs).
         progress: show a tqdm bar (a string sets its description).
+        check: compare a reused store's files with the manifest's SHA-256 at open (once
+            per change of the file, see ``kit.store.check_open``); None: on unless
+            ``$KIT_CHECK_STORES=0``.
 
     Returns:
         ``(folder, manifest)``.
@@ -89,9 +92,11 @@ def convert(index: PairIndex, palette: Palette, to: str = "memmap", out=None, *,
             "source": str(index.csv_path)}
     per_shard = max(1, int(shard_mb * 1e6 // (size[0] * size[1] * 4)))
     bar = progress if isinstance(progress, str) else ("convert" if progress else False)
+    # uint8 image (3 bytes a pixel) and class ids (1), plus a little per record or file.
+    extra = {"check": check, "expected_bytes": len(index) * (size[0] * size[1] * 4 + 64)}
     if to == "memmap":
-        return folder, _memmap(index, palette, size, folder, key, meta, per_shard, workers, bar)
-    return folder, _tfrecord(index, palette, size, folder, key, meta, per_shard, seed, workers, bar)
+        return folder, _memmap(index, palette, size, folder, key, meta, per_shard, workers, bar, extra)
+    return folder, _tfrecord(index, palette, size, folder, key, meta, per_shard, seed, workers, bar, extra)
 
 
 def _pieces(rows: np.ndarray, per_shard: int) -> list[np.ndarray]:
@@ -101,7 +106,7 @@ def _pieces(rows: np.ndarray, per_shard: int) -> list[np.ndarray]:
 # --------------------------------------------------------------------------- memmap
 
 
-def _memmap(index, palette, size, folder, key, meta, per_shard, workers, progress) -> store.Manifest:
+def _memmap(index, palette, size, folder, key, meta, per_shard, workers, progress, extra) -> store.Manifest:
     pieces = _pieces(np.arange(len(index)), per_shard)
     w = max(5, len(str(len(pieces))))
     shards = []
@@ -114,7 +119,7 @@ def _memmap(index, palette, size, folder, key, meta, per_shard, workers, progres
     def write(shard: store.Shard, tmp: Path, advance):
         what, rows = shard.task
         shape = (len(rows),) + size + ((3,) if what == "images" else ())
-        mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=shape)
+        mm = store.open_memmap(tmp, dtype=np.uint8, shape=shape)
         for j, r in enumerate(rows):
             if what == "images":
                 mm[j] = index.read_image(int(r), size)
@@ -126,7 +131,7 @@ def _memmap(index, palette, size, folder, key, meta, per_shard, workers, progres
 
     meta = {**meta, "shard_rows": [[int(p[0]), int(p[-1]) + 1] for p in pieces]}
     return store.build(folder, kind="segmentation-memmap", key=key, shards=shards, write=write,
-                       meta=meta, workers=min(workers, len(shards)), progress=progress)
+                       meta=meta, workers=min(workers, len(shards)), progress=progress, **extra)
 
 
 def open_memmap_store(folder: Path, manifest: store.Manifest):
@@ -170,7 +175,8 @@ def _bad_ids(ids: np.ndarray, manifest: store.Manifest) -> str | None:
 # --------------------------------------------------------------------------- tfrecord
 
 
-def _tfrecord(index, palette, size, folder, key, meta, per_shard, seed, workers, progress) -> store.Manifest:
+def _tfrecord(index, palette, size, folder, key, meta, per_shard, seed, workers, progress,
+              extra) -> store.Manifest:
     import tensorflow as tf
 
     order = np.random.default_rng(seed).permutation(len(index))
@@ -192,7 +198,7 @@ def _tfrecord(index, palette, size, folder, key, meta, per_shard, seed, workers,
                 advance(1)
 
     return store.build(folder, kind="segmentation-tfrecord", key=key, shards=shards, write=write,
-                       meta=meta, workers=min(workers, len(shards)), progress=progress)
+                       meta=meta, workers=min(workers, len(shards)), progress=progress, **extra)
 
 
 def parse_batch(serialized, size):

@@ -38,7 +38,7 @@ def default_folder(index: FrameIndex, fmt: str, workdir=None, **options) -> Path
 
 def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: float = DEFAULT_SHARD_MB,
             seed: int = 0, workers: int | None = None, progress: bool | str = True,
-            adopt: bool = False):
+            adopt: bool = False, check: bool | None = None):
     """Converts ``index`` to a store (or reuses/resumes one). Returns ``(folder, manifest)``.
 
     Args:
@@ -52,6 +52,9 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
         progress: show a tqdm bar.
         adopt: use a complete store already in ``out`` if it holds this index in this
             format, whatever options it was built with (a loader given ``folder=``).
+        check: compare a reused store's files with the manifest's SHA-256 at open (once
+            per change of the file, see ``kit.store.check_open``); None: on unless
+            ``$KIT_CHECK_STORES=0``.
     """
     if to not in FORMATS:
         raise ValueError(f"to must be one of {FORMATS}, got {to!r}")
@@ -66,18 +69,20 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
     if adopt and out is not None:
         m = store.complete(folder)
         if m is not None and m.kind == f"spectrogram-{to}" and m.meta.get("index_key") == meta["index_key"]:
+            with store.store_lock(folder, shared=True):
+                store.check_open(folder, m, full=check, progress=progress)
             return folder, m
     if to == "memmap":
-        return folder, _memmap(index, folder, key, meta, progress)
+        return folder, _memmap(index, folder, key, meta, progress, check)
     if workers is None:
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2
-    return folder, _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress)
+    return folder, _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check)
 
 
 # --------------------------------------------------------------------------- memmap
 
 
-def _memmap(index: FrameIndex, folder: Path, key: str, meta: dict, progress) -> store.Manifest:
+def _memmap(index: FrameIndex, folder: Path, key: str, meta: dict, progress, check) -> store.Manifest:
     n = len(index)
 
     def write(shard: store.Shard, tmp: Path, advance):
@@ -85,8 +90,7 @@ def _memmap(index: FrameIndex, folder: Path, key: str, meta: dict, progress) -> 
             with open(tmp, "wb") as f:
                 np.save(f, index.labels.astype(np.int64))
             return
-        mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32,
-                                       shape=(n,) + index.frame_shape)
+        mm = store.open_memmap(tmp, dtype=np.float32, shape=(n,) + index.frame_shape)
         for k, rows in index.rows_by_file():
             mm[rows] = open_frames(index.files[k])[index.frames[rows]]
             advance(len(rows))
@@ -95,7 +99,8 @@ def _memmap(index: FrameIndex, folder: Path, key: str, meta: dict, progress) -> 
 
     shards = [store.Shard("frames.npy", n), store.Shard("labels.npy", 0)]
     return store.build(folder, kind="spectrogram-memmap", key=key, shards=shards, write=write,
-                       sources=index.files, meta={**meta, "count": n},
+                       sources=index.files, meta={**meta, "count": n}, check=check,
+                       expected_bytes=n * (int(np.prod(index.frame_shape)) * 4 + 8),
                        progress="memmap" if progress is True else progress)
 
 
@@ -119,7 +124,7 @@ def _check_memmap(folder: Path, manifest: store.Manifest, shard: dict) -> str | 
 # --------------------------------------------------------------------------- tfrecord
 
 
-def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress) -> store.Manifest:
+def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check) -> store.Manifest:
     import tensorflow as tf
 
     n = len(index)
@@ -153,7 +158,8 @@ def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress) -> st
             advance(len(rows) % 256)
 
     return store.build(folder, kind="spectrogram-tfrecord", key=key, shards=shards, write=write,
-                       sources=index.files, meta=meta, workers=min(workers, len(shards)),
+                       sources=index.files, meta=meta, workers=min(workers, len(shards)), check=check,
+                       expected_bytes=n * (frame_bytes + 40),  # + record framing and the label
                        progress="tfrecord" if progress is True else progress)
 
 

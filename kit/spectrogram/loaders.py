@@ -222,7 +222,7 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, *, workdir=None, folder=None
     folder, manifest = _to_store(index, "memmap", folder, workdir=workdir, progress=progress,
                                  adopt=True)
     path = folder / "frames.npy"
-    labels = tf.constant(np.load(folder / "labels.npy", allow_pickle=False))
+    labels = tf.constant(index.labels)  # labels come from the index, never from the store
     n, (h, w) = len(index), index.frame_shape
     offset = npy_data_offset(path)
     size = path.stat().st_size
