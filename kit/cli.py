@@ -40,6 +40,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     try:
         value = int(text)
@@ -140,6 +150,10 @@ def main(argv=None) -> int:
         return args.func(args)
     except (DataError, StoreError, ValueError, FileNotFoundError) as e:
         print(f"kit: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a path that is a folder, not a folder, unwritable, ...
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"kit: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kit: interrupted; run the same command again to resume", file=sys.stderr)

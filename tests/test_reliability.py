@@ -470,3 +470,54 @@ def test_temp_folders_of_killed_sample_runs_are_removed(tmp_path):
     samples.make_spectrogram(tmp_path / "s", files=1, frames_per_file=2)
     assert not stale.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
+# --------------------------------------------------------------------------- 12. the CLI
+
+
+@pytest.mark.parametrize("args, says", [
+    (["samples", "spectrogram", "--out", "/dev/null/x", "--files", "1", "--frames-per-file", "1"],
+     "/dev/null"),
+    (["convert", "spectrogram", "--index", "DATA", "--to", "memmap", "--out", "/dev/null/x"], "/dev/null"),
+    (["convert", "spectrogram", "--index", "FOLDER", "--to", "memmap", "--out", "OUT"], "directory"),
+    (["convert", "spectrogram", "--index", "DATA", "--to", "tfrecord", "--out", "OUT", "--shard-mb", "0"],
+     "--shard-mb: must be a positive number, got 0"),
+    (["convert", "spectrogram", "--index", "DATA", "--to", "tfrecord", "--out", "OUT", "--seed", "-1"],
+     "--seed: must be non-negative, got -1"),
+    (["convert", "spectrogram", "--index", "DATA", "--to", "tfrecord", "--out", "OUT", "--workers", "0"],
+     "--workers: must be positive"),
+    (["samples", "spectrogram", "--out", "OUT", "--files", "1", "--frames-per-file", "1", "--seed", "-1"],
+     "--seed: must be non-negative, got -1"),
+    (["bench", "timer", "--steps", "0"], "--steps: must be positive, got 0"),
+    (["bench", "timer", "--rounds", "0"], "--rounds: must be positive, got 0"),
+    (["bench", "timer", "--batch-size", "0"], "--batch-size: must be positive, got 0"),
+    (["bench", "spectrogram", "--batches", "0"], "--batches: must be positive, got 0"),
+    (["bench", "spectrogram", "--generator-seconds", "-1"], "--generator-seconds: must be a positive number"),
+])
+def test_cli_bad_values_get_one_line_and_exit_2(spec, tmp_path, args, says):
+    """Item 12: tracebacks and silently altered values become `kit: error:` naming the option, exit 2."""
+    subs = {"DATA": str(spec.csv_path), "FOLDER": str(spec.csv_path.parent), "OUT": str(tmp_path / "o")}
+    r = _kit(*[subs.get(a, a) for a in args])
+    assert says in _one_error_line(r)
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_verify_on_a_malformed_manifest(tmp_path):
+    """Item 12: verify on a manifest that is not valid JSON, or lacks fields: one line, exit 2."""
+    (tmp_path / store.MANIFEST).write_text("{not json")
+    assert "not valid JSON" in _one_error_line(_kit("verify", str(tmp_path)))
+    (tmp_path / store.MANIFEST).write_text(json.dumps({"kind": "x", "shards": "all"}))
+    assert "malformed manifest" in _one_error_line(_kit("verify", str(tmp_path)))
+    (tmp_path / store.MANIFEST).write_text(json.dumps({"kind": "x", "key": "k", "count": 1,
+                                                       "shards": [{"name": "a"}]}))
+    assert "malformed manifest" in _one_error_line(_kit("verify", str(tmp_path)))
+
+
+def test_a_bad_palette_colour_is_shown_as_plain_numbers(tmp_path):
+    """Item 12: a colour out of range is shown as (300, 0, 0), not np.int64(300)."""
+    from kit.errors import DataError
+    from kit.segmentation import Palette
+
+    (tmp_path / "class_dict.csv").write_text("name,r,g,b\nSky,300,0,0\n")
+    with pytest.raises(DataError, match=r"line 2: colour \(300, 0, 0\) is not three integers"):
+        Palette.from_csv(tmp_path / "class_dict.csv")

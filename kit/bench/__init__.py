@@ -23,6 +23,7 @@ MODULES = [
     "kit.bench.transfer",
     "kit.bench.segmentation",
     "kit.bench.scaling",
+    "kit.bench.digest",
 ]
 
 

@@ -275,7 +275,7 @@ def pipeline_costs(costs: pd.DataFrame) -> pd.DataFrame:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from kit.cli import positive_int
+    from kit.cli import positive_float, positive_int
     from kit.segmentation.commands import size_arg
 
     p.add_argument("--data", type=Path, default=None,
@@ -287,8 +287,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", type=size_arg, default=DEFAULT_SIZE, help="SIZE or HEIGHTxWIDTH (default 512)")
     p.add_argument("--rounds", type=positive_int, default=3)
     p.add_argument("--batches", type=positive_int, default=200, help="timed batches per variant per round, at most")
-    p.add_argument("--seconds", type=float, default=3.0, help="time cap per round, fast variants")
-    p.add_argument("--slow-seconds", type=float, default=8.0,
+    p.add_argument("--seconds", type=positive_float, default=3.0, help="time cap per round, fast variants")
+    p.add_argument("--slow-seconds", type=positive_float, default=8.0,
                    help=f"time cap per round for {', '.join(SLOW)}")
     p.add_argument("--one-hot", action="store_true", help="every variant delivers one-hot masks")
     p.add_argument("--ignore-label", type=int, default=None, help="the palette's ignore label (e.g. 255)")

@@ -136,7 +136,7 @@ def run(data=None, *, variants=None, batch_size: int | None = DEFAULT_BATCH, rou
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from kit.cli import positive_int
+    from kit.cli import non_negative_int, positive_float, positive_int
 
     p.add_argument("--data", type=Path, default=None,
                    help="index CSV (default: generate 200 files x 100 frames, 20,000 frames)")
@@ -145,10 +145,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"the global batch (default {DEFAULT_BATCH}, or smaller to fit --data)")
     p.add_argument("--rounds", type=positive_int, default=3)
     p.add_argument("--batches", type=positive_int, default=20, help="timed batches per variant per round")
-    p.add_argument("--warmup", type=int, default=2, help="untimed batches before each round")
+    p.add_argument("--warmup", type=non_negative_int, default=2, help="untimed batches before each round")
     p.add_argument("--epoch-examples", type=positive_int, default=None, metavar="N",
                    help=f"project epoch times to N examples (default {EPOCH:,}; with --data, the index's size)")
-    p.add_argument("--generator-seconds", type=float, default=8.0,
+    p.add_argument("--generator-seconds", type=positive_float, default=8.0,
                    help="time cap per round for the Python-bound variants")
     p.add_argument("--workdir", type=Path, default=None, help="where stores are built (kit cache)")
     p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")

@@ -120,9 +120,11 @@ class _HookClock:
 
 def register(bench_sub) -> None:
     p = bench_sub.add_parser("timer", help="overhead of the StepTimer callback on a training step")
-    p.add_argument("--steps", type=int, default=100)
-    p.add_argument("--rounds", type=int, default=12)
-    p.add_argument("--batch-size", type=int, default=128)
+    from kit.cli import positive_int
+
+    p.add_argument("--steps", type=positive_int, default=100)
+    p.add_argument("--rounds", type=positive_int, default=12)
+    p.add_argument("--batch-size", type=positive_int, default=128)
     p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
     p.set_defaults(func=_main)
 

@@ -29,9 +29,11 @@ def register(sub) -> None:
     p.add_argument("--size", type=size_arg, default=512, help="SIZE or HEIGHTxWIDTH to crop or pad to (512)")
     p.add_argument("--ignore-label", type=int, default=None,
                    help="class id for colours not in the palette (and padding), which the loss skips")
-    p.add_argument("--shard-mb", type=float, default=None, help="target shard size in MB (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="TFRecord write order")
-    p.add_argument("--workers", type=int, default=None, help="threads writing shards (default: CPUs)")
+    from kit.cli import non_negative_int, positive_float, positive_int
+
+    p.add_argument("--shard-mb", type=positive_float, default=None, help="target shard size in MB (default 100)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="TFRecord write order")
+    p.add_argument("--workers", type=positive_int, default=None, help="threads writing shards (default: CPUs)")
     p.set_defaults(func=_convert)
 
 
@@ -43,7 +45,7 @@ def _convert(args) -> int:
     palette_csv = args.palette if args.palette is not None else args.index.parent / "class_dict.csv"
     palette = Palette.from_csv(palette_csv, ignore_label=args.ignore_label)
     folder, m = convert(index, palette, args.format, args.out, size=args.size,
-                        shard_mb=args.shard_mb or DEFAULT_SHARD_MB, seed=args.seed, workers=args.workers)
+                        shard_mb=DEFAULT_SHARD_MB if args.shard_mb is None else args.shard_mb, seed=args.seed, workers=args.workers)
     size = sum(s["bytes"] for s in m.shards)
     print(f"{folder}: {m.count:,} pairs in {len(m.shards)} file(s), {size / 1e6:,.1f} MB; "
           f"check with: python -m kit verify {folder}")

@@ -165,8 +165,8 @@ class Palette:
         bad = rgb.isna().any(axis=1) | (rgb < 0).any(axis=1) | (rgb > 255).any(axis=1) | (rgb != rgb.round()).any(axis=1)
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise DataError(f"{path.name} line {i + 2}: colour {tuple(df[['r', 'g', 'b']].iloc[i])} "
-                            "is not three integers in 0..255")
+            shown = ", ".join(str(v) for v in df[["r", "g", "b"]].iloc[i].tolist())
+            raise DataError(f"{path.name} line {i + 2}: colour ({shown}) is not three integers in 0..255")
         colours = rgb.to_numpy().astype(np.uint8)
         codes = _codes(colours)
         uniq, first, counts = np.unique(codes, return_index=True, return_counts=True)

@@ -11,10 +11,12 @@ def register(sub) -> None:
     p.add_argument("--index", required=True, type=Path, help="index CSV: path,frame,label[,split]")
     p.add_argument("--to", required=True, choices=["tfrecord", "memmap"])
     p.add_argument("--out", required=True, type=Path, help="the store's folder")
-    p.add_argument("--shard-mb", type=float, default=None,
+    from kit.cli import non_negative_int, positive_float, positive_int
+
+    p.add_argument("--shard-mb", type=positive_float, default=None,
                    help="target TFRecord shard size in MB (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="TFRecord write order")
-    p.add_argument("--workers", type=int, default=None, help="threads writing shards (default: CPUs)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="TFRecord write order")
+    p.add_argument("--workers", type=positive_int, default=None, help="threads writing shards (default: CPUs)")
     p.set_defaults(func=_convert)
 
 
@@ -25,7 +27,7 @@ def _convert(args) -> int:
     if args.to == "memmap" and args.shard_mb is not None:
         raise ValueError("--shard-mb applies to --to tfrecord only")
     index = FrameIndex.from_csv(args.index)
-    folder, m = convert(index, args.to, args.out, shard_mb=args.shard_mb or DEFAULT_SHARD_MB,
+    folder, m = convert(index, args.to, args.out, shard_mb=DEFAULT_SHARD_MB if args.shard_mb is None else args.shard_mb,
                         seed=args.seed, workers=args.workers)
     size = sum(s["bytes"] for s in m.shards)
     print(f"{folder}: {m.count:,} frames in {len(m.shards)} file(s), {size / 1e6:,.1f} MB; "

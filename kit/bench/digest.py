@@ -1,0 +1,96 @@
+"""``python -m kit bench digest``: what the content digest in a store's key costs.
+
+A store's key follows its sources' content (``kit.store.files_fingerprint``): the cheap
+``(size, mtime_ns)`` plus a BLAKE2b digest of each file. This bench times, on the same
+files in one run, the ways of fingerprinting them:
+
+* ``stat``: size and mtime only (the key before content digests);
+* ``sample-cold``: sampled digests (head, tail, 8 blocks), nothing cached, the files
+  evicted from the page cache first (``posix_fadvise(DONTNEED)``);
+* ``sample-cached``: the same in a new process's view: digests from the on-disk cache;
+* ``full-cold``: every byte hashed (``KIT_DIGEST=full``), files evicted first.
+
+Each is also given relative to loading the index (``FrameIndex.from_csv``, which reads
+every file's header), as ``x_index``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+
+def _evict(paths) -> None:
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def run(csv=None, *, rounds: int = 3):
+    """Times each way of fingerprinting the index's files. Returns a DataFrame, one row a way."""
+    import pandas as pd
+
+    from kit import store
+    from kit.bench.spectrogram import default_data
+    from kit.spectrogram import FrameIndex
+
+    csv = Path(csv) if csv is not None else default_data()
+    files = [str(f) for f in FrameIndex.from_csv(csv).files]
+    size = sum(os.path.getsize(f) for f in files)
+    rows = []
+    old_cache = os.environ.get("KIT_CACHE")
+    try:
+        for r in range(rounds):  # interleaved: every way once per round
+            with tempfile.TemporaryDirectory(prefix="kit-digest-") as cache:
+                os.environ["KIT_CACHE"] = cache
+                ways = {
+                    "index": lambda: FrameIndex.from_csv(csv),
+                    "stat": lambda: [(f, os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files],
+                    "sample-cold": lambda: store.files_fingerprint(files, digest="sample"),
+                    "sample-cached": lambda: store.files_fingerprint(files, digest="sample"),
+                    "full-cold": lambda: store.files_fingerprint(files, digest="full"),
+                }
+                for name, fn in ways.items():
+                    store._DIGESTS = store._DigestCache()  # as a new process: only the disk cache
+                    if name.endswith("cold") or name == "index":
+                        _evict(files)
+                    t0 = time.perf_counter()
+                    fn()
+                    rows.append({"variant": name, "round": r, "seconds": time.perf_counter() - t0})
+    finally:
+        if old_cache is None:
+            os.environ.pop("KIT_CACHE", None)
+        else:
+            os.environ["KIT_CACHE"] = old_cache
+    df = pd.DataFrame(rows).groupby("variant", sort=False)["seconds"].median().reset_index()
+    df["files"] = len(files)
+    df["MB"] = size / 1e6
+    df["files_per_s"] = len(files) / df["seconds"]
+    df["x_index"] = df["seconds"] / float(df.loc[df["variant"] == "index", "seconds"].iloc[0])
+    return df
+
+
+def register(bench_sub) -> None:
+    from kit.cli import positive_int
+
+    p = bench_sub.add_parser("digest", help="cost of the content digest in a store's key")
+    p.add_argument("--data", type=Path, default=None,
+                   help="index CSV (default: the spectrogram bench data, 200 files x 100 frames)")
+    p.add_argument("--rounds", type=positive_int, default=3)
+    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
+    p.set_defaults(func=_main)
+
+
+def _main(args) -> int:
+    from kit.bench import print_table, result
+    from kit.cli import write_json
+
+    df = run(args.data, rounds=args.rounds)
+    print_table(df)
+    write_json(args.json, result("digest", df))
+    return 0
