@@ -521,3 +521,114 @@ def test_a_bad_palette_colour_is_shown_as_plain_numbers(tmp_path):
     (tmp_path / "class_dict.csv").write_text("name,r,g,b\nSky,300,0,0\n")
     with pytest.raises(DataError, match=r"line 2: colour \(300, 0, 0\) is not three integers"):
         Palette.from_csv(tmp_path / "class_dict.csv")
+
+
+# --------------------------------------------------------------------------- 7. labels and class lists
+
+
+def _index(spec, rows, name="index.csv", header="path,frame,label"):
+    """An index CSV beside the spec data, rows (frame number over the two files, label)."""
+    csv = spec.csv_path.parent / name
+    files = ["frames/clip_000000.npy", "frames/clip_000001.npy"]
+    csv.write_text(header + "\n" + "".join(f"{files[f // 3]},{f % 3},{lab}\n" for f, lab in rows))
+    return csv
+
+
+def test_integer_labels_stay_integers_and_a_stray_string_names_its_line(spec):
+    """Item 7: ints plus one stray string were re-sorted as strings (2 became 4, 10 became 2)."""
+    from kit.errors import DataError
+    from kit.spectrogram import FrameIndex
+
+    csv = _index(spec, [(0, 2), (1, 10), (2, 0), (3, 1), (4, 3), (5, 2)])
+    assert FrameIndex.from_csv(csv).labels.tolist() == [2, 10, 0, 1, 3, 2]
+    csv = _index(spec, [(0, 2), (1, 10), (2, 0), (3, "cat"), (4, 3), (5, 2)])
+    with pytest.raises(DataError, match=r"index.csv line 5: label 'cat' is a name among integer labels"):
+        FrameIndex.from_csv(csv)
+
+
+def test_one_class_list_gives_the_same_ids_in_every_split(spec):
+    """Item 7: train.csv and val.csv with string labels got different ids for the same class."""
+    from kit.errors import DataError
+    from kit.spectrogram import FrameIndex
+
+    train = _index(spec, [(0, "bird"), (1, "rain"), (2, "speech")], "train.csv")
+    val = _index(spec, [(3, "rain"), (4, "speech")], "val.csv")
+    a, b = FrameIndex.from_csv(train), FrameIndex.from_csv(val)
+    assert a.classes != b.classes  # without a class list each file sorts its own names
+    names = ("bird", "rain", "speech")
+    a, b = FrameIndex.from_csv(train, classes=names), FrameIndex.from_csv(val, classes=names)
+    assert a.labels.tolist() == [0, 1, 2] and b.labels.tolist() == [1, 2] and b.classes == names
+    (spec.csv_path.parent / "classes.txt").write_text("bird\nrain\nspeech\n")
+    assert FrameIndex.from_csv(val).labels.tolist() == [1, 2]  # the classes.txt beside the index
+    odd = _index(spec, [(3, "rain"), (4, "thunder")], "odd.csv")
+    with pytest.raises(DataError, match=r"odd.csv line 3: label 'thunder' is not in the class list"):
+        FrameIndex.from_csv(odd)
+    (spec.csv_path.parent / "classes.txt").write_text("bird\nrain\nbird\n")
+    with pytest.raises(DataError, match=r"classes.txt lines 1 and 3: the class name 'bird' twice"):
+        FrameIndex.from_csv(val)
+
+
+def test_an_id_far_beyond_the_labels_is_an_error_not_an_allocation(spec):
+    """Item 7: label 20000000000 exhausted 21 GB making class names."""
+    from kit.errors import DataError
+    from kit.spectrogram import FrameIndex
+
+    csv = _index(spec, [(0, 0), (1, 20000000000), (2, 1)])
+    with pytest.raises(DataError, match=r"line 3: label 20000000000 is far beyond the 3 distinct labels"):
+        FrameIndex.from_csv(csv)
+    assert FrameIndex.from_csv(_index(spec, [(0, 0), (1, 999)])).num_classes == 1000  # sparse is fine
+
+
+# --------------------------------------------------------------------------- 8. rows, palette names, NaN
+
+
+def test_duplicate_rows_and_one_frame_with_two_labels_are_errors(spec):
+    """Item 8: a row listed twice, or one (path, frame) with two labels, names both lines."""
+    from kit.errors import DataError
+    from kit.spectrogram import FrameIndex
+
+    with pytest.raises(DataError, match=r"index.csv lines 2 and 4: the same frame .* listed twice"):
+        FrameIndex.from_csv(_index(spec, [(0, "a"), (1, "b"), (0, "a")]))
+    with pytest.raises(DataError, match=r"index.csv lines 3 and 4: the same frame .* with two labels"):
+        FrameIndex.from_csv(_index(spec, [(0, "a"), (1, "b"), (1, "c")]))
+
+
+def test_duplicate_or_empty_palette_names_and_duplicate_pairs_are_errors(tmp_path):
+    """Item 8: the palette's class names are unique and not empty; a pair is listed once."""
+    from kit.errors import DataError
+    from kit.segmentation import PairIndex, Palette
+
+    (tmp_path / "p.csv").write_text("name,r,g,b\nSky,1,2,3\nRoad,4,5,6\nSky,7,8,9\n")
+    with pytest.raises(DataError, match=r"p.csv lines 2 and 4: the class name 'Sky' twice"):
+        Palette.from_csv(tmp_path / "p.csv")
+    (tmp_path / "p.csv").write_text('name,r,g,b\nSky,1,2,3\n" ",4,5,6\n')
+    with pytest.raises(DataError, match=r"p.csv line 3: empty class name"):
+        Palette.from_csv(tmp_path / "p.csv")
+    csv = samples.make_segmentation(tmp_path / "g", images=2, size=32)
+    rows = csv.read_text().splitlines()
+    csv.write_text("\n".join(rows + [rows[1]]) + "\n")
+    with pytest.raises(DataError, match=r"index.csv lines 2 and 4: the same image .* listed twice"):
+        PairIndex.from_csv(csv)
+
+
+def test_nan_or_inf_in_frames_is_an_error_in_convert_and_verify(spec, tmp_path):
+    """Item 8: NaN/inf frames are refused by convert (naming file and frame), a warning on request."""
+    from kit.errors import DataError
+    from kit.spectrogram import FrameIndex, convert
+
+    src = spec.files[1]
+    frames = np.load(src)
+    frames[2, 5, 5] = np.nan
+    np.save(src, frames)
+    index = FrameIndex.from_csv(spec.csv_path)
+    for fmt in ("memmap", "tfrecord"):
+        with pytest.raises(DataError, match=rf"clip_000001.npy frame 2 \(index row 5\): holds NaN or inf"):
+            convert(index, fmt, tmp_path / fmt, progress=False)
+    with pytest.warns(UserWarning, match="holds NaN or inf"):
+        folder, m = convert(index, "memmap", tmp_path / "warned", nonfinite="warn", progress=False)
+    assert store.verify(folder) == []  # converted on purpose with nonfinite="warn"
+    meta = json.loads((folder / store.MANIFEST).read_text())
+    meta["meta"]["nonfinite"] = "error"
+    (folder / store.MANIFEST).write_text(json.dumps(meta))
+    problems = store.verify(folder)
+    assert len(problems) == 1 and "frames.npy: frame 5 holds NaN or inf" in problems[0]

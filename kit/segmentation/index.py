@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kit import store
+from kit import store, validate
 from kit.errors import DataError
 
 #: Pillow modes of 8-bit images that every decoder (Pillow, OpenCV, TensorFlow)
@@ -176,6 +176,7 @@ class Palette:
             raise DataError(f"{path.name} lines {rows[0] + 2} and {rows[1] + 2}: the same colour "
                             f"{tuple(int(v) for v in colours[rows[0]])} for two classes")
         names = tuple(str(s).strip() for s in df["name"])
+        validate.check_names(names, [f"{path.name} line {i + 2}" for i in range(len(names))])
         return cls(names, colours, ignore_label, str(path))
 
     def __len__(self) -> int:
@@ -317,6 +318,8 @@ class PairIndex:
             images.append(img)
             labels.append(lab)
             sizes[i] = img_size[1], img_size[0]
+        validate.check_unique_rows([np.asarray(images)], np.asarray(labels), lambda i: f"{name} line {i + 2}",
+                                   "image")
         split = df["split"].astype(str).to_numpy() if "split" in df.columns else None
         key = [images, labels, store.files_fingerprint(images), store.files_fingerprint(labels)]
         return cls(csv_path, tuple(images), tuple(labels), sizes[:, 0], sizes[:, 1],

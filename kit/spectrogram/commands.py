@@ -17,6 +17,8 @@ def register(sub) -> None:
                    help="target TFRecord shard size in MB (default 100)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="TFRecord write order")
     p.add_argument("--workers", type=positive_int, default=None, help="threads writing shards (default: CPUs)")
+    p.add_argument("--allow-nonfinite", action="store_true",
+                   help="warn about frames with NaN or inf instead of refusing them")
     p.set_defaults(func=_convert)
 
 
@@ -28,7 +30,8 @@ def _convert(args) -> int:
         raise ValueError("--shard-mb applies to --to tfrecord only")
     index = FrameIndex.from_csv(args.index)
     folder, m = convert(index, args.to, args.out, shard_mb=DEFAULT_SHARD_MB if args.shard_mb is None else args.shard_mb,
-                        seed=args.seed, workers=args.workers)
+                        seed=args.seed, workers=args.workers,
+                        nonfinite="warn" if args.allow_nonfinite else "error")
     size = sum(s["bytes"] for s in m.shards)
     print(f"{folder}: {m.count:,} frames in {len(m.shards)} file(s), {size / 1e6:,.1f} MB; "
           f"check with: python -m kit verify {folder}")

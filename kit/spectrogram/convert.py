@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import store
+from kit import store, validate
 from kit.spectrogram.index import FrameIndex, open_frames
 
 FORMATS = ("memmap", "tfrecord")
@@ -38,7 +38,7 @@ def default_folder(index: FrameIndex, fmt: str, workdir=None, **options) -> Path
 
 def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: float = DEFAULT_SHARD_MB,
             seed: int = 0, workers: int | None = None, progress: bool | str = True,
-            adopt: bool = False, check: bool | None = None):
+            adopt: bool = False, check: bool | None = None, nonfinite: str = "error"):
     """Converts ``index`` to a store (or reuses/resumes one). Returns ``(folder, manifest)``.
 
     Args:
@@ -55,17 +55,21 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
         check: compare a reused store's files with the manifest's SHA-256 at open (once
             per change of the file, see ``kit.store.check_open``); None: on unless
             ``$KIT_CHECK_STORES=0``.
+        nonfinite: frames with NaN or inf are an ``"error"`` (DataError naming the file
+            and frame) or, with ``"warn"``, a warning (``verify`` then accepts them too).
     """
     if to not in FORMATS:
         raise ValueError(f"to must be one of {FORMATS}, got {to!r}")
     if not shard_mb > 0:
         raise ValueError(f"shard_mb must be positive, got {shard_mb!r}")
+    if nonfinite not in validate.NONFINITE:
+        raise ValueError(f"nonfinite must be one of {validate.NONFINITE}, got {nonfinite!r}")
     opts = {} if to == "memmap" else {"shard_mb": float(shard_mb), "seed": int(seed)}
     key = store_key(index, to, **opts)
     folder = Path(out) if out is not None else default_folder(index, to, workdir, **opts)
     meta = {"module": __name__, "frame_shape": list(index.frame_shape), "dtype": "float32",
             "classes": list(index.classes), "source": str(index.csv_path),
-            "index_key": index.fingerprint(), "options": opts}
+            "index_key": index.fingerprint(), "options": opts, "nonfinite": nonfinite}
     if adopt and out is not None:
         m = store.complete(folder)
         if m is not None and m.kind == f"spectrogram-{to}" and m.meta.get("index_key") == meta["index_key"]:
@@ -92,7 +96,9 @@ def _memmap(index: FrameIndex, folder: Path, key: str, meta: dict, progress, che
             return
         mm = store.open_memmap(tmp, dtype=np.float32, shape=(n,) + index.frame_shape)
         for k, rows in index.rows_by_file():
-            mm[rows] = open_frames(index.files[k])[index.frames[rows]]
+            block = open_frames(index.files[k])[index.frames[rows]]
+            _check_finite(index, rows, block, meta["nonfinite"])
+            mm[rows] = block
             advance(len(rows))
         mm.flush()
         del mm
@@ -102,6 +108,24 @@ def _memmap(index: FrameIndex, folder: Path, key: str, meta: dict, progress, che
                        sources=index.files, meta={**meta, "count": n}, check=check,
                        expected_bytes=n * (int(np.prod(index.frame_shape)) * 4 + 8),
                        progress="memmap" if progress is True else progress)
+
+
+def _check_finite(index: FrameIndex, rows, block, nonfinite: str) -> None:
+    def where(k: int) -> str:
+        r = int(rows[k])
+        return f"{index.files[index.file_ids[r]]} frame {index.frames[r]} (index row {r})"
+    validate.check_finite(block, where, nonfinite=nonfinite)
+
+
+def _nonfinite(arr, manifest: store.Manifest, first: int = 0) -> str | None:
+    """A problem if ``arr`` (frames) holds NaN or inf and the store was not converted to allow it."""
+    if manifest.meta.get("nonfinite", "error") == "warn":
+        return None
+    for a in range(0, len(arr), 4096):
+        ok = np.isfinite(np.asarray(arr[a:a + 4096]).reshape(min(4096, len(arr) - a), -1)).all(axis=1)
+        if not ok.all():
+            return f"frame {first + a + int(np.flatnonzero(~ok)[0])} holds NaN or inf"
+    return None
 
 
 def _count(manifest: store.Manifest) -> int:
@@ -118,7 +142,7 @@ def _check_memmap(folder: Path, manifest: store.Manifest, shard: dict) -> str | 
     want = (n,) + tuple(manifest.meta["frame_shape"]) if shard["name"] == "frames.npy" else (n,)
     if arr.shape != want:
         return f"shape {arr.shape}, manifest implies {want}"
-    return None
+    return _nonfinite(arr, manifest) if shard["name"] == "frames.npy" else None
 
 
 # --------------------------------------------------------------------------- tfrecord
@@ -145,6 +169,7 @@ def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check
         for k in np.unique(by_file):
             sel = by_file == k
             data[pos[sel]] = open_frames(index.files[k])[index.frames[rows[sel]]]
+        _check_finite(index, rows, data, meta["nonfinite"])
         labels = index.labels[rows]
         with tf.io.TFRecordWriter(str(tmp)) as w:
             for j in range(len(rows)):
@@ -186,6 +211,9 @@ def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: dict) -> str 
         ds = tf.data.TFRecordDataset(str(folder / shard["name"])).batch(1024)
         for batch in ds:
             x, _ = parse_batch(batch, frame_shape)
+            problem = _nonfinite(x.numpy(), manifest, count)
+            if problem:
+                return problem.replace("frame", "record", 1)
             count += int(x.shape[0])
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
         return f"unreadable records ({e.message.splitlines()[0]})"

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kit import store
+from kit import store, validate
 from kit.errors import DataError
 
 REQUIRED = ("path", "frame", "label")
@@ -92,8 +92,15 @@ class FrameIndex:
         return np.asarray([str(p) for p in self.files], dtype=object)[self.file_ids]
 
     @classmethod
-    def from_csv(cls, path: str | os.PathLike) -> "FrameIndex":
-        """Reads and validates an index CSV. Raises ``DataError`` on any problem."""
+    def from_csv(cls, path: str | os.PathLike, *, classes=None) -> "FrameIndex":
+        """Reads and validates an index CSV. Raises ``DataError`` on any problem.
+
+        Args:
+            path: the index CSV.
+            classes: the class list (names in id order, or the path of a ``classes.txt``);
+                by default a ``classes.txt`` beside the index, if there is one. Give two
+                splits' indexes the same list and a class gets the same id in both.
+        """
         csv_path = Path(path).resolve()
         if not csv_path.exists():
             raise DataError(f"{path}: index file not found")
@@ -112,10 +119,10 @@ class FrameIndex:
             )
         if len(df) == 0:
             raise DataError(f"{path}: index has a header but no rows")
-        return cls._from_frame(df, csv_path)
+        return cls._from_frame(df, csv_path, validate.resolve_classes(classes, csv_path))
 
     @classmethod
-    def _from_frame(cls, df: pd.DataFrame, csv_path: Path) -> "FrameIndex":
+    def _from_frame(cls, df: pd.DataFrame, csv_path: Path, classes=None) -> "FrameIndex":
         name = csv_path.name
 
         def line(i: int) -> str:  # data row i is on CSV line i + 2 (1-based, after the header)
@@ -129,20 +136,7 @@ class FrameIndex:
         frames = frames.to_numpy().astype(np.int64)
 
         raw = df["label"].astype(str).str.strip()
-        if (raw == "").any():
-            i = int(np.flatnonzero((raw == "").to_numpy())[0])
-            raise DataError(f"{line(i)}: empty label")
-        as_int = pd.to_numeric(raw, errors="coerce")
-        if as_int.notna().all() and (as_int == as_int.round()).all():
-            labels = as_int.to_numpy().astype(np.int64)
-            if (labels < 0).any():
-                i = int(np.flatnonzero(labels < 0)[0])
-                raise DataError(f"{line(i)}: label {labels[i]} is negative")
-            classes = tuple(str(c) for c in range(int(labels.max()) + 1))
-        else:
-            classes = tuple(sorted(set(raw)))
-            lookup = {c: k for k, c in enumerate(classes)}
-            labels = raw.map(lookup).to_numpy().astype(np.int64)
+        labels, classes = validate.class_ids(raw, line, classes=classes)
 
         rel = df["path"].astype(str).str.strip()
         if (rel == "").any():
@@ -156,6 +150,9 @@ class FrameIndex:
         root = csv_path.parent
         files = tuple((root / uniq[k]).resolve() for k in order)
         first_rows = first_row[order]
+        # Paths resolved: two spellings of one file are the same frame.
+        resolved = np.unique(np.asarray([str(f) for f in files]), return_inverse=True)[1][file_ids]
+        validate.check_unique_rows([resolved, frames], raw.to_numpy(), line, "frame")
 
         shape = dtype = None
         file_frames = np.empty(len(files), np.int64)
