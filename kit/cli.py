@@ -50,6 +50,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 1..65535, or 0 for any free one."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port in 1..65535 (or 0: any free one), got {value}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     try:
         value = int(text)

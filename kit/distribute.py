@@ -513,6 +513,12 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
+def _check_port(port: int) -> None:
+    # TensorFlow keeps the port's low 16 bits: 70000 would quietly serve on 4464.
+    if not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"port must be in 1..65535 (or 0: any free one), got {port!r}")
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port free on ``host`` right now (the OS picks it; bind to it soon)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -548,6 +554,9 @@ def run_dispatcher(*, port: int, work_dir: str | None = None, worker_timeout_s: 
             dispatcher recovers its jobs).
         worker_timeout_s: after how long without a heartbeat a worker counts as lost.
     """
+    _check_port(port)
+    if worker_timeout_s is not None and not worker_timeout_s > 0:
+        raise ValueError(f"worker_timeout_s must be positive, got {worker_timeout_s}")
     import tensorflow as tf
 
     config = tf.data.experimental.service.DispatcherConfig(
@@ -583,6 +592,9 @@ def run_worker(*, dispatcher: str, port: int = 0, host: str | None = None,
     """
     dhost, dport = parse_address(dispatcher)
     host = host or _advertised_host(dhost)
+    _check_port(port)
+    if heartbeat_s is not None and not heartbeat_s > 0:
+        raise ValueError(f"heartbeat_s must be positive, got {heartbeat_s}")
     import tensorflow as tf
 
     config = tf.data.experimental.service.WorkerConfig(
@@ -696,31 +708,31 @@ def run_multiworker(*, workers: Sequence[str], index: int, csv=None, variant: st
 
 
 def register(sub) -> None:
-    from kit.cli import positive_int
+    from kit.cli import non_negative_int, port_number, positive_float, positive_int
 
     service = sub["root"].add_parser(
         "service", help="tf.data service servers (run each in its own process/machine)")
     ssub = service.add_subparsers(dest="server", required=True, parser_class=type(service))
     d = ssub.add_parser("dispatcher", help="start a dispatcher; serves until Ctrl-C/SIGTERM")
-    d.add_argument("--port", type=int, required=True, help="port to listen on (0: any free one)")
+    d.add_argument("--port", type=port_number, required=True, help="port to listen on (0: any free one)")
     d.add_argument("--work-dir", default=None, help="journal folder: a restarted dispatcher recovers")
-    d.add_argument("--worker-timeout-s", type=float, default=None,
+    d.add_argument("--worker-timeout-s", type=positive_float, default=None,
                    help="seconds without heartbeat before a worker counts as lost")
     d.set_defaults(func=lambda a: run_dispatcher(port=a.port, work_dir=a.work_dir,
                                                  worker_timeout_s=a.worker_timeout_s))
     w = ssub.add_parser("worker", help="start a worker; serves until Ctrl-C/SIGTERM")
     w.add_argument("--dispatcher", required=True, help="HOST:PORT of the dispatcher")
-    w.add_argument("--port", type=int, default=0, help="port to listen on (fixed, so a restart "
+    w.add_argument("--port", type=port_number, default=0, help="port to listen on (fixed, so a restart "
                                                        "takes over the same tasks; default any)")
     w.add_argument("--host", default=None, help="name clients reach this worker by")
-    w.add_argument("--heartbeat-s", type=float, default=None, help="seconds between heartbeats")
+    w.add_argument("--heartbeat-s", type=positive_float, default=None, help="seconds between heartbeats")
     w.set_defaults(func=lambda a: run_worker(dispatcher=a.dispatcher, port=a.port, host=a.host,
                                              heartbeat_s=a.heartbeat_s))
 
     m = sub["root"].add_parser(
         "multiworker", help="one worker of a MultiWorkerMirroredStrategy run (start one per machine)")
     m.add_argument("--workers", required=True, help="HOST:PORT,HOST:PORT,... the same list on every worker")
-    m.add_argument("--index", type=int, required=True, help="this worker's position in --workers")
+    m.add_argument("--index", type=non_negative_int, required=True, help="this worker's position in --workers")
     m.add_argument("--csv", default=None, help="spectrogram index CSV (default: the embedded sample)")
     m.add_argument("--variant", default="in_memory", help="tf.data loader variant")
     m.add_argument("--per-replica-batch", type=positive_int, default=8)

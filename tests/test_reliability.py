@@ -493,6 +493,10 @@ def test_temp_folders_of_killed_sample_runs_are_removed(tmp_path):
     (["bench", "timer", "--batch-size", "0"], "--batch-size: must be positive, got 0"),
     (["bench", "spectrogram", "--batches", "0"], "--batches: must be positive, got 0"),
     (["bench", "spectrogram", "--generator-seconds", "-1"], "--generator-seconds: must be a positive number"),
+    (["service", "dispatcher", "--port", "70000"], "--port: must be a port in 1..65535"),
+    (["service", "dispatcher", "--port", "0", "--worker-timeout-s", "-5"], "--worker-timeout-s: must be a positive"),
+    (["service", "worker", "--dispatcher", "localhost:5000", "--port", "-1"], "--port: must be a port in 1..65535"),
+    (["service", "worker", "--dispatcher", "localhost:5000", "--heartbeat-s", "0"], "--heartbeat-s: must be a"),
 ])
 def test_cli_bad_values_get_one_line_and_exit_2(spec, tmp_path, args, says):
     """Item 12: tracebacks and silently altered values become `kit: error:` naming the option, exit 2."""
@@ -632,3 +636,17 @@ def test_nan_or_inf_in_frames_is_an_error_in_convert_and_verify(spec, tmp_path):
     (folder / store.MANIFEST).write_text(json.dumps(meta))
     problems = store.verify(folder)
     assert len(problems) == 1 and "frames.npy: frame 5 holds NaN or inf" in problems[0]
+
+
+def test_service_servers_refuse_ports_and_timeouts_out_of_range():
+    """Item 12 (and 9's port rule): port 70000 served on 4464; negative timeouts were accepted."""
+    from kit import distribute
+
+    with pytest.raises(ValueError, match="port must be in 1..65535"):
+        distribute.run_dispatcher(port=70000)
+    with pytest.raises(ValueError, match="worker_timeout_s must be positive"):
+        distribute.run_dispatcher(port=0, worker_timeout_s=-1)
+    with pytest.raises(ValueError, match="port must be in 1..65535"):
+        distribute.run_worker(dispatcher="localhost:5000", port=-2)
+    with pytest.raises(ValueError, match="heartbeat_s must be positive"):
+        distribute.run_worker(dispatcher="localhost:5000", heartbeat_s=0)
