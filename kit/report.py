@@ -309,6 +309,7 @@ class Entry:
     teaches: str
     status: str = "not run"      # "ok", "failed" or "not run"
     headline: str | None = None
+    headline_table: str | None = None  # the HTML of a headline that is a table
     error: str | None = None
     seconds: float | None = None
     html: str | None = None
@@ -334,20 +335,34 @@ def describe(nb) -> tuple[str, str]:
 
 def headline(nb) -> str | None:
     """The first line of the first text output of the cell tagged ``headline``, if any."""
+    return headline_output(nb)[0]
+
+
+def headline_output(nb) -> tuple[str | None, str | None]:
+    """``(line, table)`` from the first text output of the cell tagged ``headline``.
+
+    ``line`` is that output's first non-empty line. When the output is a table (a
+    DataFrame: several lines of text and an HTML form) ``table`` is its HTML, which the
+    index shows, since a table's first line is only its header.
+    """
     for cell in nb.cells:
         if cell.cell_type != "code" or "headline" not in cell.metadata.get("tags", []):
             continue
         for out in cell.get("outputs", []):
+            table = None
             if out.output_type == "stream" and out.name == "stdout":
                 text = out.text
             elif out.output_type in ("execute_result", "display_data") and "text/plain" in out.get("data", {}):
                 text = out.data["text/plain"]
+                rich = out.data.get("text/html")
+                if rich and "<table" in rich and len(text.strip().splitlines()) > 1:
+                    table = rich
             else:
                 continue
             for line in text.splitlines():
                 if line.strip():
-                    return line.strip()
-    return None
+                    return line.strip(), table
+    return None, None
 
 
 def _fmt_s(s: float) -> str:
@@ -366,7 +381,12 @@ def write_index(entries: list[Entry], out: str | os.PathLike, *, title: str = "k
         name = html.escape(e.title or e.name)
         link = f'<a href="{html.escape(e.html)}">{name}</a>' if e.html else name
         if e.status == "ok":
-            figure = html.escape(e.headline) if e.headline else '<span class="dim">(no headline cell)</span>'
+            if e.headline_table:
+                figure = f'<div class="table">{e.headline_table}</div>'
+            elif e.headline:
+                figure = html.escape(e.headline)
+            else:
+                figure = '<span class="dim">(no headline cell)</span>'
             status = f'<span class="ok">ran in {_fmt_s(e.seconds)}</span>' if e.seconds is not None else "ok"
         elif e.status == "failed":
             figure = f'<span class="bad">FAILED: {html.escape(e.error or "")}</span>'
@@ -388,6 +408,7 @@ body {{ font: 15px/1.45 system-ui, sans-serif; max-width: 1100px; margin: 2em au
 table {{ border-collapse: collapse; width: 100%; }}
 td, th {{ border-bottom: 1px solid #ddd; padding: 8px 10px; vertical-align: top; text-align: left; }}
 .teach {{ color: #555; font-size: 13px; }} .fig {{ font-family: monospace; font-size: 13px; }}
+.table table {{ font-size: 12px; width: auto; }} .table td, .table th {{ padding: 2px 6px; text-align: right; }}
 .ok {{ color: #2a7a2a; }} .bad {{ color: #c9302c; font-weight: bold; }} .dim {{ color: #999; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
@@ -491,8 +512,10 @@ def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike =
             e.status, e.error = "failed", failed
             log(f"        FAILED after {_fmt_s(e.seconds)}: {failed} (see {html_path})")
         else:
-            e.status, e.headline = "ok", headline(nb)
-            log(f"        done in {_fmt_s(e.seconds)}" + (f": {e.headline}" if e.headline else ""))
+            e.status = "ok"
+            e.headline, e.headline_table = headline_output(nb)
+            log(f"        done in {_fmt_s(e.seconds)}"
+                + (f": {e.headline}" if e.headline and not e.headline_table else ""))
         write_index(entries, out)
     write_index(entries, out)
     return entries

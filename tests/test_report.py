@@ -202,3 +202,16 @@ def test_lab_filter_keeps_an_executed_notebook_out_of_git(tmp_path):
     # it through the filter stages nothing: no output can be committed.
     git("add", "-A")
     assert git("status", "--porcelain") == "" and git("diff", "--cached", "--stat") == ""
+
+
+def test_headline_of_a_table_keeps_the_table():
+    table = nbformat.v4.new_output("execute_result", execution_count=1, data={
+        "text/plain": "  variant  examples_per_s\n0  memmap  1234.5\n1  in_memory  2345.6",
+        "text/html": "<table><tr><th>variant</th></tr><tr><td>memmap</td></tr></table>"})
+    line = nbformat.v4.new_output("stream", name="stdout", text="\n7,219 frames/s over 136 frames\nmore\n")
+    untagged = _code("x", outputs=[nbformat.v4.new_output("stream", name="stdout", text="not this\n")])
+    assert report.headline_output(_nb(untagged, _code("df", tags=["headline"], outputs=[table]))) == (
+        "variant  examples_per_s", table.data["text/html"])
+    assert report.headline_output(_nb(untagged, _code("m", tags=["headline"], outputs=[line]))) == (
+        "7,219 frames/s over 136 frames", None)
+    assert report.headline_output(_nb(untagged)) == (None, None)
