@@ -398,7 +398,7 @@ def write_index(entries: list[Entry], out: str | os.PathLike, *, title: str = "k
             figure = '<span class="dim">not run</span>'
             status = '<span class="dim">not run</span>'
         rows.append(f"<tr><td>{link}<div class='teach'>{html.escape(e.teaches)}</div></td>"
-                    f"<td class='fig'>{figure}</td><td>{status}</td></tr>")
+                    f"<td class='fig'>{figure}</td><td style='white-space:nowrap'>{status}</td></tr>")
     page = f"""<!DOCTYPE html>
 <html><head>
 {_MARK}
@@ -414,7 +414,8 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 8px 10px; vertical-align: top;
 <h1>{html.escape(title)}</h1>
 <p>Each notebook was executed headless in this run; the figure beside it is the first output of its
 <code>headline</code> cell, measured in this run. Click a title to read the notebook.</p>
-<table><tr><th>notebook: what it teaches</th><th>headline measured in this run</th><th>status</th></tr>
+<table><tr><th style="width:42%">notebook: what it teaches</th><th>headline measured in this run</th>
+<th style="white-space:nowrap">status</th></tr>
 {chr(10).join(rows)}
 </table>
 {extra}
