@@ -215,3 +215,13 @@ def test_headline_of_a_table_keeps_the_table():
     assert report.headline_output(_nb(untagged, _code("m", tags=["headline"], outputs=[line]))) == (
         "7,219 frames/s over 136 frames", None)
     assert report.headline_output(_nb(untagged)) == (None, None)
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")),
+                         ids=lambda p: p.name)
+def test_every_walkthrough_notebook_tags_one_headline_cell(path):
+    """index.html shows each notebook's headline: the first output of its cell tagged ``headline``."""
+    nb = nbformat.read(path, as_version=4)
+    tagged = [c for c in nb.cells if "headline" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{path.name}: {len(tagged)} cells tagged headline"
+    assert tagged[0].cell_type == "code" and "raises-exception" not in tagged[0].metadata.get("tags", [])
