@@ -503,6 +503,7 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
             f"tf.data service cannot run this pipeline in distributed_epoch mode: {'; '.join(problems)}. "
             "Use a variant that is one splittable source and graph ops only (tfrecord, in_memory), or "
             "move the Python step to a conversion done once (python -m kit convert ...)")
+    check_dispatcher(host, port)  # before the epoch: a missing dispatcher would block silently
     body = body.prefetch(tf.data.AUTOTUNE)  # on the workers
     ds = body.apply(tf.data.experimental.service.distribute(
         processing_mode="distributed_epoch", service=f"grpc://{host}:{port}", job_name=job_name))
@@ -511,6 +512,27 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
     elif n_batches is not None and batch is not None:
         ds = _guard_epoch(ds, (n_batches - 1) * batch + 1, n_batches * batch, on_short=on_short)
     return ds.prefetch(tf.data.AUTOTUNE)
+
+
+#: How long ``check_dispatcher`` waits for a dispatcher to accept a connection: long
+#: enough for a loaded machine or a remote host, short next to an epoch.
+DISPATCHER_TIMEOUT_S = 10.0
+
+
+def check_dispatcher(host: str, port: int, *, timeout_s: float = DISPATCHER_TIMEOUT_S) -> None:
+    """Checks that something listens at the dispatcher's address, waiting at most ``timeout_s``.
+
+    Raises:
+        ValueError: naming the address and why nothing answered.
+    """
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=timeout_s):
+            return
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        raise ValueError(f"no tf.data service dispatcher answers at {host}:{port} ({why}, waited at most "
+                         f"{timeout_s:g} s); start one with: python -m kit service dispatcher --port {port}"
+                         ) from None
 
 
 def _check_port(port: int) -> None:

@@ -650,3 +650,14 @@ def test_service_servers_refuse_ports_and_timeouts_out_of_range():
         distribute.run_worker(dispatcher="localhost:5000", port=-2)
     with pytest.raises(ValueError, match="heartbeat_s must be positive"):
         distribute.run_worker(dispatcher="localhost:5000", heartbeat_s=0)
+
+
+def test_a_service_address_without_a_dispatcher_is_refused_before_the_epoch():
+    """Item 9 (part): service= naming an address where no dispatcher listens blocked silently."""
+    import tensorflow as tf
+
+    from kit import distribute
+
+    port = distribute.free_port()
+    with pytest.raises(ValueError, match=rf"no tf.data service dispatcher answers at 127.0.0.1:{port}"):
+        distribute.through_service(tf.data.Dataset.range(8).batch(4), f"grpc://127.0.0.1:{port}")
