@@ -24,6 +24,7 @@ MODULES = [
     "kit.bench.segmentation",
     "kit.bench.scaling",
     "kit.bench.digest",
+    "kit.bench.compare",
 ]
 
 

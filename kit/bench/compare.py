@@ -1,0 +1,291 @@
+"""``python -m kit bench compare``: the rates an epoch-time comparison needs, in one run.
+
+Two kinds of row, measured in one process:
+
+* ``kind="loader"``: what each loader alone delivers (examples/s), interleaved with
+  ``kit.timing.compare``: every spectrogram variant plus the head's loader over the
+  frozen-backbone feature cache (``kit.features``), and the segmentation variants.
+* ``kind="compute"``: what one training step of each case's model trains per second
+  with its batch already in memory (no loader in the way), at 1 and 2 replicas
+  (``kit.distribute.make_strategy``: GPUs, or the CPU split into logical devices),
+  the configurations interleaved over rounds. ``efficiency`` is the speed-up over one
+  replica divided by the replica count.
+
+Notebook 05 turns these rates into epoch times with ``kit.timing.epoch_table``
+(``configurations`` pairs each loader with its case's model). On logical CPU devices
+the replicas share the same cores: the 2-replica rows check the code path and give
+no estimate of what two GPUs would do.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: The two users' scale (shared/seeds): 1,000,000 frames on 2 GPUs at global batch 256;
+#: 140 steps of batch 3 per epoch with plain Keras on one device.
+USER_SCALE = {
+    "spectrogram": {"examples": 1_000_000, "replicas": 2, "global_batch": 256},
+    "segmentation": {"examples": 420, "replicas": 1, "global_batch": 3},
+}
+#: The model each case trains, and the loader that feeds the head alone.
+MODELS = {
+    "backbone+head": "spectrogram: the frozen YAMNet-sized backbone and a Dense head (kit.models.audio)",
+    "head": "spectrogram: the Dense head alone, fed from the feature cache",
+    "unet": "segmentation: the small U-Net (kit.models.unet)",
+}
+FEATURE_CACHE = "feature_cache"
+
+
+def _spectrogram_loaders(index, *, batch_size, workdir, alpha, log):
+    from kit import features
+    from kit.models import audio
+    from kit.spectrogram import VARIANTS, make_loader
+
+    loaders = {}
+    for v in VARIANTS:  # conversions happen here, before any timing
+        loaders[v] = make_loader(v, index, batch_size=batch_size, shuffle=True, seed=0, workdir=workdir)
+    backbone = audio.backbone(None, input_shape=tuple(index.frame_shape) + (1,), alpha=alpha)
+    t0 = time.perf_counter()
+    cache = features.extract_features(backbone, index, loader="memmap", batch_size=batch_size,
+                                      workdir=workdir, progress=False)
+    log(f"  feature cache: {cache} ({time.perf_counter() - t0:.1f} s)")
+    loaders[FEATURE_CACHE] = features.head_loader(cache, batch_size=batch_size, shuffle=True, seed=0)
+    return loaders, backbone, cache.dim
+
+
+def _segmentation_loaders(index, palette, *, batch_size, variants, workdir):
+    from kit.segmentation import make_loader
+
+    return {v: make_loader(v, index, palette, batch_size=batch_size, shuffle=True, seed=0, workdir=workdir)
+            for v in variants}
+
+
+class _Steps:
+    """One model under one strategy, fed a constant in-memory batch: times ``steps`` steps."""
+
+    def __init__(self, strategy, build, x, y, *, loss=None):
+        import keras
+        import tensorflow as tf
+
+        self.replicas = strategy.num_replicas_in_sync
+        self.global_batch = len(x) * self.replicas
+        reps = (self.replicas,) + (1,) * (x.ndim - 1)
+        xs, ys = np.tile(x, reps), np.tile(y, (self.replicas,) + (1,) * (y.ndim - 1))
+        ds = tf.data.Dataset.from_tensors((xs, ys)).repeat()
+        self.data = strategy.experimental_distribute_dataset(ds)
+        with strategy.scope():
+            self.model = build()
+            self.model.compile(keras.optimizers.SGD(0.01), loss or keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True))
+        self.model.fit(self.data, steps_per_epoch=2, epochs=1, verbose=0)  # trace and warm up
+        self.examples = 0
+        self.seconds = 0.0
+
+        class Ends(keras.callbacks.Callback):
+            def on_train_batch_end(cb, batch, logs=None):
+                cb.times.append(time.perf_counter())
+
+        self._ends = Ends
+
+    def run(self, steps: int) -> None:
+        ends = self._ends()
+        ends.times = []
+        # steps + 1 steps, timed from the end of the first: fit's own set-up is not a step.
+        self.model.fit(self.data, steps_per_epoch=steps + 1, epochs=1, verbose=0, callbacks=[ends])
+        self.seconds += ends.times[-1] - ends.times[0]
+        self.examples += steps * self.global_batch
+
+
+def run(*, fast: bool = False, replicas=(1, 2), rounds: int = 2, spectrogram_csv=None, segmentation_csv=None,
+        alpha: float = 1.0, workdir=None, log=print) -> pd.DataFrame:
+    """Measures the loaders and the models' steps; one row per loader and per (model, replicas).
+
+    Args:
+        fast: the embedded samples, small batches and few steps (a demonstration in
+            seconds, for CI); otherwise the benches' default data at the users' batches.
+        replicas: replica counts of the compute rows (the largest splits the CPU into
+            logical devices when there is no GPU, so call this before TensorFlow starts).
+        rounds: interleaved rounds, loaders and models alike.
+        spectrogram_csv, segmentation_csv: index CSVs instead of the defaults.
+        alpha: the audio backbone's width (1.0: YAMNet's size).
+        workdir: where stores and the feature cache go (the kit cache if None).
+
+    Returns:
+        Rows with ``case``, ``kind`` (``loader``/``compute``), ``variant`` (the loader
+        or the model), ``replicas``, ``devices``, ``batch_size`` (global),
+        ``examples_per_s``, ``per_replica_examples_per_s``, ``efficiency`` (compute
+        rows), ``examples`` and ``basis``.
+    """
+    from kit import distribute, samples, timing
+
+    t_start = time.perf_counter()
+    counts = sorted({int(r) for r in replicas})
+    if not counts or counts[0] < 1:
+        raise ValueError(f"replicas must be positive counts, got {replicas!r}")
+    strategies = {}
+    distribute.make_strategy(counts[-1])  # splits the CPU before anything else starts TensorFlow
+    for r in counts:
+        strategies[r] = distribute.make_strategy(r)
+    devices = "CPU (simulated)" if distribute.is_simulated(strategies[counts[-1]]) else (
+        "GPU" if any("GPU" in d.upper() for d in strategies[counts[-1]].extended.worker_devices) else "CPU")
+
+    from kit.models import audio, unet
+    from kit.segmentation import PairIndex, Palette
+    from kit.spectrogram import FrameIndex
+
+    if fast:
+        spec_csv = spectrogram_csv or samples.embedded("spectrogram")
+        seg_csv = segmentation_csv or samples.embedded("segmentation")
+        spec_batch, seg_batch, num_batches, steps, seg_steps = 16, 2, 4, 3, 1
+        seg_variants = ("sequence", "tfdata_tuned", "class_index")
+    else:
+        from kit.bench import segmentation as seg_bench
+        from kit.bench import spectrogram as spec_bench
+
+        spec_csv = spectrogram_csv or spec_bench.default_data(workdir=workdir)
+        seg_csv = segmentation_csv or seg_bench.default_data(workdir=workdir)
+        spec_batch, seg_batch, num_batches, steps, seg_steps = 256, 3, 20, 10, 3
+        seg_variants = ("sequence", "sequence_workers", "tfdata_naive", "tfdata_tuned", "class_index")
+    spec = FrameIndex.from_csv(spec_csv)
+    seg = PairIndex.from_csv(seg_csv)
+    palette = Palette.from_csv(Path(seg_csv).parent / "class_dict.csv")
+    log(f"spectrogram: {spec_csv} ({len(spec):,} frames); segmentation: {seg_csv} ({len(seg):,} pairs)")
+
+    rows = []
+    # ---- loaders, interleaved (each case's variants in one compare)
+    loaders, backbone, dim = _spectrogram_loaders(spec, batch_size=spec_batch, workdir=workdir, alpha=alpha, log=log)
+    seg_loaders = _segmentation_loaders(seg, palette, batch_size=seg_batch, variants=seg_variants, workdir=workdir)
+    slow = {"generator": 8.0, "pydataset": 8.0, "numpy_function": 8.0, "sequence": 8.0, "sequence_workers": 8.0,
+            "tfdata_naive": 8.0}
+    for case, ls, batch, n in (("spectrogram", loaders, spec_batch, len(spec)),
+                               ("segmentation", seg_loaders, seg_batch, len(seg))):
+        per_round = max(1, min(num_batches, n // batch - 1))  # one warm-up batch, the rest timed
+        log(f"[{time.perf_counter() - t_start:.0f} s] measuring the {case} loaders: {rounds} interleaved rounds of {per_round} batches of {batch} ...")
+        df = timing.compare(ls, num_batches=per_round, warmup=1, rounds=rounds,
+                            max_seconds={k: v for k, v in slow.items() if k in ls})
+        for r in df.itertuples():
+            rows.append({"case": case, "kind": "loader", "variant": r.variant, "replicas": None,
+                         "devices": "host", "batch_size": batch, "examples_per_s": r.examples_per_s,
+                         "per_replica_examples_per_s": None, "efficiency": None, "examples": int(r.examples),
+                         "basis": f"{int(r.examples):,} examples read in {r.batches} batches of {batch} over "
+                                  f"{rounds} interleaved rounds"})
+
+    # ---- compute: each model's step with its batch in memory, per replica count, interleaved
+    rng = np.random.default_rng(0)
+    frame = tuple(spec.frame_shape) + (1,)
+    per_replica_spec = max(1, spec_batch // counts[-1]) if fast else USER_SCALE["spectrogram"]["global_batch"] // 2
+    x_frames = rng.standard_normal((per_replica_spec,) + frame).astype(np.float32)
+    y_spec = rng.integers(0, spec.num_classes, per_replica_spec)
+    x_emb = rng.standard_normal((per_replica_spec, dim)).astype(np.float32)
+    # Fast mode times the U-Net on 128x128 crops and scales to 512x512 by pixel count (a
+    # convolution's cost is per pixel); the full run measures 512x512 itself.
+    size = 128 if fast else 512
+    x_img = rng.random((seg_batch, size, size, 3), dtype=np.float32)
+    n_classes_seg = len(palette.names)
+    y_img = rng.integers(0, n_classes_seg, (seg_batch, size, size))
+
+    def spec_model(head_only):
+        def build():
+            head = audio.head(spec.num_classes, embedding_dim=dim, seed=0)
+            if head_only:
+                return head
+            bb = audio.backbone(None, input_shape=frame, alpha=alpha)
+            return audio.transfer_model(bb, head)
+        return build
+
+    from kit.models.unet import segmentation_loss
+
+    log(f"[{time.perf_counter() - t_start:.0f} s] building and tracing the models under each replica count ...")
+    jobs = {}
+    for r in counts:
+        if r == counts[0] or not fast:  # fast mode: the backbone at one count (its tracing is the slow part)
+            jobs[("spectrogram", "backbone+head", r)] = (_Steps(strategies[r], spec_model(False), x_frames, y_spec),
+                                                         steps)
+        jobs[("spectrogram", "head", r)] = (_Steps(strategies[r], spec_model(True), x_emb, y_spec), 10 * steps)
+    # The segmentation user trained with plain Keras on one device: one replica.
+    jobs[("segmentation", "unet", 1)] = (_Steps(strategies.get(1) or distribute.make_strategy(1),
+                                                lambda: unet.unet(n_classes_seg, input_shape=(size, size, 3)),
+                                                x_img, y_img, loss=segmentation_loss()), seg_steps)
+    log(f"[{time.perf_counter() - t_start:.0f} s] measuring {len(jobs)} model configurations, {rounds} interleaved rounds ...")
+    for k in range(rounds):
+        order = list(jobs)
+        order = order[k % len(order):] + order[:k % len(order)]  # rotate the order each round
+        for key in order:
+            job, n_steps = jobs[key]
+            job.run(n_steps)
+    one = {}
+    for (case, model, r), (job, n_steps) in jobs.items():
+        rate = job.examples / job.seconds if job.seconds > 0 else math.inf
+        scaled = ""
+        if case == "segmentation" and size != 512:
+            rate *= (size / 512) ** 2
+            scaled = f", measured at {size}x{size} and scaled to 512x512 by pixel count"
+        if r == counts[0]:
+            one[(case, model)] = rate / r
+        base = one.get((case, model))
+        rows.append({"case": case, "kind": "compute", "variant": model, "replicas": r,
+                     "devices": devices,
+                     "batch_size": job.global_batch, "examples_per_s": rate,
+                     "per_replica_examples_per_s": rate / r,
+                     "efficiency": (rate / r) / base if base else None, "examples": job.examples,
+                     "basis": f"{job.examples:,} examples trained in {rounds} rounds of {n_steps} steps of "
+                              f"{job.global_batch} (in-memory batch, {r} replica(s), {devices}{scaled})"})
+    return pd.DataFrame(rows)
+
+
+def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> pd.DataFrame:
+    """Pairs each loader with its case's model: the input of ``kit.timing.epoch_table``.
+
+    Args:
+        rates: rows of one ``run`` (``kind`` loader and compute), e.g. one machine's
+            latest from ``kit.results.latest(ledger, "compare")``.
+        efficiency: the scaling efficiency to assume; None takes the measured one at
+            the largest replica count (clipped to 1).
+
+    Returns:
+        One row per loader: ``case``, ``variant``, ``model``, ``loader_rate``,
+        ``compute_rate`` (per replica, one replica's measurement), ``efficiency``,
+        ``loader_basis``, ``compute_basis``.
+    """
+    loaders = rates[rates["kind"] == "loader"]
+    compute = rates[rates["kind"] == "compute"]
+    out = []
+    for r in loaders.itertuples():
+        model = "unet" if r.case == "segmentation" else ("head" if r.variant == FEATURE_CACHE else "backbone+head")
+        c = compute[(compute["case"] == r.case) & (compute["variant"] == model)].sort_values("replicas")
+        if c.empty:
+            continue
+        eff = efficiency
+        if eff is None:
+            e = c.iloc[-1]["efficiency"]
+            eff = 1.0 if e is None or not np.isfinite(e) else float(min(1.0, e))
+        out.append({"case": r.case, "variant": r.variant, "model": model, "loader_rate": r.examples_per_s,
+                    "compute_rate": float(c.iloc[0]["per_replica_examples_per_s"]), "efficiency": eff,
+                    "loader_basis": r.basis, "compute_basis": c.iloc[0]["basis"]})
+    return pd.DataFrame(out)
+
+
+def register(bench_sub) -> None:
+    p = bench_sub.add_parser("compare", help="loader rates and model step rates (1 vs 2 replicas) for epoch times")
+    p.add_argument("--fast", action="store_true", help="the embedded samples, seconds in all")
+    p.add_argument("--replicas", default="1,2", help="comma-separated replica counts of the compute rows")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--alpha", type=float, default=1.0, help="audio backbone width (1.0: YAMNet's size)")
+    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
+    p.set_defaults(func=_main)
+
+
+def _main(args) -> int:
+    from kit.bench import print_table, result
+    from kit.cli import write_json
+
+    counts = [int(t) for t in args.replicas.split(",") if t.strip()]
+    df = run(fast=args.fast, replicas=counts, rounds=args.rounds, alpha=args.alpha)
+    print_table(df, ["case", "kind", "variant", "replicas", "batch_size", "examples_per_s", "efficiency"])
+    write_json(args.json, result("compare", df, fast=args.fast))
+    return 0
