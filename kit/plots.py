@@ -38,6 +38,8 @@ def throughput(df: pd.DataFrame, *, title: str = "Loader throughput", log: bool 
                  labels={"examples_per_s": "examples / s", "variant": ""})
     fig.update_traces(textposition="outside", cliponaxis=False)
     fig.update_layout(height=120 + 45 * len(d), margin=dict(l=10, r=40, t=50, b=40))
+    if log:
+        fig.update_xaxes(**log_ticks("/s"))
     return fig
 
 
@@ -51,6 +53,7 @@ def epoch_time(df: pd.DataFrame, column: str, *, title: str | None = None) -> go
                  labels={column: "seconds per epoch", "variant": ""})
     fig.update_traces(textposition="outside", cliponaxis=False)
     fig.update_layout(height=120 + 45 * len(d), margin=dict(l=10, r=60, t=50, b=40))
+    fig.update_xaxes(**log_ticks("s"))
     return fig
 
 
@@ -59,8 +62,9 @@ def latency(samples: dict[str, list[float]], *, title: str = "Batch latency") ->
     fig = go.Figure()
     for name, values in samples.items():
         fig.add_trace(go.Box(x=values, name=name, boxpoints=False))
-    fig.update_layout(title=title, xaxis_title="ms between batches", xaxis_type="log",
+    fig.update_layout(title=title, xaxis_title="ms between batches",
                       showlegend=False, height=120 + 45 * len(samples))
+    fig.update_xaxes(**log_ticks("ms"))
     return fig
 
 
@@ -82,30 +86,9 @@ def input_share(epochs: pd.DataFrame, *, title: str = "Share of each epoch spent
     fig = px.bar(epochs, x="epoch", y=epochs["input_share"] * 100, title=title,
                  labels={"y": "% of step time waiting for input"}, text_auto=".0f")
     fig.update_yaxes(range=[0, 100])
+    fig.update_xaxes(**integer_ticks())
     fig.update_layout(height=350)
     return fig
-
-
-def interactive(fig_by_option: dict[str, go.Figure], *, description: str = "view"):
-    """A dropdown over several static figures (ipywidgets), for JupyterLab.
-
-    The figures themselves stay ordinary plotly figures, so a headless run and the
-    HTML export still show the first one; the widget is a layer on top.
-    """
-    import ipywidgets as widgets
-
-    names = list(fig_by_option)
-    out = widgets.Output()
-    choice = widgets.Dropdown(options=names, value=names[0], description=description)
-
-    def show(name):
-        out.clear_output(wait=True)
-        with out:
-            fig_by_option[name].show()
-
-    choice.observe(lambda change: show(change["new"]), names="value")
-    show(names[0])
-    return widgets.VBox([choice, out])
 
 
 def stage_costs(df: pd.DataFrame, *, title: str = "What one pair costs, stage by stage (one core)") -> go.Figure:
@@ -173,8 +156,8 @@ def scaling(df: pd.DataFrame, *, title: str = "Training throughput against repli
                                  mode="lines", name=f"{variant}: linear", line=dict(color=colour, dash="dot")))
         fig.add_trace(go.Scatter(x=d["replicas"], y=d["input_examples_per_s"], mode="lines",
                                  name=f"{variant}: loader alone", line=dict(color=colour, dash="dash")))
-    fig.update_layout(title=title, xaxis_title="replicas", yaxis_title="examples / s", yaxis_type="log",
-                      height=420)
+    fig.update_layout(title=title, xaxis_title="replicas", yaxis_title="examples / s", height=420)
+    fig.update_yaxes(**log_ticks("/s"))
     fig.update_xaxes(tickmode="array", tickvals=sorted(df["replicas"].unique()))
     return fig
 
@@ -196,4 +179,480 @@ def gains(df: pd.DataFrame, *, title: str = "What the doctor expected, and what 
     fig.update_traces(textposition="outside", cliponaxis=False)
     fig.update_layout(height=160 + 70 * len(df), margin=dict(l=10, r=60, t=50, b=40),
                       legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+# --------------------------------------------------------------------------- axes
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _power_label(k: int, unit: str) -> str:
+    """1, 10, 100, 1,000, 10,000 then 10⁵ ...; 0.1, 0.01, 0.001 then 10⁻⁴ (with the unit)."""
+    if 0 <= k <= 4:
+        text = f"{10 ** k:,}"
+    elif -3 <= k < 0:
+        text = f"{10.0 ** k:.{-k}f}"
+    else:
+        text = "10" + str(k).translate(_SUPERSCRIPT)
+    return f"{text}{unit}" if unit.startswith("/") else f"{text} {unit}".strip()
+
+
+def log_ticks(unit: str = "", *, low: int = -4, high: int = 12) -> dict:
+    """Axis settings for a log axis: a labelled tick at each power of ten only, with the unit.
+
+    No minor labels ("2", "5" between decades): ``tickvals`` fixes the ticks, so only
+    the powers of ten inside the visible range show. Spread into ``update_xaxes`` or
+    ``update_yaxes``.
+    """
+    ks = range(low, high + 1)
+    return dict(type="log", tickmode="array", tickvals=[10.0 ** k for k in ks],
+                ticktext=[_power_label(k, unit) for k in ks], minor=dict(showgrid=False, ticks=""))
+
+
+def integer_ticks() -> dict:
+    """Axis settings for counts (epochs, replicas, steps): integer ticks only."""
+    return dict(tickmode="linear", tick0=0, dtick=1, tickformat="d")
+
+
+# --------------------------------------------------------------------------- epoch-time comparison
+
+
+CASE_UNITS = {"spectrogram": "frames", "segmentation": "pairs"}
+_BOUND_COLOURS = {"input": "#d62728", "compute": "#1f77b4"}
+
+
+def _epoch_text(t: pd.DataFrame) -> list[str]:
+    return [f"{_fmt_duration(s)} ({b}-bound)" for s, b in zip(t["epoch_s"], t["bound"])]
+
+
+def epoch_comparison(table: pd.DataFrame, *, title: str = "Projected epoch time per configuration") -> go.Figure:
+    """Bars of projected epoch time per configuration, one panel per case, coloured by
+    what bounds it (input or compute): ``kit.timing.epoch_table`` rows at one scale per case.
+
+    Args:
+        table: ``epoch_table`` rows with ``case``, ``variant``, ``examples``, ``replicas``,
+            ``epoch_s`` and ``bound``.
+    """
+    from plotly.subplots import make_subplots
+
+    cases = list(dict.fromkeys(table["case"]))
+    titles = []
+    for case in cases:
+        d = table[table["case"] == case].iloc[0]
+        titles.append(f"{case}: {int(d['examples']):,} {CASE_UNITS.get(case, 'examples')}, "
+                      f"{int(d['replicas'])} replica(s)")
+    heights = [max(2, (table["case"] == c).sum()) for c in cases]
+    fig = make_subplots(rows=len(cases), cols=1, subplot_titles=titles, row_heights=heights,
+                        vertical_spacing=0.12 if len(cases) > 1 else 0.0)
+    shown = set()
+    for i, case in enumerate(cases, start=1):
+        d = table[table["case"] == case].sort_values("epoch_s", ascending=False)
+        for bound in ("input", "compute"):
+            b = d[d["bound"] == bound]
+            fig.add_trace(go.Bar(x=b["epoch_s"], y=b["variant"], orientation="h", name=f"{bound}-bound",
+                                 marker_color=_BOUND_COLOURS[bound], text=_epoch_text(b), textposition="outside",
+                                 cliponaxis=False, legendgroup=bound, showlegend=bound not in shown),
+                          row=i, col=1)
+            shown.add(bound)
+        fig.update_yaxes(categoryorder="array", categoryarray=list(d["variant"]), row=i, col=1)
+    fig.update_xaxes(**log_ticks("s"), title_text="seconds per epoch")
+    fig.update_layout(title=title, barmode="overlay", height=140 + 42 * len(table),
+                      margin=dict(l=10, r=120, t=80, b=40), legend=dict(orientation="h", y=-0.08))
+    return fig
+
+
+def epoch_vs_replicas(table: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Epoch time against replicas, one line per loader: where each line goes flat is
+    that loader's ceiling (the dotted line: the loader alone, ``examples / loader_rate``).
+
+    Args:
+        table: ``epoch_table`` rows of one case at one ``examples``, several ``replicas``.
+    """
+    fig = go.Figure()
+    palette = px.colors.qualitative.Plotly
+    examples = int(table["examples"].iloc[0])
+    for i, (variant, d) in enumerate(table.sort_values("replicas").groupby("variant", sort=False)):
+        colour = palette[i % len(palette)]
+        fig.add_trace(go.Scatter(x=d["replicas"], y=d["epoch_s"], mode="lines+markers", name=variant,
+                                 line=dict(color=colour), legendgroup=variant,
+                                 text=[f"{variant}, {r} replica(s): {_fmt_duration(s)}, {b}-bound"
+                                       for r, s, b in zip(d["replicas"], d["epoch_s"], d["bound"])],
+                                 hoverinfo="text"))
+        ceiling = examples / float(d["loader_rate"].iloc[0])
+        fig.add_trace(go.Scatter(x=[d["replicas"].min(), d["replicas"].max()], y=[ceiling, ceiling], mode="lines",
+                                 line=dict(color=colour, dash="dot", width=1), legendgroup=variant,
+                                 showlegend=False, hoverinfo="text",
+                                 text=f"{variant} alone: {_fmt_duration(ceiling)}"))
+    case = table["case"].iloc[0] if "case" in table.columns else ""
+    fig.update_layout(title=title or f"{case}: epoch of {examples:,} examples against replicas "
+                                     "(dotted: the loader alone, the floor no replica count passes)",
+                      xaxis_title="replicas", yaxis_title="seconds per epoch", height=450)
+    fig.update_yaxes(**log_ticks("s"))
+    fig.update_xaxes(**integer_ticks())
+    return fig
+
+
+def machines(rates: pd.DataFrame, *, examples: int = 1_000_000, title: str | None = None) -> go.Figure:
+    """Machine against machine: the epoch time each loader alone allows, per machine.
+
+    Args:
+        rates: loader rows (``variant``, ``examples_per_s``, ``machine_label``) of
+            several machines, e.g. each machine's latest bench from ``kit.results``.
+        examples: the epoch to project to.
+    """
+    d = rates.assign(epoch_s=examples / rates["examples_per_s"])
+    fig = go.Figure()
+    for label, m in d.groupby("machine_label", sort=False):
+        fig.add_trace(go.Bar(x=m["epoch_s"], y=m["variant"], orientation="h", name=label,
+                             text=[_fmt_duration(s) for s in m["epoch_s"]], textposition="outside",
+                             cliponaxis=False))
+    fig.update_layout(title=title or f"The loader alone, machine against machine: epoch of {examples:,} examples",
+                      barmode="group", height=160 + 30 * len(d), legend=dict(orientation="h", y=-0.15),
+                      margin=dict(l=10, r=100, t=60, b=40))
+    fig.update_xaxes(**log_ticks("s"), title_text="seconds per epoch")
+    return fig
+
+
+# --------------------------------------------------------------------------- live and static explorers
+
+
+def headless() -> bool:
+    """True unless a live Jupyter front end (JupyterLab or Notebook 7, through jupyter-server)
+    runs this kernel. Headless runs (nbclient, nbconvert, ``kit.report``, plain Python)
+    get static figures: a widget there shows nothing in the saved notebook or the HTML.
+    ``KIT_WIDGETS=1`` / ``0`` forces either way."""
+    import os
+
+    force = os.environ.get("KIT_WIDGETS")
+    if force in ("0", "1"):
+        return force == "0"
+    return "JPY_SESSION_NAME" not in os.environ  # jupyter-server sets it for the kernels it starts
+
+
+class _Shown:
+    """Shows ``live()`` (widgets) in a live front end, ``static()`` (a plain figure) otherwise."""
+
+    def live(self):
+        raise NotImplementedError
+
+    def static(self) -> go.Figure:
+        raise NotImplementedError
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.static() if headless() else self.live())
+
+
+class Choice(_Shown):
+    """A dropdown over several figures: see ``interactive``."""
+
+    def __init__(self, fig_by_option: dict[str, go.Figure], description: str):
+        if not fig_by_option:
+            raise ValueError("interactive needs at least one figure")
+        self.figures = dict(fig_by_option)
+        self.description = description
+        self._widget = None
+
+    def live(self):
+        import ipywidgets as widgets
+
+        if self._widget is None:
+            names = list(self.figures)
+            self.figure = go.FigureWidget(self.figures[names[0]])
+            self.dropdown = widgets.Dropdown(options=names, value=names[0], description=self.description)
+            self.dropdown.observe(lambda change: self.select(change["new"]), names="value")
+            self._widget = widgets.VBox([self.dropdown, self.figure])
+        return self._widget
+
+    def select(self, name: str) -> None:
+        """Shows figure ``name`` in the live figure, in place."""
+        self.live()
+        new = self.figures[name]
+        with self.figure.batch_update():
+            self.figure.data = []
+            self.figure.add_traces(list(new.data))
+            self.figure.layout = new.layout
+
+    def static(self) -> go.Figure:
+        """All figures in one, a plotly dropdown switching between them (works offline)."""
+        names = list(self.figures)
+        fig = go.Figure(self.figures[names[0]])
+        fig.data = []
+        spans, start = [], 0
+        for name in names:
+            traces = list(self.figures[name].data)
+            fig.add_traces(traces)
+            spans.append((start, start + len(traces)))
+            start += len(traces)
+        n = start
+        buttons = []
+        for name, (a, b) in zip(names, spans):
+            layout = self.figures[name].layout.to_plotly_json()
+            layout.pop("template", None)
+            layout.pop("updatemenus", None)
+            buttons.append(dict(label=name, method="update",
+                                args=[{"visible": [a <= i < b for i in range(n)]}, layout]))
+        for i, trace in enumerate(fig.data):
+            trace.visible = spans[0][0] <= i < spans[0][1]
+        fig.update_layout(updatemenus=[dict(buttons=buttons, direction="down", x=1, xanchor="right", y=1.15,
+                                            yanchor="top", showactive=True)])
+        return fig
+
+
+def interactive(fig_by_option: dict[str, go.Figure], *, description: str = "view") -> Choice:
+    """A dropdown over several figures.
+
+    In JupyterLab: an ipywidgets dropdown over a ``FigureWidget`` that switches in
+    place. In a headless run (nbclient, ``kit.report``, nbconvert) it finishes at once
+    and leaves one static figure holding all of them, with plotly's own dropdown, so
+    the saved notebook and its HTML show every option offline.
+    """
+    return Choice(fig_by_option, description)
+
+
+class EpochExplorer(_Shown):
+    """Live controls over the epoch-time model, drawn in one ``FigureWidget`` updated in place.
+
+    Controls: dataset size (log slider, 1e3 to 1e8 examples), replicas (1 to 8), the
+    model's compute rate per device (the measured one, or "my step takes N ms at batch
+    B"), scaling efficiency, loaders (multi-select) and case. Under the figure a line
+    states the regime of the current configuration (the first selected loader) and the
+    best single next change (another loader, or another replica count) with its gain.
+
+    ``update()`` is the path every control calls; tests call it directly.
+
+    Args:
+        configs: ``kit.bench.compare.configurations`` rows: ``case``, ``variant``,
+            ``loader_rate``, ``compute_rate`` (per replica), ``efficiency`` and the bases.
+        scale: per case, ``{"examples", "replicas"}`` to start from (the users' scale).
+    """
+
+    MAX_REPLICAS = 8
+
+    def __init__(self, configs: pd.DataFrame, *, scale: dict | None = None):
+        if configs.empty:
+            raise ValueError("EpochExplorer needs at least one configuration")
+        self.configs = configs.reset_index(drop=True)
+        self.scale = scale or {}
+        self.cases = list(dict.fromkeys(self.configs["case"]))
+        case = self.cases[0]
+        start = self.scale.get(case, {})
+        self.state = {"case": case, "examples": int(start.get("examples", 1_000_000)),
+                      "replicas": int(start.get("replicas", 1)), "step_ms": None, "step_batch": 128,
+                      "efficiency": float(self._rows(case)["efficiency"].iloc[0]),
+                      "loaders": tuple(self._rows(case)["variant"])}
+        self._widget = None
+        self.figure = None
+        self.message = ""
+
+    # the model -------------------------------------------------------------
+    def _rows(self, case: str) -> pd.DataFrame:
+        return self.configs[self.configs["case"] == case]
+
+    def compute_rate(self) -> float | None:
+        """The per-replica compute rate typed in ("N ms at batch B"), or None: the measured one."""
+        from kit.timing import compute_rate_from_step
+
+        s = self.state
+        return compute_rate_from_step(s["step_ms"], s["step_batch"]) if s["step_ms"] else None
+
+    def table(self) -> pd.DataFrame:
+        """The epoch table of the selected loaders at the current settings (1 to 8 replicas)."""
+        from kit.timing import epoch_table
+
+        s = self.state
+        rows = self._rows(s["case"])
+        rows = rows[rows["variant"].isin(s["loaders"])]
+        return epoch_table(rows, examples=s["examples"], replicas=range(1, self.MAX_REPLICAS + 1),
+                           compute_rate=self.compute_rate(), efficiency=s["efficiency"])
+
+    def summary(self, table: pd.DataFrame) -> str:
+        """The regime of the current configuration and the best next change."""
+        from kit.timing import best_next_change, epoch_estimate
+
+        s = self.state
+        if table.empty:
+            return "select at least one loader"
+        current_variant = s["loaders"][0]
+        at = table[(table["variant"] == current_variant) & (table["replicas"] == s["replicas"])]
+        cur = at.iloc[0]
+        e = epoch_estimate(int(cur["examples"]), loader_rate=cur["loader_rate"], compute_rate=cur["compute_rate"],
+                           replicas=int(cur["replicas"]), efficiency=float(cur["efficiency"]))
+        # One change at a time: another loader at these replicas, or these loaders at another count.
+        options = table[(table["replicas"] == s["replicas"]) | (table["variant"] == current_variant)]
+        best = best_next_change(options, at.index[0])
+        regime = ("input-bound: more GPUs will not help" if e.bound == "input" else "compute-bound")
+        text = (f"{current_variant}, {s['replicas']} replica(s): {_fmt_duration(e.seconds)} per epoch of "
+                f"{s['examples']:,}; {regime}")
+        if best:
+            text += (f". Best next change: {best['change']}, {_fmt_duration(best['to_s'])} "
+                     f"({best['gain']:,.1f}x faster)")
+        else:
+            text += ". Nothing selected is faster"
+        return text
+
+    def update(self, **changes) -> None:
+        """Applies control values (``case``, ``examples``, ``replicas``, ``step_ms``,
+        ``step_batch``, ``efficiency``, ``loaders``) and redraws the figure in place."""
+        unknown = set(changes) - set(self.state)
+        if unknown:
+            raise ValueError(f"unknown control(s) {sorted(unknown)}; known: {sorted(self.state)}")
+        if "case" in changes and changes["case"] != self.state["case"]:
+            case = changes["case"]
+            if case not in self.cases:
+                raise ValueError(f"case must be one of {self.cases}, got {case!r}")
+            start = self.scale.get(case, {})
+            self.state.update(examples=int(start.get("examples", self.state["examples"])),
+                              replicas=int(start.get("replicas", 1)),
+                              loaders=tuple(self._rows(case)["variant"]),
+                              efficiency=float(self._rows(case)["efficiency"].iloc[0]))
+        self.state.update(changes)
+        self.state["loaders"] = tuple(v for v in self._rows(self.state["case"])["variant"]
+                                      if v in self.state["loaders"])
+        t = self.table()
+        self.message = self.summary(t)
+        at = t[t["replicas"] == self.state["replicas"]].sort_values("epoch_s", ascending=False)
+        fig = self._figure()
+        with fig.batch_update():
+            bar = fig.data[0]
+            bar.x = list(at["epoch_s"])
+            bar.y = list(at["variant"])
+            bar.text = _epoch_text(at)
+            bar.marker.color = [_BOUND_COLOURS[b] for b in at["bound"]]
+            fig.layout.title.text = (f"{self.state['case']}: epoch of {self.state['examples']:,} "
+                                     f"{CASE_UNITS.get(self.state['case'], 'examples')}, "
+                                     f"{self.state['replicas']} replica(s)")
+            fig.layout.height = 160 + 45 * max(1, len(at))
+        if self._widget is not None:
+            self._text.value = f"<b>{self.message}</b>"
+            self._sync_controls()
+
+    # drawing ---------------------------------------------------------------
+    def _figure(self) -> go.Figure:
+        if self.figure is None:
+            self.figure = go.FigureWidget(go.Bar(orientation="h", textposition="outside", cliponaxis=False))
+            self.figure.update_xaxes(**log_ticks("s"), title_text="seconds per epoch (red: input-bound)")
+            self.figure.update_layout(margin=dict(l=10, r=140, t=50, b=40))
+        return self.figure
+
+    def _sync_controls(self) -> None:
+        c, s = self._controls, self.state
+        self._syncing = True
+        try:
+            c["case"].value = s["case"]
+            c["loaders"].options = list(self._rows(s["case"])["variant"])
+            c["loaders"].value = s["loaders"]
+            c["examples"].value = s["examples"]
+            c["replicas"].value = s["replicas"]
+            c["efficiency"].value = s["efficiency"]
+        finally:
+            self._syncing = False
+
+    def live(self):
+        import ipywidgets as widgets
+
+        if self._widget is not None:
+            return self._widget
+        s = self.state
+        self._syncing = False
+        c = self._controls = {
+            "case": widgets.Dropdown(options=self.cases, value=s["case"], description="case"),
+            "examples": widgets.FloatLogSlider(value=s["examples"], base=10, min=3, max=8, step=0.25,
+                                               description="examples", readout_format=",.0f",
+                                               continuous_update=False),
+            "replicas": widgets.IntSlider(value=s["replicas"], min=1, max=self.MAX_REPLICAS, description="replicas",
+                                          continuous_update=False),
+            "efficiency": widgets.FloatSlider(value=s["efficiency"], min=0.3, max=1.0, step=0.05,
+                                              description="efficiency", continuous_update=False),
+            "step_ms": widgets.FloatText(value=0.0, description="my step, ms",
+                                         tooltip="0: the measured compute rate"),
+            "step_batch": widgets.IntText(value=s["step_batch"], description="at batch"),
+            "loaders": widgets.SelectMultiple(options=list(self._rows(s["case"])["variant"]), value=s["loaders"],
+                                              description="loaders", rows=7),
+        }
+
+        def on(name, convert):
+            def handler(change):
+                if not self._syncing:
+                    self.update(**{name: convert(change["new"])})
+            c[name].observe(handler, names="value")
+
+        on("case", str)
+        on("examples", lambda v: int(round(v)))
+        on("replicas", int)
+        on("efficiency", float)
+        on("step_ms", lambda v: float(v) if v and v > 0 else None)
+        on("step_batch", lambda v: max(1, int(v)))
+        on("loaders", tuple)
+        self._text = widgets.HTML()
+        box = widgets.VBox([
+            widgets.HBox([c["case"], c["examples"], c["replicas"]]),
+            widgets.HBox([c["efficiency"], c["step_ms"], c["step_batch"]]),
+            widgets.HBox([c["loaders"], self._figure()]),
+            self._text,
+        ])
+        self._widget = box
+        self.update()
+        return box
+
+    def static(self) -> go.Figure:
+        """The same exploration without a kernel: see ``epoch_explorer_static``."""
+        s = self.state
+        return epoch_explorer_static(self._rows(s["case"])[lambda d: d["variant"].isin(s["loaders"])],
+                                     examples=s["examples"], replicas=s["replicas"],
+                                     compute_rate=self.compute_rate(), efficiency=s["efficiency"])
+
+
+def epoch_explorer(configs: pd.DataFrame, *, scale: dict | None = None) -> EpochExplorer:
+    """Live controls over projected epoch times (see ``EpochExplorer``); static when headless."""
+    ex = EpochExplorer(configs, scale=scale)
+    ex.update()
+    return ex
+
+
+def epoch_explorer_static(configs: pd.DataFrame, *, examples: int, replicas: int = 1, compute_rate=None,
+                          efficiency: float | None = None, title: str | None = None) -> go.Figure:
+    """Projected epoch time per loader with plotly's own controls, for the HTML export.
+
+    A slider sets the dataset size (1e3 to 1e8 examples, and ``examples``), a dropdown
+    the replicas (1 to 8); every value is precomputed into the figure, so the page
+    stays interactive offline with no kernel. ``configs`` rows are of one case.
+    """
+    from kit.timing import epoch_table
+
+    if configs.empty:
+        raise ValueError("epoch_explorer_static needs at least one configuration")
+    case = configs["case"].iloc[0] if "case" in configs.columns else ""
+    sizes = sorted({int(round(10 ** (k / 2))) for k in range(6, 17)} | {int(examples)})
+    counts = list(range(1, EpochExplorer.MAX_REPLICAS + 1))
+    eff = efficiency if efficiency is not None else "efficiency"
+    t = epoch_table(configs, examples=sizes, replicas=counts, compute_rate=compute_rate, efficiency=eff)
+    order = list(t[(t["examples"] == examples) & (t["replicas"] == replicas)]
+                 .sort_values("epoch_s", ascending=False)["variant"])
+    fig = go.Figure()
+    for r in counts:  # one trace per replica count; the dropdown shows one
+        d = t[(t["replicas"] == r) & (t["examples"] == examples)].set_index("variant").loc[order]
+        fig.add_trace(go.Bar(x=d["epoch_s"], y=order, orientation="h", visible=r == replicas,
+                             name=f"{r} replica(s)", text=_epoch_text(d), textposition="outside", cliponaxis=False,
+                             marker_color=[_BOUND_COLOURS[b] for b in d["bound"]]))
+    steps = []
+    for n in sizes:  # each step restyles every trace, so the dropdown's choice stays
+        per = [t[(t["replicas"] == r) & (t["examples"] == n)].set_index("variant").loc[order] for r in counts]
+        steps.append(dict(method="restyle", label=f"{n:,}",
+                          args=[{"x": [list(d["epoch_s"]) for d in per], "text": [_epoch_text(d) for d in per],
+                                 "marker.color": [[_BOUND_COLOURS[b] for b in d["bound"]] for d in per]}]))
+    unit = CASE_UNITS.get(case, "examples")
+    fig.update_layout(
+        title=title or f"{case}: projected epoch time per loader (red: input-bound, blue: compute-bound)",
+        sliders=[dict(active=sizes.index(int(examples)), steps=steps, currentvalue=dict(prefix=f"{unit} per epoch: "),
+                      pad=dict(t=50))],
+        updatemenus=[dict(buttons=[dict(label=f"{r} replica(s)", method="update",
+                                        args=[{"visible": [q == r for q in counts]}]) for r in counts],
+                          active=counts.index(replicas), direction="down", x=1, xanchor="right", y=1.18,
+                          yanchor="top")],
+        height=260 + 40 * len(order), margin=dict(l=10, r=140, t=90, b=40), showlegend=False)
+    fig.update_xaxes(**log_ticks("s"), title_text="seconds per epoch")
     return fig

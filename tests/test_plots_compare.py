@@ -1,0 +1,156 @@
+"""kit.plots for notebook 05: the epoch figures, the live explorer's update path, the static
+twins, headless display, and the axes (powers of ten with units, integer epochs)."""
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from kit import plots, timing
+
+SCALE = {"spectrogram": {"examples": 1_000_000, "replicas": 2},
+         "segmentation": {"examples": 420, "replicas": 1}}
+
+
+def _configs():
+    return pd.DataFrame({
+        "case": ["spectrogram"] * 3 + ["segmentation"] * 2,
+        "variant": ["generator", "memmap", "feature_cache", "sequence", "class_index"],
+        "loader_rate": [7.0, 300_000.0, 200_000.0, 17.0, 3000.0],
+        "compute_rate": [2560.0, 2560.0, 80_000.0, 5.0, 5.0],
+        "efficiency": [1.0] * 5, "loader_basis": "l", "compute_basis": "c"})
+
+
+def test_explorer_starts_at_the_users_scale_and_states_the_regime():
+    ex = plots.epoch_explorer(_configs(), scale=SCALE)
+    bar = ex.figure.data[0]
+    # 1e6 frames, 2 replicas: generator 1e6/7; memmap 1e6/5120; feature cache 1e6/160000.
+    assert list(bar.y) == ["generator", "memmap", "feature_cache"]
+    assert list(bar.x) == pytest.approx([1e6 / 7, 1e6 / 5120, 1e6 / 160_000])
+    assert list(bar.marker.color) == [plots._BOUND_COLOURS["input"]] + [plots._BOUND_COLOURS["compute"]] * 2
+    assert "input-bound: more GPUs will not help" in ex.message
+    assert "Best next change: loader generator -> feature_cache" in ex.message
+    assert "22,857.1x faster" in ex.message  # (1e6/7) / 6.25 s
+
+
+def test_explorer_update_path_changes_the_figure_in_place():
+    ex = plots.epoch_explorer(_configs(), scale=SCALE)
+    fig = ex.figure
+    ex.update(examples=1000, loaders=("memmap",))
+    assert ex.figure is fig  # the same FigureWidget, redrawn
+    assert list(fig.data[0].y) == ["memmap"] and fig.data[0].x[0] == pytest.approx(1000 / 5120)
+    assert "compute-bound" in ex.message and "replicas 2 -> 8" in ex.message
+    ex.update(step_ms=10.0, step_batch=100)  # "my step takes 10 ms at batch 100": 10,000/s per replica
+    assert fig.data[0].x[0] == pytest.approx(1000 / 20_000)
+    ex.update(case="segmentation")
+    assert list(fig.data[0].y) == ["sequence", "class_index"]
+    assert "420 pairs, 1 replica(s)" in fig.layout.title.text
+    with pytest.raises(ValueError, match="unknown control"):
+        ex.update(colour="red")
+    with pytest.raises(ValueError, match="case must be one of"):
+        ex.update(case="video")
+
+
+def test_explorer_widgets_drive_the_same_update():
+    ex = plots.epoch_explorer(_configs(), scale=SCALE)
+    box = ex.live()
+    assert box is ex.live()  # built once
+    before = list(ex.figure.data[0].x)
+    ex._controls["examples"].value = 1e8  # what moving the slider does
+    assert ex.state["examples"] == 100_000_000
+    assert list(ex.figure.data[0].x) == pytest.approx([100 * x for x in before])
+    ex._controls["replicas"].value = 8
+    assert "8 replica(s)" in ex._text.value
+    ex._controls["case"].value = "segmentation"
+    assert ex._controls["loaders"].value == ("sequence", "class_index")
+
+
+def test_static_explorer_precomputes_every_slider_and_dropdown_value():
+    spec = _configs()[lambda d: d["case"] == "spectrogram"]
+    fig = plots.epoch_explorer_static(spec, examples=1_000_000, replicas=2)
+    slider = fig.layout.sliders[0]
+    labels = [s.label for s in slider.steps]
+    assert labels[0] == "1,000" and labels[-1] == "100,000,000" and "1,000,000" in labels
+    assert labels[slider.active] == "1,000,000"
+    assert len(fig.data) == 8 and [t.visible for t in fig.data].count(True) == 1 and fig.data[1].visible
+    # A slider step sets each replica trace's x to examples / min(loader, r x compute).
+    step = slider.steps[labels.index("1,000")]
+    xs = step.args[0]["x"]
+    assert len(xs) == 8
+    assert xs[0] == pytest.approx([1000 / 7, 1000 / 2560, 1000 / 80_000])
+    assert xs[7] == pytest.approx([1000 / 7, 1000 / (8 * 2560), 1000 / 200_000])
+    menu = fig.layout.updatemenus[0]
+    assert menu.active == 1 and menu.buttons[3].args[0]["visible"] == [r == 4 for r in range(1, 9)]
+
+
+def test_headless_display_is_a_static_figure(monkeypatch):
+    from IPython.core.formatters import DisplayFormatter  # noqa: F401  (IPython is a dependency)
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.delenv("KIT_WIDGETS", raising=False)
+    assert plots.headless()
+    ex = plots.epoch_explorer(_configs(), scale=SCALE)
+    ex._ipython_display_()
+    choice = plots.interactive({"a": go.Figure(go.Bar(y=[1])), "b": go.Figure(go.Scatter(y=[2]))})
+    choice._ipython_display_()
+    assert all(type(o) is go.Figure for o in shown) and len(shown) == 2
+    assert shown[0].layout.sliders and shown[1].layout.updatemenus
+    monkeypatch.setenv("JPY_SESSION_NAME", "/x/05_compare_epoch_times.ipynb")  # what jupyter-server sets
+    assert not plots.headless()
+    ex._ipython_display_()
+    assert type(shown[-1]).__name__ == "VBox"
+    monkeypatch.setenv("KIT_WIDGETS", "0")
+    assert plots.headless()
+
+
+def test_interactive_static_twin_switches_with_plotly_dropdown():
+    a = go.Figure(go.Bar(y=[1, 2]), layout=dict(title="A"))
+    b = go.Figure([go.Scatter(y=[2]), go.Scatter(y=[3])], layout=dict(title="B"))
+    c = plots.interactive({"a": a, "b": b})
+    s = c.static()
+    assert [t.visible for t in s.data] == [True, False, False]
+    buttons = s.layout.updatemenus[0].buttons
+    assert buttons[1].args[0]["visible"] == [False, True, True] and buttons[1].args[1]["title"]["text"] == "B"
+    c.live()
+    c.select("b")
+    assert len(c.figure.data) == 2 and c.figure.layout.title.text == "B"
+
+
+def test_epoch_comparison_and_replicas_figures():
+    t = pd.concat([timing.epoch_table(_configs()[lambda d: d["case"] == case], examples=s["examples"],
+                                      replicas=s["replicas"]) for case, s in SCALE.items()])
+    fig = plots.epoch_comparison(t)
+    xs = sorted(x for tr in fig.data for x in tr.x)
+    assert xs == pytest.approx(sorted(t["epoch_s"]))
+    assert {tr.name for tr in fig.data} == {"input-bound", "compute-bound"}
+    spec = timing.epoch_table(_configs()[lambda d: d["case"] == "spectrogram"], examples=1_000_000,
+                              replicas=range(1, 9))
+    fig = plots.epoch_vs_replicas(spec)
+    gen = [tr for tr in fig.data if tr.name == "generator"][0]
+    assert list(gen.y) == pytest.approx([1e6 / 7] * 8)  # flat: the loader is the ceiling
+    assert fig.layout.xaxis.dtick == 1 and fig.layout.xaxis.tickformat == "d"
+
+
+def test_machines_figure_groups_by_machine():
+    rates = pd.DataFrame({"variant": ["memmap", "memmap"], "examples_per_s": [1e5, 1e6],
+                          "machine_label": ["laptop", "server"]})
+    fig = plots.machines(rates, examples=1_000_000)
+    assert [tr.name for tr in fig.data] == ["laptop", "server"]
+    assert [tr.x[0] for tr in fig.data] == pytest.approx([10.0, 1.0])
+
+
+def test_log_axes_label_powers_of_ten_only_with_units():
+    ax = plots.log_ticks("s")
+    vals = np.log10(ax["tickvals"])
+    assert np.allclose(vals, np.round(vals))  # only powers of ten: no minor labels
+    labels = dict(zip(np.round(vals).astype(int), ax["ticktext"]))
+    assert labels[0] == "1 s" and labels[2] == "100 s" and labels[3] == "1,000 s" and labels[-1] == "0.1 s"
+    assert labels[6] == "10⁶ s"
+    assert plots._power_label(3, "/s") == "1,000/s"
+    df = pd.DataFrame({"variant": ["a", "b"], "examples_per_s": [10.0, 1e5], "epoch_s_1000": [100.0, 0.01]})
+    for fig in (plots.throughput(df), plots.epoch_time(df, "epoch_s_1000"), plots.latency({"a": [1.0, 30.0]})):
+        assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == ax["tickvals"]
+    epochs = pd.DataFrame({"epoch": [0, 1, 2], "input_share": [0.5, 0.6, 0.7]})
+    assert plots.input_share(epochs).layout.xaxis.dtick == 1
