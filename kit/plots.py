@@ -257,7 +257,8 @@ def epoch_comparison(table: pd.DataFrame, *, title: str = "Projected epoch time 
                           row=i, col=1)
             shown.add(bound)
         fig.update_yaxes(categoryorder="array", categoryarray=list(d["variant"]), row=i, col=1)
-    fig.update_xaxes(**log_ticks("s"), title_text="seconds per epoch")
+    fig.update_xaxes(**log_ticks("s"))
+    fig.update_xaxes(title_text="seconds per epoch", row=len(cases), col=1)  # under the last panel only
     fig.update_layout(title=title, barmode="overlay", height=140 + 42 * len(table),
                       margin=dict(l=10, r=120, t=80, b=40), legend=dict(orientation="h", y=-0.08))
     return fig
@@ -561,15 +562,16 @@ class EpochExplorer(_Shown):
         c = self._controls = {
             "case": widgets.Dropdown(options=self.cases, value=s["case"], description="case"),
             "examples": widgets.FloatLogSlider(value=s["examples"], base=10, min=3, max=8, step=0.25,
-                                               description="examples", readout_format=",.0f",
+                                               description="examples", readout_format=".3~s",
                                                continuous_update=False),
             "replicas": widgets.IntSlider(value=s["replicas"], min=1, max=self.MAX_REPLICAS, description="replicas",
                                           continuous_update=False),
             "efficiency": widgets.FloatSlider(value=s["efficiency"], min=0.3, max=1.0, step=0.05,
                                               description="efficiency", continuous_update=False),
-            "step_ms": widgets.FloatText(value=0.0, description="my step, ms",
-                                         tooltip="0: the measured compute rate"),
-            "step_batch": widgets.IntText(value=s["step_batch"], description="at batch"),
+            "step_ms": widgets.FloatText(value=0.0, description="my step (ms, 0: measured)",
+                                         style={"description_width": "initial"}),
+            "step_batch": widgets.IntText(value=s["step_batch"], description="at batch",
+                                          style={"description_width": "initial"}),
             "loaders": widgets.SelectMultiple(options=list(self._rows(s["case"])["variant"]), value=s["loaders"],
                                               description="loaders", rows=7),
         }

@@ -1,0 +1,224 @@
+"""Notebook 05 in a real browser: JupyterLab (live widgets) and the exported HTML (plotly's own controls).
+
+Headless Chromium from Debian's ``chromium`` package, driven by Playwright for Python launched with
+``executable_path`` (no browser is ever downloaded). ``make test`` installs the package when it runs as
+root; elsewhere these tests are skipped with the command that enables them. Screenshots go to
+``reports/browser/``. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "05_compare_epoch_times.ipynb"
+SHOTS = ROOT / "reports" / "browser"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+#: Bounds of the waits (seconds). The notebook's fast mode measures for about a minute on 2 idle cores.
+LAB_START_S, RUN_ALL_S, UPDATE_S = 90, 600, 60
+
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # pragma: no cover - depends on the environment
+    sync_playwright = None
+
+pytestmark = [
+    pytest.mark.skipif(sync_playwright is None,
+                       reason="Playwright for Python is missing: pip install -e '.[dev]' (never `playwright install`)"),
+    pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                       reason="no chromium: run `apt-get install -y chromium` (make test does it when run as root)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab on 127.0.0.1 with a token, serving a copy of notebook 05 (autosave never touches the repo)."""
+    work = tmp_path / "lab"
+    work.mkdir()
+    shutil.copy(NOTEBOOK, work / NOTEBOOK.name)
+    port, token = _free_port(), os.urandom(16).hex()
+    env = {**os.environ, "KIT_FAST": "1", "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+           "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = open(tmp_path / "lab.log", "w")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + LAB_START_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=5) as r:
+                    json.load(r)
+                break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.flush()
+                    pytest.fail(f"JupyterLab did not start within {LAB_START_S} s:\n"
+                                + (tmp_path / "lab.log").read_text()[-3000:])
+                time.sleep(0.5)
+        # Without the token the server refuses: the login is on.
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"{url}/api/contents", timeout=5)
+        yield {"url": url, "token": token, "work": work}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+_ERRORS_JS = """() => {
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  const errors = [];
+  for (const cell of nb.model.cells) {
+    if (cell.type !== 'code') continue;
+    for (let i = 0; i < cell.outputs.length; i++) {
+      const o = cell.outputs.get(i).toJSON();
+      if (o.output_type === 'error') errors.push(o.ename + ': ' + o.evalue);
+    }
+  }
+  return errors;
+}"""
+
+_ALL_RUN_JS = """() => {
+  const nb = window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.content;
+  if (!nb || !nb.model) return false;
+  const code = Array.from(nb.model.cells).filter(c => c.type === 'code');
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  return code.length > 0 && code.every(c => c.executionCount !== null) && kernel.status === 'idle';
+}"""
+
+_EXPLORER_X_JS = """() => {
+  const gd = document.querySelector('.widget-vbox .js-plotly-plot');
+  return gd && gd.data && gd.data.length ? Array.from(gd.data[0].x) : null;
+}"""
+
+
+def test_notebook_05_in_jupyterlab_slider_updates_the_figure(lab, browser):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(UPDATE_S * 1000)
+    page.goto(f"{lab['url']}/lab/tree/{NOTEBOOK.name}?token={lab['token']}")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext.session"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
+                           timeout=LAB_START_S * 1000)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(_ALL_RUN_JS, timeout=RUN_ALL_S * 1000, polling=1000)
+    assert page.evaluate(_ERRORS_JS) == []
+    assert page.locator(".jp-OutputArea-output:has-text('Traceback')").count() == 0
+
+    # The live explorer: a FigureWidget inside the widgets' box, with its slider.
+    page.wait_for_function(f"() => ({_EXPLORER_X_JS})() !== null", timeout=UPDATE_S * 1000)
+    box = page.locator(".widget-vbox").filter(has=page.locator(".js-plotly-plot")).first
+    box.scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)  # let plotly finish drawing before the picture
+    box.screenshot(path=str(SHOTS / "lab_05_explorer_before.png"))
+    before = page.evaluate(_EXPLORER_X_JS)
+    text_before = box.locator(".widget-html").inner_text()
+
+    slider = box.locator(".widget-slider").filter(has_text="examples").first
+    handle = slider.locator(".noUi-handle").first
+    hb = handle.bounding_box()
+    page.mouse.move(hb["x"] + hb["width"] / 2, hb["y"] + hb["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(hb["x"] + hb["width"] / 2 + 60, hb["y"] + hb["height"] / 2, steps=8)
+    page.mouse.up()
+    page.wait_for_function(f"(before) => JSON.stringify(({_EXPLORER_X_JS})()) !== JSON.stringify(before)",
+                           arg=before, timeout=UPDATE_S * 1000)
+    after = page.evaluate(_EXPLORER_X_JS)
+    page.wait_for_timeout(1000)
+    box.screenshot(path=str(SHOTS / "lab_05_explorer_after.png"))
+    page.screenshot(path=str(SHOTS / "lab_05_page.png"), full_page=True)
+    assert len(after) == len(before) and all(a > b for a, b in zip(after, before))  # a larger dataset
+    assert box.locator(".widget-html").inner_text() != text_before
+    assert page.evaluate(_ERRORS_JS) == []
+
+
+def test_exported_html_of_05_keeps_its_plotly_slider_offline(tmp_path, browser):
+    from kit import report
+
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    shutil.copy(NOTEBOOK, src / NOTEBOOK.name)
+    out = tmp_path / "reports"
+    html = report.run_notebooks(src, out, fast=True)[0]
+    assert html.name == "05_compare_epoch_times.html"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(UPDATE_S * 1000)
+    blocked = []
+
+    def offline(route):  # anything but the file itself is refused: the page must work offline
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", offline)
+    page.goto(html.as_uri())
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .slider-container').length > 0",
+                           timeout=UPDATE_S * 1000)
+    gd = page.locator(".js-plotly-plot").filter(has=page.locator(".slider-container")).first
+    gd.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    gd.screenshot(path=str(SHOTS / "html_05_static_before.png"))
+    # _fullData: what plotly drew (gd.data may still hold the figure's base64-packed arrays).
+    read = ("(gd) => ({x: Array.from(gd._fullData.find(t => t.visible === true).x),"
+            " active: gd.layout.sliders[0].active})")
+    before = gd.evaluate(read)
+    assert len(before["x"]) > 0
+    rail = gd.locator(".slider-rail-touch-rect").first
+    rb = rail.bounding_box()
+    page.mouse.click(rb["x"] + 5, rb["y"] + rb["height"] / 2)  # the rail's left end: 1,000 examples
+    page.wait_for_function("(args) => { const gd = document.querySelectorAll('.js-plotly-plot')[args.i];"
+                           " return gd.layout.sliders[0].active !== args.active; }",
+                           arg={"i": gd.evaluate("(gd) => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                                                 ".indexOf(gd)"), "active": before["active"]},
+                           timeout=UPDATE_S * 1000)
+    page.wait_for_timeout(500)
+    after = gd.evaluate(read)
+    gd.screenshot(path=str(SHOTS / "html_05_static_after.png"))
+    page.screenshot(path=str(SHOTS / "html_05_page.png"), full_page=True)
+    assert after["active"] == 0
+    assert len(after["x"]) == len(before["x"]) and all(a < b for a, b in zip(after["x"], before["x"]))
+    assert page.locator(".jp-OutputArea-output:has-text('Traceback')").count() == 0
+    # Plotly.js came from the file, not the network.
+    assert page.evaluate("() => typeof window.Plotly") == "object"
