@@ -562,7 +562,7 @@ class EpochExplorer(_Shown):
         c = self._controls = {
             "case": widgets.Dropdown(options=self.cases, value=s["case"], description="case"),
             "examples": widgets.FloatLogSlider(value=s["examples"], base=10, min=3, max=8, step=0.25,
-                                               description="examples", readout_format=".3~s",
+                                               description="examples", readout_format=".3s",
                                                continuous_update=False),
             "replicas": widgets.IntSlider(value=s["replicas"], min=1, max=self.MAX_REPLICAS, description="replicas",
                                           continuous_update=False),
