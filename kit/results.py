@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import platform
 import uuid
 import warnings
 from datetime import datetime, timezone
@@ -34,6 +35,40 @@ import pandas as pd
 DEFAULT_PATH = Path("reports") / "results.jsonl"
 #: Keys every ledger row carries; a line without them is not a ledger row.
 REQUIRED = ("bench", "run_id", "time", "machine")
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def this_machine() -> dict:
+    """What the figures were measured on: host, CPU model and cores, GPUs, versions."""
+    info = {
+        "host": platform.node(),
+        "cpu_model": _cpu_model(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+    }
+    try:
+        import tensorflow as tf
+
+        info["tensorflow"] = tf.__version__
+        gpus = tf.config.list_physical_devices("GPU")
+        info["gpus"] = [d.name for d in gpus]
+        info["gpu_names"] = [tf.config.experimental.get_device_details(d).get("device_name", d.name)
+                             for d in gpus]
+    except ImportError:
+        pass
+    return info
 
 
 def ledger_path() -> Path:
@@ -94,7 +129,7 @@ def append(rows: pd.DataFrame | Iterable[Mapping], *, bench: str, machine: Mappi
     Args:
         rows: the bench's table (a DataFrame) or its rows as mappings.
         bench: the bench's name (``"spectrogram"``, ``"scaling"``, ...).
-        machine: what it was measured on (``kit.bench.machine()``; computed if None).
+        machine: what it was measured on (``this_machine()`` if None).
         run_id: one id shared by the run's rows (a fresh one if None).
         extra: run-level fields copied into each row where the row has no such key
             (the bench JSON's extras, like ``batch_size``).
@@ -106,9 +141,7 @@ def append(rows: pd.DataFrame | Iterable[Mapping], *, bench: str, machine: Mappi
     if isinstance(rows, pd.DataFrame):
         rows = rows.to_dict(orient="records")
     if machine is None:
-        from kit.bench import machine as _machine
-
-        machine = _machine()
+        machine = this_machine()
     file = Path(file) if file is not None else ledger_path()
     run_id = run_id or new_run_id()
     now = _utc_now()

@@ -84,7 +84,6 @@ def test_static_explorer_precomputes_every_slider_and_dropdown_value():
 
 
 def test_headless_display_is_a_static_figure(monkeypatch):
-    from IPython.core.formatters import DisplayFormatter  # noqa: F401  (IPython is a dependency)
 
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import importlib
 import os
-import platform
 from pathlib import Path
 
 import pandas as pd
+
+from kit.results import this_machine as machine  # what benches record; lives with the ledger
 
 #: bench modules, each with ``register(bench_subparsers)``.
 MODULES = [
@@ -26,40 +27,6 @@ MODULES = [
     "kit.bench.digest",
     "kit.bench.compare",
 ]
-
-
-def _cpu_model() -> str | None:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
-def machine() -> dict:
-    """What the figures were measured on: host, CPU model and cores, GPUs, versions."""
-    info = {
-        "host": platform.node(),
-        "cpu_model": _cpu_model(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-    }
-    try:
-        import tensorflow as tf
-
-        info["tensorflow"] = tf.__version__
-        gpus = tf.config.list_physical_devices("GPU")
-        info["gpus"] = [d.name for d in gpus]
-        info["gpu_names"] = [tf.config.experimental.get_device_details(d).get("device_name", d.name)
-                             for d in gpus]
-    except ImportError:
-        pass
-    return info
 
 
 def cached_data(name: str, build, *, workdir=None):
