@@ -533,8 +533,8 @@ class EpochExplorer(_Shown):
 
     # drawing ---------------------------------------------------------------
     def _figure(self) -> go.Figure:
-        if self.figure is None:
-            self.figure = go.FigureWidget(go.Bar(orientation="h", textposition="outside", cliponaxis=False))
+        if self.figure is None:  # a plain figure until ``live()`` turns it into a FigureWidget
+            self.figure = go.Figure(go.Bar(orientation="h", textposition="outside", cliponaxis=False))
             self.figure.update_xaxes(**log_ticks("s"), title_text="seconds per epoch (red: input-bound)")
             self.figure.update_layout(margin=dict(l=10, r=140, t=50, b=40))
         return self.figure
@@ -589,15 +589,19 @@ class EpochExplorer(_Shown):
         on("step_ms", lambda v: float(v) if v and v > 0 else None)
         on("step_batch", lambda v: max(1, int(v)))
         on("loaders", tuple)
-        self._text = widgets.HTML()
+        self.update()  # the current state drawn into the plain figure ...
+        # ... which the FigureWidget starts from: its first state travels with the widget itself.
+        # (Updates sent before the browser has loaded the widget's code can be lost; these are
+        # only the later ones, from the controls.)
+        self.figure = go.FigureWidget(self.figure)
+        self._text = widgets.HTML(f"<b>{self.message}</b>")
         box = widgets.VBox([
             widgets.HBox([c["case"], c["examples"], c["replicas"]]),
             widgets.HBox([c["efficiency"], c["step_ms"], c["step_batch"]]),
-            widgets.HBox([c["loaders"], self._figure()]),
+            widgets.HBox([c["loaders"], self.figure]),
             self._text,
         ])
         self._widget = box
-        self.update()
         return box
 
     def static(self) -> go.Figure:

@@ -132,6 +132,14 @@ def test_notebook_05_in_jupyterlab_slider_updates_the_figure(lab, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(UPDATE_S * 1000)
+    try:
+        _drive_lab(page, lab)
+    except Exception:
+        page.screenshot(path=str(SHOTS / "lab_05_failure.png"), full_page=True)  # what the page showed
+        raise
+
+
+def _drive_lab(page, lab):
     page.goto(f"{lab['url']}/lab/tree/{NOTEBOOK.name}?token={lab['token']}")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && window.jupyterapp.shell.currentWidget.sessionContext"
@@ -144,8 +152,11 @@ def test_notebook_05_in_jupyterlab_slider_updates_the_figure(lab, browser):
     assert page.evaluate(_ERRORS_JS) == []
     assert page.locator(".jp-OutputArea-output:has-text('Traceback')").count() == 0
 
-    # The live explorer: a FigureWidget inside the widgets' box, with its slider.
-    page.wait_for_function(f"() => ({_EXPLORER_X_JS})() !== null", timeout=UPDATE_S * 1000)
+    # The live explorer: a FigureWidget inside the widgets' box, with its slider. JupyterLab may
+    # render cells lazily: bring the explorer's cell into view first.
+    cell = page.locator(".jp-CodeCell").filter(has_text="plots.epoch_explorer(configs").first
+    cell.scroll_into_view_if_needed()
+    page.wait_for_function(f"() => ({_EXPLORER_X_JS})() !== null", timeout=2 * UPDATE_S * 1000)
     box = page.locator(".widget-vbox").filter(has=page.locator(".js-plotly-plot")).first
     box.scroll_into_view_if_needed()
     page.wait_for_timeout(1000)  # let plotly finish drawing before the picture

@@ -53,8 +53,12 @@ def test_explorer_update_path_changes_the_figure_in_place():
 
 def test_explorer_widgets_drive_the_same_update():
     ex = plots.epoch_explorer(_configs(), scale=SCALE)
+    drawn = list(ex.figure.data[0].x)
     box = ex.live()
     assert box is ex.live()  # built once
+    # The FigureWidget starts from the drawn state (it travels with the widget, not as a later update).
+    assert isinstance(ex.figure, go.FigureWidget) and list(ex.figure.data[0].x) == drawn
+    assert ex.figure in box.children[2].children and "Best next change" in ex._text.value
     before = list(ex.figure.data[0].x)
     ex._controls["examples"].value = 1e8  # what moving the slider does
     assert ex.state["examples"] == 100_000_000
@@ -153,3 +157,47 @@ def test_log_axes_label_powers_of_ten_only_with_units():
         assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == ax["tickvals"]
     epochs = pd.DataFrame({"epoch": [0, 1, 2], "input_share": [0.5, 0.6, 0.7]})
     assert plots.input_share(epochs).layout.xaxis.dtick == 1
+
+
+def _rates():
+    rows = [
+        {"case": "spectrogram", "kind": "loader", "variant": "generator", "examples_per_s": 7.0, "basis": "g"},
+        {"case": "spectrogram", "kind": "loader", "variant": "feature_cache", "examples_per_s": 2e5, "basis": "f"},
+        {"case": "segmentation", "kind": "loader", "variant": "sequence", "examples_per_s": 17.0, "basis": "s"},
+    ]
+    for model, rate in (("backbone+head", 300.0), ("head", 80_000.0)):
+        rows.append({"case": "spectrogram", "kind": "compute", "variant": model, "replicas": 1,
+                     "per_replica_examples_per_s": rate, "efficiency": 1.0, "basis": f"{model} x1"})
+        rows.append({"case": "spectrogram", "kind": "compute", "variant": model, "replicas": 2,
+                     "per_replica_examples_per_s": rate * 0.8, "efficiency": 0.8, "basis": f"{model} x2"})
+    rows.append({"case": "segmentation", "kind": "compute", "variant": "unet", "replicas": 1,
+                 "per_replica_examples_per_s": 5.0, "efficiency": 1.0, "basis": "unet"})
+    return pd.DataFrame(rows)
+
+
+def test_configurations_pair_each_loader_with_its_cases_model():
+    from kit.bench import compare
+
+    c = compare.configurations(_rates()).set_index("variant")
+    assert c.loc["generator", "model"] == "backbone+head" and c.loc["generator", "compute_rate"] == 300.0
+    assert c.loc["feature_cache", "model"] == "head" and c.loc["feature_cache", "compute_rate"] == 80_000.0
+    assert c.loc["generator", "efficiency"] == 0.8  # measured at the largest replica count
+    assert c.loc["sequence", "model"] == "unet" and c.loc["sequence", "efficiency"] == 1.0
+    assert c.loc["generator", "loader_basis"] == "g" and c.loc["generator", "compute_basis"] == "backbone+head x1"
+    assert (compare.configurations(_rates(), efficiency=0.5)["efficiency"] == 0.5).all()
+
+
+def test_saved_comparison_skips_fast_runs_and_other_machines(tmp_path):
+    from kit import results
+    from kit.bench import compare
+
+    ledger = tmp_path / "results.jsonl"
+    here = {"host": "here", "cpus": 2}
+    results.append(_rates(), bench="compare", machine=here, run_id="full", extra={"fast": False}, file=ledger)
+    results.append(_rates(), bench="compare", machine=here, run_id="quick", extra={"fast": True}, file=ledger)
+    results.append(_rates(), bench="compare", machine={"host": "there"}, run_id="other", file=ledger)
+    df = results.load(ledger)
+    got = compare.saved(df, results.machine_label(here))
+    assert set(got["run_id"]) == {"full"} and len(got) == len(_rates())
+    assert compare.saved(df.iloc[:0]).empty
+    assert compare.saved(df, "nobody").empty

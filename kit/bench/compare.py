@@ -68,7 +68,7 @@ def _segmentation_loaders(index, palette, *, batch_size, variants, workdir):
 class _Steps:
     """One model under one strategy, fed a constant in-memory batch: times ``steps`` steps."""
 
-    def __init__(self, strategy, build, x, y, *, loss=None):
+    def __init__(self, strategy, build, x, y, *, loss=None, warmup: int = 2):
         import keras
         import tensorflow as tf
 
@@ -82,7 +82,7 @@ class _Steps:
             self.model = build()
             self.model.compile(keras.optimizers.SGD(0.01), loss or keras.losses.SparseCategoricalCrossentropy(
                 from_logits=True))
-        self.model.fit(self.data, steps_per_epoch=2, epochs=1, verbose=0)  # trace and warm up
+        self.model.fit(self.data, steps_per_epoch=warmup, epochs=1, verbose=0)  # trace and warm up
         self.examples = 0
         self.seconds = 0.0
 
@@ -182,9 +182,10 @@ def run(*, fast: bool = False, replicas=(1, 2), rounds: int = 2, spectrogram_csv
     x_frames = rng.standard_normal((per_replica_spec,) + frame).astype(np.float32)
     y_spec = rng.integers(0, spec.num_classes, per_replica_spec)
     x_emb = rng.standard_normal((per_replica_spec, dim)).astype(np.float32)
-    # Fast mode times the U-Net on 128x128 crops and scales to 512x512 by pixel count (a
-    # convolution's cost is per pixel); the full run measures 512x512 itself.
-    size = 128 if fast else 512
+    # The U-Net is timed on 128x128 (fast) or 256x256 crops and scaled to the users' 512x512 by
+    # pixel count (a convolution's cost is per pixel): one 512x512 step of batch 3 takes tens of
+    # seconds on 2 CPU cores, too long for the demo. The basis of the row says so.
+    size = 128 if fast else 256
     x_img = rng.random((seg_batch, size, size, 3), dtype=np.float32)
     n_classes_seg = len(palette.names)
     y_img = rng.integers(0, n_classes_seg, (seg_batch, size, size))
@@ -210,7 +211,7 @@ def run(*, fast: bool = False, replicas=(1, 2), rounds: int = 2, spectrogram_csv
     # The segmentation user trained with plain Keras on one device: one replica.
     jobs[("segmentation", "unet", 1)] = (_Steps(strategies.get(1) or distribute.make_strategy(1),
                                                 lambda: unet.unet(n_classes_seg, input_shape=(size, size, 3)),
-                                                x_img, y_img, loss=segmentation_loss()), seg_steps)
+                                                x_img, y_img, loss=segmentation_loss(), warmup=1), seg_steps)
     log(f"[{time.perf_counter() - t_start:.0f} s] measuring {len(jobs)} model configurations, {rounds} interleaved rounds ...")
     for k in range(rounds):
         order = list(jobs)
@@ -236,6 +237,19 @@ def run(*, fast: bool = False, replicas=(1, 2), rounds: int = 2, spectrogram_csv
                      "basis": f"{job.examples:,} examples trained in {rounds} rounds of {n_steps} steps of "
                               f"{job.global_batch} (in-memory batch, {r} replica(s), {devices}{scaled})"})
     return pd.DataFrame(rows)
+
+
+def saved(ledger: pd.DataFrame, machine_label: str | None = None) -> pd.DataFrame:
+    """The latest full (not ``--fast``) comparison in a ledger (``kit.results.load``),
+    from the machine ``machine_label`` (None: the latest of each machine); empty when none."""
+    from kit import results
+
+    d = ledger[ledger["bench"] == "compare"] if "bench" in ledger.columns else ledger.iloc[:0]
+    if "fast" in d.columns:
+        d = d[~d["fast"].eq(True)]
+    if machine_label is not None:
+        d = d[d["machine_label"] == machine_label]
+    return results.latest(d, "compare") if not d.empty else d
 
 
 def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> pd.DataFrame:
