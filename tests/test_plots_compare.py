@@ -201,3 +201,27 @@ def test_saved_comparison_skips_fast_runs_and_other_machines(tmp_path):
     assert set(got["run_id"]) == {"full"} and len(got) == len(_rates())
     assert compare.saved(df.iloc[:0]).empty
     assert compare.saved(df, "nobody").empty
+
+
+def test_widgets_in_a_headless_run_leave_static_figures(tmp_path):
+    """Issue 15: ``plots.interactive`` once made a headless run wait out the cell timeout and saved
+    no figure. Run headless (as ``kit.report`` does), each widget leaves a plotly figure at once."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from kit import report
+
+    nb = new_notebook(cells=[
+        new_code_cell("import pandas as pd, plotly.graph_objects as go\nfrom kit import plots"),
+        new_code_cell("plots.interactive({'a': go.Figure(go.Bar(y=[1, 2])), 'b': go.Figure(go.Bar(y=[2, 1]))})"),
+        new_code_cell("plots.epoch_explorer(pd.DataFrame({'case': ['spectrogram'], 'variant': ['memmap'],"
+                      " 'loader_rate': [1e5], 'compute_rate': [1e3], 'efficiency': [1.0]}))"),
+    ])
+    path = tmp_path / "widgets.ipynb"
+    nbformat.write(nb, path)
+    done = report.execute(path, timeout=120)  # a widget waiting on a front end would time out here
+    for cell in done.cells[1:]:
+        kinds = [k for o in cell.outputs for k in o.get("data", {})]
+        assert "application/vnd.plotly.v1+json" in kinds, cell.source
+        assert "application/vnd.jupyter.widget-view+json" not in kinds
+        assert not [o for o in cell.outputs if o.output_type == "error"]
