@@ -332,6 +332,21 @@ def headless() -> bool:
     return "JPY_SESSION_NAME" not in os.environ  # jupyter-server sets it for the kernels it starts
 
 
+def _push(widget) -> None:
+    """Sends a FigureWidget's whole figure to the browser, where it redraws in place.
+
+    plotly 6+ builds FigureWidget on anywidget, and the figure it was built with (or
+    changed to before the browser drew it) may never reach the browser: the plot stays
+    empty (plotly/plotly.py#4998; seen here in JupyterLab 4.6 with plotly 7.1). Sending
+    the state explicitly makes the browser's copy match, and its change handler redraws.
+    """
+    from copy import deepcopy
+
+    widget._widget_data = deepcopy(widget._data)
+    widget._widget_layout = deepcopy(widget._layout_obj._props)
+    widget.send_state(["_widget_data", "_widget_layout"])
+
+
 class _Shown:
     """Shows ``live()`` (widgets) in a live front end, ``static()`` (a plain figure) otherwise."""
 
@@ -363,6 +378,7 @@ class Choice(_Shown):
         if self._widget is None:
             names = list(self.figures)
             self.figure = go.FigureWidget(self.figures[names[0]])
+            _push(self.figure)
             self.dropdown = widgets.Dropdown(options=names, value=names[0], description=self.description)
             self.dropdown.observe(lambda change: self.select(change["new"]), names="value")
             self._widget = widgets.VBox([self.dropdown, self.figure])
@@ -376,6 +392,7 @@ class Choice(_Shown):
             self.figure.data = []
             self.figure.add_traces(list(new.data))
             self.figure.layout = new.layout
+        _push(self.figure)
 
     def static(self) -> go.Figure:
         """All figures in one, a plotly dropdown switching between them (works offline)."""
@@ -528,6 +545,7 @@ class EpochExplorer(_Shown):
                                      f"{self.state['replicas']} replica(s)")
             fig.layout.height = 160 + 45 * max(1, len(at))
         if self._widget is not None:
+            _push(fig)
             self._text.value = f"<b>{self.message}</b>"
             self._sync_controls()
 
@@ -594,6 +612,7 @@ class EpochExplorer(_Shown):
         # (Updates sent before the browser has loaded the widget's code can be lost; these are
         # only the later ones, from the controls.)
         self.figure = go.FigureWidget(self.figure)
+        _push(self.figure)
         self._text = widgets.HTML(f"<b>{self.message}</b>")
         box = widgets.VBox([
             widgets.HBox([c["case"], c["examples"], c["replicas"]]),
