@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
-import os
 import sys
 from pathlib import Path
+
+from kit.util import non_negative_int, positive_int
+
+__all__ = ["main", "build_parser", "PLUGINS"]
 
 #: Modules that add subcommands: each has ``register(sub)`` where ``sub`` maps
 #: "root", "convert" and "bench" to argparse sub-parser collections.
@@ -19,7 +21,7 @@ PLUGINS = [
     "kit.bench",
     "kit.spectrogram.commands",
     "kit.segmentation.commands",
-    "kit.distribute",
+    "kit.distribute.commands",
     "kit.doctor",
     "kit.cache",
 ]
@@ -28,47 +30,6 @@ PLUGINS = [
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse prints usage too)
         self.exit(2, f"kit: error: {message}\n")
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-def port_number(text: str) -> int:
-    """argparse type: a TCP port, 1..65535, or 0 for any free one."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port in 1..65535 (or 0: any free one), got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be non-negative, got {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,17 +100,6 @@ def _verify(args) -> int:
         return 1
     print(f"OK {args.folder}: {m.kind}, {m.count:,} examples in {len(m.shards)} files, checksums match")
     return 0
-
-
-def write_json(path: str | os.PathLike | None, obj) -> None:
-    """Writes a result object as JSON (``-`` for standard output)."""
-    if path is None:
-        return
-    text = json.dumps(obj, indent=1, default=float)
-    if str(path) == "-":
-        print(text)
-    else:
-        Path(path).write_text(text + "\n")
 
 
 def main(argv=None) -> int:

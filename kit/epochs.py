@@ -1,19 +1,28 @@
-"""What every loader variant of every case shares: one epoch's order and its guard.
+"""One epoch of a loader: its order, its guard, and the record of what it holds.
 
 * ``epoch_order``: the row order of one epoch in NumPy, a permutation seeded by
   ``(seed, epoch)`` (Python-side variants);
 * ``order_dataset``: the same idea in tf.data, reshuffled on every iteration;
 * ``finish``: ``assert_cardinality`` then ``prefetch``, so a pipeline that ends early
   (a truncated shard, a file gone mid-epoch) fails loudly instead of yielding a
-  silently shorter epoch;
-* ``reject``: one clear error for options a variant does not take.
+  silently shorter epoch; it records an ``Epoch`` on the loader it returns;
+* ``epoch_of``: that record (examples, batch size, batches, the pipeline without its
+  guard), which ``kit.distribute.through_service`` reads to move the guard to the
+  reading side.
+
+This module sits below the cases and ``kit.distribute``; it imports neither.
 """
 
 from __future__ import annotations
 
 import math
+import weakref
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+__all__ = ["Epoch", "num_batches", "epoch_order", "order_dataset", "finish", "record", "epoch_of"]
 
 
 def num_batches(n: int, batch_size: int) -> int:
@@ -38,15 +47,53 @@ def order_dataset(n: int, opts):
     return ds
 
 
-def finish(ds, n_batches: int):
-    """Guards the epoch's length (``assert_cardinality``) and prefetches."""
+@dataclass(frozen=True)
+class Epoch:
+    """What one epoch of a kit loader holds.
+
+    Attributes:
+        examples: examples per epoch, exactly.
+        batch_size: examples per batch (the last batch may be smaller).
+        body: for a ``tf.data`` loader, the pipeline before its epoch guard (what
+            tf.data service workers run); None for other loaders.
+    """
+
+    examples: int
+    batch_size: int
+    body: Any = None
+
+    @property
+    def batches(self) -> int:
+        return num_batches(self.examples, self.batch_size)
+
+
+#: id(loader) -> (a weak reference to the loader, its Epoch); an entry goes with its loader.
+_RECORDS: dict[int, tuple] = {}
+
+
+def record(loader, examples: int, batch_size: int, body=None):
+    """Attaches an ``Epoch`` to ``loader`` (returned as is); ``loader`` must allow weak references."""
+    key = id(loader)
+    _RECORDS[key] = (weakref.ref(loader, lambda _: _RECORDS.pop(key, None)),
+                     Epoch(int(examples), int(batch_size), body))
+    return loader
+
+
+def epoch_of(loader) -> Epoch | None:
+    """The ``Epoch`` a kit loader was built with; None for anything else (a derived
+    dataset, ``loader.repeat()`` for one, is a new pipeline with no record)."""
+    entry = _RECORDS.get(id(loader))
+    if entry is None or entry[0]() is not loader:
+        return None
+    return entry[1]
+
+
+def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True):
+    """Guards the epoch's length (``assert_cardinality``), prefetches, and records the epoch."""
     import tensorflow as tf
 
-    ds = ds.apply(tf.data.experimental.assert_cardinality(n_batches))
-    return ds.prefetch(tf.data.AUTOTUNE)
-
-
-def reject(name: str, options: dict) -> None:
-    """Raises ``ValueError`` naming the options variant ``name`` does not take."""
-    if options:
-        raise ValueError(f"variant {name!r} takes no option(s) {', '.join(sorted(options))}")
+    body = ds
+    ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches(examples, batch_size)))
+    if prefetch:
+        ds = ds.prefetch(tf.data.AUTOTUNE)
+    return record(ds, examples, batch_size, body)

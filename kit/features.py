@@ -31,8 +31,14 @@ import numpy as np
 import pandas as pd
 
 from kit import store
-from kit.models.audio import _leaf_layers
+from kit.epochs import finish
+from kit.models.audio import leaf_layers
 from kit.spectrogram.index import FrameIndex
+from kit.util import check_int
+
+__all__ = ["FeatureCache", "extract_features", "cache_key", "weights_fingerprint", "default_folder", "head_loader",
+           "train_head", "evaluate_head", "embedding_stats", "KIND", "DTYPES", "ORDERED_LOADERS",
+           "DEFAULT_PART_FRAMES", "DEFAULT_STEPS_PER_EXECUTION"]
 
 KIND = "feature-cache"
 DTYPES = ("float16", "float32")
@@ -67,7 +73,7 @@ def weights_fingerprint(model) -> str:
     automatic names differently every time a model is built.
     """
     h = hashlib.sha256()
-    arch = [(type(layer).__name__, _clean(layer.get_config())) for layer in _leaf_layers(model)]
+    arch = [(type(layer).__name__, _clean(layer.get_config())) for layer in leaf_layers(model)]
     h.update(json.dumps([arch, list(model.input_shape), list(model.output_shape)],
                         sort_keys=True, default=str).encode())
     for w in model.weights:
@@ -300,10 +306,8 @@ def extract_features(backbone, index: FrameIndex, *, loader: str = "memmap", bat
     if loader not in ORDERED_LOADERS:
         raise ValueError(f"loader must be one of {', '.join(ORDERED_LOADERS)} (frames in index order), "
                          f"got {loader!r}")
-    if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size!r}")
-    if not isinstance(part_frames, (int, np.integer)) or part_frames <= 0:
-        raise ValueError(f"part_frames must be positive, got {part_frames!r}")
+    check_int("batch_size", batch_size)
+    check_int("part_frames", part_frames)
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     want = tuple(index.frame_shape) + (1,)
@@ -424,8 +428,7 @@ def head_loader(cache: FeatureCache, *, batch_size: int, rows=None, shuffle: boo
     """
     import tensorflow as tf
 
-    if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size!r}")
+    check_int("batch_size", batch_size)
     n = len(cache)
     rows = np.arange(n) if rows is None else np.arange(n)[np.asarray(rows)]
     if len(rows) == 0:
@@ -458,62 +461,7 @@ def head_loader(cache: FeatureCache, *, batch_size: int, rows=None, shuffle: boo
             x, y = tf.numpy_function(gather_np, [pos], (tf.float32, tf.int64), stateful=False)
             return tf.ensure_shape(x, (None, dim)), tf.ensure_shape(y, (None,))
 
-    ds = ds.map(gather, num_parallel_calls=tf.data.AUTOTUNE)
-    ds = ds.apply(tf.data.experimental.assert_cardinality(math.ceil(m / batch_size)))
-    return ds.prefetch(tf.data.AUTOTUNE)
-
-
-def _epoch_timer():
-    import keras
-
-    class EpochTimer(keras.callbacks.Callback):
-        """Seconds of each epoch's training part (validation excluded)."""
-
-        def __init__(self):
-            super().__init__()
-            self.seconds: list[float] = []
-            self._t0 = None
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self._t0 = time.perf_counter()
-
-        def on_test_begin(self, logs=None):  # validation starts: the training part is over
-            if self._t0 is not None:
-                self.seconds.append(time.perf_counter() - self._t0)
-                self._t0 = None
-
-        def on_epoch_end(self, epoch, logs=None):
-            if self._t0 is not None:
-                self.seconds.append(time.perf_counter() - self._t0)
-                self._t0 = None
-
-    return EpochTimer()
-
-
-def fit_timed(model, data, *, frames: int, epochs: int = 1, steps_per_epoch: int | None = None,
-              validation_data=None, verbose: int = 0) -> pd.DataFrame:
-    """``model.fit`` with each epoch's training time measured (setup and validation excluded).
-
-    Args:
-        model: a compiled Keras model.
-        data: what ``fit`` reads.
-        frames: examples trained on per epoch (for ``frames_per_s``).
-        epochs, steps_per_epoch, validation_data, verbose: passed to ``fit``.
-
-    Returns:
-        One row per epoch: ``epoch``, ``frames``, ``seconds``, ``frames_per_s`` and
-        the metrics Keras logged (``loss``, ``accuracy``, ``val_accuracy``...).
-        The first epoch includes tracing the train function.
-    """
-    timer = _epoch_timer()
-    hist = model.fit(data, epochs=epochs, steps_per_epoch=steps_per_epoch, shuffle=False,  # the loader shuffles
-                     validation_data=validation_data, verbose=verbose, callbacks=[timer])
-    df = pd.DataFrame({"epoch": np.arange(1, len(timer.seconds) + 1), "frames": frames,
-                       "seconds": timer.seconds})
-    df["frames_per_s"] = df["frames"] / df["seconds"]
-    for k, v in hist.history.items():
-        df[k] = v
-    return df
+    return finish(ds.map(gather, num_parallel_calls=tf.data.AUTOTUNE), m, batch_size)
 
 
 def train_head(head, cache: FeatureCache, *, rows=None, validation_rows=None, epochs: int = 1,
@@ -536,8 +484,10 @@ def train_head(head, cache: FeatureCache, *, rows=None, validation_rows=None, ep
         verbose: Keras's.
 
     Returns:
-        ``fit_timed``'s table: one row per epoch with ``seconds`` and ``frames_per_s``.
+        ``kit.timing.fit``'s table: one row per epoch with ``examples``, ``seconds``,
+        ``examples_per_s`` and the metrics Keras logged.
     """
+    from kit import timing
     from kit.models.audio import compile_classifier
 
     if compile:
@@ -548,8 +498,8 @@ def train_head(head, cache: FeatureCache, *, rows=None, validation_rows=None, ep
     if validation_rows is not None:
         val = head_loader(cache, batch_size=batch_size, rows=validation_rows, shuffle=False,
                           in_memory=in_memory)
-    frames = len(cache) if rows is None else len(np.arange(len(cache))[np.asarray(rows)])
-    return fit_timed(head, train, frames=frames, epochs=epochs, validation_data=val, verbose=verbose)
+    # Many steps per execution: the batch pulls cannot be timed one by one (wait=False).
+    return timing.fit(head, train, epochs=epochs, wait=False, validation_data=val, verbose=verbose)
 
 
 def embedding_stats(cache: FeatureCache, *, rows=None) -> tuple[np.ndarray, np.ndarray]:

@@ -11,13 +11,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-
-def _fmt_duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+from kit.util import format_duration
 
 
 def throughput(df: pd.DataFrame, *, title: str = "Loader throughput", log: bool = True,
@@ -48,7 +42,7 @@ def epoch_time(df: pd.DataFrame, column: str, *, title: str | None = None) -> go
     d = df.sort_values(column, ascending=False)
     n = column.removeprefix("epoch_s_")
     fig = px.bar(d, x=column, y="variant", orientation="h", log_x=True,
-                 text=[_fmt_duration(v) for v in d[column]],
+                 text=[format_duration(v) for v in d[column]],
                  title=title or f"Projected epoch time for {int(n):,} examples",
                  labels={column: "seconds per epoch", "variant": ""})
     fig.update_traces(textposition="outside", cliponaxis=False)

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from kit.errors import OutputError
+from kit.util import check_int
 
 #: Class names of the spectrogram samples; the index stores names, which
 #: ``FrameIndex`` maps to ids in sorted order.
@@ -54,18 +55,6 @@ PALETTE = (
     ("Bicyclist", 0, 128, 192),
     ("Void", 0, 0, 0),
 )
-
-
-def _positive(name: str, value: int) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _seed(value) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -92,12 +81,12 @@ class SpectrogramSpec:
 
     def __post_init__(self):
         for name in ("files", "frames_per_file", "height", "width", "num_classes"):
-            _positive(name, getattr(self, name))
+            check_int(name, getattr(self, name))
         if self.num_classes > len(SPECTROGRAM_CLASSES):
             raise ValueError(
                 f"num_classes must be at most {len(SPECTROGRAM_CLASSES)}, got {self.num_classes}"
             )
-        _seed(self.seed)
+        check_int("seed", self.seed, 0)
         if self.dtype not in ("float32", "float16"):
             raise ValueError(f"dtype must be 'float32' or 'float16', got {self.dtype!r}")
 
@@ -454,9 +443,9 @@ def make_segmentation(
     """
     from PIL import Image
 
-    images = _positive("images", images)
-    size = _positive("size", size)
-    seed = _seed(seed)
+    images = check_int("images", images)
+    size = check_int("size", size)
+    seed = check_int("seed", seed, 0)
     if size < 32:
         raise ValueError(f"size must be at least 32, got {size}")
     colours = np.array([rgb for _name, *rgb in PALETTE], np.uint8)

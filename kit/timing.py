@@ -7,6 +7,8 @@
 * ``project_epoch``: a measured rate projected to a full epoch, with its basis.
 * ``compare``: several loaders measured in one process, interleaved, as a DataFrame
   with ratios against named baselines.
+* ``fit``: ``model.fit`` timed epoch by epoch through a ``StepTimer`` (the one way to
+  time a fit: the feature cache and the benches use it).
 
 TensorFlow and Keras are imported only where a function needs them.
 """
@@ -24,6 +26,11 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+
+from kit.util import check_int, format_duration
+
+__all__ = ["measure", "Measurement", "iterate", "batch_size_of", "rss_mb", "Projection", "project_epoch",
+           "format_duration", "compare", "add_ratios", "StepTimer", "fit", "pydataset_adapter", "KERAS_TESTED"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -57,6 +64,33 @@ def _is_pydataset(obj) -> bool:
     return any(c.__name__ == "PyDataset" for c in type(obj).__mro__)
 
 
+#: The Keras version the private ``PyDatasetAdapter`` import was tested with (the
+#: floor in pyproject.toml); ``tests/test_timing.py`` fails clearly if it moves.
+KERAS_TESTED = "3.15"
+
+
+def pydataset_adapter():
+    """Keras's own ``PyDatasetAdapter`` class, which reads a ``PyDataset`` the way ``model.fit``
+    does (its workers and processes included).
+
+    It is private to Keras (``keras.src``); this is the kit's one import of it.
+
+    Raises:
+        ImportError: naming what moved, when a Keras upgrade moved it.
+    """
+    try:
+        from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+    except ImportError as e:
+        import keras
+
+        raise ImportError(
+            f"kit.timing reads a keras.utils.PyDataset through Keras's private PyDatasetAdapter "
+            f"(keras.src.trainers.data_adapters.py_dataset_adapter), tested with Keras {KERAS_TESTED}; "
+            f"Keras {keras.__version__} does not have it there ({e}). Install keras=={KERAS_TESTED}.* "
+            f"or update kit.timing.pydataset_adapter") from None
+    return PyDatasetAdapter
+
+
 def iterate(source: Any) -> Iterator:
     """One pass over a batch source, the way ``model.fit`` would read it.
 
@@ -64,9 +98,7 @@ def iterate(source: Any) -> Iterator:
     ``use_multiprocessing`` settings apply; anything else is simply iterated.
     """
     if _is_pydataset(source):
-        from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
-
-        adapter = PyDatasetAdapter(source, shuffle=False)
+        adapter = pydataset_adapter()(source, shuffle=False)
         adapter.on_epoch_begin()
 
         def run():
@@ -102,11 +134,6 @@ class Measurement:
         return d
 
 
-def _validate_count(name: str, value, minimum: int) -> None:
-    if value is not None and (not isinstance(value, (int, np.integer)) or value < minimum):
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
 def measure(
     batches: Any,
     *,
@@ -131,8 +158,9 @@ def measure(
         between successive batches), wall time of the timed part and the peak
         resident memory seen while reading (sampled after every batch).
     """
-    _validate_count("num_batches", num_batches, 1)
-    _validate_count("warmup", warmup, 0)
+    if num_batches is not None:
+        check_int("num_batches", num_batches)
+    check_int("warmup", warmup, 0)
     if max_seconds is not None and not max_seconds > 0:
         raise ValueError(f"max_seconds must be positive, got {max_seconds!r}")
     it = iterate(batches)
@@ -209,17 +237,6 @@ class Projection:
         return f"{format_duration(self.seconds)} per epoch ({self.basis})"
 
 
-def format_duration(seconds: float) -> str:
-    """1.2 s, 3.4 min, 5.6 h: a duration in the unit that reads best."""
-    if not math.isfinite(seconds):
-        return "inf"
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def project_epoch(
     examples_per_s: float, epoch_examples: int = 1_000_000, *, measured_examples: int
 ) -> Projection:
@@ -232,8 +249,8 @@ def project_epoch(
     """
     if not examples_per_s > 0:
         raise ValueError(f"examples_per_s must be positive, got {examples_per_s!r}")
-    _validate_count("epoch_examples", epoch_examples, 1)
-    _validate_count("measured_examples", measured_examples, 1)
+    check_int("epoch_examples", epoch_examples)
+    check_int("measured_examples", measured_examples)
     return Projection(
         float(examples_per_s), int(epoch_examples), int(measured_examples),
         epoch_examples / examples_per_s,
@@ -282,7 +299,7 @@ def compare(
     for b in baselines:
         if b not in loaders:
             raise ValueError(f"baseline {b!r} is not among the loaders {list(loaders)}")
-    _validate_count("rounds", rounds, 1)
+    check_int("rounds", rounds)
 
     def per(option, name):
         return option.get(name) if isinstance(option, Mapping) else option
@@ -367,11 +384,16 @@ class _StepTimerMixin:
     def __init__(self):
         super().__init__()
         self._rows: list[dict] = []
+        self._epoch_rows: list[dict] = []
         self._epoch = 0
+        self._epoch_t0 = None
         self._t0 = 0.0
+        self._begin = 0
         self._source = None
         self._it = None
         self._pending_wait = math.nan
+        self._pending_examples = math.nan
+        self._pending_hook = 0.0
 
     @property
     def _wrapped(self) -> bool:
@@ -429,12 +451,14 @@ class _StepTimerMixin:
             batch = next(self._it)
         except StopIteration:
             self._has_batch.assign(False, read_value=False)
+            self._pending_examples = 0
             return time.perf_counter() - t0
         wait = time.perf_counter() - t0
         import tensorflow as tf
 
         tf.nest.map_structure(lambda v, b: v.assign(b, read_value=False), self._slots, batch)
         self._has_batch.assign(True, read_value=False)
+        self._pending_examples = batch_size_of(batch)
         return wait
 
     # Keras hooks -------------------------------------------------------------
@@ -442,45 +466,133 @@ class _StepTimerMixin:
         self._epoch = epoch
         if self._wrapped:
             self._it = iterate(self._source)
+        self._epoch_t0 = time.perf_counter()
+
+    def _end_training_part(self):
+        if self._epoch_t0 is not None:
+            self._epoch_rows.append({"epoch": self._epoch, "seconds": time.perf_counter() - self._epoch_t0})
+            self._epoch_t0 = None
+
+    def on_test_begin(self, logs=None):  # validation starts: the epoch's training part is over
+        self._end_training_part()
 
     def on_epoch_end(self, epoch, logs=None):
+        self._end_training_part()
         if self._wrapped:
             close = getattr(self._it, "close", None)
             if close is not None:
                 close()
 
     def on_train_batch_begin(self, batch, logs=None):
-        self._t0 = time.perf_counter()
+        self._t0 = t0 = time.perf_counter()
+        self._begin = batch
         self._pending_wait = self._pull() if self._wrapped else math.nan
+        # What this hook itself cost, the batch pull (input wait) left out.
+        self._pending_hook = time.perf_counter() - t0 - (self._pending_wait if self._wrapped else 0.0)
 
     def on_train_batch_end(self, batch, logs=None):
-        step = time.perf_counter() - self._t0
+        end = time.perf_counter()
         self._rows.append({
             "epoch": self._epoch,
-            "step": batch,
-            "step_s": step,
+            "step": self._begin,
+            "steps": batch - self._begin + 1,  # more than 1 with steps_per_execution
+            "step_s": end - self._t0,
             "wait_s": self._pending_wait,
+            "examples": self._pending_examples,
+            "end": end,
+            "hook_s": self._pending_hook + (time.perf_counter() - end),
         })
 
     # Results -----------------------------------------------------------------
     def steps(self) -> pd.DataFrame:
-        """One row per training step: ``epoch, step, step_s, wait_s, compute_s``."""
-        df = pd.DataFrame(self._rows, columns=["epoch", "step", "step_s", "wait_s"])
+        """One row per call of the train function (one step, or ``steps`` with
+        ``steps_per_execution``): ``epoch, step, steps, step_s, wait_s, compute_s, examples,
+        hook_s`` (``examples`` and ``wait_s`` NaN without ``wrap``; ``hook_s``: the time
+        spent in this callback's own hooks, the batch pull left out)."""
+        df = pd.DataFrame(self._rows, columns=["epoch", "step", "steps", "step_s", "wait_s", "examples",
+                                               "end", "hook_s"])
         df["compute_s"] = df["step_s"] - df["wait_s"]
-        return df
+        return df[["epoch", "step", "steps", "step_s", "wait_s", "compute_s", "examples", "hook_s"]]
 
     def epochs(self) -> pd.DataFrame:
-        """One row per epoch: steps, seconds in steps, waiting, and ``input_share``."""
-        df = self.steps()
+        """One row per epoch: ``steps``, ``seconds`` (the epoch's training part, wall
+        clock, validation left out), ``steady_s`` (from the end of its first step to
+        the end of its last: the fit call's own set-up and the first step's tracing left
+        out), ``step_s`` (in steps), ``wait_s`` (waiting for input), ``input_share``
+        (``wait_s / step_s``), ``step_p50_ms``, ``examples``, ``hook_s``."""
+        df = pd.DataFrame(self._rows, columns=["epoch", "step", "steps", "step_s", "wait_s", "examples",
+                                               "end", "hook_s"])
         out = df.groupby("epoch").agg(
-            steps=("step", "size"), step_s=("step_s", "sum"), wait_s=("wait_s", lambda s: s.sum(min_count=1)),
+            steps=("steps", "sum"), step_s=("step_s", "sum"), wait_s=("wait_s", lambda s: s.sum(min_count=1)),
             step_p50_ms=("step_s", lambda s: 1e3 * s.median()),
+            steady_s=("end", lambda s: s.iloc[-1] - s.iloc[0]),
+            examples=("examples", lambda s: s.sum(min_count=len(s))), hook_s=("hook_s", "sum"),
         ).reset_index()
         out["input_share"] = out["wait_s"] / out["step_s"]
-        return out
+        seconds = pd.DataFrame(self._epoch_rows, columns=["epoch", "seconds"]).drop_duplicates("epoch", keep="last")
+        out = out.merge(seconds, on="epoch", how="left")
+        return out[["epoch", "steps", "examples", "seconds", "steady_s", "step_s", "wait_s", "input_share",
+                    "step_p50_ms", "hook_s"]]
 
     def reset(self) -> None:
         self._rows.clear()
+        self._epoch_rows.clear()
+
+
+# --------------------------------------------------------------------------- timing a fit
+
+
+def fit(model, data, *, epochs: int = 1, steps_per_epoch: int | None = None, examples: int | None = None,
+        wait: bool = True, epoch_examples: int | None = None, validation_data=None, callbacks=(),
+        verbose: int = 0) -> pd.DataFrame:
+    """``model.fit`` with each epoch timed by a ``StepTimer``: the kit's one way to time a fit.
+
+    Args:
+        model: a compiled Keras model.
+        data: what ``fit`` reads (a kit loader, any ``tf.data.Dataset``, ``PyDataset``, a
+            distributed dataset with ``wait=False``).
+        epochs, steps_per_epoch, validation_data, verbose: passed to ``fit``.
+        examples: examples trained on per epoch; by default counted from the batches
+            (``wait=True``), else what the kit loader recorded (``kit.epochs.epoch_of``),
+            else unknown (NaN).
+        wait: feed ``fit`` through ``StepTimer.wrap``, timing each step's wait for its
+            batch (``input_share``). Needs one device and ``steps_per_execution=1``;
+            False times the steps only.
+        epoch_examples: adds ``epoch_s_<N>``: each epoch's rate projected to N examples.
+        callbacks: more Keras callbacks.
+
+    Returns:
+        One row per epoch: ``epoch`` (from 1), ``steps``, ``examples``, ``seconds`` (the
+        training part, wall clock), ``examples_per_s``, ``input_share``, ``steady_s``,
+        ``step_s``, ``wait_s``, ``step_p50_ms``, ``hook_s``, the projection, then the
+        metrics Keras logged (``loss``, ``val_accuracy``...). The first epoch includes
+        tracing the train function.
+    """
+    check_int("epochs", epochs)
+    if wait and getattr(model, "steps_per_execution", 1) not in (1, None):
+        raise ValueError(f"wait=True times each step's batch pull, which needs steps_per_execution=1 "
+                         f"(the model has {model.steps_per_execution}); use wait=False")
+    timer = _step_timer_class()()
+    hist = model.fit(timer.wrap(data) if wait else data, epochs=epochs, steps_per_epoch=steps_per_epoch,
+                     validation_data=validation_data, callbacks=[timer, *callbacks], verbose=verbose,
+                     shuffle=False)  # kit loaders shuffle themselves
+    df = timer.epochs()
+    df["epoch"] = df["epoch"] + 1
+    if examples is not None:
+        df["examples"] = check_int("examples", examples)
+    elif not wait:
+        from kit.epochs import epoch_of
+
+        rec = epoch_of(data)
+        df["examples"] = math.nan if rec is None else [  # full batches, or the whole epoch
+            rec.examples if n >= rec.batches else n * rec.batch_size for n in df["steps"]]
+    df["examples_per_s"] = df["examples"] / df["seconds"]
+    if epoch_examples is not None:
+        df[f"epoch_s_{check_int('epoch_examples', epoch_examples)}"] = epoch_examples / df["examples_per_s"]
+    for k, v in hist.history.items():
+        df[k] = v[:len(df)]
+    front = ["epoch", "steps", "examples", "seconds", "examples_per_s", "input_share"]
+    return df[front + [c for c in df.columns if c not in front]]
 
 
 @functools.cache

@@ -10,6 +10,7 @@ failure can never hang the suite. Ports come from the OS (bind to port 0).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
@@ -22,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kit import distribute
+from kit import distribute, epochs
+from kit.models import small_model
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD_TIMEOUT = 240  # seconds; a loaded 2-core machine takes about 30 s for the longest child
@@ -188,7 +190,7 @@ def test_every_graph_only_spectrogram_variant_is_checked(spec_index, tmp_path):
 
     def problems(name):
         loader = make_loader(name, spec_index, batch_size=8, workdir=tmp_path, progress=False)
-        return distribute.service_problems(distribute._unwrap_kit_guard(loader)[0])
+        return distribute.service_problems(epochs.epoch_of(loader).body)
 
     assert problems("tfrecord") == [] and problems("in_memory") == []
     assert any("runs Python" in p for p in problems("numpy_function"))
@@ -257,24 +259,16 @@ def test_scaling_bench_reports_each_replica_count(mirrored):
 
 
 @pytest.fixture(scope="module")
-def service(children, child_env):
+def service(child_env):
     """A dispatcher and two workers, each its own ``python -m kit service`` process."""
-    kit = [sys.executable, "-m", "kit", "service"]
-    dport = distribute.free_port()
-    dispatcher = children(kit + ["dispatcher", "--port", str(dport)], child_env)
-    ports = [distribute.free_port(), distribute.free_port()]
-    workers = [children(kit + ["worker", "--dispatcher", f"127.0.0.1:{dport}", "--port", str(p),
-                               "--heartbeat-s", "0.5"], child_env) for p in ports]
-    dispatcher.wait_for("kit service dispatcher: ready", 120)
-    for w in workers:
-        w.wait_for("kit service worker: ready", 120)
-    return {"target": f"grpc://127.0.0.1:{dport}", "dport": dport, "ports": ports, "workers": workers}
+    with distribute.local_service(2, env=child_env) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")
 def service_read(service, children, child_env, tmp_path_factory):
     return _run_script(children, child_env, "service-read", tmp_path_factory.mktemp("read") / "out.json",
-                       service["target"])
+                       service.target)
 
 
 def test_service_epoch_yields_every_example_exactly_once(service_read):
@@ -303,14 +297,10 @@ def test_service_worker_killed_mid_epoch(service, children, child_env, tmp_path)
     exactly one of (whole epoch, no error) or (short epoch, a clear error).
     """
     reader = children([sys.executable, __file__, "service-kill", str(tmp_path / "out.json"),
-                       service["target"]], child_env)
+                       service.target], child_env)
     reader.wait_for("batch 5 ", 180)
-    victim = service["workers"][1]
-    victim.p.kill()  # SIGKILL: no goodbye to the dispatcher
-    victim.p.wait(30)
-    # What a supervisor does: a worker back at the same address takes over the task.
-    children([sys.executable, "-m", "kit", "service", "worker", "--dispatcher", f"127.0.0.1:{service['dport']}",
-              "--port", str(service["ports"][1]), "--heartbeat-s", "0.5"], child_env)
+    service.kill_worker(1)  # SIGKILL: no goodbye to the dispatcher
+    service.start_worker(1)  # what a supervisor does: a worker back at the same address takes over
     t0 = time.monotonic()
     assert reader.finish(120) == 0, reader.tail()
     assert time.monotonic() - t0 < 120
@@ -385,8 +375,8 @@ def _child_mirrored(out_path):
 
     for variant in ("generator", "numpy_function", "memmap", "tfrecord", "in_memory"):
         for pattern in distribute.PATTERNS:
-            data = distribute.distributed_loader(s2, variant, index, per_replica_batch=8, pattern=pattern,
-                                                 progress=False)
+            make = functools.partial(make_loader, variant, progress=False)
+            data = distribute.distributed_loader(s2, make, index, per_replica_batch=8, pattern=pattern)
             rows, wrong, sizes, steps = [], 0, set(), 0
             for batch in data:
                 steps += 1
@@ -408,7 +398,7 @@ def _child_mirrored(out_path):
     for variant in ("pydataset", "generator"):
         loader = make_loader(variant, index, batch_size=distribute.global_batch_size(8, s2), progress=False)
         with s2.scope():
-            model = distribute.small_model(index.frame_shape, index.num_classes)
+            model = small_model(index.frame_shape, index.num_classes)
             model.compile(keras.optimizers.SGD(0.05), loss)
         count = Count()
         count.seen = []
@@ -416,17 +406,18 @@ def _child_mirrored(out_path):
         res["fit"][variant] = {"steps_per_epoch": count.seen, "loss": hist.history["loss"]}
 
     # Same initial weights, same global batch (16), same data order; 2 replicas and 1.
-    init = distribute.small_model(index.frame_shape, index.num_classes, seed=5).get_weights()
+    init = small_model(index.frame_shape, index.num_classes, seed=5).get_weights()
 
     def train(strategy, pattern, how):
         per_replica = 16 // strategy.num_replicas_in_sync
         keras.utils.set_random_seed(7)  # tf.data's seeded shuffle also depends on the global seed
         # model.fit pulls one batch to build the model before it trains (Keras's symbolic
         # build), which would move a reshuffling dataset to its next order: fit unshuffled.
-        data = distribute.distributed_loader(strategy, "in_memory", index, per_replica_batch=per_replica,
-                                             pattern=pattern, shuffle=how == "loop", seed=3)
+        make = functools.partial(make_loader, "in_memory", shuffle=how == "loop", seed=3)
+        data = distribute.distributed_loader(strategy, make, index, per_replica_batch=per_replica,
+                                             pattern=pattern)
         with strategy.scope():
-            model = distribute.small_model(index.frame_shape, index.num_classes, seed=5)
+            model = small_model(index.frame_shape, index.num_classes, seed=5)
             model.set_weights(init)
             opt = keras.optimizers.SGD(0.1)
             model.compile(opt, loss)

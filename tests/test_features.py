@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from kit import features, samples, store
+from kit import features, samples, store, timing
 from kit.models import audio
 from kit.spectrogram import FrameIndex, make_loader
 
@@ -229,13 +229,13 @@ def test_head_from_cache_matches_end_to_end_training(learnable, tmp_path):
     acc_c = features.evaluate_head(head_c, cache, rows=val)["accuracy"]
 
     model = audio.compile_classifier(audio.transfer_model(backbone, head_e))
-    log_e = features.fit_timed(model, make_loader("in_memory", index.subset(train), batch_size=batch, seed=0),
-                               frames=int(train.sum()), epochs=epochs)
+    log_e = timing.fit(model, make_loader("in_memory", index.subset(train), batch_size=batch, seed=0),
+                       epochs=epochs, wait=False)
     acc_e = model.evaluate(make_loader("in_memory", index.subset(val), batch_size=128, shuffle=False),
                            verbose=0, return_dict=True)["accuracy"]
 
-    assert list(log_c["frames"]) == list(log_e["frames"]) == [400] * epochs
-    assert (log_c["seconds"] > 0).all() and (log_c["frames_per_s"] > 0).all()
+    assert list(log_c["examples"]) == list(log_e["examples"]) == [400] * epochs
+    assert (log_c["seconds"] > 0).all() and (log_c["examples_per_s"] > 0).all()
     # Same batches in the same order: the losses follow each other epoch by epoch.
     np.testing.assert_allclose(log_c["loss"], log_e["loss"], rtol=0.02)
     assert int(val.sum()) == 300  # one point is 3 frames

@@ -330,7 +330,7 @@ def test_grey_palette_and_rgba_files_are_converted(data, tmp_path, name):
 def test_make_loader_refuses_bad_options(index, palette):
     with pytest.raises(ValueError, match="unknown variant 'fast'"):
         make_loader("fast", index, palette, batch_size=2)
-    with pytest.raises(ValueError, match="batch_size must be positive, got 0"):
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got 0"):
         make_loader("sequence", index, palette, batch_size=0)
     with pytest.raises(ValueError, match="x_dtype must be one of"):
         make_loader("sequence", index, palette, batch_size=2, x_dtype="float16")

@@ -181,7 +181,7 @@ def test_pydataset_options_and_model_fit(spec_index):
 def test_make_loader_rejects_bad_arguments(spec_index):
     with pytest.raises(ValueError, match="unknown variant 'fast'"):
         make_loader("fast", spec_index, batch_size=4)
-    with pytest.raises(ValueError, match="batch_size must be positive, got 0"):
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got 0"):
         make_loader("memmap", spec_index, batch_size=0)
     with pytest.raises(ValueError, match="takes no option\\(s\\) workers"):
         make_loader("memmap", spec_index, batch_size=4, workers=3)

@@ -80,7 +80,7 @@ def run(csv=None, *, rounds: int = 3):
 
 
 def register(bench_sub) -> None:
-    from kit.cli import positive_int
+    from kit.util import positive_int
 
     p = bench_sub.add_parser("digest", help="cost of the content digest in a store's key")
     p.add_argument("--data", type=Path, default=None,
@@ -92,7 +92,7 @@ def register(bench_sub) -> None:
 
 def _main(args) -> int:
     from kit.bench import print_table, result
-    from kit.cli import write_json
+    from kit.util import write_json
 
     df = run(args.data, rounds=args.rounds)
     print_table(df)

@@ -17,9 +17,10 @@ not the hardware: a "speed-up" there only means one replica left some cores idle
 from __future__ import annotations
 
 import math
-import time
 
 import pandas as pd
+
+from kit.util import check_int
 
 MODELS = {
     "conv": "a small conv net (compute per example grows with --width)",
@@ -48,7 +49,7 @@ def run(*, replicas=(1, 2), variant: str = "in_memory", csv=None, per_replica_ba
     from kit import distribute
     from kit.spectrogram import VARIANTS
 
-    counts = sorted({distribute._check_count("replicas", r) for r in replicas})
+    counts = sorted({check_int("replicas", r) for r in replicas})
     if model not in MODELS:
         raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
     if variant not in VARIANTS or variant == "pydataset":
@@ -61,6 +62,7 @@ def run(*, replicas=(1, 2), variant: str = "in_memory", csv=None, per_replica_ba
     import keras
 
     from kit import samples, store, timing
+    from kit.models import small_model
     from kit.spectrogram import FrameIndex, make_loader
 
     index = FrameIndex.from_csv(csv or samples.embedded("spectrogram"))
@@ -81,7 +83,7 @@ def run(*, replicas=(1, 2), variant: str = "in_memory", csv=None, per_replica_ba
                              workdir=workdir, progress=False).repeat()
         data = strategy.experimental_distribute_dataset(loader)
         with strategy.scope():
-            net = distribute.small_model(index.frame_shape, index.num_classes, seed=seed, width=width,
+            net = small_model(index.frame_shape, index.num_classes, seed=seed, width=width,
                                          head_only=model == "head")
             net.compile(keras.optimizers.SGD(0.01),
                         keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -90,20 +92,13 @@ def run(*, replicas=(1, 2), variant: str = "in_memory", csv=None, per_replica_ba
         setups[r] = dict(strategy=strategy, model=net, data=data, global_batch=global_batch,
                          input_rate=feed.examples_per_s)
 
-    class BatchEnds(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            self.times.append(time.perf_counter())
-
     seconds = {r: 0.0 for r in counts}
     for k in range(rounds):
         for r in counts[k % len(counts):] + counts[:k % len(counts)]:  # rotate the order
-            ends = BatchEnds()
-            ends.times = []
-            # steps + 1 steps, timed from the end of the first: the fit call's own set-up
-            # (iterator, callbacks) is not a training step.
-            setups[r]["model"].fit(setups[r]["data"], steps_per_epoch=steps + 1, epochs=1, verbose=0,
-                                   callbacks=[ends])
-            seconds[r] += ends.times[-1] - ends.times[0]
+            # steps + 1 steps, timed from the end of the first (``steady_s``): the fit call's
+            # own set-up (iterator, callbacks) is not a training step.
+            fitted = timing.fit(setups[r]["model"], setups[r]["data"], steps_per_epoch=steps + 1, wait=False)
+            seconds[r] += float(fitted["steady_s"].sum())
     rows = []
     base_r = counts[0]
     base_rate = None
@@ -143,7 +138,7 @@ def _devices(strategy) -> str:
 
 
 def register(bench_sub) -> None:
-    from kit.cli import positive_int
+    from kit.util import positive_int
 
     p = bench_sub.add_parser("scaling", help="training throughput and efficiency per replica count")
     p.add_argument("--replicas", default="1,2", help="comma-separated replica counts (default 1,2)")
@@ -173,7 +168,7 @@ def _parse_counts(text: str) -> list[int]:
 
 def _main(args) -> int:
     from kit.bench import print_table, result
-    from kit.cli import write_json
+    from kit.util import write_json
 
     counts = _parse_counts(args.replicas)
     df = run(replicas=counts, variant=args.variant, csv=args.csv, per_replica_batch=args.per_replica_batch,

@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kit.util import warm_page_cache
+
 #: The user's epoch: 140 steps of batch 3 (126 s for 3 epochs with their DataGenerator).
 EPOCH = 420
 DEFAULT_IMAGES, DEFAULT_SIZE = 192, 512
@@ -40,14 +42,6 @@ def default_data(images: int = DEFAULT_IMAGES, size: int = DEFAULT_SIZE, seed: i
 def default_palette(csv) -> Path:
     """``class_dict.csv`` next to the index CSV."""
     return Path(csv).parent / "class_dict.csv"
-
-
-def _warm_page_cache(index) -> None:
-    """Reads every file once, so all variants start with the data in the page cache."""
-    for path in index.images + index.labels:
-        with open(path, "rb") as f:
-            while f.read(1 << 24):
-                pass
 
 
 def run(data=None, palette=None, *, variants=None, batch_size: int = 8, size=DEFAULT_SIZE, rounds: int = 3,
@@ -84,7 +78,7 @@ def run(data=None, palette=None, *, variants=None, batch_size: int = 8, size=DEF
     index = PairIndex.from_csv(csv)
     pal = Palette.from_csv(palette if palette is not None else default_palette(csv), ignore_label=ignore_label)
     log(f"data: {csv} ({len(index):,} pairs, {pal.num_classes} classes), size {size}, batch {batch_size}")
-    _warm_page_cache(index)
+    warm_page_cache(index.images + index.labels)
     loaders = {}
     for v in variants:  # the class_index conversion happens here, before any timing
         t0 = time.perf_counter()
@@ -155,15 +149,15 @@ def profile(data=None, palette=None, *, pairs: int = 8, size=DEFAULT_SIZE, repea
     import tensorflow as tf
 
     from kit.segmentation import PairIndex, Palette
-    from kit.segmentation.index import _pair, crop_or_pad
+    from kit.segmentation.index import as_size, crop_or_pad
 
     csv = Path(data) if data is not None else default_data(workdir=workdir)
     index = PairIndex.from_csv(csv)
     pal = Palette.from_csv(palette if palette is not None else default_palette(csv))
-    size = _pair(size)
+    size = as_size(size)
     n = min(pairs, len(index))
     imgs, labs = list(index.images[:n]), list(index.labels[:n])
-    _warm_page_cache(index.subset(np.arange(n)))
+    warm_page_cache(imgs + labs)
     read = lambda p: cv2.cvtColor(cv2.imread(p, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)  # noqa: E731
     x8 = [crop_or_pad(read(p), size) for p in imgs]
     m8 = [crop_or_pad(read(p), size) for p in labs]
@@ -275,8 +269,7 @@ def pipeline_costs(costs: pd.DataFrame) -> pd.DataFrame:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from kit.cli import positive_float, positive_int
-    from kit.segmentation.commands import size_arg
+    from kit.util import positive_float, positive_int, size_arg
 
     p.add_argument("--data", type=Path, default=None,
                    help=f"index CSV image,label (default: generate {DEFAULT_IMAGES} pairs of "
@@ -305,8 +298,7 @@ def register(bench_sub) -> None:
 
 def main(args) -> int:
     from kit.bench import print_table, result
-    from kit.cli import write_json
-    from kit.timing import format_duration
+    from kit.util import format_duration, write_json
 
     variants = args.variants.split(",") if args.variants else None
     df = run(args.data, args.palette, variants=variants, batch_size=args.batch_size, size=args.size,

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from kit.util import warm_page_cache
+
 EPOCH = 1_000_000
 #: The user's global batch (128 per GPU on 2 GPUs).
 DEFAULT_BATCH = 256
@@ -33,14 +35,6 @@ def default_data(files: int = DEFAULT_FILES, frames_per_file: int = DEFAULT_FRAM
                        lambda folder: samples.make_spectrogram(
                            folder, files=files, frames_per_file=frames_per_file, seed=seed),
                        workdir=workdir)
-
-
-def _warm_page_cache(index) -> None:
-    """Reads every file once, so all variants start with the data in the page cache."""
-    for f in index.files:
-        with open(f, "rb") as fh:
-            while fh.read(1 << 24):
-                pass
 
 
 def plan(frames: int, *, batch_size: int | None, warmup: int, num_batches: int, where: str = "the data"):
@@ -114,7 +108,7 @@ def run(data=None, *, variants=None, batch_size: int | None = DEFAULT_BATCH, rou
         log(f"note: {note}")
     if epoch_examples is None:
         epoch_examples = EPOCH if data is None else len(index)
-    _warm_page_cache(index)
+    warm_page_cache(index.files)
     loaders = {}
     for v in variants:  # conversions happen here, before any timing
         t0 = time.perf_counter()
@@ -136,7 +130,7 @@ def run(data=None, *, variants=None, batch_size: int | None = DEFAULT_BATCH, rou
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from kit.cli import non_negative_int, positive_float, positive_int
+    from kit.util import non_negative_int, positive_float, positive_int
 
     p.add_argument("--data", type=Path, default=None,
                    help="index CSV (default: generate 200 files x 100 frames, 20,000 frames)")
@@ -172,8 +166,7 @@ def defaults(**overrides) -> argparse.Namespace:
 
 def main(args) -> int:
     from kit.bench import print_table, result
-    from kit.cli import write_json
-    from kit.timing import format_duration
+    from kit.util import format_duration, write_json
 
     variants = args.variants.split(",") if args.variants else None
     df = run(args.data, variants=variants, batch_size=args.batch_size, rounds=args.rounds,

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kit.util import check_int, warm_page_cache
+
 EPOCH = 1_000_000
 #: Targets of the issue, on 2 CPU cores and the default bench data.
 TARGETS = {"c_epoch_s_max": 15.0, "c_over_a_min": 300.0, "c_over_b_min": 50.0}
@@ -35,13 +37,6 @@ def _subset(index, frames: int | None):
     if frames > len(index):
         raise ValueError(f"frames must be at most the data's {len(index):,} frames, got {frames:,}")
     return index.subset(np.arange(frames))
-
-
-def _warm_page_cache(index) -> None:
-    for f in index.files:  # every variant starts with the files in the page cache
-        with open(f, "rb") as fh:
-            while fh.read(1 << 24):
-                pass
 
 
 def run(data=None, *, frames: int | None = None, batch_size: int = 256, rounds: int = 2, batches: int = 4,
@@ -76,8 +71,7 @@ def run(data=None, *, frames: int | None = None, batch_size: int = 256, rounds: 
 
     for name, v in (("batch_size", batch_size), ("rounds", rounds), ("batches", batches),
                     ("head_epochs", head_epochs)):
-        if not isinstance(v, int) or v <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        check_int(name, v)
     choices = [v for v in VARIANTS if v != "generator"]  # (a) is the generator
     if loader != "auto" and loader not in choices:
         raise ValueError(f"loader must be 'auto' or one of {', '.join(choices)}, got {loader!r}")
@@ -85,7 +79,7 @@ def run(data=None, *, frames: int | None = None, batch_size: int = 256, rounds: 
     index = _subset(FrameIndex.from_csv(csv), frames)
     n = len(index)
     log(f"data: {csv} ({n:,} frames of {index.frame_shape}, {len(index.files)} files)")
-    _warm_page_cache(index)
+    warm_page_cache(index.files)
 
     backbone = audio.backbone(weights, input_shape=tuple(index.frame_shape) + (1,), alpha=alpha)
     cost = audio.cost(backbone)
@@ -124,24 +118,26 @@ def run(data=None, *, frames: int | None = None, batch_size: int = 256, rounds: 
         cached = features.head_loader(cache, batch_size=batch_size, shuffle=True, seed=0)
 
         steps = min(batches, math.ceil(n / batch_size))
-        e2e_frames = min(steps * batch_size, n)
+
+        def timed(model, data, **kw):  # (a), (b): the loader's own count; (c): many steps per execution
+            return timing.fit(model, data, wait=False, **kw)
+
         paths = {
-            "generator": lambda: features.fit_timed(transfer, gen, frames=e2e_frames, steps_per_epoch=steps),
-            fastest: lambda: features.fit_timed(transfer, loaders[fastest], frames=e2e_frames,
-                                                steps_per_epoch=steps),
-            "feature_cache": lambda: features.fit_timed(head, cached, frames=n, epochs=head_epochs),
+            "generator": lambda: timed(transfer, gen, steps_per_epoch=steps),
+            fastest: lambda: timed(transfer, loaders[fastest], steps_per_epoch=steps),
+            "feature_cache": lambda: timed(head, cached, epochs=head_epochs),
         }
         log("warming up (tracing each train function once) ...")
-        features.fit_timed(transfer, gen, frames=min(batch_size, n), steps_per_epoch=1)
-        features.fit_timed(transfer, loaders[fastest], frames=min(batch_size, n), steps_per_epoch=1)
-        features.fit_timed(head, cached, frames=n, epochs=1)
+        timed(transfer, gen, steps_per_epoch=1)
+        timed(transfer, loaders[fastest], steps_per_epoch=1)
+        timed(head, cached)
         log(f"measuring {rounds} interleaved rounds: (a) and (b) {steps} batches of {batch_size} each, "
             f"(c) {head_epochs} epochs of {n:,} frames ...")
         done = {k: [0, 0.0] for k in paths}
         for r in range(rounds):
             for name, fit in paths.items():
                 df = fit()
-                done[name][0] += int(df["frames"].sum())
+                done[name][0] += int(df["examples"].sum())
                 done[name][1] += float(df["seconds"].sum())
             log(f"  after round {r + 1}: " + ", ".join(f"{k} {f / s:,.0f} frames/s" for k, (f, s) in done.items()))
 
@@ -179,7 +175,7 @@ def run(data=None, *, frames: int | None = None, batch_size: int = 256, rounds: 
 
 
 def add_arguments(p) -> None:
-    from kit.cli import positive_int
+    from kit.util import positive_int
 
     p.add_argument("--frames", type=positive_int, default=None,
                    help="use the first N frames of the data (default: all; 20,000 of the default data)")
@@ -206,8 +202,7 @@ def register(bench_sub) -> None:
 
 def main(args) -> int:
     from kit.bench import print_table, result
-    from kit.cli import write_json
-    from kit.timing import format_duration
+    from kit.util import format_duration, write_json
 
     df, info = run(args.data, frames=args.frames, batch_size=args.batch_size, rounds=args.rounds,
                    batches=args.batches, head_epochs=args.head_epochs, loader=args.loader,

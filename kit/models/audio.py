@@ -25,6 +25,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from kit.util import check_int
+
 #: Input frame of YAMNet: 96 time steps of 10 ms by 64 mel bands, one channel.
 FRAME_SHAPE = (96, 64, 1)
 #: Width of the embedding (the output of global average pooling).
@@ -141,11 +143,10 @@ def head(num_classes: int, *, embedding_dim: int = EMBEDDING_DIM, hidden: int | 
     import keras
     from keras import layers
 
-    for label, v in (("num_classes", num_classes), ("embedding_dim", embedding_dim)):
-        if not isinstance(v, int) or v <= 0:
-            raise ValueError(f"{label} must be a positive integer, got {v!r}")
-    if hidden is not None and (not isinstance(hidden, int) or hidden <= 0):
-        raise ValueError(f"hidden must be a positive integer or None, got {hidden!r}")
+    check_int("num_classes", num_classes)
+    check_int("embedding_dim", embedding_dim)
+    if hidden is not None:
+        check_int("hidden", hidden)
     if not 0 <= dropout < 1:
         raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
     inputs = keras.Input((embedding_dim,), name="embedding")
@@ -228,7 +229,7 @@ def cost(model) -> Cost:
     import keras
 
     macs = 0
-    for layer in _leaf_layers(model):
+    for layer in leaf_layers(model):
         if not isinstance(layer, (keras.layers.Conv2D, keras.layers.DepthwiseConv2D,
                                   keras.layers.SeparableConv2D, keras.layers.Dense)):
             continue
@@ -249,9 +250,9 @@ def cost(model) -> Cost:
                 input_shape=tuple(model.input_shape[1:]), output_shape=tuple(model.output_shape[1:]))
 
 
-def _leaf_layers(model):
+def leaf_layers(model):
     for layer in model.layers:
         if hasattr(layer, "layers") and layer.layers:
-            yield from _leaf_layers(layer)
+            yield from leaf_layers(layer)
         else:
             yield layer

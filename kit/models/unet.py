@@ -10,6 +10,8 @@ Example:
 
 from __future__ import annotations
 
+from kit.util import check_int
+
 
 def unet(num_classes: int, *, input_shape=(None, None, 3), input_dtype: str = "float32", filters: int = 16,
          depth: int = 3, name: str = "unet"):
@@ -31,9 +33,8 @@ def unet(num_classes: int, *, input_shape=(None, None, 3), input_dtype: str = "f
 
     if input_dtype not in ("float32", "uint8"):
         raise ValueError(f"input_dtype must be 'float32' or 'uint8', got {input_dtype!r}")
-    if num_classes < 1 or filters < 1 or depth < 1:
-        raise ValueError(f"num_classes, filters and depth must be positive, got "
-                         f"{num_classes}, {filters}, {depth}")
+    for name, value in (("num_classes", num_classes), ("filters", filters), ("depth", depth)):
+        check_int(name, value)
     layers = keras.layers
 
     def block(x, f, tag):

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+from kit.util import non_negative_int, positive_float, positive_int, size_arg
 
-def size_arg(text: str):
-    """argparse type: ``512`` -> 512, ``384x512`` -> (384, 512) (height x width)."""
-    try:
-        parts = [int(v) for v in text.lower().replace("x", ",").split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected SIZE or HEIGHTxWIDTH, got {text!r}") from None
-    if len(parts) not in (1, 2) or min(parts) <= 0:
-        raise argparse.ArgumentTypeError(f"expected SIZE or HEIGHTxWIDTH (positive), got {text!r}")
-    return tuple(parts) if len(parts) == 2 else parts[0]
+__all__ = ["register"]
 
 
 def register(sub) -> None:
@@ -29,8 +21,6 @@ def register(sub) -> None:
     p.add_argument("--size", type=size_arg, default=512, help="SIZE or HEIGHTxWIDTH to crop or pad to (512)")
     p.add_argument("--ignore-label", type=int, default=None,
                    help="class id for colours not in the palette (and padding), which the loss skips")
-    from kit.cli import non_negative_int, positive_float, positive_int
-
     p.add_argument("--shard-mb", type=positive_float, default=None, help="target shard size in MB (default 100)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="TFRecord write order")
     p.add_argument("--workers", type=positive_int, default=None, help="threads writing shards (default: CPUs)")

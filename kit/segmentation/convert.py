@@ -18,13 +18,17 @@ the options; builds are atomic per shard, resumable, and verified by ``kit.store
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from kit import store
-from kit.segmentation.index import PairIndex, Palette, _pair
+from kit.cases import check_tfrecord_shard, shard_tags, store_folder
+from kit.segmentation.index import PairIndex, Palette, as_size
+from kit.util import check_int, usable_cpus
+
+__all__ = ["convert", "parse_batch", "open_memmap_store", "store_key", "default_folder", "FORMATS",
+           "DEFAULT_SHARD_MB"]
 
 FORMATS = ("memmap", "tfrecord")
 #: 100 MB shards (about 95 pairs at 512x512): large enough to stream, small enough
@@ -35,17 +39,12 @@ DEFAULT_SHARD_MB = 100
 
 def store_key(index: PairIndex, palette: Palette, size, fmt: str, **options) -> str:
     return store.fingerprint("segmentation", fmt, index.fingerprint(), palette.fingerprint(),
-                             list(_pair(size)), options, store.FORMAT_VERSION)
+                             list(as_size(size)), options, store.FORMAT_VERSION)
 
 
 def default_folder(index: PairIndex, palette: Palette, size, fmt: str, workdir=None, **options) -> Path:
     """The content-keyed folder for a store of ``index`` under ``workdir``."""
-    root = Path(workdir) if workdir is not None else store.default_workdir()
-    return root / f"segmentation-{fmt}-{store_key(index, palette, size, fmt, **options)[:16]}"
-
-
-def _usable_cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return store_folder("segmentation", fmt, store_key(index, palette, size, fmt, **options), workdir)
 
 
 def convert(index: PairIndex, palette: Palette, to: str = "memmap", out=None, *, size=(512, 512),
@@ -81,9 +80,7 @@ def convert(index: PairIndex, palette: Palette, to: str = "memmap", out=None, *,
     if not shard_mb > 0:
         raise ValueError(f"shard_mb must be positive, got {shard_mb!r}")
     size = index.check_size(size, palette)
-    workers = _usable_cpus() if workers is None else workers
-    if workers < 1:
-        raise ValueError(f"workers must be positive, got {workers}")
+    workers = usable_cpus() if workers is None else check_int("workers", workers)
     opts = {"shard_mb": float(shard_mb)} if to == "memmap" else {"shard_mb": float(shard_mb), "seed": int(seed)}
     key = store_key(index, palette, size, to, **opts)
     folder = Path(out) if out is not None else default_folder(index, palette, size, to, workdir, **opts)
@@ -108,10 +105,8 @@ def _pieces(rows: np.ndarray, per_shard: int) -> list[np.ndarray]:
 
 def _memmap(index, palette, size, folder, key, meta, per_shard, workers, progress, extra) -> store.Manifest:
     pieces = _pieces(np.arange(len(index)), per_shard)
-    w = max(5, len(str(len(pieces))))
     shards = []
-    for k, rows in enumerate(pieces):
-        tag = f"{k:0{w}d}-of-{len(pieces):0{w}d}"
+    for tag, rows in zip(shard_tags(len(pieces)), pieces):
         # The examples count on the image shard; the label shard of the same rows counts 0.
         shards.append(store.Shard(f"images-{tag}.npy", len(rows), ("images", rows)))
         shards.append(store.Shard(f"labels-{tag}.npy", 0, ("labels", rows)))
@@ -181,9 +176,8 @@ def _tfrecord(index, palette, size, folder, key, meta, per_shard, seed, workers,
 
     order = np.random.default_rng(seed).permutation(len(index))
     pieces = _pieces(order, per_shard)
-    w = max(5, len(str(len(pieces))))
-    shards = [store.Shard(f"shard-{k:0{w}d}-of-{len(pieces):0{w}d}.tfrecord", len(rows), rows)
-              for k, rows in enumerate(pieces)]
+    shards = [store.Shard(f"shard-{tag}.tfrecord", len(rows), rows)
+              for tag, rows in zip(shard_tags(len(pieces)), pieces)]
 
     def feature(b: bytes):
         return tf.train.Feature(bytes_list=tf.train.BytesList(value=[b]))
@@ -215,19 +209,6 @@ def parse_batch(serialized, size):
 
 @store.register_check("segmentation-tfrecord")
 def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: dict) -> str | None:
-    import tensorflow as tf
-
     size = tuple(manifest.meta["size"])
-    count = 0
-    try:
-        for batch in tf.data.TFRecordDataset(str(folder / shard["name"])).batch(64):
-            _, y = parse_batch(batch, size)
-            count += int(y.shape[0])
-            problem = _bad_ids(y.numpy(), manifest)
-            if problem:
-                return problem
-    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-        return f"unreadable records ({e.message.splitlines()[0]})"
-    if count != shard["count"]:
-        return f"{count} records, manifest says {shard['count']}"
-    return None
+    return check_tfrecord_shard(folder / shard["name"], shard["count"], lambda s: parse_batch(s, size),
+                                batch=64, inspect=lambda x, y, first: _bad_ids(y.numpy(), manifest))

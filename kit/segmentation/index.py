@@ -33,7 +33,10 @@ import numpy as np
 import pandas as pd
 
 from kit import store, validate
+from kit.cases import CsvIndex
 from kit.errors import DataError
+
+__all__ = ["PairIndex", "Palette", "crop_or_pad", "read_rgb", "as_size", "MODES", "UNKNOWN"]
 
 #: Pillow modes of 8-bit images that every decoder (Pillow, OpenCV, TensorFlow)
 #: turns into the same RGB: grey and palette expand, alpha is dropped.
@@ -44,7 +47,7 @@ UNKNOWN = 255
 _PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"
 
 
-def _pair(size) -> tuple[int, int]:
+def as_size(size) -> tuple[int, int]:
     """``512`` or ``(512, 512)`` -> ``(height, width)``, validated."""
     if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
         size = (size, size)
@@ -254,7 +257,7 @@ def _codes(rgb: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class PairIndex:
+class PairIndex(CsvIndex):
     """A validated index of image/mask pairs. Build it with ``PairIndex.from_csv``.
 
     Attributes:
@@ -275,6 +278,8 @@ class PairIndex:
     split: np.ndarray | None = None
     _key: list = field(default_factory=list, repr=False)
 
+    COLUMNS = ("image", "label")
+
     def __len__(self) -> int:
         return len(self.images)
 
@@ -285,21 +290,7 @@ class PairIndex:
     @classmethod
     def from_csv(cls, path: str | os.PathLike) -> "PairIndex":
         """Reads and validates an index CSV (headers and tails only). Raises ``DataError``."""
-        csv_path = Path(path).resolve()
-        if not csv_path.exists():
-            raise DataError(f"{path}: index file not found")
-        try:
-            df = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
-        except pd.errors.EmptyDataError:
-            raise DataError(f"{path}: index is empty (no header, no rows)") from None
-        except pd.errors.ParserError as e:
-            raise DataError(f"{path}: not a valid CSV ({e})") from None
-        missing = [c for c in ("image", "label") if c not in df.columns]
-        if missing:
-            raise DataError(f"{path}: missing column(s) {', '.join(missing)}; an index needs "
-                            f"image,label[,split], found {','.join(map(str, df.columns))}")
-        if len(df) == 0:
-            raise DataError(f"{path}: index has a header but no rows")
+        df, csv_path = cls.read_csv(path, dtype=str)
         name, root = csv_path.name, csv_path.parent
         images, labels = [], []
         sizes = np.empty((len(df), 2), np.int64)
@@ -320,30 +311,15 @@ class PairIndex:
             sizes[i] = img_size[1], img_size[0]
         validate.check_unique_rows([np.asarray(images)], np.asarray(labels), lambda i: f"{name} line {i + 2}",
                                    "image")
-        split = df["split"].astype(str).to_numpy() if "split" in df.columns else None
+        split = cls.split_column(df)
         key = [images, labels, store.files_fingerprint(images), store.files_fingerprint(labels)]
         return cls(csv_path, tuple(images), tuple(labels), sizes[:, 0], sizes[:, 1],
                    np.arange(len(df)) + 2, split, key)
 
-    def fingerprint(self) -> str:
-        """Key of the index's content: the rows, and each file's size and mtime."""
-        return store.fingerprint(self._key)
-
-    def subset(self, rows) -> "PairIndex":
-        """A new index of the given rows (a boolean mask or integer positions)."""
-        rows = np.arange(len(self))[rows]
-        if len(rows) == 0:
-            raise DataError(f"{self.csv_path.name}: the subset selects no rows")
+    def _take(self, rows: np.ndarray, split, key: list) -> "PairIndex":
         pick = lambda seq: tuple(seq[r] for r in rows)  # noqa: E731
-        split = None if self.split is None else self.split[rows]
         return PairIndex(self.csv_path, pick(self.images), pick(self.labels), self.heights[rows],
-                         self.widths[rows], self.lines[rows], split, [self._key, rows.tolist()])
-
-    def of_split(self, name: str) -> "PairIndex":
-        """The rows whose ``split`` column equals ``name``."""
-        if self.split is None:
-            raise DataError(f"{self.csv_path.name}: has no split column")
-        return self.subset(self.split == name)
+                         self.widths[rows], self.lines[rows], split, key)
 
     def check_size(self, size, palette: Palette) -> tuple[int, int]:
         """Validates the target ``size`` against the pairs; returns it as ``(height, width)``.
@@ -352,7 +328,7 @@ class PairIndex:
             DataError: a pair smaller than ``size`` needs padding but the palette has no
                 id for padded pixels (no ignore label and no colour (0, 0, 0)).
         """
-        size = _pair(size)
+        size = as_size(size)
         if palette.pad_id is None:
             small = np.flatnonzero((self.heights < size[0]) | (self.widths < size[1]))
             if len(small):
@@ -376,13 +352,13 @@ class PairIndex:
     def read_image(self, i: int, size) -> np.ndarray:
         """Row ``i``'s image, RGB uint8, cropped or padded (black) to ``size``."""
         try:
-            return crop_or_pad(read_rgb(self.images[i]), _pair(size), 0)
+            return crop_or_pad(read_rgb(self.images[i]), as_size(size), 0)
         except DataError as e:
             raise DataError(f"{self.where(i)}: {e}") from None
 
     def read_ids(self, i: int, palette: Palette, size) -> np.ndarray:
         """Row ``i``'s class ids, uint8, cropped (before the lookup) and padded with ``pad_id``."""
-        size = _pair(size)
+        size = as_size(size)
         try:
             rgb = read_rgb(self.labels[i])
             ids = palette.lookup(crop_or_pad(rgb, (min(size[0], rgb.shape[0]), min(size[1], rgb.shape[1]))),

@@ -20,32 +20,22 @@ epoch when ``shuffle`` is set. ``VARIANTS`` lists them.
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from kit.epochs import epoch_order, finish, num_batches, order_dataset, reject
+from kit.cases import (LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, check_shards,
+                       graph_only, module_getattr, pydataset_class, read_tfrecords)
+from kit.epochs import finish, order_dataset
 from kit.errors import DataError
 from kit.segmentation.convert import DEFAULT_SHARD_MB, convert, open_memmap_store, parse_batch
 from kit.segmentation.index import UNKNOWN, PairIndex, Palette, crop_or_pad
+from kit.util import usable_cpus
 
-VARIANTS = {
-    "sequence": "the user's DataGenerator: keras PyDataset, one worker; OpenCV decode, float "
-                "conversion, a loop over the palette colours per mask (the baseline)",
-    "sequence_workers": "the same PyDataset with workers (default: the usable CPUs) and use_multiprocessing",
-    "tfdata_naive": "the user's tf.data rewrite: decode_png, convert_image_dtype, an equal/reduce_all "
-                    "per palette colour in the graph, map with 4 parallel calls, batch",
-    "tfdata_tuned": "tf.data: native decode, one vectorised palette lookup (no colour loop), uint8 "
-                    "until a per-batch cast, parallel map, prefetch",
-    "class_index": "converted once: uint8 images and class-index maps in memmap (or TFRecord) shards, "
-                   "one vectorised read per batch; normalisation (and one-hot) in the model",
-}
+__all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "X_DTYPES", "default_x_dtype",
+           "PairOptions", "SequenceOptions", "WorkerSequenceOptions", "NaiveOptions", "ClassIndexOptions"]
 
-#: Variants whose pipeline is pure TensorFlow graph (no Python function), what tf.data
-#: service can run; ``class_index`` is too with ``format="tfrecord"``.
-GRAPH_ONLY = ("tfdata_naive", "tfdata_tuned")
 X_DTYPES = ("float32", "uint8")
 
 
@@ -55,28 +45,76 @@ def default_x_dtype(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class LoaderOptions:
-    """Options every variant shares; validates itself."""
+class PairOptions(LoaderOptions):
+    """What every variant of this case takes; validates itself (with ``LoaderOptions``'s fields).
 
-    batch_size: int
+    Attributes:
+        palette: the masks' colour code (and ignore label).
+        size: ``(height, width)`` every pair is cropped or padded to.
+        x_dtype: ``"float32"`` in [0, 1] or the raw ``"uint8"`` pixels.
+        one_hot: masks as one-hot float32 instead of class ids.
+    """
+
+    palette: Palette | None = None
     size: tuple[int, int] = (512, 512)
-    shuffle: bool = True
-    seed: int = 0
     x_dtype: str = "float32"
     one_hot: bool = False
 
     def __post_init__(self):
-        if not isinstance(self.batch_size, (int, np.integer)) or isinstance(self.batch_size, bool) \
-                or self.batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {self.batch_size!r}")
+        super().__post_init__()
+        if not isinstance(self.palette, Palette):
+            raise TypeError(f"palette must be a Palette, got {type(self.palette).__name__}")
         if self.x_dtype not in X_DTYPES:
             raise ValueError(f"x_dtype must be one of {X_DTYPES}, got {self.x_dtype!r}")
         if not isinstance(self.one_hot, bool):
             raise ValueError(f"one_hot must be True or False, got {self.one_hot!r}")
 
 
+@dataclass(frozen=True)
+class SequenceOptions(VariantOptions):
+    """``sequence``: the user's DataGenerator settings (one worker)."""
+
+    POSITIVE = ("workers", "max_queue_size")
+    workers: int | None = 1
+    use_multiprocessing: bool = False
+    max_queue_size: int = 10
+
+
+@dataclass(frozen=True)
+class WorkerSequenceOptions(SequenceOptions):
+    """``sequence_workers``: workers default to the usable CPUs, in processes."""
+
+    workers: int | None = None
+    use_multiprocessing: bool = True
+
+
+@dataclass(frozen=True)
+class NaiveOptions(VariantOptions):
+    """``tfdata_naive``: the user's ``num_parallel_calls``."""
+
+    POSITIVE = ("parallel_calls",)
+    parallel_calls: int = 4
+
+
+@dataclass(frozen=True)
+class ClassIndexOptions(VariantOptions):
+    """``class_index``: the store's format and folder, its shard size, the TFRecord shuffle buffer."""
+
+    POSITIVE = ("shuffle_buffer",)
+    format: str = "memmap"
+    folder: str | None = None
+    shard_mb: float = DEFAULT_SHARD_MB
+    shuffle_buffer: int = 64
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.format not in ("memmap", "tfrecord"):
+            raise ValueError(f"format must be 'memmap' or 'tfrecord', got {self.format!r}")
+
+
 def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: int, size=(512, 512),
-                shuffle: bool = True, seed: int = 0, workdir=None, **options):
+                shuffle: bool = True, seed: int = 0, workdir=None, x_dtype: str | None = None,
+                one_hot: bool = False, progress: bool | str = True, service: str | None = None, **options):
     """Builds the loader variant ``name`` over ``index``.
 
     Args:
@@ -88,46 +126,31 @@ def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: in
         shuffle: reshuffle every epoch.
         seed: makes the shuffles reproducible.
         workdir: where the ``class_index`` store is built.
-        **options: ``x_dtype`` (``"float32"`` or ``"uint8"``, see the module docstring),
-            ``one_hot`` (False), and per variant:
+        x_dtype: ``"float32"`` or ``"uint8"`` (see the module docstring); default
+            ``default_x_dtype(name)``.
+        one_hot: masks as one-hot float32.
+        progress: show a progress bar while converting.
+        service: ``grpc://host:port`` of a tf.data service dispatcher (graph-only pipelines).
+        **options: the variant's own, its options class in ``REGISTRY``:
             ``sequence``/``sequence_workers``: ``workers`` (1 / the usable CPUs),
             ``use_multiprocessing`` (False / True), ``max_queue_size`` (10);
             ``tfdata_naive``: ``parallel_calls`` (4, the user's setting);
             ``class_index``: ``format`` (``"memmap"`` or ``"tfrecord"``), ``folder`` (use this
-            store folder), ``shard_mb`` (100), ``shuffle_buffer`` (64, tfrecord), ``progress`` (True);
-            graph-only pipelines: ``service`` (``grpc://host:port`` of a tf.data service dispatcher).
+            store folder), ``shard_mb`` (100), ``shuffle_buffer`` (64, tfrecord).
 
     Returns:
         A ``keras.utils.PyDataset`` for the ``sequence`` variants, else a ``tf.data.Dataset``
         (ending with ``assert_cardinality``, so a short epoch fails loudly). All go
         straight into ``model.fit`` and ``kit.timing.measure``.
     """
-    if name not in VARIANTS:
-        raise ValueError(f"unknown variant {name!r}; choose one of {', '.join(VARIANTS)}")
+    if name not in REGISTRY:
+        raise ValueError(f"unknown variant {name!r}; choose one of {', '.join(REGISTRY)}")
     if not isinstance(index, PairIndex) or not isinstance(palette, Palette):
         raise TypeError("make_loader(name, index, palette, ...) takes a PairIndex and a Palette")
     size = index.check_size(size, palette)
-    opts = LoaderOptions(batch_size, size, shuffle, seed, options.pop("x_dtype", default_x_dtype(name)),
-                         options.pop("one_hot", False))
-    service = options.pop("service", None)
-    graph_only = name in GRAPH_ONLY or (name == "class_index" and options.get("format") == "tfrecord")
-    if service is not None and not graph_only:
-        raise ValueError(
-            f"variant {name!r} runs Python code in its pipeline, which tf.data service workers cannot "
-            f"run; use one of {', '.join(GRAPH_ONLY)}, or class_index with format='tfrecord', with service="
-        )
-    loader = _BUILDERS[name](index, palette, opts, workdir=workdir, progress=options.pop("progress", True),
-                             **options)
-    if service is not None:
-        from kit.distribute import through_service
-
-        loader = through_service(loader, service)
-    return loader
-
-
-
-def _usable_cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    opts = PairOptions(batch_size, shuffle, seed, workdir, progress, palette=palette, size=size,
+                       x_dtype=default_x_dtype(name) if x_dtype is None else x_dtype, one_hot=one_hot)
+    return build_loader(REGISTRY, name, index, opts, service, **options)
 
 
 def _needs_padding(index: PairIndex, size) -> bool:
@@ -153,7 +176,7 @@ def _cv2_rgb(path: str, where: str) -> np.ndarray:
     return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
-def _colour_loop(mask: np.ndarray, path: str, where: str, palette: Palette, opts: LoaderOptions):
+def _colour_loop(mask: np.ndarray, path: str, where: str, palette: Palette, opts: PairOptions):
     """The user's ``one_hot_it``: one comparison of the whole mask per palette colour."""
     h, w = opts.size
     mask = crop_or_pad(mask, (min(h, mask.shape[0]), min(w, mask.shape[1])))  # crop only
@@ -188,74 +211,35 @@ def _raise_unknown(palette, mask, unknown, path, where):
         raise DataError(f"{where}: {e}") from None
 
 
-def _sequence(index, palette, opts, *, workdir=None, progress=True, workers: int = 1, use_multiprocessing: bool = False,
-              max_queue_size: int = 10, **options):
-    reject("sequence", options)
-    return _make_sequence(index, palette, opts, workers, use_multiprocessing, max_queue_size)
-
-
-def _sequence_workers(index, palette, opts, *, workdir=None, progress=True, workers: int | None = None,
-                      use_multiprocessing: bool = True, max_queue_size: int = 10, **options):
-    reject("sequence_workers", options)
-    workers = _usable_cpus() if workers is None else workers
-    return _make_sequence(index, palette, opts, workers, use_multiprocessing, max_queue_size)
-
-
-def _make_sequence(index, palette, opts, workers, use_multiprocessing, max_queue_size):
+def _sequence(index: PairIndex, opts: PairOptions, vopts: SequenceOptions):
     try:
         import cv2  # noqa: F401
     except ImportError:
         raise ImportError("the sequence variants decode with OpenCV, as the user's DataGenerator: "
                           "pip install opencv-python-headless") from None
-    if not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    return _sequence_class()(index, palette, opts, workers=workers, use_multiprocessing=use_multiprocessing,
-                             max_queue_size=max_queue_size)
+    workers = usable_cpus() if vopts.workers is None else vopts.workers
+    return pydataset_class(_PairBatches, "PairSequence")(
+        index, opts, workers=workers, use_multiprocessing=vopts.use_multiprocessing,
+        max_queue_size=vopts.max_queue_size)
 
 
-@functools.cache
-def _sequence_class():
-    import keras
+class _PairBatches:
+    """The user's DataGenerator (a ``keras.utils.PyDataset``); reshuffles at every epoch's end."""
 
-    class PairSequence(keras.utils.PyDataset):
-        """The user's DataGenerator as a PyDataset; reshuffles at every epoch's end."""
-
-        def __init__(self, index: PairIndex, palette: Palette, opts: LoaderOptions, **kwargs):
-            super().__init__(**kwargs)
-            self.index, self.palette, self.opts = index, palette, opts
-            self.epoch = 0
-            self._order = epoch_order(len(index), opts.shuffle, opts.seed, 0)
-
-        def __len__(self):
-            return num_batches(len(self.index), self.opts.batch_size)
-
-        def __getitem__(self, i):
-            if not 0 <= i < len(self):
-                raise IndexError(f"batch {i} out of range (0..{len(self) - 1})")
-            bs = self.opts.batch_size
-            xs, ys = [], []
-            for r in self._order[i * bs:(i + 1) * bs]:
-                where = self.index.where(r)
-                image = crop_or_pad(_cv2_rgb(self.index.images[r], where), self.opts.size, 0)
-                xs.append(np.float32(image) / 255.0 if self.opts.x_dtype == "float32" else image)
-                mask = _cv2_rgb(self.index.labels[r], where)
-                ys.append(_colour_loop(mask, self.index.labels[r], where, self.palette, self.opts))
-            return np.stack(xs), np.stack(ys)
-
-        def on_epoch_end(self):
-            self.epoch += 1
-            self._order = epoch_order(len(self.index), self.opts.shuffle, self.opts.seed, self.epoch)
-
-    PairSequence.__module__ = __name__  # pickles by reference through __getattr__ below
-    return PairSequence
+    def load(self, rows):
+        opts, xs, ys = self.opts, [], []
+        for r in rows:
+            where = self.index.where(r)
+            image = crop_or_pad(_cv2_rgb(self.index.images[r], where), opts.size, 0)
+            xs.append(np.float32(image) / 255.0 if opts.x_dtype == "float32" else image)
+            mask = _cv2_rgb(self.index.labels[r], where)
+            ys.append(_colour_loop(mask, self.index.labels[r], where, opts.palette, opts))
+        return np.stack(xs), np.stack(ys)
 
 
-def __getattr__(name):
-    # PairSequence subclasses keras.utils.PyDataset: built on first use, so that
-    # importing this module does not import Keras.
-    if name == "PairSequence":
-        return _sequence_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# PairSequence subclasses keras.utils.PyDataset: built on first use, so that
+# importing this module does not import Keras.
+__getattr__ = module_getattr(__name__, {"PairSequence": _PairBatches})
 
 
 # --------------------------------------------------------------------------- tf.data helpers
@@ -308,7 +292,7 @@ def _assert_known(y, unknown, code, path, where, palette: Palette):
     return tf.cond(tf.reduce_any(unknown), fail, lambda: y)
 
 
-def _post(opts: LoaderOptions, num_classes: int):
+def _post(opts: PairOptions, num_classes: int):
     """Per-batch ``x`` cast (uint8 to float32 in [0, 1]) and ``one_hot``, or None if neither."""
     import tensorflow as tf
 
@@ -335,10 +319,10 @@ def _paths(index: PairIndex):
 # --------------------------------------------------------------------------- tfdata_naive
 
 
-def _tfdata_naive(index, palette, opts, *, workdir=None, progress=True, parallel_calls: int = 4, **options):
+def _tfdata_naive(index: PairIndex, opts: PairOptions, vopts: NaiveOptions):
     import tensorflow as tf
 
-    reject("tfdata_naive", options)
+    palette = opts.palette
     h, w = opts.size
     colours = [tuple(int(v) for v in c) for c in palette.colours]  # the user's label_values
     c, ignore, pad_id = len(colours), palette.ignore_label, palette.pad_id
@@ -377,17 +361,17 @@ def _tfdata_naive(index, palette, opts, *, workdir=None, progress=True, parallel
         return x, _pad_tf(ids, opts.size, pad_id if pad_id is not None else 0)
 
     ds = order_dataset(len(index), opts)
-    ds = ds.map(preprocess, num_parallel_calls=parallel_calls).batch(opts.batch_size)
-    return finish(ds, num_batches(len(index), opts.batch_size))
+    ds = ds.map(preprocess, num_parallel_calls=vopts.parallel_calls).batch(opts.batch_size)
+    return finish(ds, len(index), opts.batch_size)
 
 
 # --------------------------------------------------------------------------- tfdata_tuned
 
 
-def _tfdata_tuned(index, palette, opts, *, workdir=None, progress=True, **options):
+def _tfdata_tuned(index: PairIndex, opts: PairOptions, vopts: NoOptions):
     import tensorflow as tf
 
-    reject("tfdata_tuned", options)
+    palette = opts.palette
     images, labels, wheres = _paths(index)
     pad_id = palette.pad_id if palette.pad_id is not None else 0
     padding = _needs_padding(index, opts.size)
@@ -415,33 +399,21 @@ def _tfdata_tuned(index, palette, opts, *, workdir=None, progress=True, **option
     post = _post(opts, palette.num_classes)
     if post is not None:
         ds = ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
-    return finish(ds, num_batches(len(index), opts.batch_size))
+    return finish(ds, len(index), opts.batch_size)
 
 
 # --------------------------------------------------------------------------- class_index
 
 
-def _class_index(index, palette, opts, *, workdir=None, format: str = "memmap", folder=None,
-                 shard_mb: float = DEFAULT_SHARD_MB, shuffle_buffer: int = 64, progress=True, **options):
+def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
     import tensorflow as tf
 
-    from kit import store
-
-    reject("class_index", options)
-    if not isinstance(shuffle_buffer, int) or shuffle_buffer <= 0:
-        raise ValueError(f"shuffle_buffer must be a positive integer, got {shuffle_buffer!r}")
-    folder, manifest = convert(index, palette, format, folder, size=opts.size, workdir=workdir,
-                               shard_mb=shard_mb, seed=opts.seed, progress=progress)
-    # A shard cut short or replaced since it was written is refused before reading.
-    for s in manifest.shards:
-        path = folder / s["name"]
-        if not path.exists() or path.stat().st_size != s["bytes"]:
-            raise store.StoreError(
-                f"{path}: missing or {path.stat().st_size if path.exists() else 0} bytes where the "
-                f"manifest says {s['bytes']}; run `python -m kit verify {folder}` and reconvert"
-            )
+    palette = opts.palette
+    folder, manifest = convert(index, palette, vopts.format, vopts.folder, size=opts.size, workdir=opts.workdir,
+                               shard_mb=vopts.shard_mb, seed=opts.seed, progress=opts.progress)
+    paths = check_shards(folder, manifest)  # a shard cut short or replaced is refused before reading
     n, size = len(index), opts.size
-    if format == "memmap":
+    if vopts.format == "memmap":
         images, labels, starts = open_memmap_store(folder, manifest)
 
         def gather(rows):
@@ -462,25 +434,34 @@ def _class_index(index, palette, opts, *, workdir=None, format: str = "memmap", 
 
         ds = order_dataset(n, opts).batch(opts.batch_size).map(load, num_parallel_calls=tf.data.AUTOTUNE)
     else:
-        paths = [str(folder / s["name"]) for s in manifest.shards]
-        files = tf.data.Dataset.from_tensor_slices(paths)
-        if opts.shuffle:
-            files = files.shuffle(len(paths), seed=opts.seed, reshuffle_each_iteration=True)
-        ds = files.interleave(tf.data.TFRecordDataset, cycle_length=min(4, len(paths)),
-                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        if opts.shuffle:  # records are written in a random order; 64 x 1 MB mixes them further
-            ds = ds.shuffle(shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
-        ds = ds.batch(opts.batch_size).map(lambda s: parse_batch(s, size), num_parallel_calls=tf.data.AUTOTUNE)
+        # Records are written in a random order; 64 x 1 MB mixes them further.
+        ds = read_tfrecords(paths, lambda s: parse_batch(s, size), opts, shuffle_buffer=vopts.shuffle_buffer)
     post = _post(opts, palette.num_classes)
     if post is not None:
         ds = ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
-    return finish(ds, num_batches(n, opts.batch_size))
+    return finish(ds, n, opts.batch_size)
 
 
-_BUILDERS = {
-    "sequence": _sequence,
-    "sequence_workers": _sequence_workers,
-    "tfdata_naive": _tfdata_naive,
-    "tfdata_tuned": _tfdata_tuned,
-    "class_index": _class_index,
+#: Every variant: its description, builder, options and whether tf.data service can run it.
+REGISTRY = {
+    "sequence": Variant("the user's DataGenerator: keras PyDataset, one worker; OpenCV decode, float "
+                        "conversion, a loop over the palette colours per mask (the baseline)",
+                        _sequence, SequenceOptions),
+    "sequence_workers": Variant("the same PyDataset with workers (default: the usable CPUs) and "
+                                "use_multiprocessing", _sequence, WorkerSequenceOptions),
+    "tfdata_naive": Variant("the user's tf.data rewrite: decode_png, convert_image_dtype, an equal/reduce_all "
+                            "per palette colour in the graph, map with 4 parallel calls, batch",
+                            _tfdata_naive, NaiveOptions, graph_only=True),
+    "tfdata_tuned": Variant("tf.data: native decode, one vectorised palette lookup (no colour loop), uint8 "
+                            "until a per-batch cast, parallel map, prefetch", _tfdata_tuned, graph_only=True),
+    "class_index": Variant("converted once: uint8 images and class-index maps in memmap (or TFRecord) shards, "
+                           "one vectorised read per batch; normalisation (and one-hot) in the model",
+                           _class_index, ClassIndexOptions, graph_only=("format", "tfrecord")),
 }
+
+#: name -> one-line description.
+VARIANTS = {name: v.description for name, v in REGISTRY.items()}
+
+#: Variants whose pipeline is pure TensorFlow graph (no Python function), what tf.data
+#: service can run; ``class_index`` is too with ``format="tfrecord"``.
+GRAPH_ONLY = graph_only(REGISTRY)

@@ -1,8 +1,13 @@
-"""``python -m kit convert spectrogram``: frames into a memmap or TFRecord store."""
+"""``python -m kit convert spectrogram`` (frames into a memmap or TFRecord store) and
+``python -m kit multiworker`` (one worker of a multi-worker run on spectrogram frames)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from kit.util import non_negative_int, positive_float, positive_int, write_json
+
+__all__ = ["register"]
 
 
 def register(sub) -> None:
@@ -11,8 +16,6 @@ def register(sub) -> None:
     p.add_argument("--index", required=True, type=Path, help="index CSV: path,frame,label[,split]")
     p.add_argument("--to", required=True, choices=["tfrecord", "memmap"])
     p.add_argument("--out", required=True, type=Path, help="the store's folder")
-    from kit.cli import non_negative_int, positive_float, positive_int
-
     p.add_argument("--shard-mb", type=positive_float, default=None,
                    help="target TFRecord shard size in MB (default 100)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="TFRecord write order")
@@ -20,6 +23,17 @@ def register(sub) -> None:
     p.add_argument("--allow-nonfinite", action="store_true",
                    help="warn about frames with NaN or inf instead of refusing them")
     p.set_defaults(func=_convert)
+
+    m = sub["root"].add_parser(
+        "multiworker", help="one worker of a MultiWorkerMirroredStrategy run (start one per machine)")
+    m.add_argument("--workers", required=True, help="HOST:PORT,HOST:PORT,... the same list on every worker")
+    m.add_argument("--index", type=non_negative_int, required=True, help="this worker's position in --workers")
+    m.add_argument("--csv", default=None, help="spectrogram index CSV (default: the embedded sample)")
+    m.add_argument("--variant", default="in_memory", help="tf.data loader variant")
+    m.add_argument("--per-replica-batch", type=positive_int, default=8)
+    m.add_argument("--steps", type=positive_int, default=3)
+    m.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
+    m.set_defaults(func=_multiworker)
 
 
 def _convert(args) -> int:
@@ -35,4 +49,24 @@ def _convert(args) -> int:
     size = sum(s["bytes"] for s in m.shards)
     print(f"{folder}: {m.count:,} frames in {len(m.shards)} file(s), {size / 1e6:,.1f} MB; "
           f"check with: python -m kit verify {folder}")
+    return 0
+
+
+def _multiworker(args) -> int:
+    import functools
+
+    from kit import distribute, samples
+    from kit.models import small_model
+    from kit.spectrogram import FrameIndex, make_loader
+
+    frames = FrameIndex.from_csv(args.csv or samples.embedded("spectrogram"))
+    make = functools.partial(make_loader, args.variant, shuffle=False, progress=False)
+    out = distribute.run_multiworker(
+        workers=args.workers, index=args.index, per_replica_batch=args.per_replica_batch, steps=args.steps,
+        make_data=lambda strategy: distribute.distributed_loader(
+            strategy, make, frames, per_replica_batch=args.per_replica_batch, pattern="per_replica"),
+        make_model=lambda: small_model(frames.frame_shape, frames.num_classes))
+    print(f"worker {out['worker']}: {out['replicas']} replicas, global batch {out['global_batch']}, "
+          f"losses {', '.join(f'{v:.4f}' for v in out['losses'])}, weights {out['digest']}")
+    write_json(args.json, out)
     return 0

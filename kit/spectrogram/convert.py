@@ -12,13 +12,16 @@ shard, resumable, and verified by ``kit.store.verify`` (with the deep checks her
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from kit import store, validate
+from kit.cases import check_tfrecord_shard, shard_tags, store_folder
 from kit.spectrogram.index import FrameIndex, open_frames
+from kit.util import usable_cpus
+
+__all__ = ["convert", "parse_batch", "store_key", "default_folder", "FORMATS", "DEFAULT_SHARD_MB"]
 
 FORMATS = ("memmap", "tfrecord")
 #: 100 MB shards: a few shards per core keeps parallel interleave busy on the
@@ -32,8 +35,7 @@ def store_key(index: FrameIndex, fmt: str, **options) -> str:
 
 def default_folder(index: FrameIndex, fmt: str, workdir=None, **options) -> Path:
     """The content-keyed folder for a store of ``index`` under ``workdir``."""
-    root = Path(workdir) if workdir is not None else store.default_workdir()
-    return root / f"spectrogram-{fmt}-{store_key(index, fmt, **options)[:16]}"
+    return store_folder("spectrogram", fmt, store_key(index, fmt, **options), workdir)
 
 
 def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: float = DEFAULT_SHARD_MB,
@@ -79,7 +81,7 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
     if to == "memmap":
         return folder, _memmap(index, folder, key, meta, progress, check)
     if workers is None:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2
+        workers = usable_cpus()
     return folder, _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check)
 
 
@@ -156,9 +158,8 @@ def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check
     per_shard = max(1, int(shard_mb * 1e6 // frame_bytes))
     order = np.random.default_rng(seed).permutation(n)
     pieces = [order[i:i + per_shard] for i in range(0, n, per_shard)]
-    width = max(5, len(str(len(pieces))))
-    shards = [store.Shard(f"shard-{i:0{width}d}-of-{len(pieces):0{width}d}.tfrecord", len(rows), rows)
-              for i, rows in enumerate(pieces)]
+    shards = [store.Shard(f"shard-{tag}.tfrecord", len(rows), rows)
+              for tag, rows in zip(shard_tags(len(pieces)), pieces)]
 
     def write(shard: store.Shard, tmp: Path, advance):
         rows = shard.task
@@ -203,20 +204,11 @@ def parse_batch(serialized, frame_shape):
 
 @store.register_check("spectrogram-tfrecord")
 def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: dict) -> str | None:
-    import tensorflow as tf
-
     frame_shape = tuple(manifest.meta["frame_shape"])
-    count = 0
-    try:
-        ds = tf.data.TFRecordDataset(str(folder / shard["name"])).batch(1024)
-        for batch in ds:
-            x, _ = parse_batch(batch, frame_shape)
-            problem = _nonfinite(x.numpy(), manifest, count)
-            if problem:
-                return problem.replace("frame", "record", 1)
-            count += int(x.shape[0])
-    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-        return f"unreadable records ({e.message.splitlines()[0]})"
-    if count != shard["count"]:
-        return f"{count} records, manifest says {shard['count']}"
-    return None
+
+    def nonfinite(x, y, first):
+        problem = _nonfinite(x.numpy(), manifest, first)
+        return problem.replace("frame", "record", 1) if problem else None
+
+    return check_tfrecord_shard(folder / shard["name"], shard["count"], lambda s: parse_batch(s, frame_shape),
+                                batch=1024, inspect=nonfinite)

@@ -21,9 +21,11 @@ import numpy as np
 import pandas as pd
 
 from kit import store, validate
+from kit.cases import CsvIndex
 from kit.errors import DataError
 
-REQUIRED = ("path", "frame", "label")
+__all__ = ["FrameIndex", "open_frames", "DTYPES"]
+
 DTYPES = (np.dtype("float32"), np.dtype("float16"))
 
 
@@ -51,7 +53,7 @@ def open_frames(path: str | os.PathLike) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class FrameIndex:
+class FrameIndex(CsvIndex):
     """A validated index of frames. Build it with ``FrameIndex.from_csv``.
 
     Attributes:
@@ -79,6 +81,8 @@ class FrameIndex:
     split: np.ndarray | None = None
     _key: list = field(default_factory=list, repr=False)
 
+    COLUMNS = ("path", "frame", "label")
+
     def __len__(self) -> int:
         return len(self.frames)
 
@@ -101,24 +105,7 @@ class FrameIndex:
                 by default a ``classes.txt`` beside the index, if there is one. Give two
                 splits' indexes the same list and a class gets the same id in both.
         """
-        csv_path = Path(path).resolve()
-        if not csv_path.exists():
-            raise DataError(f"{path}: index file not found")
-        try:
-            df = pd.read_csv(csv_path, dtype={"path": str, "label": str, "split": str},
-                             keep_default_na=False)
-        except pd.errors.EmptyDataError:
-            raise DataError(f"{path}: index is empty (no header, no rows)") from None
-        except pd.errors.ParserError as e:
-            raise DataError(f"{path}: not a valid CSV ({e})") from None
-        missing = [c for c in REQUIRED if c not in df.columns]
-        if missing:
-            raise DataError(
-                f"{path}: missing column(s) {', '.join(missing)}; an index needs "
-                f"path,frame,label[,split], found {','.join(map(str, df.columns))}"
-            )
-        if len(df) == 0:
-            raise DataError(f"{path}: index has a header but no rows")
+        df, csv_path = cls.read_csv(path, dtype={"path": str, "label": str, "split": str})
         return cls._from_frame(df, csv_path, validate.resolve_classes(classes, csv_path))
 
     @classmethod
@@ -183,32 +170,16 @@ class FrameIndex:
                 f"{line(i)}: frame {frames[i]} is out of range for {files[file_ids[i]]}, "
                 f"which holds {limit[i]} frames (0..{limit[i] - 1})"
             )
-        split = df["split"].astype(str).to_numpy() if "split" in df.columns else None
+        split = cls.split_column(df)
         key = [rel.tolist(), frames.tolist(), labels.tolist(), list(classes),
                store.files_fingerprint(files)]
         return cls(csv_path, files, file_ids.astype(np.int64), frames, labels, classes,
                    tuple(int(s) for s in shape), np.dtype(dtype), file_frames, split, key)
 
-    def fingerprint(self) -> str:
-        """Key of the index's content: rows, labels, and each file's size and mtime."""
-        return store.fingerprint(self._key)
-
-    def subset(self, rows) -> "FrameIndex":
-        """A new index of the given rows (a boolean mask or integer positions)."""
-        rows = np.arange(len(self))[rows]
-        if len(rows) == 0:
-            raise DataError(f"{self.csv_path.name}: the subset selects no rows")
-        key = [self._key, rows.tolist()]
-        split = None if self.split is None else self.split[rows]
+    def _take(self, rows: np.ndarray, split, key: list) -> "FrameIndex":
         return FrameIndex(self.csv_path, self.files, self.file_ids[rows], self.frames[rows],
                           self.labels[rows], self.classes, self.frame_shape, self.file_dtype,
                           self.file_frames, split, key)
-
-    def of_split(self, name: str) -> "FrameIndex":
-        """The rows whose ``split`` column equals ``name``."""
-        if self.split is None:
-            raise DataError(f"{self.csv_path.name}: has no split column")
-        return self.subset(self.split == name)
 
     def read(self, i: int) -> np.ndarray:
         """Row ``i``'s frame straight from its file, float32 ``(H, W)`` (for checks)."""

@@ -1,0 +1,30 @@
+"""What every case shares, so that a case holds only what differs.
+
+A case (``kit.spectrogram``, ``kit.segmentation``, or a third one) is a folder of
+three small modules: its index (a ``CsvIndex`` with its columns and validation), its
+conversion (what a derived store holds, through ``kit.store``) and its loaders (the
+variant builders, each a ``Variant`` in the case's registry, built by
+``build_loader``). This package holds the rest:
+
+* ``CsvIndex``: the validation preamble of an index CSV, its content key
+  (``fingerprint``), ``subset`` and ``of_split``;
+* ``LoaderOptions`` (the options every variant takes) and ``VariantOptions`` (typed,
+  validated options of one variant; an unknown option is one clear error);
+* ``Variant`` and ``build_loader``: one registry entry per variant, one function
+  that builds any of them, checks that tf.data service can run it, and records the
+  exact example count (``kit.epochs.epoch_of``);
+* ``epoch_pydataset`` / ``pydataset_class``: the epoch-reshuffling ``keras.utils.PyDataset``
+  base, and a case's class on it from a mixin with its ``load``;
+* ``read_tfrecords`` / ``check_tfrecord_shard`` / ``check_shards`` / ``store_folder``:
+  one TFRecord reader, the shard checks, and the stores' folder naming.
+"""
+
+from kit.cases.index import CsvIndex
+from kit.cases.loaders import LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, graph_only
+from kit.cases.pydataset import epoch_pydataset, module_getattr, pydataset_class
+from kit.cases.stores import (DEFAULT_READ_BUFFER, check_shards, check_tfrecord_shard, read_tfrecords,
+                              shard_tags, store_folder)
+
+__all__ = ["CsvIndex", "LoaderOptions", "VariantOptions", "NoOptions", "Variant", "build_loader", "graph_only",
+           "epoch_pydataset", "pydataset_class", "module_getattr", "read_tfrecords", "check_tfrecord_shard",
+           "check_shards", "store_folder", "shard_tags", "DEFAULT_READ_BUFFER"]

@@ -1,0 +1,33 @@
+"""``python -m kit service dispatcher|worker``: the tf.data service servers.
+
+(``python -m kit multiworker`` trains on the spectrogram case, so that case's
+commands register it: this package imports no case.)
+"""
+
+from __future__ import annotations
+
+from kit.distribute.service import run_dispatcher, run_worker
+from kit.util import port_number, positive_float
+
+__all__ = ["register"]
+
+
+def register(sub) -> None:
+    service = sub["root"].add_parser(
+        "service", help="tf.data service servers (run each in its own process/machine)")
+    ssub = service.add_subparsers(dest="server", required=True, parser_class=type(service))
+    d = ssub.add_parser("dispatcher", help="start a dispatcher; serves until Ctrl-C/SIGTERM")
+    d.add_argument("--port", type=port_number, required=True, help="port to listen on (0: any free one)")
+    d.add_argument("--work-dir", default=None, help="journal folder: a restarted dispatcher recovers")
+    d.add_argument("--worker-timeout-s", type=positive_float, default=None,
+                   help="seconds without heartbeat before a worker counts as lost")
+    d.set_defaults(func=lambda a: run_dispatcher(port=a.port, work_dir=a.work_dir,
+                                                 worker_timeout_s=a.worker_timeout_s))
+    w = ssub.add_parser("worker", help="start a worker; serves until Ctrl-C/SIGTERM")
+    w.add_argument("--dispatcher", required=True, help="HOST:PORT of the dispatcher")
+    w.add_argument("--port", type=port_number, default=0, help="port to listen on (fixed, so a restart "
+                                                       "takes over the same tasks; default any)")
+    w.add_argument("--host", default=None, help="name clients reach this worker by")
+    w.add_argument("--heartbeat-s", type=positive_float, default=None, help="seconds between heartbeats")
+    w.set_defaults(func=lambda a: run_worker(dispatcher=a.dispatcher, port=a.port, host=a.host,
+                                             heartbeat_s=a.heartbeat_s))

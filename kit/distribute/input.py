@@ -1,0 +1,89 @@
+"""Input for N replicas, both of TensorFlow's patterns, from any case's loader factory.
+
+``"global"``: a loader batched at the *global* batch, split by
+``strategy.experimental_distribute_dataset``; ``"per_replica"``:
+``strategy.distribute_datasets_from_function``, each input pipeline reading only its
+shard of the index (``input_context``), batched at the *per-replica* batch. Either way,
+global batch = per-replica batch x replicas.
+
+This module imports no case: it takes a loader factory, ``make(index, batch_size=...)``
+returning a ``tf.data.Dataset`` (for instance ``functools.partial(make_loader, "in_memory")``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from kit.distribute.strategy import global_batch_size
+
+__all__ = ["PATTERNS", "shard_rows", "distributed_loader", "local_batches"]
+
+#: The two input patterns of ``distributed_loader``.
+PATTERNS = {
+    "global": "one pipeline batched at the global batch; experimental_distribute_dataset splits each batch",
+    "per_replica": "distribute_datasets_from_function: each input pipeline reads its shard, per-replica batches",
+}
+
+
+def shard_rows(n: int, num_shards: int, shard: int) -> np.ndarray:
+    """Rows ``shard, shard + num_shards, ...`` of ``n``: one input pipeline's share."""
+    if not 0 <= shard < num_shards:
+        raise ValueError(f"shard must be in 0..{num_shards - 1}, got {shard}")
+    return np.arange(shard, n, num_shards)
+
+
+def _dataset(make: Callable, index, batch_size: int):
+    import tensorflow as tf
+
+    ds = make(index, batch_size=batch_size)
+    if not isinstance(ds, tf.data.Dataset):
+        raise ValueError(f"the loader factory returned a {type(ds).__name__}, not a tf.data.Dataset: a "
+                         "keras.utils.PyDataset goes to model.fit under strategy.scope() (Keras distributes it)")
+    return ds
+
+
+def distributed_loader(strategy, make: Callable, index, *, per_replica_batch: int, pattern: str = "global"):
+    """A loader fed to the strategy's replicas, by either input pattern.
+
+    Args:
+        strategy: a ``tf.distribute`` strategy.
+        make: the loader factory, ``make(index, batch_size=...)`` -> ``tf.data.Dataset``
+            (e.g. ``functools.partial(kit.spectrogram.make_loader, "in_memory", shuffle=False)``).
+        index: the case's index (with ``subset``).
+        per_replica_batch: examples per replica per step; the global batch is this
+            times ``strategy.num_replicas_in_sync``.
+        pattern: ``"global"``: one loader batched at the global batch, each batch
+            split over the replicas by ``experimental_distribute_dataset``.
+            ``"per_replica"``: ``distribute_datasets_from_function``; each input
+            pipeline (one per worker) builds the loader over its shard of the index
+            (``input_context.input_pipeline_id``) batched at the per-replica batch
+            (``input_context.get_per_replica_batch_size``).
+
+    Returns:
+        A ``tf.distribute.DistributedDataset``: iterate it, or pass it to ``model.fit``
+        under ``strategy.scope()``.
+    """
+    if pattern not in PATTERNS:
+        raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}")
+    global_batch = global_batch_size(per_replica_batch, strategy)
+
+    if pattern == "global":
+        return strategy.experimental_distribute_dataset(_dataset(make, index, global_batch))
+
+    def per_pipeline(ctx):
+        part = index
+        if ctx.num_input_pipelines > 1:
+            part = index.subset(shard_rows(len(index), ctx.num_input_pipelines, ctx.input_pipeline_id))
+        return _dataset(make, part, ctx.get_per_replica_batch_size(global_batch))
+
+    return strategy.distribute_datasets_from_function(per_pipeline)
+
+
+def local_batches(strategy, batch) -> list:
+    """The per-replica parts of one distributed batch, as NumPy structures, in replica order."""
+    import tensorflow as tf
+
+    flat = [strategy.experimental_local_results(t) for t in tf.nest.flatten(batch)]
+    return [tf.nest.pack_sequence_as(batch, [np.asarray(f[i]) for f in flat]) for i in range(len(flat[0]))]

@@ -1,0 +1,123 @@
+"""Small helpers every part of the kit shares: argument checks, durations, JSON output.
+
+Nothing here imports TensorFlow, pandas or another part of the kit, so any module
+(``kit.plots`` included) may use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+__all__ = ["check_int", "positive_int", "non_negative_int", "size_arg", "write_json", "format_duration", "usable_cpus",
+           "warm_page_cache"]
+
+
+def check_int(name: str, value, minimum: int = 1) -> int:
+    """``value`` as an ``int`` if it is an integer (not a bool) of at least ``minimum``.
+
+    Raises:
+        ValueError: naming the argument and the bad value, e.g.
+            ``batch_size must be a positive integer, got 0``.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return int(value)
+
+
+def _int_arg(text: str, minimum: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a positive integer, or one clear error."""
+    return _int_arg(text, 1, "positive")
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a positive, finite number, or one clear error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 1..65535, or 0 for any free one."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port in 1..65535 (or 0: any free one), got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0, or one clear error."""
+    return _int_arg(text, 0, "non-negative")
+
+
+def size_arg(text: str):
+    """argparse type: ``512`` -> 512, ``384x512`` -> (384, 512) (height x width)."""
+    try:
+        parts = [int(v) for v in text.lower().replace("x", ",").split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected SIZE or HEIGHTxWIDTH, got {text!r}") from None
+    if len(parts) not in (1, 2) or min(parts) <= 0:
+        raise argparse.ArgumentTypeError(f"expected SIZE or HEIGHTxWIDTH (positive), got {text!r}")
+    return tuple(parts) if len(parts) == 2 else parts[0]
+
+
+def write_json(path: str | os.PathLike | None, obj) -> None:
+    """Writes a result object as JSON (``-`` for standard output; None: nothing)."""
+    if path is None:
+        return
+    text = json.dumps(obj, indent=1, default=float)
+    if str(path) == "-":
+        print(text)
+    else:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text + "\n")
+
+
+def format_duration(seconds: float) -> str:
+    """1.2 s, 3.4 min, 5.6 h: a duration in the unit that reads best."""
+    if not math.isfinite(seconds):
+        return "inf"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity), else the machine's count."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def warm_page_cache(paths: Iterable[str | os.PathLike]) -> None:
+    """Reads every file once, so that what is measured next starts with them in the page cache."""
+    for path in paths:
+        with open(path, "rb") as f:
+            while f.read(1 << 24):
+                pass
