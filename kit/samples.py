@@ -36,6 +36,9 @@ import numpy as np
 from kit.errors import OutputError
 from kit.util import check_int
 
+__all__ = ["make_spectrogram", "make_segmentation", "write_palette", "embedded", "cached", "SpectrogramSpec",
+           "SPECTROGRAM_CLASSES", "PALETTE", "MARKER", "DATA_SAMPLES"]
+
 #: Class names of the spectrogram samples; the index stores names, which
 #: ``FrameIndex`` maps to ids in sorted order.
 SPECTROGRAM_CLASSES = ("alarm", "bird", "engine", "rain", "speech")
@@ -492,3 +495,37 @@ def embedded(case: str) -> Path:
             f"{path} is missing: the embedded samples come with a source checkout of kit"
         )
     return path
+
+
+# --------------------------------------------------------------------------- cached samples
+
+
+def cached(case: str, *, workdir=None, seed: int = 0, **options) -> Path:
+    """Sample data of ``case`` in the kit cache, generated on first use and reused after.
+
+    The one way notebooks and benches get sample data of a given size: the folder,
+    ``<workdir>/samples/<case>-<options>-s<seed>``, is named by the options, and
+    ``make_spectrogram`` / ``make_segmentation`` reuse a complete folder made with the
+    same options (their marker says so).
+
+    Args:
+        case: ``"spectrogram"`` (options: ``files``, ``frames_per_file``, ...) or
+            ``"segmentation"`` (``images``, ``size``).
+        workdir: the kit cache (``kit.store.default_workdir()`` if None).
+        seed: makes the data reproducible.
+        **options: passed to the maker.
+
+    Returns:
+        The path of the index CSV.
+    """
+    from kit import store
+
+    makers = {"spectrogram": make_spectrogram, "segmentation": make_segmentation}
+    if case not in makers:
+        raise ValueError(f"case must be one of {', '.join(makers)}, got {case!r}")
+    root = Path(workdir) if workdir is not None else store.default_workdir()
+    name = "-".join([case, *(f"{k}{v}" for k, v in sorted(options.items())), f"s{seed}"])
+    folder = root / "samples" / name
+    if _marker(folder) is None:
+        print(f"generating sample data -> {folder}", flush=True)
+    return makers[case](folder, seed=seed, **options)

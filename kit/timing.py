@@ -27,10 +27,12 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from kit.util import check_int, format_duration
+from kit.util import VERSION_FLOORS, check_int, format_duration
 
 __all__ = ["measure", "Measurement", "iterate", "batch_size_of", "rss_mb", "Projection", "project_epoch",
-           "format_duration", "compare", "add_ratios", "StepTimer", "fit", "pydataset_adapter", "KERAS_TESTED"]
+           "format_duration", "compare", "add_ratios", "StepTimer", "fit", "pydataset_adapter",
+           # the epoch-time model
+           "EpochEstimate", "compute_rate_from_step", "epoch_estimate", "epoch_table", "best_next_change"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -64,16 +66,12 @@ def _is_pydataset(obj) -> bool:
     return any(c.__name__ == "PyDataset" for c in type(obj).__mro__)
 
 
-#: The Keras version the private ``PyDatasetAdapter`` import was tested with (the
-#: floor in pyproject.toml); ``tests/test_timing.py`` fails clearly if it moves.
-KERAS_TESTED = "3.15"
-
-
 def pydataset_adapter():
     """Keras's own ``PyDatasetAdapter`` class, which reads a ``PyDataset`` the way ``model.fit``
     does (its workers and processes included).
 
-    It is private to Keras (``keras.src``); this is the kit's one import of it.
+    It is private to Keras (``keras.src``); this is the kit's one import of it, tested
+    with ``kit.util.VERSION_FLOORS["keras"]`` (``tests/test_timing.py`` fails clearly if it moves).
 
     Raises:
         ImportError: naming what moved, when a Keras upgrade moved it.
@@ -85,8 +83,8 @@ def pydataset_adapter():
 
         raise ImportError(
             f"kit.timing reads a keras.utils.PyDataset through Keras's private PyDatasetAdapter "
-            f"(keras.src.trainers.data_adapters.py_dataset_adapter), tested with Keras {KERAS_TESTED}; "
-            f"Keras {keras.__version__} does not have it there ({e}). Install keras=={KERAS_TESTED}.* "
+            f"(keras.src.trainers.data_adapters.py_dataset_adapter), tested with Keras {VERSION_FLOORS['keras']}; "
+            f"Keras {keras.__version__} does not have it there ({e}). Install keras=={VERSION_FLOORS['keras']}.* "
             f"or update kit.timing.pydataset_adapter") from None
     return PyDatasetAdapter
 
@@ -669,7 +667,7 @@ def compute_rate_from_step(step_ms: float, batch: int) -> float:
     """Examples/s one replica trains, from "my step takes ``step_ms`` ms at batch ``batch``"."""
     if not step_ms > 0:
         raise ValueError(f"step_ms must be positive, got {step_ms!r}")
-    _validate_count("batch", batch, 1)
+    check_int("batch", batch)
     return batch / (step_ms / 1e3)
 
 
@@ -698,8 +696,8 @@ def epoch_estimate(examples: int, *, loader_rate: float, compute_rate: float, re
         An ``EpochEstimate``: seconds, which side bounds the epoch (``"input"`` when
         the loader is slower than the replicas together, else ``"compute"``) and both bases.
     """
-    _validate_count("examples", examples, 1)
-    _validate_count("replicas", replicas, 1)
+    check_int("examples", examples)
+    check_int("replicas", replicas)
     loader_rate = _check_rate("loader_rate", loader_rate)
     compute_rate = _check_rate("compute_rate", compute_rate)
     if not 0 < efficiency <= 1:

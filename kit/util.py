@@ -15,8 +15,14 @@ from typing import Iterable
 
 import numpy as np
 
-__all__ = ["check_int", "positive_int", "non_negative_int", "size_arg", "write_json", "format_duration", "usable_cpus",
-           "warm_page_cache"]
+__all__ = ["VERSION_FLOORS", "check_int", "positive_int", "non_negative_int", "size_arg", "write_json",
+           "format_duration", "usable_cpus", "warm_page_cache"]
+
+
+#: The oldest TensorFlow and Keras the kit was tested with, as pyproject.toml's floors
+#: (a test keeps the two equal): ``kit.timing`` uses Keras's private ``PyDatasetAdapter``
+#: and ``kit.distribute`` relies on TensorFlow 2.21's tf.data service.
+VERSION_FLOORS = {"tensorflow": "2.21", "keras": "3.15"}
 
 
 def check_int(name: str, value, minimum: int = 1) -> int:

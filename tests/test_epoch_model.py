@@ -65,7 +65,7 @@ def test_where_the_loader_becomes_the_ceiling():
     (dict(loader_rate=math.nan, compute_rate=1.0), "loader_rate must be a positive"),
     (dict(loader_rate=1.0, compute_rate=-1.0), "compute_rate must be a positive"),
     (dict(loader_rate=1.0, compute_rate=1.0, efficiency=1.5), "efficiency must be in"),
-    (dict(loader_rate=1.0, compute_rate=1.0, replicas=0), "replicas must be an integer"),
+    (dict(loader_rate=1.0, compute_rate=1.0, replicas=0), "replicas must be a positive integer"),
 ])
 def test_bad_inputs_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):

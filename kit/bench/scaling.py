@@ -61,7 +61,7 @@ def run(*, replicas=(1, 2), variant: str = "in_memory", csv=None, per_replica_ba
 
     import keras
 
-    from kit import samples, store, timing
+    from kit import samples, timing
     from kit.models import small_model
     from kit.spectrogram import FrameIndex, make_loader
 
@@ -70,11 +70,8 @@ def run(*, replicas=(1, 2), variant: str = "in_memory", csv=None, per_replica_ba
     if csv is None and len(index) < 8 * largest:
         # The embedded sample is too small for these batches: at least 8 full global batches.
         files = math.ceil(8 * largest / 32)
-        folder = store.default_workdir() / f"scaling-{files}x32-seed{seed}"
-        made = folder / "index.csv"  # written atomically with its folder: present means complete
-        if not made.exists():
-            made = samples.make_spectrogram(folder, files=files, frames_per_file=32, seed=seed)
-        index = FrameIndex.from_csv(made)
+        index = FrameIndex.from_csv(samples.cached("spectrogram", files=files, frames_per_file=32, seed=seed,
+                                                   workdir=workdir))
     setups = {}
     for r in counts:
         strategy = distribute.make_strategy(r, devices=devices)

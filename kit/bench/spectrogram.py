@@ -29,12 +29,8 @@ def default_data(files: int = DEFAULT_FILES, frames_per_file: int = DEFAULT_FRAM
                  seed: int = 0, workdir=None) -> Path:
     """The bench's sample data under the kit cache, generated on first use. Returns the CSV."""
     from kit import samples
-    from kit.bench import cached_data
 
-    return cached_data(f"bench-spectrogram-{files}x{frames_per_file}-s{seed}",
-                       lambda folder: samples.make_spectrogram(
-                           folder, files=files, frames_per_file=frames_per_file, seed=seed),
-                       workdir=workdir)
+    return samples.cached("spectrogram", files=files, frames_per_file=frames_per_file, seed=seed, workdir=workdir)
 
 
 def plan(frames: int, *, batch_size: int | None, warmup: int, num_batches: int, where: str = "the data"):

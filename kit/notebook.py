@@ -1,0 +1,87 @@
+"""The setup every notebook runs first: ``FAST = kit.notebook.setup()``.
+
+One call instead of a setup cell copied into every notebook: TensorFlow's log level,
+the warning filters the kit's loaders call for, the installed versions checked
+against the floors the kit was tested with, the plotly renderer (so that an HTML
+export keeps its figures, offline), and a line on the GPUs (a hint, never a failure).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+from kit.util import VERSION_FLOORS
+
+__all__ = ["setup", "versions", "fast"]
+
+#: Keras warnings that do not apply to the kit's loaders.
+_IGNORED = (
+    ".*shuffle=True.*",      # kit loaders shuffle themselves (every epoch, seeded)
+    ".*ran out of data.*",   # Keras learns the epoch's length from the first epoch
+)
+
+
+def fast() -> bool:
+    """True when ``KIT_FAST=1`` (``make test``): the notebooks shrink to seconds."""
+    return os.environ.get("KIT_FAST") == "1"
+
+
+def _older(version: str, floor: str) -> bool:
+    def parts(v):
+        out = []
+        for p in v.split(".")[:3]:
+            digits = "".join(ch for ch in p if ch.isdigit())
+            out.append(int(digits) if digits else 0)
+        return tuple(out)
+
+    return parts(version) < parts(floor)
+
+
+def versions() -> dict:
+    """The installed versions of what the kit depends on most: ``{"kit", "tensorflow", "keras", "numpy"}``."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    import kit
+
+    return {"kit": kit.__version__, "tensorflow": tf.__version__, "keras": keras.__version__,
+            "numpy": np.__version__}
+
+
+def setup(*, gpu_hint: str | None = None, log_level: str = "2") -> bool:
+    """Prepares this kernel for a kit notebook; returns ``FAST``.
+
+    Sets TensorFlow's C++ log level (unless already set) and its Python logger to
+    errors, filters the Keras warnings that do not apply to kit loaders, sets the
+    plotly renderer (``$PLOTLY_RENDERER``, else one that keeps plotly.js in the
+    output), prints the versions and warns when one is older than the floors the kit
+    was tested with (``kit.util.VERSION_FLOORS``), and prints how many GPUs
+    TensorFlow sees (without initialising it: a strategy can still be made after).
+
+    Args:
+        gpu_hint: what to print when there is no GPU (a default line otherwise).
+        log_level: ``TF_CPP_MIN_LOG_LEVEL`` (``"2"``: warnings and errors only).
+
+    Returns:
+        ``fast()``.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", log_level)
+    for message in _IGNORED:
+        warnings.filterwarnings("ignore", message=message)
+    import plotly.io as pio
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")
+    pio.renderers.default = os.environ.get("PLOTLY_RENDERER", "plotly_mimetype+notebook")
+    have = versions()
+    print(", ".join(f"{name} {v}" for name, v in have.items()))
+    for name, floor in VERSION_FLOORS.items():
+        if _older(have[name], floor):
+            warnings.warn(f"{name} {have[name]} is older than {floor}, the oldest the kit was tested with; "
+                          f"pip install '{name}>={floor}'", stacklevel=2)
+    gpus = tf.config.list_physical_devices("GPU")
+    print(f"GPUs: {len(gpus)}" if gpus else
+          gpu_hint or "No GPU found: everything below runs on the CPU (loader speeds are what matter here).")
+    return fast()
