@@ -5,4 +5,6 @@ Import what you use: ``from kit import samples, timing, spectrogram``. Importing
 """
 
 __version__ = "0.1.0"
-__all__ = ["samples", "timing", "plots", "store", "spectrogram", "segmentation", "features", "models", "distribute"]
+__all__ = ["samples", "timing", "plots", "store", "cases", "spectrogram", "segmentation", "features", "models",
+           "distribute", "epochs", "notebook", "util", "errors", "results", "doctor", "bench", "report",
+           "cache", "progress"]

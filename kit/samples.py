@@ -36,8 +36,8 @@ import numpy as np
 from kit.errors import OutputError
 from kit.util import check_int
 
-__all__ = ["make_spectrogram", "make_segmentation", "write_palette", "embedded", "cached", "SpectrogramSpec",
-           "SPECTROGRAM_CLASSES", "PALETTE", "MARKER", "DATA_SAMPLES"]
+__all__ = ["make_spectrogram", "make_spectrogram_sharded", "spectrogram_labels", "make_segmentation", "write_palette",
+           "embedded", "cached", "SpectrogramSpec", "SPECTROGRAM_CLASSES", "PALETTE", "MARKER", "DATA_SAMPLES"]
 
 #: Class names of the spectrogram samples; the index stores names, which
 #: ``FrameIndex`` maps to ids in sorted order.

@@ -17,6 +17,8 @@ import pandas as pd
 
 from kit.results import this_machine as machine  # what benches record; lives with the ledger
 
+__all__ = ["MODULES", "machine", "result", "print_table", "register"]
+
 #: bench modules, each with ``register(bench_subparsers)``.
 MODULES = [
     "kit.bench.timer",

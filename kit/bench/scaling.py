@@ -22,6 +22,8 @@ import pandas as pd
 
 from kit.util import check_int
 
+__all__ = ["MODELS", "run", "register"]
+
 MODELS = {
     "conv": "a small conv net (compute per example grows with --width)",
     "head": "a Dense head on pooled frames, like training a head on frozen features",

@@ -22,6 +22,9 @@ import pandas as pd
 
 from kit.util import warm_page_cache
 
+__all__ = ["EPOCH", "USER_REPORT", "SLOW", "DEFAULT_IMAGES", "DEFAULT_SIZE", "PIPELINES", "default_data",
+           "default_palette", "run", "profile", "pipeline_costs", "add_arguments", "register", "main"]
+
 #: The user's epoch: 140 steps of batch 3.
 EPOCH = 420
 #: What the user reported (seed 004), model included: 3 epochs took 126 s with their

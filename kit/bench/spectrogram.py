@@ -18,6 +18,9 @@ import pandas as pd
 
 from kit.util import warm_page_cache
 
+__all__ = ["EPOCH", "DEFAULT_BATCH", "DEFAULT_FILES", "DEFAULT_FRAMES_PER_FILE", "default_data", "plan", "run",
+           "add_arguments", "register", "defaults", "main"]
+
 EPOCH = 1_000_000
 #: The user's global batch (128 per GPU on 2 GPUs).
 DEFAULT_BATCH = 256

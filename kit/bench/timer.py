@@ -19,6 +19,8 @@ import time
 
 import pandas as pd
 
+__all__ = ["run", "register"]
+
 
 def run(*, steps: int = 100, rounds: int = 12, batch_size: int = 128, seed: int = 0) -> pd.DataFrame:
     """Returns one row per setting: seconds per step and overhead against no callback."""

@@ -24,6 +24,8 @@ import pandas as pd
 
 from kit.util import check_int, warm_page_cache
 
+__all__ = ["EPOCH", "TARGETS", "CANDIDATES", "run", "add_arguments", "register", "main"]
+
 EPOCH = 1_000_000
 #: Targets of the issue, on 2 CPU cores and the default bench data.
 TARGETS = {"c_epoch_s_max": 15.0, "c_over_a_min": 300.0, "c_over_b_min": 50.0}

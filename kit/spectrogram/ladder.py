@@ -18,6 +18,8 @@ from kit.spectrogram.index import FrameIndex, open_frames
 from kit.epochs import num_batches, order_dataset
 from kit.spectrogram.loaders import LoaderOptions, make_loader
 
+__all__ = ["RUNGS", "ladder"]
+
 RUNGS = ("map", "+prefetch", "+parallel map", "+vectorise")
 
 
