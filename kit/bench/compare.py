@@ -296,7 +296,7 @@ def register(bench_sub) -> None:
 
 def _main(args) -> int:
     from kit.bench import print_table, result
-    from kit.cli import write_json
+    from kit.util import write_json
 
     counts = [int(t) for t in args.replicas.split(",") if t.strip()]
     df = run(fast=args.fast, replicas=counts, rounds=args.rounds, alpha=args.alpha)
