@@ -218,7 +218,7 @@ _BOUND_COLOURS = {"input": "#d62728", "compute": "#1f77b4"}
 
 
 def _epoch_text(t: pd.DataFrame) -> list[str]:
-    return [f"{_fmt_duration(s)} ({b}-bound)" for s, b in zip(t["epoch_s"], t["bound"])]
+    return [f"{format_duration(s)} ({b}-bound)" for s, b in zip(t["epoch_s"], t["bound"])]
 
 
 def epoch_comparison(table: pd.DataFrame, *, title: str = "Projected epoch time per configuration") -> go.Figure:
@@ -272,14 +272,14 @@ def epoch_vs_replicas(table: pd.DataFrame, *, title: str | None = None) -> go.Fi
         colour = palette[i % len(palette)]
         fig.add_trace(go.Scatter(x=d["replicas"], y=d["epoch_s"], mode="lines+markers", name=variant,
                                  line=dict(color=colour), legendgroup=variant,
-                                 text=[f"{variant}, {r} replica(s): {_fmt_duration(s)}, {b}-bound"
+                                 text=[f"{variant}, {r} replica(s): {format_duration(s)}, {b}-bound"
                                        for r, s, b in zip(d["replicas"], d["epoch_s"], d["bound"])],
                                  hoverinfo="text"))
         ceiling = examples / float(d["loader_rate"].iloc[0])
         fig.add_trace(go.Scatter(x=[d["replicas"].min(), d["replicas"].max()], y=[ceiling, ceiling], mode="lines",
                                  line=dict(color=colour, dash="dot", width=1), legendgroup=variant,
                                  showlegend=False, hoverinfo="text",
-                                 text=f"{variant} alone: {_fmt_duration(ceiling)}"))
+                                 text=f"{variant} alone: {format_duration(ceiling)}"))
     case = table["case"].iloc[0] if "case" in table.columns else ""
     fig.update_layout(title=title or f"{case}: epoch of {examples:,} examples against replicas "
                                      "(dotted: the loader alone, the floor no replica count passes)",
@@ -301,7 +301,7 @@ def machines(rates: pd.DataFrame, *, examples: int = 1_000_000, title: str | Non
     fig = go.Figure()
     for label, m in d.groupby("machine_label", sort=False):
         fig.add_trace(go.Bar(x=m["epoch_s"], y=m["variant"], orientation="h", name=label,
-                             text=[_fmt_duration(s) for s in m["epoch_s"]], textposition="outside",
+                             text=[format_duration(s) for s in m["epoch_s"]], textposition="outside",
                              cliponaxis=False))
     fig.update_layout(title=title or f"The loader alone, machine against machine: epoch of {examples:,} examples",
                       barmode="group", height=160 + 30 * len(d), legend=dict(orientation="h", y=-0.15),
@@ -497,10 +497,10 @@ class EpochExplorer(_Shown):
         options = table[(table["replicas"] == s["replicas"]) | (table["variant"] == current_variant)]
         best = best_next_change(options, at.index[0])
         regime = ("input-bound: more GPUs will not help" if e.bound == "input" else "compute-bound")
-        text = (f"{current_variant}, {s['replicas']} replica(s): {_fmt_duration(e.seconds)} per epoch of "
+        text = (f"{current_variant}, {s['replicas']} replica(s): {format_duration(e.seconds)} per epoch of "
                 f"{s['examples']:,}; {regime}")
         if best:
-            text += (f". Best next change: {best['change']}, {_fmt_duration(best['to_s'])} "
+            text += (f". Best next change: {best['change']}, {format_duration(best['to_s'])} "
                      f"({best['gain']:,.1f}x faster)")
         else:
             text += ". Nothing selected is faster"
