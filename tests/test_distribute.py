@@ -278,6 +278,7 @@ def test_service_epoch_yields_every_example_exactly_once(service_read):
         assert out[name]["wrong_labels"] == 0, name
     for name in ("numpy_function", "generator", "pydataset"):
         assert "tf.data service workers cannot run" in out["refused"][name], name
+    assert out["segmentation"]["pairs"] == out["segmentation"]["expected"]
 
 
 def test_service_short_epoch_is_never_silent(service_read):
@@ -459,6 +460,15 @@ def _child_service_read(out_path, target):
                                 **options).as_numpy_iterator():
             wrong += _rows_of(x, y, lookup, index.labels, rows)
         res[name] = {"rows": rows, "wrong_labels": wrong}
+    # The segmentation case through the same shared layer: the exact pair count, checked on this side.
+    from kit.segmentation import PairIndex, Palette
+    from kit.segmentation import make_loader as pair_loader
+
+    seg_csv = samples.embedded("segmentation")
+    pairs, palette = PairIndex.from_csv(seg_csv), Palette.from_csv(seg_csv.parent / "class_dict.csv")
+    got = sum(len(y) for _, y in pair_loader("tfdata_tuned", pairs, palette, batch_size=3, size=32,
+                                             service=target).as_numpy_iterator())
+    res["segmentation"] = {"pairs": got, "expected": len(pairs)}
     for name in ("numpy_function", "generator", "pydataset"):
         try:
             make_loader(name, index, batch_size=8, service=target)
