@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Device check for a GPU machine, under 5 minutes: the scaling bench on the visible GPUs, then the
-# loader benches. Every step has its own time limit, and a failed step does not stop the others.
+# loader benches (the segmentation one again with DALI on the GPU, where DALI is installed: see the
+# README's dali section). Every step has its own time limit, and a failed step does not stop the others.
 #
 #   scripts/device_check.sh                 # JSON results in $OUT, or reports/device/
 #   PYTHON=/path/to/python scripts/device_check.sh
@@ -63,7 +64,17 @@ step 30 scaling_cpu_simulated "$PYTHON" -m kit bench scaling --replicas 1,2 --de
 step 55 bench_spectrogram "$PYTHON" -m kit bench spectrogram --data "$DATA/spectrogram/index.csv" \
   --rounds 2 --batches 20 --json "$OUT/bench_spectrogram.json"
 step 40 bench_segmentation "$PYTHON" -m kit bench segmentation --data "$DATA/segmentation/index.csv" \
+  --variants sequence,sequence_workers,tfdata_naive,tfdata_tuned,class_index \
   --rounds 2 --batches 20 --seconds 2 --slow-seconds 4 --json "$OUT/bench_segmentation.json"
+# The dali variant: decode, colour lookup and crop on the GPU when one is visible (never measured on a
+# GPU before this script's first run there), beside tfdata_tuned and class_index in one run.
+if DALI_WHY=$("$PYTHON" -c 'from kit.segmentation.dali import available; w = available(); print(w or ""); raise SystemExit(w is not None)' 2>/dev/null); then
+  step 60 bench_segmentation_dali "$PYTHON" -m kit bench segmentation --data "$DATA/segmentation/index.csv" \
+    --variants tfdata_tuned,class_index,dali --rounds 2 --batches 20 --seconds 3 \
+    --json "$OUT/bench_segmentation_dali.json"
+else
+  echo "dali: skipped: ${DALI_WHY:-kit.segmentation.dali did not import}"
+fi
 
 echo "== done in $((SECONDS - START))s, $failed step(s) failed; results in $OUT/"
 exit $(( failed > 0 ))

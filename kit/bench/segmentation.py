@@ -5,6 +5,7 @@ Without ``--data`` it generates (once, cached) the default bench data: 192 pairs
 The ``class_index`` store is built before timing; each variant is then measured in
 rounds, in turn, after a warm-up, and compared with ``"sequence"`` (the user's
 DataGenerator). Epoch times are projected to the user's epoch: 140 steps of 3 pairs.
+The optional ``dali`` variant is measured where DALI is installed.
 
 ``profile`` measures what one pair costs in each stage (decode, float conversion,
 the per-colour loop, the vectorised lookup), in NumPy/OpenCV and in a tf.data map,
@@ -47,6 +48,17 @@ def default_palette(csv) -> Path:
     return Path(csv).parent / "class_dict.csv"
 
 
+def default_variants(log=print) -> list[str]:
+    """Every variant, ``dali`` only where DALI is installed (else ``log`` says why not)."""
+    from kit.segmentation import VARIANTS
+    from kit.segmentation.dali import available
+
+    why = available()
+    if why is not None:
+        log(f"dali: not measured: {why}")
+    return [v for v in VARIANTS if v != "dali" or why is None]
+
+
 def run(data=None, palette=None, *, variants=None, batch_size: int = 8, size=DEFAULT_SIZE, rounds: int = 3,
         num_batches: int = 200, seconds: float = 3.0, slow_seconds: float = 8.0, warmup: int = 2,
         one_hot: bool = False, ignore_label: int | None = None, workdir=None, log=print) -> pd.DataFrame:
@@ -55,7 +67,7 @@ def run(data=None, palette=None, *, variants=None, batch_size: int = 8, size=DEF
     Args:
         data: index CSV; the default bench data if None.
         palette: ``class_dict.csv``; the one next to ``data`` if None.
-        variants: names from ``VARIANTS`` (default all).
+        variants: names from ``VARIANTS`` (default all, ``dali`` only where DALI is installed).
         batch_size: pairs per batch.
         size: target size (one int or ``(height, width)``).
         rounds: interleaved rounds.
@@ -73,7 +85,7 @@ def run(data=None, palette=None, *, variants=None, batch_size: int = 8, size=DEF
     from kit import timing
     from kit.segmentation import VARIANTS, PairIndex, Palette, default_x_dtype, make_loader
 
-    variants = list(variants or VARIANTS)
+    variants = list(variants or default_variants(log))
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise ValueError(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")

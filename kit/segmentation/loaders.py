@@ -30,6 +30,7 @@ from kit.cases import (LoaderOptions, NoOptions, Variant, VariantOptions, build_
 from kit.epochs import finish, order_dataset
 from kit.errors import DataError
 from kit.segmentation.convert import DEFAULT_SHARD_MB, convert, open_memmap_store, parse_batch
+from kit.segmentation.dali import DaliOptions, make_dali
 from kit.segmentation.index import UNKNOWN, PairIndex, Palette, crop_or_pad
 from kit.util import usable_cpus
 
@@ -136,7 +137,9 @@ def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: in
             ``use_multiprocessing`` (False / True), ``max_queue_size`` (10);
             ``tfdata_naive``: ``parallel_calls`` (4, the user's setting);
             ``class_index``: ``format`` (``"memmap"`` or ``"tfrecord"``), ``folder`` (use this
-            store folder), ``shard_mb`` (100), ``shuffle_buffer`` (64, tfrecord).
+            store folder), ``shard_mb`` (100), ``shuffle_buffer`` (64, tfrecord);
+            ``dali``: ``device`` (``"cpu"``/``"gpu"``, default: a GPU if TensorFlow sees one),
+            ``threads`` (DALI's, the usable CPUs), ``parallel_reads`` (AUTOTUNE).
 
     Returns:
         A ``keras.utils.PyDataset`` for the ``sequence`` variants, else a ``tf.data.Dataset``
@@ -442,6 +445,14 @@ def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
     return finish(ds, n, opts.batch_size)
 
 
+# --------------------------------------------------------------------------- dali
+
+
+def _dali(index: PairIndex, opts: PairOptions, vopts: DaliOptions):
+    # The pipeline lives in kit.segmentation.dali (optional: it needs the dali extra).
+    return make_dali(index, opts, vopts, post=_post(opts, opts.palette.num_classes))
+
+
 #: Every variant: its description, builder, options and whether tf.data service can run it.
 REGISTRY = {
     "sequence": Variant("the user's DataGenerator: keras PyDataset, one worker; OpenCV decode, float "
@@ -457,6 +468,9 @@ REGISTRY = {
     "class_index": Variant("converted once: uint8 images and class-index maps in memmap (or TFRecord) shards, "
                            "one vectorised read per batch; normalisation (and one-hot) in the model",
                            _class_index, ClassIndexOptions, graph_only=("format", "tfrecord")),
+    "dali": Variant("NVIDIA DALI (optional, the dali extra): decode and a two-table palette lookup in a DALI "
+                    "pipeline (on the GPU when there is one), uint8 into TensorFlow through DALIDataset",
+                    _dali, DaliOptions),
 }
 
 #: name -> one-line description.
