@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Epoch", "num_batches", "epoch_order", "order_dataset", "finish", "record", "epoch_of"]
+__all__ = ["Epoch", "num_batches", "epoch_order", "order_dataset", "block_order_dataset", "BLOCK_FRAMES",
+           "WINDOW_BLOCKS", "finish", "record", "epoch_of"]
 
 
 def num_batches(n: int, batch_size: int) -> int:
@@ -97,3 +98,42 @@ def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True):
     if prefetch:
         ds = ds.prefetch(tf.data.AUTOTUNE)
     return record(ds, examples, batch_size, body)
+#: The memmap ``"blocks"`` order's defaults: blocks of 256 consecutive frames (one batch;
+#: 3 MB at float16 x 96 x 64), shuffled within windows of 32 blocks (8,192 frames, 100 MB):
+#: a cold epoch then reads each window's stretch of the file, in its readahead's large
+#: chunks, instead of one frame at a time anywhere in it.
+BLOCK_FRAMES, WINDOW_BLOCKS = 256, 32
+
+
+def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, window: int = WINDOW_BLOCKS,
+                        shuffle: bool = True, seed: int = 0):
+    """Batches of row positions in a near-sequential epoch order, as a ``tf.data.Dataset``.
+
+    The rows are cut into blocks of ``block`` consecutive rows; the blocks are shuffled,
+    taken ``window`` at a time, and the rows of each window shuffled together, then cut
+    into batches of ``batch_size`` (the last may be smaller). This is what TFRecord
+    shards read through a shuffle buffer give, without the per-row cost: every row
+    exactly once per epoch, reshuffled every epoch, deterministic by ``seed``; each batch
+    draws from one window of ``block * window`` consecutive-in-blocks rows instead of the
+    whole set. Without ``shuffle``: rows in order.
+    """
+    import tensorflow as tf
+
+    for name, v in (("n", n), ("batch_size", batch_size), ("block", block), ("window", window)):
+        if not isinstance(v, (int, np.integer)) or v <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if not shuffle:
+        return tf.data.Dataset.range(n).batch(batch_size)
+    count = -(-n // block)
+    blocks = tf.data.Dataset.range(count).shuffle(count, seed=seed, reshuffle_each_iteration=True)
+    offsets = tf.range(block, dtype=tf.int64)
+
+    def rows_of(ids, pair):
+        rows = tf.reshape(ids[:, None] * block + offsets[None, :], [-1])
+        rows = tf.boolean_mask(rows, rows < n)  # the last block may be short
+        return tf.random.experimental.stateless_shuffle(rows, seed=pair)
+
+    # One stateless seed pair per window, drawn afresh every epoch from ``seed``.
+    pairs = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+    ds = tf.data.Dataset.zip(blocks.batch(window), pairs).map(rows_of)
+    return ds.rebatch(batch_size)

@@ -271,7 +271,7 @@ def _runner(backbone):
 
 def extract_features(backbone, index: FrameIndex, *, loader: str = "memmap", batch_size: int = 256,
                      out=None, workdir=None, dtype: str = "float16", progress: bool | str = True,
-                     part_frames: int = DEFAULT_PART_FRAMES) -> FeatureCache:
+                     part_frames: int = DEFAULT_PART_FRAMES, loader_options: dict | None = None) -> FeatureCache:
     """Runs ``backbone`` once over every frame of ``index`` and caches the embeddings.
 
     Reuses a complete cache with the same key, resumes an interrupted one, and
@@ -291,6 +291,8 @@ def extract_features(backbone, index: FrameIndex, *, loader: str = "memmap", bat
         progress: show a tqdm bar (a string sets its description).
         part_frames: rows per part file (rounded up to a multiple of ``batch_size``):
             the most an interruption can cost.
+        loader_options: passed to the loader (``{"store_dtype": "float16"}`` reads a
+            float16 memmap store).
 
     Returns:
         The ``FeatureCache``.
@@ -340,7 +342,7 @@ def extract_features(backbone, index: FrameIndex, *, loader: str = "memmap", bat
             "batch_size": int(batch_size)}
     # Built before the extraction starts (the memmap variant converts the frames once, with its own bar).
     frames = make_loader(loader, index, batch_size=batch_size, shuffle=False, workdir=workdir,
-                         progress=bool(progress))
+                         progress=bool(progress), **(loader_options or {}))
     cursor = _Cursor(frames)
     run = None
     computed = [0]

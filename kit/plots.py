@@ -675,3 +675,25 @@ def epoch_explorer_static(configs: pd.DataFrame, *, examples: int, replicas: int
         height=260 + 40 * len(order), margin=dict(l=10, r=140, t=90, b=40), showlegend=False)
     fig.update_xaxes(**log_ticks("s"), title_text="seconds per epoch")
     return fig
+
+
+def epoch_order(orders: dict[str, "pd.Series | list"], *, title: str = "Which frame each epoch reads when",
+                max_points: int = 4000) -> go.Figure:
+    """Frame number against position in the epoch, one panel per named order: a fully
+    random order fills the square; a block order stays near the diagonal band by window.
+
+    Args:
+        orders: name -> the row numbers of one epoch, in the order read.
+        max_points: points drawn per order (evenly thinned), so large epochs stay light.
+    """
+    frames = []
+    for name, rows in orders.items():
+        rows = list(rows)
+        step = max(1, len(rows) // max_points)
+        frames.append(pd.DataFrame({"position in the epoch": range(0, len(rows), step),
+                                    "frame read": rows[::step], "order": name}))
+    d = pd.concat(frames, ignore_index=True)
+    fig = px.scatter(d, x="position in the epoch", y="frame read", facet_col="order", title=title)
+    fig.update_traces(marker=dict(size=3))
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=60, b=40))
+    return fig

@@ -28,6 +28,7 @@ MODULES = [
     "kit.bench.scaling",
     "kit.bench.digest",
     "kit.bench.compare",
+    "kit.bench.scale",
 ]
 
 

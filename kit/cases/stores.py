@@ -56,7 +56,7 @@ def check_shards(folder: Path, manifest: store.Manifest) -> list[str]:
 
 
 def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffer: int,
-                   cycle_length: int = 4, read_buffer: int = DEFAULT_READ_BUFFER):
+                   cycle_length: int = 4, read_buffer: int = DEFAULT_READ_BUFFER, block: int | None = None):
     """Batches of TFRecord shards, parsed a whole batch at a time.
 
     Args:
@@ -67,6 +67,10 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
             seeded random order, so the buffer only mixes them further).
         cycle_length: shards read at once.
         read_buffer: bytes of read buffer per shard.
+        block: records hold blocks of up to ``block`` examples each: the shuffle buffer
+            holds ``shuffle_buffer`` examples' worth of whole records, ``parse(record)``
+            decodes one record into a batch of its examples, and the blocks are cut into
+            batches (``rebatch``): one decode per block, nothing per example.
 
     Returns:
         A ``tf.data.Dataset`` of ``(x, y)`` batches (not yet guarded: ``kit.epochs.finish``).
@@ -79,22 +83,29 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
     ds = files.interleave(lambda f: tf.data.TFRecordDataset(f, buffer_size=read_buffer),
                           cycle_length=min(cycle_length, len(paths)),
                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if block is not None:
+        if opts.shuffle:  # whole records: shuffle_buffer examples' worth
+            ds = ds.shuffle(max(1, -(-shuffle_buffer // block)), seed=opts.seed, reshuffle_each_iteration=True)
+        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)  # each record decoded once for its block
+        return ds.rebatch(opts.batch_size)
     if opts.shuffle:
         ds = ds.shuffle(shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
     ds = ds.batch(opts.batch_size)  # batch first, then parse the whole batch at once
     return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def check_tfrecord_shard(path: Path, count: int, parse: Callable, *, batch: int = 256,
+def check_tfrecord_shard(path: Path, count: int, parse: Callable, *, batch: int | None = 256,
                          inspect: Callable | None = None) -> str | None:
     """Reads a TFRecord shard through ``parse``: None when it holds ``count`` readable
     records (and ``inspect(x, y, first)`` finds nothing in any batch, ``first`` the
-    position of its first record), else what is wrong."""
+    position of its first record), else what is wrong. ``batch=None`` passes the
+    records one at a time (records that each hold a block of examples)."""
     import tensorflow as tf
 
     seen = 0
+    records = tf.data.TFRecordDataset(str(path))
     try:
-        for serialized in tf.data.TFRecordDataset(str(path)).batch(batch):
+        for serialized in (records if batch is None else records.batch(batch)):
             x, y = parse(serialized)
             problem = inspect(x, y, seen) if inspect is not None else None
             if problem:

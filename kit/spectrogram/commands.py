@@ -22,6 +22,8 @@ def register(sub) -> None:
     p.add_argument("--workers", type=positive_int, default=None, help="threads writing shards (default: CPUs)")
     p.add_argument("--allow-nonfinite", action="store_true",
                    help="warn about frames with NaN or inf instead of refusing them")
+    p.add_argument("--store-dtype", choices=["float32", "float16"], default="float32",
+                   help="dtype of the stored frames (float16: half the bytes; loaders deliver float32)")
     p.set_defaults(func=_convert)
 
     m = sub["root"].add_parser(
@@ -44,7 +46,7 @@ def _convert(args) -> int:
         raise ValueError("--shard-mb applies to --to tfrecord only")
     index = FrameIndex.from_csv(args.index)
     folder, m = convert(index, args.to, args.out, shard_mb=DEFAULT_SHARD_MB if args.shard_mb is None else args.shard_mb,
-                        seed=args.seed, workers=args.workers,
+                        seed=args.seed, workers=args.workers, store_dtype=args.store_dtype,
                         nonfinite="warn" if args.allow_nonfinite else "error")
     size = sum(s["bytes"] for s in m.shards)
     print(f"{folder}: {m.count:,} frames in {len(m.shards)} file(s), {size / 1e6:,.1f} MB; "

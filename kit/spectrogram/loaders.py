@@ -17,14 +17,15 @@ import numpy as np
 
 from kit.cases import (DEFAULT_READ_BUFFER, LoaderOptions, NoOptions, Variant, VariantOptions, build_loader,
                        check_shards, graph_only, module_getattr, pydataset_class, read_tfrecords)
-from kit.epochs import epoch_order, finish, order_dataset
-from kit.spectrogram.convert import DEFAULT_SHARD_MB, parse_batch
+from kit.epochs import BLOCK_FRAMES, WINDOW_BLOCKS, block_order_dataset, epoch_order, finish, order_dataset
+from kit.spectrogram.convert import (DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STORE_DTYPES, _records_dtype,
+                                     decode_records)
 from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.store import StoreError
 
 __all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "LoaderOptions", "PyDatasetOptions",
-           "StoreOptions", "TFRecordOptions", "npy_data_offset"]
+           "StoreOptions", "MemmapOptions", "TFRecordOptions", "npy_data_offset"]
 
 
 @dataclass(frozen=True)
@@ -39,17 +40,47 @@ class PyDatasetOptions(VariantOptions):
 
 @dataclass(frozen=True)
 class StoreOptions(VariantOptions):
-    """``memmap``: the store folder to use (default: a content-keyed folder under ``workdir``)."""
+    """What the store-backed variants share: the store folder to use (default: a
+    content-keyed folder under ``workdir``) and the dtype it holds the frames in
+    (``"float16"``: half the bytes on disk and in the page cache; frames come back as
+    float32, cast in the graph). A store given by ``folder`` is read in its own dtype."""
 
     folder: str | None = None
+    store_dtype: str = "float32"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.store_dtype not in STORE_DTYPES:
+            raise ValueError(f"store_dtype must be one of {STORE_DTYPES}, got {self.store_dtype!r}")
+
+
+@dataclass(frozen=True)
+class MemmapOptions(StoreOptions):
+    """``memmap``: the epoch order. ``"random"``: a permutation of every frame (the same
+    order ``in_memory`` gives a seed). ``"blocks"``: blocks of ``block_frames``
+    consecutive frames shuffled, then shuffled within windows of ``window_blocks`` blocks
+    (``kit.epochs.block_order_dataset``): near-sequential reads when the store is larger
+    than the page cache, at the cost of some randomness (notebook 03)."""
+
+    POSITIVE = ("block_frames", "window_blocks")
+    order: str = "random"
+    block_frames: int = BLOCK_FRAMES
+    window_blocks: int = WINDOW_BLOCKS
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.order not in ("random", "blocks"):
+            raise ValueError(f"order must be 'random' or 'blocks', got {self.order!r}")
 
 
 @dataclass(frozen=True)
 class TFRecordOptions(StoreOptions):
-    """``tfrecord``: shard size, shuffle buffer, shards read at once, read buffer per shard."""
+    """``tfrecord``: shard size, frames per record, shuffle buffer (in frames; it holds
+    whole records), shards read at once, read buffer per shard."""
 
-    POSITIVE = ("shuffle_buffer", "cycle_length", "read_buffer")
+    POSITIVE = ("record_frames", "shuffle_buffer", "cycle_length", "read_buffer")
     shard_mb: float = DEFAULT_SHARD_MB
+    record_frames: int = DEFAULT_RECORD_FRAMES
     shuffle_buffer: int = 4096
     cycle_length: int = 4
     read_buffer: int = DEFAULT_READ_BUFFER
@@ -71,9 +102,10 @@ def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool 
             in ``GRAPH_ONLY``.
         **options: the variant's own, its options class in ``REGISTRY``:
             ``pydataset``: ``workers`` (1), ``use_multiprocessing`` (False), ``max_queue_size`` (10);
-            ``memmap``: ``folder`` (use this store folder);
-            ``tfrecord``: ``folder``, ``shard_mb`` (100), ``shuffle_buffer`` (4096),
-            ``cycle_length`` (4), ``read_buffer`` (8 MB).
+            ``memmap``: ``folder`` (use this store folder), ``store_dtype`` ("float32"),
+            ``order`` ("random" or "blocks"), ``block_frames`` (256), ``window_blocks`` (32);
+            ``tfrecord``: ``folder``, ``store_dtype``, ``shard_mb`` (100), ``record_frames`` (32),
+            ``shuffle_buffer`` (4096 frames), ``cycle_length`` (4), ``read_buffer`` (8 MB).
 
     Returns:
         A ``tf.data.Dataset`` for every variant but ``pydataset`` (a ``keras.utils.PyDataset``).
@@ -173,24 +205,28 @@ def _numpy_function(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
 # --------------------------------------------------------------------------- memmap
 
 
-def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: StoreOptions):
+def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: MemmapOptions):
     import tensorflow as tf
 
     folder, manifest = to_store(index, "memmap", vopts.folder, workdir=opts.workdir, progress=opts.progress,
-                                adopt=True)
+                                adopt=True, store_dtype=vopts.store_dtype)
     path = folder / "frames.npy"
     labels = tf.constant(index.labels)  # labels come from the index, never from the store
+    dtype = tf.as_dtype(manifest.meta.get("dtype", "float32"))  # the store's, whatever was asked
     n, (h, w) = len(index), index.frame_shape
     offset = npy_data_offset(path)
     size = path.stat().st_size
-    if offset % 64 or (size - offset) != n * h * w * 4:
+    if offset % 64 or (size - offset) != n * h * w * dtype.size:
         raise StoreError(f"{path}: unexpected layout (data at byte {offset}, {size} bytes); reconvert")
 
     def mapped(_):
-        # The whole .npy file mapped into memory as one immutable tensor (no copy, no
-        # Python), the header skipped, viewed as (N, H, W, 1).
-        flat = tf.raw_ops.ImmutableConst(dtype=tf.float32, shape=[size // 4], memory_region_name=str(path))
-        return tf.reshape(flat[offset // 4:], (n, h, w, 1))
+        # The whole file memory-mapped by NumPy and handed to TensorFlow without a copy
+        # (an aligned array becomes a tensor over the same pages), viewed as (N, H, W, 1).
+        # Not tf.raw_ops.ImmutableConst: it has no inputs, so TensorFlow's constant
+        # folding evaluated it when the iterator was made and copied the whole file into
+        # memory (a 12 GB read at a million float16 frames; py-spy --native showed it).
+        x = tf.numpy_function(lambda: open_store_frames(path), [], dtype, stateful=True)
+        return tf.reshape(x, (n, h, w, 1))
 
     # Map the file once for the dataset's lifetime: the cache holds the tensor (a
     # reference to the mapping, not a copy), so batches don't re-map and re-fault.
@@ -198,11 +234,23 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: StoreOptions):
 
     def gather(rows, frames):
         rows = tf.sort(rows)  # forward through the file: readahead and the page cache work for us
-        return tf.gather(frames, rows), tf.gather(labels, rows)
+        x = tf.gather(frames, rows)
+        return (x if dtype == tf.float32 else tf.cast(x, tf.float32)), tf.gather(labels, rows)
 
-    ds = tf.data.Dataset.zip((order_dataset(len(index), opts).batch(opts.batch_size), frames))
+    if vopts.order == "blocks":
+        # Near-sequential: shuffled blocks of consecutive frames, shuffled within windows.
+        rows = block_order_dataset(n, opts.batch_size, block=vopts.block_frames, window=vopts.window_blocks,
+                                   shuffle=opts.shuffle, seed=opts.seed)
+    else:
+        rows = order_dataset(len(index), opts).batch(opts.batch_size)
+    ds = tf.data.Dataset.zip((rows, frames))
     ds = ds.map(gather, num_parallel_calls=tf.data.AUTOTUNE)
     return finish(ds, len(index), opts.batch_size)
+
+
+def open_store_frames(path) -> np.ndarray:
+    """A memmap store's frames, memory-mapped read-only (no pickle)."""
+    return np.load(path, mmap_mode="r", allow_pickle=False)
 
 
 def npy_data_offset(path) -> int:
@@ -221,12 +269,15 @@ def npy_data_offset(path) -> int:
 
 def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     folder, manifest = to_store(index, "tfrecord", vopts.folder, workdir=opts.workdir, shard_mb=vopts.shard_mb,
-                                seed=opts.seed, progress=opts.progress, adopt=True)
+                                seed=opts.seed, progress=opts.progress, adopt=True, store_dtype=vopts.store_dtype,
+                                record_frames=vopts.record_frames)
+    dtype = _records_dtype(manifest)  # the store's, whatever was asked
     paths = check_shards(folder, manifest)  # a shard cut short or replaced is refused before reading
     shape = index.frame_shape
-    ds = read_tfrecords(paths, lambda s: parse_batch(s, shape), opts,
+    # Each record decoded once for its block of frames, then the blocks cut into batches.
+    ds = read_tfrecords(paths, lambda r: decode_records(r, shape, dtype), opts,
                         shuffle_buffer=vopts.shuffle_buffer, cycle_length=vopts.cycle_length,
-                        read_buffer=vopts.read_buffer)
+                        read_buffer=vopts.read_buffer, block=int(manifest.meta["options"]["record_frames"]))
     return finish(ds, len(index), opts.batch_size)
 
 
@@ -256,9 +307,9 @@ REGISTRY = {
     "numpy_function": Variant("tf.data with a per-frame tf.numpy_function, parallel map, prefetch (GIL-bound)",
                               _numpy_function),
     "memmap": Variant("frames consolidated once into one memory-mapped .npy; one sorted gather per batch in "
-                      "the graph", _memmap, StoreOptions),
-    "tfrecord": Variant("TFRecord shards: parallel interleave, shuffle buffer, batch, vectorised parse",
-                        _tfrecord, TFRecordOptions, graph_only=True),
+                      "the graph", _memmap, MemmapOptions),
+    "tfrecord": Variant("TFRecord shards of records of 32 frames: parallel interleave, shuffle buffer of "
+                        "records, one decode per record, rebatch", _tfrecord, TFRecordOptions, graph_only=True),
     "in_memory": Variant("all frames in RAM, one gather per batch: the ceiling", _in_memory, graph_only=True),
 }
 

@@ -1,0 +1,563 @@
+"""``python -m kit bench scale``: whole epochs at the user's size, warm and cold, against the machine's limits.
+
+Every other bench measures 20,000 frames sitting in the page cache and projects to a
+million. This one generates the million (or ``--frames``), converts them to the
+``memmap`` and ``tfrecord`` stores and measures **whole epochs**:
+
+* each loader **warm** (its store read into the page cache first) and **cold** (the
+  store's pages evicted first with ``os.posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)``,
+  which needs no root);
+* ``memmap`` in block order (``order="blocks"``: near-sequential reads) and, cold, in
+  the fully random order for comparison (capped, then projected and labelled so);
+* the head trained from a feature cache of every frame, warm and cold;
+* the generator over a bounded sample, projected and labelled as projected;
+* the physical limits in the same run: the disk's sequential read rate of the memmap
+  store file (cold) and the memory gather rate (warm: random batches gathered from a
+  sample held in RAM), and each loader as a ``fraction_of_limit``;
+* the epoch projected from a whole 20,000-frame epoch of the same loader, beside the
+  measured one, so the projection is checked rather than trusted.
+
+One row per measured thing: ``variant``, ``state`` (``"warm"``/``"cold"``), ``frames``,
+``dtype``, ``epoch_s``, ``measured`` (True for a whole epoch, False for a projection),
+``examples_per_s``, ``limit`` (``"disk"``/``"memory"``/None), ``fraction_of_limit``, and
+``basis`` (what was read, in words). The limits are rows too (``disk_sequential_read``,
+``memory_gather``). A cold fraction compares the store's bytes read per second with the
+disk's sequential rate; a warm one compares frames per second with the gather rate.
+
+The data (``<workdir>/bench-scale-<files>x100-<dtype>-s<seed>``), the stores and the
+feature cache are built once and reused by later runs; an interrupted generation or
+conversion resumes. The free disk space is checked first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["EPOCH", "TARGETS", "COLUMNS", "run", "needed_bytes", "make_data", "evict", "read_through", "epoch",
+           "memory_gather_rate", "order_randomness", "epoch_orders", "add_arguments", "register", "main"]
+
+EPOCH = 1_000_000
+FRAMES_PER_FILE = 100
+#: The default spectrogram bench's size: the basis of the projections checked here.
+PROJECTION_FRAMES = 20_000
+FRAME_SHAPE = (96, 64)
+#: Column order of the rows (the issue's form, then the basis).
+COLUMNS = ["variant", "state", "frames", "dtype", "epoch_s", "measured", "examples_per_s", "limit",
+           "fraction_of_limit", "basis"]
+#: Targets of the issue (1,000,000 frames, float16, 2 cores).
+TARGETS = {"memmap_warm_epoch_s_max": 10.0, "cold_fraction_of_disk_min": 0.7, "head_epoch_s_max": 15.0,
+           "projection_error_max": 0.25}
+
+
+# --------------------------------------------------------------------------- data and disk
+
+
+def data_folder(frames: int, dtype: str, seed: int = 0, workdir=None) -> Path:
+    from kit import store
+
+    files = math.ceil(frames / FRAMES_PER_FILE)
+    root = Path(workdir) if workdir is not None else store.default_workdir()
+    return root / f"bench-scale-{files}x{FRAMES_PER_FILE}-{dtype}-s{seed}"
+
+
+def frame_bytes(dtype: str) -> int:
+    return int(np.prod(FRAME_SHAPE)) * np.dtype(dtype).itemsize
+
+
+def needed_bytes(frames: int, dtype: str, *, seed: int = 0, workdir=None) -> dict:
+    """Bytes each missing piece will take: ``{"data": ..., "memmap": ..., ...}`` (0 when built).
+
+    The TFRecord store is counted at 1.02x the frames (record framing and labels), the
+    feature cache at 1,024 float16 values per frame.
+    """
+    from kit import store
+
+    size = frames * frame_bytes(dtype)
+    data = data_folder(frames, dtype, seed, workdir)
+    need = {"data": 0 if (data / "index.csv").exists() else size}
+    root = Path(workdir) if workdir is not None else store.default_workdir()
+    source = str((data / "index.csv").resolve())
+    built = set()
+    for folder in root.glob("spectrogram-*"):
+        m = store.complete(folder)
+        if m is not None and m.meta.get("source") == source and m.meta.get("count", m.count) >= frames \
+                and m.meta.get("dtype") == dtype:
+            built.add(m.kind)
+    need["memmap"] = 0 if "spectrogram-memmap" in built else size
+    need["tfrecord"] = 0 if "spectrogram-tfrecord" in built else int(size * 1.02)
+    # The feature cache (the backbone's or the stand-in's): 1,024 float16 values per frame.
+    caches = (store.complete(p) for p in root.glob("features-*"))
+    need["features"] = 0 if any(m is not None and m.meta.get("source") == source and m.count >= frames
+                                for m in caches) else frames * 1024 * 2
+    return need
+
+
+def make_data(frames: int, dtype: str, *, seed: int = 0, workdir=None, workers=None, progress=True):
+    """The bench's data (generated on first use, resumed if interrupted), as a ``FrameIndex``
+    of exactly ``frames`` rows."""
+    from kit import samples
+    from kit.spectrogram import FrameIndex
+
+    files = math.ceil(frames / FRAMES_PER_FILE)
+    csv = samples.make_spectrogram_sharded(data_folder(frames, dtype, seed, workdir), files=files,
+                                           frames_per_file=FRAMES_PER_FILE, seed=seed, dtype=dtype,
+                                           workers=workers, progress=progress)
+    index = FrameIndex.from_csv(csv)
+    return index if len(index) == frames else index.subset(np.arange(frames))
+
+
+def evict(paths) -> None:
+    """Drops ``paths``' pages from the page cache (written back first: dirty pages stay;
+    pages still mapped by a live loader stay too, so collect dropped loaders first)."""
+    gc.collect()
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def read_through(paths, chunk: int = 16 << 20) -> tuple[int, float]:
+    """Reads ``paths`` front to back in ``chunk`` reads; returns ``(bytes, seconds)``."""
+    buf = bytearray(chunk)
+    view = memoryview(buf)
+    total = 0
+    t0 = time.perf_counter()
+    for p in paths:
+        with open(p, "rb", buffering=0) as f:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+            while n := f.readinto(view):
+                total += n
+    return total, time.perf_counter() - t0
+
+
+def store_files(folder: Path, manifest) -> list[Path]:
+    return [folder / s["name"] for s in manifest.shards]
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def epoch(loader, *, expected: int, labels: np.ndarray | None = None, max_seconds: float | None = None):
+    """Reads one epoch of ``loader``; returns ``(examples, seconds, whole)``.
+
+    A whole epoch is checked: exactly ``expected`` examples and, given ``labels`` (the
+    index's), the same count of every class. With ``max_seconds`` the read stops early
+    (``whole`` False) and the caller projects.
+    """
+    counts = None
+    n = 0
+    t0 = time.perf_counter()
+    for _x, y in loader:
+        y = np.asarray(y)
+        n += len(y)
+        if labels is not None:
+            c = np.bincount(y, minlength=labels.max() + 1)
+            counts = c if counts is None else counts + c
+        if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+            return n, time.perf_counter() - t0, False
+    seconds = time.perf_counter() - t0
+    if n != expected:
+        raise RuntimeError(f"the epoch delivered {n:,} examples, the index holds {expected:,}")
+    if labels is not None and not np.array_equal(counts, np.bincount(labels, minlength=len(counts))):
+        raise RuntimeError("the epoch's labels differ from the index's: some frames came twice or never")
+    return n, seconds, True
+
+
+def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 3.0) -> tuple[int, float]:
+    """The memory limit: random batches gathered from ``sample`` held in RAM and cast to
+    float32 in a tf.data map (the ``in_memory`` variant's work), for about ``seconds``.
+    Returns ``(examples, seconds)``."""
+    import tensorflow as tf
+
+    with tf.device("/CPU:0"):
+        x = tf.Variable(sample, trainable=False)
+    n = len(sample)
+    ds = tf.data.Dataset.range(n).shuffle(n, seed=0, reshuffle_each_iteration=True).batch(batch_size)
+    ds = ds.map(lambda r: tf.cast(tf.gather(x, r), tf.float32), num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.repeat().prefetch(tf.data.AUTOTUNE)
+    it = iter(ds)
+    for _ in range(3):
+        next(it)
+    count = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        count += int(next(it).shape[0])
+    took = time.perf_counter() - t0
+    del it, ds, x
+    return count, took
+
+
+def _row(variant, state, frames, dtype, epoch_s, measured, basis, limit=None, fraction=None):
+    return {"variant": variant, "state": state, "frames": int(frames), "dtype": dtype, "epoch_s": float(epoch_s),
+            "measured": bool(measured), "examples_per_s": frames / epoch_s, "limit": limit,
+            "fraction_of_limit": None if fraction is None else float(fraction), "basis": basis}
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, seed: int = 0,
+        skip_extraction: bool = False, generator_frames: int = 2_000, random_seconds: float = 60.0,
+        projection_frames: int = PROJECTION_FRAMES, workdir=None, workers=None, progress=True,
+        log=print) -> tuple[pd.DataFrame, dict]:
+    """Generates, converts and measures; returns ``(rows, info)``.
+
+    Args:
+        frames: frames in the data (the user's 1,000,000).
+        dtype: of the data and the stores (``"float16"``: half the bytes; loaders deliver float32).
+        batch_size: the user's global batch.
+        seed: of the data and of the epochs' order.
+        skip_extraction: do not run the backbone over every frame: use its cache if one
+            is built, else a stand-in cache of the same shape (frames average-pooled to
+            1,024 values), so the head's epoch is still measured at full size.
+        generator_frames: the generator's bounded sample (it would take half an hour).
+        random_seconds: cap on the cold epoch of ``memmap`` in fully random order (then projected).
+        projection_frames: the basis of the checked projections (20,000: the default bench).
+        workdir: where data, stores and caches go (the kit cache).
+        workers: parallel writers of the data.
+        progress: progress bars.
+        log: where progress lines go.
+    """
+    import tensorflow as tf
+
+    from kit import features, store, timing
+    from kit.models import audio
+    from kit.spectrogram import convert, make_loader
+
+    if dtype not in ("float16", "float32"):
+        raise ValueError(f"dtype must be 'float16' or 'float32', got {dtype!r}")
+    for name, v in (("frames", frames), ("batch_size", batch_size), ("generator_frames", generator_frames),
+                    ("projection_frames", projection_frames)):
+        if not isinstance(v, (int, np.integer)) or v <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    root = Path(workdir) if workdir is not None else store.default_workdir()
+    need = needed_bytes(frames, dtype, seed=seed, workdir=workdir)
+    parts = ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in need.items() if v)
+    store.check_free_space(root, sum(need.values()),
+                           what=f"bench scale at {frames:,} {dtype} frames ({parts or 'all built'})")
+    fb = frame_bytes(dtype)
+    log(f"data: {frames:,} frames of {FRAME_SHAPE} {dtype} ({frames * fb / 1e9:.1f} GB) "
+        f"under {data_folder(frames, dtype, seed, workdir)}")
+    t0 = time.perf_counter()
+    index = make_data(frames, dtype, seed=seed, workdir=workdir, workers=workers, progress=progress)
+    log(f"  ready in {time.perf_counter() - t0:.0f} s ({len(index.files):,} files)")
+    n, labels = len(index), index.labels
+    info = {"frames": n, "dtype": dtype, "batch_size": batch_size, "targets": TARGETS}
+
+    stores = {}
+    for fmt in ("memmap", "tfrecord"):
+        t0 = time.perf_counter()
+        folder, m = convert(index, fmt, workdir=workdir, store_dtype=dtype, progress=progress)
+        stores[fmt] = (folder, m, store_files(folder, m))
+        log(f"  {fmt} store: {folder} ({sum(s['bytes'] for s in m.shards) / 1e9:.1f} GB, "
+            f"ready in {time.perf_counter() - t0:.0f} s)")
+    rows = []
+
+    def loader(fmt, ix=index, **kw):
+        return make_loader(fmt, ix, batch_size=batch_size, shuffle=True, seed=seed, workdir=workdir,
+                           store_dtype=dtype, progress=False, **kw)
+
+    def measured(variant, state, ld, limit, basis_extra="", **kw):
+        gc.collect()
+        got, s, whole = epoch(ld, expected=n, labels=labels, **kw)
+        if whole:
+            return {"variant": variant, "state": state, "epoch_s": s, "measured": True, "limit": limit,
+                    "basis": f"a whole epoch of {n:,} frames{basis_extra}"}
+        return {"variant": variant, "state": state, "epoch_s": s * n / got, "measured": False, "limit": limit,
+                "basis": f"projected from {got:,} frames read in {s:.0f} s (capped){basis_extra}"}
+
+    # The disk's sequential read rate: the memmap store's frames file, cold, front to back.
+    mm_folder, mm_manifest, mm_files = stores["memmap"]
+    frames_file = mm_folder / "frames.npy"
+    evict([frames_file])
+    nbytes, s = read_through([frames_file])
+    disk = nbytes / s
+    log(f"disk sequential read (cold): {nbytes / 1e9:.1f} GB in {s:.1f} s = {disk / 1e6:,.0f} MB/s")
+    rows.append(_row("disk_sequential_read", "cold", n, dtype, s * n * fb / nbytes, True,
+                     f"{nbytes / 1e9:.2f} GB of {frames_file.name} read cold in 16 MB reads", "disk", 1.0))
+
+    found = []
+    # memmap, block order, warm then cold; then the fully random order, cold.
+    read_through(mm_files)
+    found.append(measured("memmap", "warm", loader("memmap", order="blocks"), "memory", " (block order)"))
+    evict(mm_files)
+    found.append(measured("memmap", "cold", loader("memmap", order="blocks"), "disk", " (block order)"))
+    evict(mm_files)
+    found.append(measured("memmap_random", "cold", loader("memmap", order="random"), "disk",
+                          " (fully random order)", max_seconds=random_seconds))
+    log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in found[-3:]))
+
+    # The memory gather limit, from a sample of the store held in RAM.
+    sample_n = min(n, 65_536)
+    sample = np.array(np.load(frames_file, mmap_mode="r", allow_pickle=False)[:sample_n])
+    got, s = memory_gather_rate(sample, batch_size=batch_size)
+    del sample
+    gather = got / s
+    log(f"memory gather (warm): {gather:,.0f} frames/s")
+    rows.append(_row("memory_gather", "warm", n, dtype, n / gather, False,
+                     f"projected from {got:,} frames gathered at random in batches of {batch_size} from "
+                     f"{sample_n:,} frames in RAM", "memory", 1.0))
+
+    # tfrecord, warm then cold (the memmap store's pages dropped, to make room).
+    evict(mm_files)
+    tf_files = stores["tfrecord"][2]
+    read_through(tf_files)
+    found.append(measured("tfrecord", "warm", loader("tfrecord"), "memory"))
+    evict(tf_files)
+    found.append(measured("tfrecord", "cold", loader("tfrecord"), "disk"))
+    log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in found[-2:]))
+
+    store_bytes = {"memmap": frames_file.stat().st_size, "memmap_random": frames_file.stat().st_size,
+                   "tfrecord": sum(p.stat().st_size for p in tf_files)}
+    for r in found:
+        rate = n / r["epoch_s"]
+        frac = (store_bytes[r["variant"]] / r["epoch_s"] / disk if r["limit"] == "disk" else rate / gather)
+        rows.append(_row(r["variant"], r["state"], n, dtype, r["epoch_s"], r["measured"], r["basis"],
+                         r["limit"], frac))
+
+    # The projections from a whole epoch of projection_frames frames, beside the measured epochs.
+    checks = {}
+    if projection_frames < n:
+        small = index.subset(np.arange(projection_frames))
+        for fmt, kw in (("memmap", {"order": "blocks"}), ("tfrecord", {})):
+            convert(small, fmt, workdir=workdir, store_dtype=dtype, progress=False)
+            ld = loader(fmt, small, **kw)
+            epoch(ld, expected=projection_frames)  # warms the small store and traces
+            got, s, _ = epoch(ld, expected=projection_frames, labels=small.labels)
+            projected = s * n / got
+            rows.append(_row(fmt, "warm", n, dtype, projected, False,
+                             f"projected from a whole warm epoch of {got:,} frames", "memory",
+                             n / projected / gather))
+            full = next(r for r in found if r["variant"] == fmt and r["state"] == "warm")
+            checks[fmt] = {"projected_s": projected, "measured_s": full["epoch_s"],
+                           "error": projected / full["epoch_s"] - 1}
+        log("projection check: " + "; ".join(f"{k} projected {v['projected_s']:.1f} s vs measured "
+                                             f"{v['measured_s']:.1f} s ({v['error']:+.0%})"
+                                             for k, v in checks.items()))
+    info["projection_check"] = checks
+
+    # The head, trained from a feature cache of every frame.
+    cache, how = _feature_cache(index, batch_size=batch_size, skip_extraction=skip_extraction,
+                                workdir=workdir, progress=progress, log=log)
+    info["features"] = how
+    head = audio.compile_classifier(audio.head(index.num_classes, embedding_dim=cache.dim, seed=0),
+                                    steps_per_execution=features.DEFAULT_STEPS_PER_EXECUTION)
+    feat_files = store_files(cache.folder, cache.manifest)
+    read_through(feat_files)
+    t0 = time.perf_counter()
+    warm_cache = features.FeatureCache.open(cache.folder)
+    data = features.head_loader(warm_cache, batch_size=batch_size, shuffle=True, seed=seed)
+    load_s = time.perf_counter() - t0
+    fit = timing.fit(head, data, epochs=2, examples=n, wait=False)  # the first epoch traces the step
+    warm_s = float(fit["seconds"].iloc[-1])
+    del data, warm_cache
+    gc.collect()
+    evict(feat_files)
+    t0 = time.perf_counter()
+    cold_cache = features.FeatureCache.open(cache.folder)
+    data = features.head_loader(cold_cache, batch_size=batch_size, shuffle=True, seed=seed)
+    cold_load = time.perf_counter() - t0
+    fit = timing.fit(head, data, epochs=1, examples=n, wait=False)
+    cold_s = cold_load + float(fit["seconds"].iloc[-1])
+    del data, cold_cache
+    what = f"{how['kind']} features, {cache.dim}-d {cache.dtype}"
+    rows.append(_row("head_from_cache", "warm", n, dtype, warm_s, True,
+                     f"a whole training epoch of {n:,} frames ({what}; loading the cache into RAM, "
+                     f"{load_s:.1f} s, not counted)"))
+    rows.append(_row("head_from_cache", "cold", n, dtype, cold_s, True,
+                     f"reading the cache from disk ({cold_load:.1f} s) and a whole training epoch of "
+                     f"{n:,} frames ({what})"))
+    log(f"  head from the cache: warm {warm_s:.1f} s, cold {cold_s:.1f} s ({what})")
+
+    # The user's generator, over a bounded sample (its files warm), projected.
+    g = min(generator_frames, n)
+    sample_index = index.subset(np.arange(g))
+    read_through(sample_index.files)
+    gen = make_loader("generator", sample_index, batch_size=batch_size, shuffle=True, seed=seed)
+    got, s, _ = epoch(gen, expected=g, labels=sample_index.labels)
+    rows.append(_row("generator", "warm", n, dtype, s * n / got, False,
+                     f"projected from a whole epoch of a {got:,}-frame sample"))
+    log(f"  generator: {got / s:,.0f} frames/s over {got:,} frames")
+
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    info["disk_bytes_per_s"] = disk
+    info["memory_gather_frames_per_s"] = gather
+    info["met"] = _targets(df, checks) if n >= EPOCH else None
+    tf.keras.backend.clear_session()
+    return df, info
+
+
+def _feature_cache(index, *, batch_size, skip_extraction, workdir, progress, log):
+    """The feature cache of every frame: extracted by the backbone once (timed, cached), or
+    with ``skip_extraction`` that cache when built, else a stand-in of the same shape."""
+    from kit import features
+    from kit.models import audio
+
+    backbone = audio.backbone(None, input_shape=tuple(index.frame_shape) + (1,))
+    key = features.cache_key(backbone, index)
+    folder = features.default_folder(key, workdir)
+    done = features.store.complete(folder, key)
+    if done is not None or not skip_extraction:
+        if done is None:
+            log(f"extracting features of {len(index):,} frames (one time; --skip-extraction skips it) ...")
+        cache = features.extract_features(backbone, index, loader="memmap", batch_size=batch_size,
+                                          workdir=workdir, progress=progress,
+                                          loader_options={"store_dtype": str(index.file_dtype)})
+        ex = cache.extraction
+        how = {"kind": "backbone", "backbone": backbone.name, "reused": cache.reused,
+               "extraction_s": ex["seconds"], "extraction_frames_per_s": ex["frames_per_s"]}
+        log(f"  {cache}")
+        return cache, how
+    standin = _pooling_backbone(index.frame_shape)
+    cache = features.extract_features(standin, index, loader="memmap", batch_size=1024, workdir=workdir,
+                                      progress=progress, loader_options={"store_dtype": str(index.file_dtype)})
+    log(f"  stand-in features (extraction skipped): {cache}")
+    return cache, {"kind": "stand-in", "backbone": standin.name, "reused": cache.reused,
+                   "extraction_s": None, "extraction_frames_per_s": None}
+
+
+def _pooling_backbone(frame_shape):
+    """A stand-in for the backbone when the extraction is skipped: frames average-pooled to
+    1,024 values (96x64 -> 32x32), which a Dense head can learn from. Only the cache's shape
+    matters to the head's epoch time."""
+    import keras
+
+    h, w = frame_shape
+    ph, pw = max(1, h // 32), max(1, w // 32)
+    inputs = keras.Input((h, w, 1))
+    x = keras.layers.AveragePooling2D((ph, pw))(inputs)
+    return keras.Model(inputs, keras.layers.Flatten()(x), name="pooled_frames")
+
+
+def _targets(df: pd.DataFrame, checks: dict) -> dict:
+    def get(variant, state):
+        sel = df[(df["variant"] == variant) & (df["state"] == state) & df["measured"]]
+        return sel.iloc[0] if len(sel) else None
+
+    met = {}
+    mw = get("memmap", "warm")
+    met["memmap_warm_epoch_s"] = None if mw is None else bool(mw["epoch_s"] <= TARGETS["memmap_warm_epoch_s_max"])
+    for v in ("memmap", "tfrecord"):
+        c = get(v, "cold")
+        met[f"{v}_cold_fraction_of_disk"] = (None if c is None else
+                                             bool(c["fraction_of_limit"] >= TARGETS["cold_fraction_of_disk_min"]))
+    h = get("head_from_cache", "warm")
+    met["head_epoch_s"] = None if h is None else bool(h["epoch_s"] <= TARGETS["head_epoch_s_max"])
+    for k, v in checks.items():
+        met[f"{k}_projection"] = bool(abs(v["error"]) <= TARGETS["projection_error_max"])
+    return met
+
+
+# --------------------------------------------------------------------------- command
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from kit.util import positive_int
+
+    p.add_argument("--frames", type=positive_int, default=EPOCH, help="frames to generate and measure (1,000,000)")
+    p.add_argument("--dtype", choices=["float16", "float32"], default="float16",
+                   help="of the data and the stores (float16: half the bytes; loaders deliver float32)")
+    p.add_argument("--batch-size", type=positive_int, default=256)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--skip-extraction", action="store_true",
+                   help="do not run the backbone over every frame (~20 min on 2 cores): use its cache if "
+                        "built, else stand-in features of the same shape")
+    p.add_argument("--generator-frames", type=positive_int, default=2_000,
+                   help="the generator's bounded sample (projected)")
+    p.add_argument("--random-seconds", type=float, default=60.0,
+                   help="cap on the cold fully-random memmap epoch (then projected)")
+    p.add_argument("--projection-frames", type=positive_int, default=PROJECTION_FRAMES,
+                   help="the basis of the projections checked against the measured epochs")
+    p.add_argument("--workers", type=positive_int, default=None, help="parallel writers of the data")
+    p.add_argument("--workdir", type=Path, default=None, help="where data, stores and caches go (kit cache)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
+
+
+def register(bench_sub) -> None:
+    p = bench_sub.add_parser("scale", help="whole epochs at the user's size, warm and cold, against the "
+                                           "disk's and memory's limits")
+    add_arguments(p)
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from kit.bench import print_table, result
+    from kit.util import write_json
+
+    df, info = run(frames=args.frames, dtype=args.dtype, batch_size=args.batch_size, seed=args.seed,
+                   skip_extraction=args.skip_extraction, generator_frames=args.generator_frames,
+                   random_seconds=args.random_seconds, projection_frames=args.projection_frames,
+                   workdir=args.workdir, workers=args.workers, progress=not args.no_progress)
+    print()
+    print_table(df, COLUMNS[:-1])
+    print("\nbasis per row:")
+    for r in df.itertuples():
+        print(f"  {r.variant} {r.state}: {r.basis}")
+    if info.get("met"):
+        print("targets: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in info["met"].items()
+                                      if v is not None))
+    if args.json and args.json != "-":
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    out = df.astype(object).where(pd.notna(df), None)
+    write_json(args.json, result("scale", out, **info))
+    return 0
+
+
+def order_randomness(rows: np.ndarray, *, batch_size: int, n: int, previous: np.ndarray | None = None) -> dict:
+    """How random one epoch's order is, in numbers (notebook 03).
+
+    Returns:
+        ``batch_span``: the median stretch of the file a batch draws from, as a fraction of
+        the file (about 1 for a fully random order, the window's share for a block order);
+        ``neighbours_kept``: the share of frames whose next frame in the epoch is within
+        ``batch_size`` rows of it in the file (0 for random, near 1 for file order);
+        ``batch_mates_kept`` (with ``previous``, the epoch before): the share of frame pairs
+        sharing a batch in both epochs, against the share a fully random order keeps.
+    """
+    rows = np.asarray(rows)
+    batches = [rows[i:i + batch_size] for i in range(0, len(rows), batch_size)]
+    spans = [(b.max() - b.min() + 1) / n for b in batches if len(b) > 1]
+    out = {"batch_span": float(np.median(spans)),
+           "neighbours_kept": float(np.mean(np.abs(np.diff(rows)) <= batch_size))}
+    if previous is not None:
+        def batch_of(order):
+            b = np.empty(n, np.int64)
+            b[np.asarray(order)] = np.arange(len(order)) // batch_size
+            return b
+
+        now, before = batch_of(rows), batch_of(previous)
+        rng = np.random.default_rng(0)
+        a, c = rng.integers(0, n, 200_000), rng.integers(0, n, 200_000)
+        together = (before[a] == before[c]) & (a != c)
+        kept = float(np.mean(now[a][together] == now[c][together])) if together.any() else 0.0
+        out["batch_mates_kept"] = kept
+        out["batch_mates_kept_if_random"] = batch_size / n
+    return out
+
+
+def epoch_orders(order: str, n: int, *, batch_size: int, seed: int = 0, epochs: int = 2, **blocks) -> list:
+    """The row order of ``epochs`` successive epochs of the memmap variant's ``order``
+    (``"random"`` or ``"blocks"``, with ``block``/``window`` in ``blocks``), as arrays."""
+    from kit.epochs import block_order_dataset
+
+    if order == "blocks":
+        ds = block_order_dataset(n, batch_size, seed=seed, **blocks)
+    elif order == "random":
+        import tensorflow as tf
+
+        ds = tf.data.Dataset.range(n).shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(batch_size)
+    else:
+        raise ValueError(f"order must be 'random' or 'blocks', got {order!r}")
+    return [np.concatenate([b.numpy() for b in ds]) for _ in range(epochs)]

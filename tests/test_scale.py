@@ -1,0 +1,234 @@
+"""At the user's scale (issue 12): float16 stores, the block epoch order, TFRecord records of
+a block of frames, the free-space check and ``python -m kit bench scale``'s JSON form."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kit import samples, store
+
+
+def _kit(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "kit", *args], capture_output=True, text=True, env=env)
+
+
+# ------------------------------------------------------------------------- float16 stores
+
+
+def _rows_of(x, reference):
+    """Index rows of delivered frames, matched by their bytes against ``reference``."""
+    lookup = {f.tobytes(): i for i, f in enumerate(reference)}
+    return [lookup[f[..., 0].tobytes()] for f in np.asarray(x)]
+
+
+@pytest.mark.parametrize("variant", ["memmap", "tfrecord"])
+def test_float16_store_same_frames_within_rounding_half_the_bytes(spec_index, variant, tmp_path):
+    from kit.spectrogram import make_loader
+
+    ref = spec_index.read_all()
+    rounded = ref.astype(np.float16).astype(np.float32)
+    assert not np.array_equal(rounded, ref)  # the rounding is real
+    sizes = {}
+    for dtype in ("float32", "float16"):
+        folder = tmp_path / dtype
+        loader = make_loader(variant, spec_index, batch_size=20, shuffle=True, seed=1, store_dtype=dtype,
+                             folder=folder, progress=False)
+        sizes[dtype] = sum(p.stat().st_size for p in folder.iterdir() if p.name != "labels.npy")
+        assert store.verify(folder) == []
+        xs, ys = zip(*[(x.numpy(), y.numpy()) for x, y in loader])
+        x, y = np.concatenate(xs), np.concatenate(ys)
+        assert x.dtype == np.float32 and x.shape == (96, 96, 64, 1)  # float32 in the graph
+        rows = _rows_of(x, rounded if dtype == "float16" else ref)
+        assert sorted(rows) == list(range(96))  # every frame exactly once
+        np.testing.assert_array_equal(y, spec_index.labels[rows])
+        # Within float16 rounding: half an ulp, 2**-11 of the value.
+        np.testing.assert_allclose(x[..., 0], ref[rows], rtol=2.0 ** -11, atol=2.0 ** -24)
+    assert sizes["float16"] < 0.52 * sizes["float32"], sizes
+
+
+def test_float16_store_refuses_frames_beyond_its_range(tmp_path):
+    from kit.spectrogram import FrameIndex, convert
+
+    csv = samples.make_spectrogram(tmp_path / "d", files=2, frames_per_file=3)
+    f = tmp_path / "d" / "frames" / "clip_000001.npy"
+    a = np.load(f)
+    a[2, 0, 0] = 1e6
+    np.save(f, a)
+    index = FrameIndex.from_csv(csv)
+    with pytest.raises(ValueError, match=r"clip_000001.npy frame 2 \(index row 5\).*float16"):
+        convert(index, "memmap", tmp_path / "m", store_dtype="float16", progress=False)
+    convert(index, "memmap", tmp_path / "m32", progress=False)  # float32 holds it
+
+
+def test_float16_head_accuracy_within_one_point(tmp_path):
+    # Frames from float16 and float32 memmap stores train the same small classifier (same
+    # seed, same batches) to within one point of validation accuracy; and a head trained
+    # from a float16 feature cache matches one from a float32 cache.
+    import keras
+
+    from kit import features
+    from kit.models import audio
+    from kit.spectrogram import FrameIndex, make_loader
+
+    csv = samples.make_spectrogram(tmp_path / "d", files=14, frames_per_file=50, seed=3)
+    index = FrameIndex.from_csv(csv)
+    train, val = index.subset(np.arange(400)), index.subset(np.arange(400, 700))
+    acc = {}
+    for dtype in ("float32", "float16"):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((96, 64, 1)), keras.layers.AveragePooling2D((8, 1)),
+                                  keras.layers.Flatten(), keras.layers.Dense(5)])
+        audio.compile_classifier(model, learning_rate=3e-3)
+        model.fit(make_loader("memmap", train, batch_size=32, seed=0, store_dtype=dtype, progress=False),
+                  epochs=3, verbose=0)
+        acc[dtype] = model.evaluate(make_loader("memmap", val, batch_size=100, shuffle=False, store_dtype=dtype,
+                                                progress=False), verbose=0, return_dict=True)["accuracy"]
+    assert acc["float32"] >= 0.6, acc  # chance is 0.2
+    assert abs(acc["float16"] - acc["float32"]) <= 0.01, acc  # one point is 3 frames
+
+    backbone = audio.backbone(alpha=0.25, seed=0)
+    head_acc = {}
+    for dtype in ("float32", "float16"):
+        cache = features.extract_features(backbone, index, batch_size=100, dtype=dtype, progress=False)
+        assert cache.dtype == np.dtype(dtype)
+        stats = features.embedding_stats(cache, rows=np.arange(400))
+        head = audio.head(5, embedding_dim=cache.dim, standardize=stats, seed=0)
+        features.train_head(head, cache, rows=np.arange(400), epochs=5, batch_size=32, seed=0)
+        head_acc[dtype] = features.evaluate_head(head, cache, rows=np.arange(400, 700))["accuracy"]
+    assert head_acc["float32"] >= 0.5, head_acc  # chance is 0.2
+    assert abs(head_acc["float16"] - head_acc["float32"]) <= 0.01, head_acc
+
+
+# ------------------------------------------------------------------------- the block order
+
+
+def test_block_order_every_row_once_reshuffled_deterministic_and_local():
+    from kit.epochs import block_order_dataset
+
+    def epochs(seed, count=2):
+        ds = block_order_dataset(96, 10, block=4, window=3, seed=seed)
+        return [np.concatenate([b.numpy() for b in ds]) for _ in range(count)]
+
+    e1, e2 = epochs(5)
+    assert sorted(e1) == sorted(e2) == list(range(96))  # every row exactly once per epoch
+    assert not np.array_equal(e1, e2)  # reshuffled each epoch
+    f1, f2 = epochs(5)
+    assert np.array_equal(e1, f1) and np.array_equal(e2, f2)  # deterministic by seed
+    assert not np.array_equal(epochs(6, 1)[0], e1)
+    # Local: each window of 3 blocks x 4 rows draws from 3 blocks of consecutive rows ...
+    for w in range(8):
+        assert len(set(e1[w * 12:(w + 1) * 12] // 4)) == 3
+    # ... and is shuffled within: not block after block in order.
+    assert not all(np.array_equal(np.sort(e1[w * 12:(w + 1) * 12]), e1[w * 12:(w + 1) * 12]) for w in range(8))
+    sizes = [len(b) for b in block_order_dataset(96, 10, block=4, window=3, seed=5)]
+    assert sizes == [10] * 9 + [6]
+    unshuffled = np.concatenate([b.numpy() for b in block_order_dataset(96, 10, shuffle=False)])
+    assert np.array_equal(unshuffled, np.arange(96))
+    with pytest.raises(ValueError, match="block must be a positive integer"):
+        block_order_dataset(96, 10, block=0)
+
+
+def test_memmap_block_order_serves_every_frame_once_with_its_label(spec_index):
+    from kit.spectrogram import make_loader
+
+    ref = spec_index.read_all()
+    loader = make_loader("memmap", spec_index, batch_size=16, order="blocks", block_frames=8, window_blocks=2,
+                         progress=False)
+    epochs = []
+    for _ in range(2):
+        rows = []
+        for x, y in loader:
+            r = _rows_of(x.numpy(), ref)
+            np.testing.assert_array_equal(y.numpy(), spec_index.labels[r])
+            rows += r
+        assert sorted(rows) == list(range(96))
+        epochs.append(rows)
+    assert epochs[0] != epochs[1]
+    with pytest.raises(ValueError, match="order must be 'random' or 'blocks'"):
+        make_loader("memmap", spec_index, batch_size=16, order="sorted", progress=False)
+
+
+# ------------------------------------------------------------------------- TFRecord records of a block
+
+
+def test_tfrecord_records_hold_blocks_and_an_old_layout_is_rebuilt(spec_index, tmp_path):
+    from kit.spectrogram import convert, make_loader
+    from kit.spectrogram.convert import DEFAULT_RECORD_FRAMES, TFRECORD_FORMAT
+
+    import tensorflow as tf
+
+    folder, m = convert(spec_index, "tfrecord", tmp_path / "tf", progress=False)
+    assert m.meta["options"]["format"] == TFRECORD_FORMAT and m.meta["options"]["record_frames"] == 32
+    records = sum(1 for s in m.shards for _ in tf.data.TFRecordDataset(str(folder / s["name"])))
+    assert records == 96 // DEFAULT_RECORD_FRAMES  # 96 frames in 3 records of 32
+    assert store.verify(folder) == []
+    # A store of the old layout (one tf.train.Example per frame) is rebuilt, never misread.
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["key"] = "0" * 64
+    manifest["meta"]["options"].pop("format")
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    problems = store.verify(folder)
+    assert problems and "older layout" in problems[0]
+    loader = make_loader("tfrecord", spec_index, batch_size=40, folder=folder, progress=False)
+    assert json.loads((folder / "manifest.json").read_text())["meta"]["options"]["format"] == TFRECORD_FORMAT
+    ys = np.concatenate([y.numpy() for _, y in loader])
+    assert len(ys) == 96 and np.array_equal(np.bincount(ys), np.bincount(spec_index.labels))
+    assert [int(x.shape[0]) for x, _ in loader] == [40, 40, 16]
+
+
+# ------------------------------------------------------------------------- free space
+
+
+def test_free_space_check_refuses_with_one_line(tmp_path, monkeypatch):
+    from kit.bench import scale
+
+    store.check_free_space(tmp_path, 1, what="a byte")  # there is a byte free
+    monkeypatch.setattr(store, "free_bytes", lambda path: 3 * 10**9)
+    with pytest.raises(store.StoreError) as e:
+        scale.run(frames=1_000_000, dtype="float16", workdir=tmp_path / "w", log=lambda *a: None)
+    msg = str(e.value)
+    assert "\n" not in msg and "needs 3" in msg and "has 3.0 GB" in msg, msg
+    assert not (tmp_path / "w").exists() or not any((tmp_path / "w").iterdir())  # nothing written
+
+
+# ------------------------------------------------------------------------- the command
+
+
+def test_bench_scale_command_json(tmp_path):
+    from kit.bench import scale
+
+    out = tmp_path / "scale.json"
+    r = _kit("bench", "scale", "--frames", "3000", "--dtype", "float16", "--skip-extraction",
+             "--generator-frames", "200", "--random-seconds", "5", "--projection-frames", "1000",
+             "--workdir", str(tmp_path / "w"), "--no-progress", "--json", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["bench"] == "scale" and "machine" in result
+    rows = result["rows"]
+    keys = {"variant", "state", "frames", "dtype", "epoch_s", "measured", "examples_per_s", "limit",
+            "fraction_of_limit"}
+    for row in rows:
+        assert keys <= set(row), row
+        assert row["frames"] == 3000 and row["dtype"] == "float16" and row["state"] in ("warm", "cold")
+        assert row["epoch_s"] > 0 and row["examples_per_s"] == pytest.approx(3000 / row["epoch_s"])
+    got = {(r["variant"], r["state"], r["measured"]) for r in rows}
+    for v in ("memmap", "tfrecord", "head_from_cache"):
+        assert (v, "warm", True) in got and (v, "cold", True) in got, got
+    assert ("generator", "warm", False) in got  # the bounded sample, projected
+    assert ("memmap", "warm", False) in got and ("tfrecord", "warm", False) in got  # from 1,000 frames
+    limits = {r["variant"]: r for r in rows if r["variant"] in ("disk_sequential_read", "memory_gather")}
+    assert limits["disk_sequential_read"]["limit"] == "disk" and limits["memory_gather"]["limit"] == "memory"
+    for row in rows:
+        if row["variant"] in ("memmap", "tfrecord") and row["measured"]:
+            assert row["limit"] == ("disk" if row["state"] == "cold" else "memory")
+            assert row["fraction_of_limit"] > 0
+    assert set(result["projection_check"]) == {"memmap", "tfrecord"}
+    assert result["features"]["kind"] == "stand-in"
+    assert result["features"]["reused"] is False
+    # A second run finds the data, both stores and the feature cache in place: it needs no space.
+    assert scale.needed_bytes(3000, "float16", workdir=tmp_path / "w") == {
+        "data": 0, "memmap": 0, "tfrecord": 0, "features": 0}
+    assert scale.needed_bytes(3000, "float32", workdir=tmp_path / "w")["data"] == 3000 * 96 * 64 * 4
