@@ -25,6 +25,25 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = [
+    'BUSY_S',
+    'Entry',
+    'root',
+    'classify',
+    'scan',
+    'total_bytes',
+    'to_remove',
+    'clean',
+    'parse_size',
+    'parse_age',
+    'fmt_bytes',
+    'fmt_age',
+    'summary',
+    'table',
+    'register',
+    'main',
+]
+
 _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12}
 _AGES = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 

@@ -13,6 +13,31 @@ import plotly.graph_objects as go
 
 from kit.util import format_duration
 
+__all__ = [
+    'throughput',
+    'epoch_time',
+    'latency',
+    'step_breakdown',
+    'input_share',
+    'stage_costs',
+    'segmentation_pair',
+    'scaling',
+    'gains',
+    'log_ticks',
+    'integer_ticks',
+    'CASE_UNITS',
+    'epoch_comparison',
+    'epoch_vs_replicas',
+    'machines',
+    'headless',
+    'Choice',
+    'interactive',
+    'EpochExplorer',
+    'epoch_explorer',
+    'epoch_explorer_static',
+    'epoch_order',
+]
+
 
 def throughput(df: pd.DataFrame, *, title: str = "Loader throughput", log: bool = True,
                ratio: str | None = None) -> go.Figure:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
+__all__ = ['tqdm']
+
 
 def tqdm(*args, **kwargs):
     """``tqdm.auto.tqdm``, or ``tqdm.std.tqdm`` on standard output when ``KIT_PROGRESS=text``."""

@@ -30,6 +30,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = [
+    'QUIET_ENV',
+    'NOISE',
+    'GENERATOR',
+    'ReportError',
+    'is_noise',
+    'quiet_stderr',
+    'execute',
+    'clean',
+    'last_line',
+    'to_html',
+    'is_kits',
+    'Entry',
+    'describe',
+    'headline',
+    'headline_output',
+    'write_index',
+    'notebooks',
+    'run_notebooks',
+]
+
 #: Environment of the kernels ``kit.report`` starts (a caller's ``env`` or an already set
 #: variable wins).
 QUIET_ENV = {

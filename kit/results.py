@@ -31,6 +31,18 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
+__all__ = [
+    'DEFAULT_PATH',
+    'REQUIRED',
+    'this_machine',
+    'ledger_path',
+    'new_run_id',
+    'append',
+    'machine_label',
+    'load',
+    'latest',
+]
+
 #: The ledger when ``$KIT_RESULTS`` is not set (relative to the working directory).
 DEFAULT_PATH = Path("reports") / "results.jsonl"
 #: Keys every ledger row carries; a line without them is not a ledger row.

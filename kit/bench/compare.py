@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+__all__ = ['USER_SCALE', 'MODELS', 'FEATURE_CACHE', 'run', 'saved', 'configurations', 'register']
+
 #: The two users' scale (shared/seeds): 1,000,000 frames on 2 GPUs at global batch 256;
 #: 140 steps of batch 3 per epoch with plain Keras on one device.
 USER_SCALE = {

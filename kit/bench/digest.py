@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+__all__ = ['run', 'register']
+
 
 def _evict(paths) -> None:
     for p in paths:
