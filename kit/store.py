@@ -31,6 +31,45 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+__all__ = [
+    'MANIFEST',
+    'PARTIAL',
+    'FORMAT_VERSION',
+    'StoreError',
+    'default_workdir',
+    'fingerprint',
+    'DIGEST_MODES',
+    'digest_mode',
+    'content_digest',
+    'files_fingerprint',
+    'free_bytes',
+    'check_free_space',
+    'sha256_file',
+    'atomic_path',
+    'write_json_atomic',
+    'Shard',
+    'Manifest',
+    'inside',
+    'complete',
+    'build',
+    'LOCK',
+    'LOCK_TIMEOUT_S',
+    'store_lock',
+    'remove_dead_temp_files',
+    'disk_full',
+    'open_memmap',
+    'CHECKED',
+    'ends_digest',
+    'check_open',
+    'STORE_MARKER',
+    'store_kind',
+    'claim',
+    'check_apart',
+    'DEEP_CHECKS',
+    'register_check',
+    'verify',
+]
+
 MANIFEST = "manifest.json"
 PARTIAL = ".partial"
 #: 2: content digests in index keys, ``ends`` digests per shard, the folder marker.

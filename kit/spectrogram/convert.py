@@ -30,7 +30,7 @@ from kit.spectrogram.index import FrameIndex, open_frames
 from kit.util import usable_cpus
 
 __all__ = ["convert", "decode_records", "store_key", "default_folder", "FORMATS", "DEFAULT_SHARD_MB",
-           "DEFAULT_RECORD_FRAMES", "TFRECORD_FORMAT", "STORE_DTYPES"]
+           "DEFAULT_RECORD_FRAMES", "TFRECORD_FORMAT", "STORE_DTYPES", "records_dtype"]
 
 FORMATS = ("memmap", "tfrecord")
 #: 100 MB shards: a few shards per core keeps parallel interleave busy on the
@@ -273,7 +273,7 @@ def decode_records(record, frame_shape, dtype: str = "float32"):
     return (x if dt == tf.float32 else tf.cast(x, tf.float32)), y
 
 
-def _records_dtype(manifest: store.Manifest) -> str:
+def records_dtype(manifest: store.Manifest) -> str:
     if manifest.meta.get("options", {}).get("format") != TFRECORD_FORMAT:
         raise store.StoreError("a TFRecord store of an older layout (one tf.train.Example per frame); "
                                "convert again to rebuild it")
@@ -284,7 +284,7 @@ def _records_dtype(manifest: store.Manifest) -> str:
 def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: dict) -> str | None:
     frame_shape = tuple(manifest.meta["frame_shape"])
     try:
-        dtype = _records_dtype(manifest)
+        dtype = records_dtype(manifest)
     except store.StoreError as e:
         return str(e)
 

@@ -18,7 +18,7 @@ import numpy as np
 from kit.cases import (DEFAULT_READ_BUFFER, LoaderOptions, NoOptions, Variant, VariantOptions, build_loader,
                        check_shards, graph_only, module_getattr, pydataset_class, read_tfrecords)
 from kit.epochs import BLOCK_FRAMES, WINDOW_BLOCKS, block_order_dataset, epoch_order, finish, order_dataset
-from kit.spectrogram.convert import (DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STORE_DTYPES, _records_dtype,
+from kit.spectrogram.convert import (DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STORE_DTYPES, records_dtype,
                                      decode_records)
 from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.index import FrameIndex, open_frames
@@ -271,7 +271,7 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     folder, manifest = to_store(index, "tfrecord", vopts.folder, workdir=opts.workdir, shard_mb=vopts.shard_mb,
                                 seed=opts.seed, progress=opts.progress, adopt=True, store_dtype=vopts.store_dtype,
                                 record_frames=vopts.record_frames)
-    dtype = _records_dtype(manifest)  # the store's, whatever was asked
+    dtype = records_dtype(manifest)  # the store's, whatever was asked
     paths = check_shards(folder, manifest)  # a shard cut short or replaced is refused before reading
     shape = index.frame_shape
     # Each record decoded once for its block of frames, then the blocks cut into batches.
