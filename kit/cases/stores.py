@@ -69,8 +69,9 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
         read_buffer: bytes of read buffer per shard.
         block: records hold blocks of up to ``block`` examples each: the shuffle buffer
             holds ``shuffle_buffer`` examples' worth of whole records, ``parse(record)``
-            decodes one record into a batch of its examples, and the blocks are cut into
-            batches (``rebatch``): one decode per block, nothing per example.
+            decodes one record into a batch of its examples: one decode per block. Shuffled,
+            the decoded examples pass through a shuffle buffer of examples before batching;
+            unshuffled, the blocks are cut into batches (``rebatch``).
 
     Returns:
         A ``tf.data.Dataset`` of ``(x, y)`` batches (not yet guarded: ``kit.epochs.finish``).
@@ -87,6 +88,12 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
         if opts.shuffle:  # whole records: shuffle_buffer examples' worth
             ds = ds.shuffle(max(1, -(-shuffle_buffer // block)), seed=opts.seed, reshuffle_each_iteration=True)
         ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)  # each record decoded once for its block
+        if opts.shuffle:
+            # A record's frames were written side by side: shuffling whole records alone would
+            # serve them in the same order and together in every epoch (on small data, whole
+            # epochs repeated). The decoded frames go through a shuffle buffer of frames.
+            ds = ds.unbatch().shuffle(shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
+            return ds.batch(opts.batch_size)
         return ds.rebatch(opts.batch_size)
     if opts.shuffle:
         ds = ds.shuffle(shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)

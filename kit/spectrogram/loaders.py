@@ -308,8 +308,9 @@ REGISTRY = {
                               _numpy_function),
     "memmap": Variant("frames consolidated once into one memory-mapped .npy; one sorted gather per batch in "
                       "the graph", _memmap, MemmapOptions),
-    "tfrecord": Variant("TFRecord shards of records of 32 frames: parallel interleave, shuffle buffer of "
-                        "records, one decode per record, rebatch", _tfrecord, TFRecordOptions, graph_only=True),
+    "tfrecord": Variant("TFRecord shards of records of 32 frames: parallel interleave, shuffle of records, "
+                        "one decode per record, then a shuffle buffer of frames", _tfrecord, TFRecordOptions,
+                        graph_only=True),
     "in_memory": Variant("all frames in RAM, one gather per batch: the ceiling", _in_memory, graph_only=True),
 }
 
