@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from kit.errors import OutputError
-from kit.util import check_int
+from kit.util import check_int, process_alive
 
 __all__ = ["make_spectrogram", "make_spectrogram_sharded", "spectrogram_labels", "make_segmentation", "write_palette",
            "embedded", "cached", "SpectrogramSpec", "SPECTROGRAM_CLASSES", "PALETTE", "MARKER", "DATA_SAMPLES"]
@@ -210,18 +210,8 @@ def _remove_dead_temp(out: Path) -> None:
     """Removes temporary folders of ``out`` left by killed runs (their process is gone)."""
     for p in out.parent.glob(f".{glob.escape(out.name)}.tmp-*-*"):
         pid = p.name[len(out.name) + 6:].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(p, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def make_spectrogram(

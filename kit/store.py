@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from kit.util import process_alive
+
 __all__ = [
     'MANIFEST',
     'PARTIAL',
@@ -579,16 +581,6 @@ def _lock_holder(path: Path) -> str:
     return f" (pid {pid})" if pid.isdigit() else ""
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
-
-
 _TEMP = re.compile(r"\.tmp-(\d+)-(\d+)$")
 
 
@@ -601,7 +593,7 @@ def remove_dead_temp_files(folder: str | os.PathLike) -> list[Path]:
     removed = []
     for p in Path(folder).rglob("*.tmp-*-*"):
         m = _TEMP.search(p.name)
-        if m and p.is_file() and not p.is_symlink() and not _alive(int(m.group(1))):
+        if m and p.is_file() and not p.is_symlink() and not process_alive(int(m.group(1))):
             p.unlink(missing_ok=True)
             removed.append(p)
     return removed

@@ -15,7 +15,7 @@ from typing import Iterable
 
 import numpy as np
 
-__all__ = ["VERSION_FLOORS", "check_int", "positive_int", "non_negative_int", "size_arg", "write_json",
+__all__ = ["VERSION_FLOORS", "process_alive", "check_int", "positive_int", "non_negative_int", "size_arg", "write_json",
            "format_duration", "usable_cpus", "warm_page_cache"]
 
 
@@ -127,3 +127,15 @@ def warm_page_cache(paths: Iterable[str | os.PathLike]) -> None:
         with open(path, "rb") as f:
             while f.read(1 << 24):
                 pass
+
+
+def process_alive(pid: int) -> bool:
+    """True while process ``pid`` exists (someone else's live process counts): whether
+    a temp file or lock named after it still has an owner."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
