@@ -65,13 +65,13 @@ def positive_float(text: str) -> float:
 
 
 def port_number(text: str) -> int:
-    """argparse type: a TCP port, 1..65535, or 0 for any free one."""
+    """argparse type: a TCP port, 1..65535 (0 is refused: leave the option out for any free port)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port in 1..65535 (or 0: any free one), got {value}")
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port in 1..65535 (leave it out for any free one), got {value}")
     return value
 
 

@@ -317,6 +317,45 @@ def test_service_worker_killed_mid_epoch(service, children, child_env, tmp_path)
         assert out["error"] is None
 
 
+DEAD_TIMEOUT_S = 4  # the reader's bound in the test below: short, the whole test stays fast
+
+
+def test_service_every_worker_killed_mid_epoch_raises_within_the_timeout(children, child_env, tmp_path):
+    """Issue 13 item 9: every worker killed and none restarted blocked the reader forever.
+
+    Now each wait for a batch is bounded: the read raises within ``timeout_s``, naming
+    the dispatcher and how many examples arrived, and leaves no reading thread behind;
+    the same error reaches ``kit.timing.measure`` and ``model.fit`` (a job with no
+    worker at all). Every wait in this test is bounded too.
+    """
+    with distribute.local_service(1, env=child_env) as service:
+        # --bind 127.0.0.1 (the default): the servers are advertised and reached there.
+        dport, wport = service.dispatcher_port, service.worker_ports[0]
+        assert service.target == f"grpc://127.0.0.1:{dport}"
+        assert service.ready[0].startswith(f"kit service dispatcher: ready at grpc://127.0.0.1:{dport} (port {dport}, "
+                                           "--bind 127.0.0.1)")
+        assert service.ready[1].startswith(f"kit service worker: ready at 127.0.0.1:{wport} (--bind 127.0.0.1)")
+        go = tmp_path / "go"
+        reader = children([sys.executable, __file__, "service-dead", str(tmp_path / "out.json"), service.target,
+                           str(go)], child_env)
+        reader.wait_for("batch 5 ", 180)
+        service.kill_worker(0)  # SIGKILL, and no supervisor brings it back
+        go.touch()
+        assert reader.finish(CHILD_TIMEOUT) == 0, reader.tail()
+    out = json.loads((tmp_path / "out.json").read_text())
+    where = f"dispatcher at 127.0.0.1:{service.dispatcher_port}"
+    read = out["read"]
+    assert 24 <= read["rows"] < 480  # batch 5 was read, and the rest of the epoch was lost with the worker
+    assert f"no batch from the tf.data service {where} for {DEAD_TIMEOUT_S} s: {read['rows']} of 480 examples " \
+           "arrived this epoch" in read["error"]
+    assert read["type"] == "UnknownError" and "ServiceTimeoutError" in read["error"]
+    assert read["after_go_s"] < DEAD_TIMEOUT_S + 60  # bounded: not the 300 s (or forever) seen before
+    for path in ("measure", "fit"):
+        assert f"no batch from the tf.data service {where} for {DEAD_TIMEOUT_S} s: 0 of 480 examples" \
+               in out[path], path
+    assert out["threads_left"] == []
+
+
 # ------------------------------------------------------------------------- MultiWorkerMirroredStrategy
 
 
@@ -514,7 +553,55 @@ def _child_service_kill(out_path, target):
                                           "examples": len(index)}))
 
 
+def _child_service_dead(out_path, target, go):
+    import threading
+
+    import keras
+    import tensorflow as tf
+
+    from kit import samples, timing
+    from kit.spectrogram import FrameIndex, make_loader
+
+    csv = samples.make_spectrogram(Path(out_path).parent / "frames480", files=40, frames_per_file=12, seed=1)
+    index = FrameIndex.from_csv(csv)
+
+    def loader():
+        return make_loader("tfrecord", index, batch_size=4, shard_mb=0.2, progress=False, service=target,
+                           service_timeout_s=DEAD_TIMEOUT_S)
+
+    res, rows, t_go = {}, 0, None
+    try:
+        for i, (_, y) in enumerate(loader()):
+            rows += len(y)
+            if i == 5:
+                print("batch 5 ", flush=True)  # the parent kills the only worker, then touches `go`
+                deadline = time.monotonic() + 180
+                while not Path(go).exists() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                t_go = time.monotonic()
+        res["read"] = {"rows": rows, "error": None}
+    except tf.errors.OpError as e:
+        res["read"] = {"rows": rows, "error": e.message, "type": type(e).__name__,
+                       "after_go_s": time.monotonic() - t_go}
+    # No worker left: a new epoch's job waits for one, bounded the same way, in measure and in fit.
+    try:
+        timing.measure(loader(), num_batches=2, warmup=1)
+        res["measure"] = ""
+    except tf.errors.OpError as e:
+        res["measure"] = e.message
+    model = keras.Sequential([keras.layers.Input(index.frame_shape), keras.layers.Flatten(),
+                              keras.layers.Dense(index.num_classes)])
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    try:
+        model.fit(loader(), epochs=1, verbose=0)
+        res["fit"] = ""
+    except tf.errors.OpError as e:
+        res["fit"] = str(e)
+    res["threads_left"] = [t.name for t in threading.enumerate() if t.name.startswith("kit-service")]
+    Path(out_path).write_text(json.dumps(res))
+
+
 if __name__ == "__main__":
     mode, out = sys.argv[1], sys.argv[2]
     {"mirrored": _child_mirrored, "service-read": _child_service_read,
-     "service-kill": _child_service_kill}[mode](out, *sys.argv[3:])
+     "service-kill": _child_service_kill, "service-dead": _child_service_dead}[mode](out, *sys.argv[3:])

@@ -17,7 +17,8 @@ from kit.errors import OutputError
 
 
 def _kit(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "kit", *args], capture_output=True, text=True, cwd=cwd)
+    # Bounded: a server the CLI wrongly started would serve forever.
+    return subprocess.run([sys.executable, "-m", "kit", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def _one_error_line(r):
@@ -494,7 +495,13 @@ def test_temp_folders_of_killed_sample_runs_are_removed(tmp_path):
     (["bench", "spectrogram", "--batches", "0"], "--batches: must be positive, got 0"),
     (["bench", "spectrogram", "--generator-seconds", "-1"], "--generator-seconds: must be a positive number"),
     (["service", "dispatcher", "--port", "70000"], "--port: must be a port in 1..65535"),
-    (["service", "dispatcher", "--port", "0", "--worker-timeout-s", "-5"], "--worker-timeout-s: must be a positive"),
+    (["service", "dispatcher", "--port", "0"], "--port: must be a port in 1..65535"),
+    (["service", "dispatcher", "--worker-timeout-s", "-5"], "--worker-timeout-s: must be a positive"),
+    (["service", "worker", "--dispatcher", "localhost:5000", "--port", "0"], "--port: must be a port in 1..65535"),
+    (["service", "worker", "--dispatcher", "localhost:5000", "--port", "70000"], "--port: must be a port in 1..65535"),
+    (["service", "dispatcher", "--bind", "192.0.2.1"], "bind: '192.0.2.1' is not an address of this machine"),
+    (["service", "worker", "--dispatcher", "192.0.2.1:5000"], "a worker reached at 127.0.0.1 (--bind 127.0.0.1) "
+                                                               "cannot serve the dispatcher at 192.0.2.1:5000"),
     (["service", "worker", "--dispatcher", "localhost:5000", "--port", "-1"], "--port: must be a port in 1..65535"),
     (["service", "worker", "--dispatcher", "localhost:5000", "--heartbeat-s", "0"], "--heartbeat-s: must be a"),
 ])
@@ -644,12 +651,35 @@ def test_service_servers_refuse_ports_and_timeouts_out_of_range():
 
     with pytest.raises(ValueError, match="port must be in 1..65535"):
         distribute.run_dispatcher(port=70000)
+    with pytest.raises(ValueError, match="port must be in 1..65535"):
+        distribute.run_dispatcher(port=0)
     with pytest.raises(ValueError, match="worker_timeout_s must be positive"):
-        distribute.run_dispatcher(port=0, worker_timeout_s=-1)
+        distribute.run_dispatcher(worker_timeout_s=-1)
     with pytest.raises(ValueError, match="port must be in 1..65535"):
         distribute.run_worker(dispatcher="localhost:5000", port=-2)
     with pytest.raises(ValueError, match="heartbeat_s must be positive"):
         distribute.run_worker(dispatcher="localhost:5000", heartbeat_s=0)
+
+
+def test_service_servers_check_their_bind_address_and_port():
+    """Item 9: --bind (default 127.0.0.1) must be an address of this machine, the port free there."""
+    import socket
+
+    from kit import distribute
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ValueError, match=f"port {port} is already in use on 127.0.0.1"):
+            distribute.run_dispatcher(port=port)
+    with pytest.raises(ValueError, match="'192.0.2.1' is not an address of this machine"):
+        distribute.run_worker(dispatcher="localhost:5000", bind="192.0.2.1")
+    with pytest.raises(ValueError, match="cannot serve the dispatcher at 192.0.2.1:5000 on another machine"):
+        distribute.run_worker(dispatcher="192.0.2.1:5000")
+    with pytest.raises(ValueError, match="needs one address of this machine"):
+        with distribute.local_service(1, bind="0.0.0.0"):
+            pass
 
 
 def test_a_service_address_without_a_dispatcher_is_refused_before_the_epoch():

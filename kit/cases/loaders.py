@@ -111,7 +111,7 @@ def _service_choices(registry: Mapping[str, Variant]) -> str:
 
 
 def build_loader(registry: Mapping[str, Variant], name: str, index, options: LoaderOptions,
-                 service: str | None = None, **variant_options):
+                 service: str | None = None, service_timeout_s: float | None = None, **variant_options):
     """Builds variant ``name`` of ``registry`` over ``index``.
 
     Args:
@@ -122,6 +122,8 @@ def build_loader(registry: Mapping[str, Variant], name: str, index, options: Loa
         service: ``grpc://HOST:PORT`` of a tf.data service dispatcher: run the
             pipeline there (graph-only variants), the epoch checked against
             ``len(index)`` examples on this side.
+        service_timeout_s: the longest wait for one batch from the service before
+            the read raises (default ``kit.distribute.SERVICE_TIMEOUT_S``).
         **variant_options: the variant's own options (its ``VariantOptions`` class).
 
     Returns:
@@ -135,6 +137,8 @@ def build_loader(registry: Mapping[str, Variant], name: str, index, options: Loa
         raise ValueError(f"unknown variant {name!r}; choose one of {', '.join(registry)}")
     variant = registry[name]
     vopts = variant.options.parse(name, variant_options)
+    if service is None and service_timeout_s is not None:
+        raise ValueError("service_timeout_s= is for a loader read through tf.data service (service=)")
     if service is not None and not variant.runs_on_service(vopts):
         raise ValueError(
             f"variant {name!r} runs Python code in its pipeline, which tf.data service workers "
@@ -146,5 +150,6 @@ def build_loader(registry: Mapping[str, Variant], name: str, index, options: Loa
     if service is not None:
         from kit.distribute.service import through_service
 
-        loader = through_service(loader, service, examples=len(index))
+        timeout = {} if service_timeout_s is None else {"timeout_s": service_timeout_s}
+        loader = through_service(loader, service, examples=len(index), **timeout)
     return loader

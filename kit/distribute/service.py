@@ -2,7 +2,8 @@
 
 * ``through_service``: a tf.data pipeline run by tf.data service workers
   (``python -m kit service dispatcher|worker``), ``distributed_epoch`` mode, the
-  epoch's exact length checked on the reading side;
+  epoch's exact length checked on the reading side, and every wait for the next
+  batch bounded (``timeout_s``: an error naming the dispatcher and the count);
 * ``service_problems`` / ``python_ops``: why the service cannot run a pipeline;
 * ``run_dispatcher`` / ``run_worker``: the servers, each serving until stopped;
 * ``local_service``: a dispatcher and workers on this machine, each its own process,
@@ -14,20 +15,24 @@ TensorFlow is imported inside functions only.
 from __future__ import annotations
 
 import contextlib
+import errno
+import ipaddress
+import queue
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
 from kit.epochs import epoch_of
 from kit.util import check_int
 
-__all__ = ["PYTHON_OPS", "UNSPLITTABLE_OPS", "DISPATCHER_TIMEOUT_S", "parse_address", "python_ops",
-           "service_problems", "through_service", "check_dispatcher", "free_port", "run_dispatcher", "run_worker",
-           "LocalService", "local_service"]
+__all__ = ["PYTHON_OPS", "UNSPLITTABLE_OPS", "DISPATCHER_TIMEOUT_S", "SERVICE_TIMEOUT_S", "DEFAULT_BIND",
+           "parse_address", "python_ops", "service_problems", "through_service", "check_dispatcher",
+           "ServiceTimeoutError", "free_port", "run_dispatcher", "run_worker", "LocalService", "local_service"]
 
 
 _ADDRESS = re.compile(r"^(?:(?P<proto>grpc)://)?(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.\-]+):(?P<port>\d{1,5})$")
@@ -93,51 +98,130 @@ def service_problems(dataset) -> list[str]:
     return problems
 
 
-def _guard_epoch(ds, examples: int, *, on_short: str):
-    """Checks at the end of each epoch that exactly ``examples`` were delivered.
+#: How long the reader waits for the next batch from the service before it gives up.
+#: A batch normally arrives within milliseconds and the epoch's first one within
+#: seconds (the workers build the pipeline and fill its buffers); two minutes with no
+#: batch at all means no worker is producing: long enough for a supervisor to restart
+#: a killed worker at its port (tens of seconds on a loaded 2-core machine).
+SERVICE_TIMEOUT_S = 120.0
 
-    An empty batch is appended as an end marker; a running count (``scan``) checks it
-    there, and the marker is dropped. More than ``examples`` fails at once.
+#: How long a stopped read waits for its reading thread to end (it is cancelled first,
+#: which ends it at once in TensorFlow 2.21).
+_JOIN_S = 30.0
+
+
+class ServiceTimeoutError(TimeoutError):
+    """No batch came from tf.data service within the timeout (the message says how many did)."""
+
+
+class _Reader:
+    """Reads one epoch of a tf.data service dataset on its own thread, each wait bounded.
+
+    The next batch is fetched by a cancellable TensorFlow function: when the wait
+    times out, the fetch is cancelled (the data service client stops at once) and the
+    thread is joined with a bound, so nothing is left running after the error.
+    """
+
+    def __init__(self, dataset):
+        import tensorflow as tf
+        from tensorflow.python.eager import cancellation  # TF's own way to cancel a running function
+
+        iterator = iter(dataset)
+        self._cancel = cancellation.CancellationManager()
+        self._fetch = self._cancel.get_cancelable_function(
+            tf.function(lambda: iterator.get_next()).get_concrete_function())
+        self._iterator = iterator
+        self._requests: queue.Queue = queue.Queue()
+        self._results: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="kit-service-reader", daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        import tensorflow as tf
+
+        while self._requests.get():
+            try:
+                self._results.put(("batch", self._fetch()))
+            except tf.errors.OutOfRangeError:
+                self._results.put(("end", None))
+            except Exception as e:  # handed to the reading side, which raises it
+                self._results.put(("error", e))
+
+    def next(self, timeout_s: float):
+        """The next batch, None at the end of the epoch; ``queue.Empty`` after ``timeout_s``."""
+        self._requests.put(True)
+        kind, value = self._results.get(timeout=timeout_s)
+        if kind == "error":
+            raise value
+        return value if kind == "batch" else None
+
+    def close(self) -> bool:
+        """Cancels a fetch still waiting, ends the thread; False if it did not end within the bound."""
+        self._cancel.start_cancel()
+        self._requests.put(False)
+        self._thread.join(_JOIN_S)
+        self._iterator = None
+        return not self._thread.is_alive()
+
+
+def _batch_size(batch) -> int:
+    import tensorflow as tf
+
+    return int(tf.shape(tf.nest.flatten(batch)[0])[0])
+
+
+def _bounded_epochs(ds, *, host: str, port: int, examples: int, on_short: str, timeout_s: float):
+    """``ds`` read on this side with every wait bounded and the epoch's length checked.
+
+    Each epoch (each new iterator) first checks that the dispatcher answers, then
+    reads the batches through a ``_Reader``: a wait longer than ``timeout_s`` raises
+    ``ServiceTimeoutError`` naming the dispatcher and how many examples arrived.
     """
     import tensorflow as tf
 
-    spec = ds.element_spec
-    end = tf.data.Dataset.from_tensors(tf.nest.map_structure(
-        lambda s: tf.zeros([0] + [d or 0 for d in s.shape.as_list()[1:]], s.dtype), spec))
+    where = f"the tf.data service dispatcher at {host}:{port}"
 
-    def step(count, batch):
-        k = tf.shape(tf.nest.flatten(batch)[0], out_type=tf.int64)[0]
-        count = count + k
-        at_end = tf.equal(k, 0)
-        ok = tf.logical_and(count <= examples, tf.logical_or(tf.logical_not(at_end), count >= examples))
-        message = tf.strings.format(
-            "tf.data service delivered {} examples this epoch where " + str(examples) + " were expected: with "
-            "processing_mode='distributed_epoch' a worker lost mid-epoch loses the elements it was "
-            "producing, its shuffle and prefetch buffers included (at-most-once delivery)", (count,))
-        if on_short == "raise":
-            check = tf.debugging.Assert(ok, [message])
-        else:
-            def warn():
-                with tf.control_dependencies([tf.print("kit warning:", message, output_stream=sys.stderr)]):
-                    return tf.constant(False)
+    def epoch():
+        check_dispatcher(host, port, timeout_s=min(timeout_s, DISPATCHER_TIMEOUT_S))
+        reader = _Reader(ds)
+        arrived = 0
+        try:
+            while True:
+                try:
+                    batch = reader.next(timeout_s)
+                except queue.Empty:
+                    raise ServiceTimeoutError(
+                        f"no batch from {where} for {timeout_s:g} s: {arrived} of {examples} examples "
+                        "arrived this epoch. No worker is producing: a worker that died mid-epoch and did not "
+                        "come back leaves its part of the epoch open (TensorFlow 2.21 does not hand it to "
+                        "another worker), and a job with no worker waits for one. Restart workers at the same "
+                        "address (a fixed --port), or wait longer with timeout_s= (service_timeout_s= in "
+                        "make_loader)") from None
+                if batch is None:
+                    break
+                arrived += _batch_size(batch)
+                if arrived > examples:
+                    raise ValueError(f"{where} delivered {arrived} examples this epoch where {examples} were "
+                                     "expected: more than the epoch holds")
+                yield batch
+        finally:
+            stopped = reader.close()
+        if not stopped:  # not seen with TensorFlow 2.21: a cancelled fetch ends at once
+            raise RuntimeError(f"the thread reading from {where} did not stop within {_JOIN_S:g} s")
+        if arrived != examples:
+            message = (f"tf.data service delivered {arrived} examples this epoch where {examples} were "
+                       f"expected ({where}): with processing_mode='distributed_epoch' a worker lost "
+                       "mid-epoch loses the elements it was producing, its shuffle and prefetch buffers "
+                       "included (at-most-once delivery)")
+            if on_short == "raise":
+                raise ValueError(message)
+            print("kit warning:", message, file=sys.stderr, flush=True)
 
-            check = tf.cond(ok, lambda: tf.constant(True), warn)
-        with tf.control_dependencies([check]):
-            count = tf.identity(count)
-        return count, (batch, at_end)
-
-    def not_marker(batch, at_end):
-        return tf.logical_not(at_end)
-
-    def strip_flag(batch, at_end):
-        return batch
-
-    ds = ds.concatenate(end).scan(tf.constant(0, tf.int64), step)
-    return ds.filter(not_marker).map(strip_flag)
+    return tf.data.Dataset.from_generator(epoch, output_signature=ds.element_spec)
 
 
 def through_service(dataset, service: str, *, examples: int | None = None, on_short: str = "raise",
-                    job_name: str | None = None):
+                    job_name: str | None = None, timeout_s: float = SERVICE_TIMEOUT_S):
     """Runs a ``tf.data`` pipeline on tf.data service workers, each example once per epoch.
 
     The dataset's graph is sent to the dispatcher at ``service``; with
@@ -153,14 +237,21 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
     is repeated, some may be missing); the reader goes on with the other workers and
     finishes the epoch once a worker is back at the lost one's address (run workers
     with a fixed ``--port`` under a supervisor that restarts them). A worker that
-    never comes back leaves its task open and the reader waits for it: the dispatcher
-    logs "Lost worker" but does not reassign its task (TensorFlow 2.21).
+    never comes back leaves its task open (the dispatcher logs "Lost worker" but does
+    not reassign it in TensorFlow 2.21), and a job with no worker at all waits for
+    one: so every wait for the next batch is bounded by ``timeout_s``, after which the
+    read raises ``ServiceTimeoutError`` naming the dispatcher and how many examples
+    arrived (through TensorFlow, as ``tf.errors.UnknownError`` carrying that message),
+    and the reading thread is stopped. Each epoch first checks that the dispatcher
+    answers (``check_dispatcher``).
 
     The epoch's length is checked on this side, at its end: ``examples`` exactly (by
     default, the count a kit loader records, ``kit.epochs.epoch_of``). A shortfall
-    raises (``on_short="raise"``) or prints a warning (``"warn"``): never a silently
-    shorter epoch. A kit loader's own guard (``assert_cardinality``, which each worker
-    would apply to its share) is left out of what the workers run.
+    raises (``on_short="raise"``, as ``tf.errors.InvalidArgumentError``) or prints a
+    warning (``"warn"``): never a silently shorter epoch. A kit loader's own guard
+    (``assert_cardinality``, which each worker would apply to its share) is left out
+    of what the workers run. The batches pass through Python on this side (one
+    thread hop and copy per batch: small next to a training step).
 
     Args:
         dataset: a ``tf.data.Dataset`` (a kit loader, or any graph-only pipeline).
@@ -169,15 +260,19 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
             loader recorded; required for any other pipeline).
         on_short: ``"raise"`` or ``"warn"``.
         job_name: share one job between several readers (each gets part of the epoch).
+        timeout_s: the longest wait for one batch (default ``SERVICE_TIMEOUT_S``).
 
     Raises:
-        ValueError: a bad address, or a pipeline the service cannot run (``service_problems``).
+        ValueError: a bad address or timeout, no dispatcher answering, or a pipeline
+            the service cannot run (``service_problems``).
     """
     import tensorflow as tf
 
     host, port = parse_address(service)
     if on_short not in ("raise", "warn"):
         raise ValueError(f"on_short must be 'raise' or 'warn', got {on_short!r}")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < float("inf"):
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
     epoch = epoch_of(dataset)
     body = epoch.body if epoch is not None and epoch.body is not None else dataset
     problems = service_problems(body)
@@ -196,7 +291,7 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
     body = body.prefetch(tf.data.AUTOTUNE)  # on the workers
     ds = body.apply(tf.data.experimental.service.distribute(
         processing_mode="distributed_epoch", service=f"grpc://{host}:{port}", job_name=job_name))
-    ds = _guard_epoch(ds, examples, on_short=on_short)
+    ds = _bounded_epochs(ds, host=host, port=port, examples=examples, on_short=on_short, timeout_s=float(timeout_s))
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
@@ -221,10 +316,59 @@ def check_dispatcher(host: str, port: int, *, timeout_s: float = DISPATCHER_TIME
                          ) from None
 
 
-def _check_port(port: int) -> None:
+#: The address the servers are meant for unless ``--bind`` says otherwise: this machine only.
+DEFAULT_BIND = "127.0.0.1"
+
+_WILDCARDS = ("0.0.0.0", "::", "[::]")
+
+#: What ``--bind`` can and cannot do (TensorFlow 2.21's servers listen on every interface).
+BIND_NOTE = ("TensorFlow 2.21 has no listen-address setting: its tf.data service servers listen on all "
+             "interfaces whatever --bind says; --bind is the address the kit checks is this machine's, "
+             "advertises and connects to, so on a machine other hosts can reach, keep the port closed to them "
+             "(a firewall)")
+
+
+def _check_port(port: int | None) -> None:
     # TensorFlow keeps the port's low 16 bits: 70000 would quietly serve on 4464.
-    if not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ValueError(f"port must be in 1..65535 (or 0: any free one), got {port!r}")
+    if port is None:
+        return
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ValueError(f"port must be in 1..65535 (or None: any free one), got {port!r}")
+
+
+def _is_loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_bind(bind: str, port: int | None) -> None:
+    """Checks that ``bind`` is an address of this machine and ``port`` is free there (ValueError if not)."""
+    host = str(bind).strip().strip("[]")
+    if not host:
+        raise ValueError("bind must be a host name or an address of this machine (0.0.0.0: all), got ''")
+    try:
+        infos = socket.getaddrinfo(host, port or 0, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise ValueError(f"bind: cannot resolve {bind!r} ({e.strerror})") from None
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(address)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise ValueError(f"port {port} is already in use on {bind}") from None
+            raise ValueError(f"bind: {bind!r} is not an address of this machine ({e.strerror})") from None
+
+
+def _advertised(bind: str) -> str:
+    """The name clients reach a server bound to ``bind`` by."""
+    return socket.getfqdn() if bind.strip() in _WILDCARDS else bind.strip()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -253,60 +397,74 @@ def _serve(server, banner: str) -> int:
     return 0
 
 
-def run_dispatcher(*, port: int, work_dir: str | None = None, worker_timeout_s: float | None = None) -> int:
+def run_dispatcher(*, port: int | None = None, bind: str = DEFAULT_BIND, work_dir: str | None = None,
+                   worker_timeout_s: float | None = None) -> int:
     """Starts a tf.data service dispatcher in this process and serves until stopped.
 
     Args:
-        port: the port to listen on (all interfaces; 0 picks one and prints it).
+        port: the port to listen on, 1..65535 (None: any free one, printed).
+        bind: the address it is meant for (default ``127.0.0.1``: this machine;
+            ``0.0.0.0``: every interface). Checked to be this machine's and printed
+            for workers; TensorFlow 2.21 itself listens on all interfaces (``BIND_NOTE``).
         work_dir: keep the dispatcher's journal here (fault-tolerant mode: a restarted
             dispatcher recovers its jobs).
         worker_timeout_s: after how long without a heartbeat a worker counts as lost.
     """
     _check_port(port)
+    _check_bind(bind, port)
     if worker_timeout_s is not None and not worker_timeout_s > 0:
         raise ValueError(f"worker_timeout_s must be positive, got {worker_timeout_s}")
     import tensorflow as tf
 
     config = tf.data.experimental.service.DispatcherConfig(
-        port=port, work_dir=work_dir, fault_tolerant_mode=work_dir is not None,
+        port=port or 0, work_dir=work_dir, fault_tolerant_mode=work_dir is not None,
         worker_timeout_ms=None if worker_timeout_s is None else int(worker_timeout_s * 1000))
     try:
         server = tf.data.experimental.service.DispatchServer(config)
     except (tf.errors.OpError, RuntimeError) as e:
         raise ValueError(f"cannot start a dispatcher on port {port}: {getattr(e, 'message', e)}") from None
     bound = int(server.target.rsplit(":", 1)[1])
-    return _serve(server, f"kit service dispatcher: ready at grpc://{socket.getfqdn()}:{bound} "
-                          f"(port {bound}, all interfaces); start workers with "
-                          f"`python -m kit service worker --dispatcher {socket.getfqdn()}:{bound}`")
+    host = _advertised(bind)
+    return _serve(server, f"kit service dispatcher: ready at grpc://{host}:{bound} (port {bound}, --bind {bind}); "
+                          f"start workers with `python -m kit service worker --dispatcher {host}:{bound}`"
+                          + ("" if bind.strip() in _WILDCARDS else f"\nkit service dispatcher: note: {BIND_NOTE}"))
 
 
-def _advertised_host(dispatcher_host: str) -> str:
-    if dispatcher_host in ("localhost", "::1", "[::1]") or dispatcher_host.startswith("127."):
-        return "localhost"
-    return socket.getfqdn()
-
-
-def run_worker(*, dispatcher: str, port: int = 0, host: str | None = None,
+def run_worker(*, dispatcher: str, port: int | None = None, bind: str | None = None, host: str | None = None,
                heartbeat_s: float | None = None) -> int:
     """Starts a tf.data service worker in this process and serves until stopped.
 
     Args:
         dispatcher: ``HOST:PORT`` of the dispatcher.
-        port: the port to listen on (0 picks one). Give a fixed port to workers that a
-            supervisor restarts: a worker back at the same address takes over its task.
-        host: the name clients reach this worker by (default: ``localhost`` for a
-            dispatcher on this machine, else this machine's name).
+        port: the port to listen on, 1..65535 (None: any free one). Give a fixed port
+            to workers that a supervisor restarts: a worker back at the same address
+            takes over its task.
+        bind: the address it is meant for (default: ``host`` if given, else
+            ``127.0.0.1``; ``0.0.0.0``: every interface). Checked to be this
+            machine's; TensorFlow 2.21 itself listens on all interfaces (``BIND_NOTE``).
+        host: the name clients reach this worker by (default: ``bind``, or this
+            machine's name when ``bind`` is every interface).
         heartbeat_s: how often to report to the dispatcher.
+
+    Raises:
+        ValueError: a bad address or port, or a worker meant for this machine only
+            (``127.0.0.1``) serving a dispatcher on another machine.
     """
     dhost, dport = parse_address(dispatcher)
-    host = host or _advertised_host(dhost)
     _check_port(port)
+    bind = bind if bind is not None else host if host is not None else DEFAULT_BIND
+    _check_bind(bind, port)
+    host = host or _advertised(bind)
+    if _is_loopback(host) and not _is_local(dhost):
+        raise ValueError(f"a worker reached at {host} (--bind {bind}) cannot serve the dispatcher at {dhost}:{dport} "
+                         "on another machine: its readers could not reach the worker. Give --bind 0.0.0.0 or "
+                         "this machine's address (and --host, the name others reach it by)")
     if heartbeat_s is not None and not heartbeat_s > 0:
         raise ValueError(f"heartbeat_s must be positive, got {heartbeat_s}")
     import tensorflow as tf
 
     config = tf.data.experimental.service.WorkerConfig(
-        dispatcher_address=f"{dhost}:{dport}", worker_address=f"{host}:%port%", port=port,
+        dispatcher_address=f"{dhost}:{dport}", worker_address=f"{host}:%port%", port=port or 0,
         heartbeat_interval_ms=None if heartbeat_s is None else int(heartbeat_s * 1000))
     server = tf.data.experimental.service.WorkerServer(config, start=False)
     print(f"kit service worker: waiting for dispatcher {dhost}:{dport} ...", flush=True)
@@ -318,7 +476,28 @@ def run_worker(*, dispatcher: str, port: int = 0, host: str | None = None,
     except (tf.errors.OpError, RuntimeError) as e:
         raise ValueError(f"cannot start a worker on port {port}: {getattr(e, 'message', e)}") from None
     bound = server._address.rsplit(":", 1)[1]
-    return _serve(server, f"kit service worker: ready at {host}:{bound}, serving dispatcher {dhost}:{dport}")
+    return _serve(server, f"kit service worker: ready at {host}:{bound} (--bind {bind}), serving dispatcher "
+                          f"{dhost}:{dport}"
+                          + ("" if bind.strip() in _WILDCARDS else f"\nkit service worker: note: {BIND_NOTE}"))
+
+
+def _is_local(host: str) -> bool:
+    """Whether ``host`` names this machine (a loopback address, or one a socket can bind to here)."""
+    if _is_loopback(host):
+        return True
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), 0, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return False
+    for family, _, _, _, address in infos:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(address)
+                return True
+            except OSError:
+                continue
+    return False
+
 
 
 # --------------------------------------------------------------------------- a local service
@@ -329,10 +508,12 @@ class LocalService:
     """A dispatcher and workers on this machine, each a ``python -m kit service`` process.
 
     Attributes:
-        target: ``grpc://127.0.0.1:PORT`` of the dispatcher, for ``service=``.
+        target: ``grpc://BIND:PORT`` of the dispatcher, for ``service=``.
         dispatcher_port: its port.
         worker_ports: each worker's fixed port.
         processes: the dispatcher's process, then the workers'.
+        bind: the address the servers are meant for (``--bind``).
+        ready: each server's "ready" line, the dispatcher's first.
     """
 
     target: str
@@ -341,13 +522,15 @@ class LocalService:
     processes: list = field(default_factory=list)
     startup_s: float = 120.0
     env: dict | None = None
+    bind: str = DEFAULT_BIND
+    ready: list = field(default_factory=list)
 
     def start_worker(self, i: int) -> None:
         """(Re)starts worker ``i`` at its port, as a supervisor would, and waits until it serves."""
-        proc = _start(["worker", "--dispatcher", f"127.0.0.1:{self.dispatcher_port}", "--port",
-                       str(self.worker_ports[i]), "--heartbeat-s", "0.5"], self.env)
+        proc = _start(["worker", "--dispatcher", f"{self.bind}:{self.dispatcher_port}", "--port",
+                       str(self.worker_ports[i]), "--bind", self.bind, "--heartbeat-s", "0.5"], self.env)
         self.processes[1 + i] = proc
-        _wait_ready(proc, self.startup_s)
+        self.ready.append(_wait_ready(proc, self.startup_s))
 
     def kill_worker(self, i: int) -> None:
         """Kills worker ``i`` (SIGKILL: no goodbye to the dispatcher)."""
@@ -404,20 +587,25 @@ def _wait_ready(proc: subprocess.Popen, timeout_s: float) -> str:
 
 
 @contextlib.contextmanager
-def local_service(workers: int = 2, *, startup_s: float = 120.0, env: dict | None = None):
-    """A dispatcher and ``workers`` workers on 127.0.0.1, each its own process.
+def local_service(workers: int = 2, *, bind: str = DEFAULT_BIND, startup_s: float = 120.0,
+                  env: dict | None = None):
+    """A dispatcher and ``workers`` workers on this machine, each its own process.
 
     Yields a ``LocalService`` (``.target`` for ``make_loader(..., service=...)``); every
     process is stopped when the block ends, whatever happens. Each wait is bounded by
-    ``startup_s``. ``env``: the processes' environment (default: this one's).
+    ``startup_s``. ``bind``: the servers' ``--bind`` (an address of this machine;
+    default ``127.0.0.1``). ``env``: the processes' environment (default: this one's).
     """
     check_int("workers", workers)
-    dport = free_port()
-    service = LocalService(f"grpc://127.0.0.1:{dport}", dport, [free_port() for _ in range(workers)],
-                           startup_s=startup_s, env=env)
-    service.processes = [_start(["dispatcher", "--port", str(dport)], env)] + [None] * workers
+    if bind.strip() in _WILDCARDS:
+        raise ValueError(f"local_service needs one address of this machine to reach its servers at, got {bind!r}")
+    _check_bind(bind, None)
+    dport = free_port(bind)
+    service = LocalService(f"grpc://{bind}:{dport}", dport, [free_port(bind) for _ in range(workers)],
+                           startup_s=startup_s, env=env, bind=bind)
+    service.processes = [_start(["dispatcher", "--port", str(dport), "--bind", bind], env)] + [None] * workers
     try:
-        _wait_ready(service.processes[0], startup_s)
+        service.ready.append(_wait_ready(service.processes[0], startup_s))
         for i in range(workers):
             service.start_worker(i)
         yield service

@@ -115,7 +115,8 @@ class ClassIndexOptions(VariantOptions):
 
 def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: int, size=(512, 512),
                 shuffle: bool = True, seed: int = 0, workdir=None, x_dtype: str | None = None,
-                one_hot: bool = False, progress: bool | str = True, service: str | None = None, **options):
+                one_hot: bool = False, progress: bool | str = True, service: str | None = None,
+                service_timeout_s: float | None = None, **options):
     """Builds the loader variant ``name`` over ``index``.
 
     Args:
@@ -132,6 +133,8 @@ def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: in
         one_hot: masks as one-hot float32.
         progress: show a progress bar while converting.
         service: ``grpc://host:port`` of a tf.data service dispatcher (graph-only pipelines).
+        service_timeout_s: with ``service``, the longest wait for one batch before the
+            read raises an error naming the dispatcher and the count (default 120 s).
         **options: the variant's own, its options class in ``REGISTRY``:
             ``sequence``/``sequence_workers``: ``workers`` (1 / the usable CPUs),
             ``use_multiprocessing`` (False / True), ``max_queue_size`` (10);
@@ -153,7 +156,7 @@ def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: in
     size = index.check_size(size, palette)
     opts = PairOptions(batch_size, shuffle, seed, workdir, progress, palette=palette, size=size,
                        x_dtype=default_x_dtype(name) if x_dtype is None else x_dtype, one_hot=one_hot)
-    return build_loader(REGISTRY, name, index, opts, service, **options)
+    return build_loader(REGISTRY, name, index, opts, service, service_timeout_s, **options)
 
 
 def _needs_padding(index: PairIndex, size) -> bool:

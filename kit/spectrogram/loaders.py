@@ -87,7 +87,8 @@ class TFRecordOptions(StoreOptions):
 
 
 def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool = True, seed: int = 0,
-                workdir=None, progress: bool | str = True, service: str | None = None, **options):
+                workdir=None, progress: bool | str = True, service: str | None = None,
+                service_timeout_s: float | None = None, **options):
     """Builds the loader variant ``name`` over ``index``.
 
     Args:
@@ -100,6 +101,8 @@ def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool 
         progress: show a progress bar while converting.
         service: ``grpc://host:port`` of a tf.data service dispatcher, for variants
             in ``GRAPH_ONLY``.
+        service_timeout_s: with ``service``, the longest wait for one batch before the
+            read raises an error naming the dispatcher and the count (default 120 s).
         **options: the variant's own, its options class in ``REGISTRY``:
             ``pydataset``: ``workers`` (1), ``use_multiprocessing`` (False), ``max_queue_size`` (10);
             ``memmap``: ``folder`` (use this store folder), ``store_dtype`` ("float32"),
@@ -112,7 +115,7 @@ def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool 
         All go straight into ``model.fit`` and ``kit.timing.measure``.
     """
     opts = LoaderOptions(batch_size, shuffle, seed, workdir, progress)
-    return build_loader(REGISTRY, name, index, opts, service, **options)
+    return build_loader(REGISTRY, name, index, opts, service, service_timeout_s, **options)
 
 
 # --------------------------------------------------------------------------- generator
