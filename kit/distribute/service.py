@@ -426,7 +426,8 @@ def run_dispatcher(*, port: int | None = None, bind: str = DEFAULT_BIND, work_di
     bound = int(server.target.rsplit(":", 1)[1])
     host = _advertised(bind)
     return _serve(server, f"kit service dispatcher: ready at grpc://{host}:{bound} (port {bound}, --bind {bind}); "
-                          f"start workers with `python -m kit service worker --dispatcher {host}:{bound}`"
+                          f"start workers with `python -m kit service worker --dispatcher {host}:{bound}"
+                          + (" --bind 0.0.0.0`" if bind.strip() in _WILDCARDS else "`")
                           + ("" if bind.strip() in _WILDCARDS else f"\nkit service dispatcher: note: {BIND_NOTE}"))
 
 
