@@ -335,6 +335,10 @@ def test_service_every_worker_killed_mid_epoch_raises_within_the_timeout(childre
         assert service.ready[0].startswith(f"kit service dispatcher: ready at grpc://127.0.0.1:{dport} (port {dport}, "
                                            "--bind 127.0.0.1)")
         assert service.ready[1].startswith(f"kit service worker: ready at 127.0.0.1:{wport} (--bind 127.0.0.1)")
+        distribute.check_dispatcher("127.0.0.1", dport)
+        with pytest.raises(ValueError, match=f"127.0.0.1:{wport} .a gRPC server answers there, but not a tf.data "
+                                             "service dispatcher: a worker's port"):
+            distribute.check_dispatcher("127.0.0.1", wport)
         go = tmp_path / "go"
         reader = children([sys.executable, __file__, "service-dead", str(tmp_path / "out.json"), service.target,
                            str(go)], child_env)

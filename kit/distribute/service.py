@@ -281,7 +281,9 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
             f"tf.data service cannot run this pipeline in distributed_epoch mode: {'; '.join(problems)}. "
             "Use a variant that is one splittable source and graph ops only (tfrecord, in_memory), or "
             "move the Python step to a conversion done once (python -m kit convert ...)")
-    check_dispatcher(host, port)  # before the epoch: a missing dispatcher would block silently
+    # Before the epoch: a missing dispatcher would block silently (registering the dataset
+    # below waits for it without a bound); each epoch checks again.
+    check_dispatcher(host, port, timeout_s=min(timeout_s, DISPATCHER_TIMEOUT_S))
     if examples is None:
         if epoch is None:
             raise ValueError("examples= is required for a pipeline that is not a kit loader: the epoch is "
@@ -301,19 +303,37 @@ DISPATCHER_TIMEOUT_S = 10.0
 
 
 def check_dispatcher(host: str, port: int, *, timeout_s: float = DISPATCHER_TIMEOUT_S) -> None:
-    """Checks that something listens at the dispatcher's address, waiting at most ``timeout_s``.
+    """Checks that a tf.data service dispatcher answers at ``host:port``, waiting at most ``timeout_s``.
+
+    It asks the dispatcher for its version (the ``GetVersion`` call its clients make
+    first), through gRPC: a port that accepts connections but does not answer (a
+    hung process, another program) fails within ``timeout_s``, and a server that
+    answers but is not a dispatcher (a worker's port) fails at once.
 
     Raises:
-        ValueError: naming the address and why nothing answered.
+        ValueError: naming the address and why no dispatcher answered.
     """
-    try:
-        with socket.create_connection((host.strip("[]"), port), timeout=timeout_s):
+    import grpc  # TensorFlow's own gRPC library (a TensorFlow dependency)
+
+    with grpc.insecure_channel(f"{host}:{port}") as channel:
+        try:
+            channel.unary_unary(_GET_VERSION)(b"", timeout=timeout_s)
             return
-    except OSError as e:
-        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
-        raise ValueError(f"no tf.data service dispatcher answers at {host}:{port} ({why}, waited at most "
-                         f"{timeout_s:g} s); start one with: python -m kit service dispatcher --port {port}"
-                         ) from None
+        except grpc.RpcError as e:
+            code, details = e.code(), e.details()
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        why = "a gRPC server answers there, but not a tf.data service dispatcher: a worker's port?"
+    elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        why = f"no answer within {timeout_s:g} s"
+    else:
+        why = details or code.name
+    raise ValueError(f"no tf.data service dispatcher answers at {host}:{port} ({why}); start one with: "
+                     f"python -m kit service dispatcher --port {port}") from None
+
+
+#: The dispatcher's version call (tensorflow/core/protobuf/data/experimental/service/dispatcher.proto);
+#: an empty request is a valid ``GetVersionRequest``.
+_GET_VERSION = "/tensorflow.data.DispatcherService/GetVersion"
 
 
 #: The address the servers are meant for unless ``--bind`` says otherwise: this machine only.
