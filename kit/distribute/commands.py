@@ -26,7 +26,9 @@ def register(sub) -> None:
                         "2.21 itself listens on all interfaces (see above)")
     d.add_argument("--work-dir", default=None, help="journal folder: a restarted dispatcher recovers")
     d.add_argument("--worker-timeout-s", type=positive_float, default=None,
-                   help="seconds without heartbeat before a worker counts as lost")
+                   help="seconds without heartbeat before a worker counts as lost (the dispatcher logs it, "
+                        "but TensorFlow 2.21 gives its part of the epoch to no other worker: the reader's "
+                        "service_timeout_s bounds that wait)")
     d.set_defaults(func=lambda a: run_dispatcher(port=a.port, bind=a.bind, work_dir=a.work_dir,
                                                  worker_timeout_s=a.worker_timeout_s))
     w = ssub.add_parser("worker", help="start a worker; serves until Ctrl-C/SIGTERM",
