@@ -117,20 +117,17 @@ class ServiceTimeoutError(TimeoutError):
 class _Reader:
     """Reads one epoch of a tf.data service dataset on its own thread, each wait bounded.
 
-    The next batch is fetched by a cancellable TensorFlow function: when the wait
-    times out, the fetch is cancelled (the data service client stops at once) and the
-    thread is joined with a bound, so nothing is left running after the error.
+    The thread makes the iterator (which registers with the dispatcher) and fetches
+    each batch by a cancellable TensorFlow function: when a wait times out, the fetch
+    is cancelled (the data service client stops at once) and the thread is joined
+    with a bound, so nothing is left running after the error.
     """
 
     def __init__(self, dataset):
-        import tensorflow as tf
         from tensorflow.python.eager import cancellation  # TF's own way to cancel a running function
 
-        iterator = iter(dataset)
+        self._dataset = dataset
         self._cancel = cancellation.CancellationManager()
-        self._fetch = self._cancel.get_cancelable_function(
-            tf.function(lambda: iterator.get_next()).get_concrete_function())
-        self._iterator = iterator
         self._requests: queue.Queue = queue.Queue()
         self._results: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="kit-service-reader", daemon=True)
@@ -139,9 +136,14 @@ class _Reader:
     def _run(self):
         import tensorflow as tf
 
+        fetch = None
         while self._requests.get():
             try:
-                self._results.put(("batch", self._fetch()))
+                if fetch is None:
+                    iterator = iter(self._dataset)
+                    fetch = self._cancel.get_cancelable_function(
+                        tf.function(lambda: iterator.get_next()).get_concrete_function())
+                self._results.put(("batch", fetch()))
             except tf.errors.OutOfRangeError:
                 self._results.put(("end", None))
             except Exception as e:  # handed to the reading side, which raises it
@@ -160,7 +162,6 @@ class _Reader:
         self._cancel.start_cancel()
         self._requests.put(False)
         self._thread.join(_JOIN_S)
-        self._iterator = None
         return not self._thread.is_alive()
 
 
@@ -184,19 +185,14 @@ def _bounded_epochs(ds, *, host: str, port: int, examples: int, on_short: str, t
     def epoch():
         check_dispatcher(host, port, timeout_s=min(timeout_s, DISPATCHER_TIMEOUT_S))
         reader = _Reader(ds)
-        arrived = 0
+        arrived, timed_out = 0, False
         try:
             while True:
                 try:
                     batch = reader.next(timeout_s)
                 except queue.Empty:
-                    raise ServiceTimeoutError(
-                        f"no batch from {where} for {timeout_s:g} s: {arrived} of {examples} examples "
-                        "arrived this epoch. No worker is producing: a worker that died mid-epoch and did not "
-                        "come back leaves its part of the epoch open (TensorFlow 2.21 does not hand it to "
-                        "another worker), and a job with no worker waits for one. Restart workers at the same "
-                        "address (a fixed --port), or wait longer with timeout_s= (service_timeout_s= in "
-                        "make_loader)") from None
+                    timed_out = True
+                    break
                 if batch is None:
                     break
                 arrived += _batch_size(batch)
@@ -206,6 +202,15 @@ def _bounded_epochs(ds, *, host: str, port: int, examples: int, on_short: str, t
                 yield batch
         finally:
             stopped = reader.close()
+        left = "" if stopped else f" (its reading thread did not stop within {_JOIN_S:g} s and is left behind)"
+        if timed_out:
+            raise ServiceTimeoutError(
+                f"no batch from {where} for {timeout_s:g} s: {arrived} of {examples} examples arrived this "
+                "epoch. No worker is producing (or one batch takes longer than that): a worker that died "
+                "mid-epoch and did not come back leaves its part of the epoch open (TensorFlow 2.21 does not "
+                "hand it to another worker), and a job with no worker waits for one. Restart workers at the "
+                "same address (a fixed --port), or wait longer with timeout_s= (service_timeout_s= in "
+                f"make_loader){left}")
         if not stopped:  # not seen with TensorFlow 2.21: a cancelled fetch ends at once
             raise RuntimeError(f"the thread reading from {where} did not stop within {_JOIN_S:g} s")
         if arrived != examples:
