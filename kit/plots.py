@@ -36,6 +36,7 @@ __all__ = [
     'epoch_explorer',
     'epoch_explorer_static',
     'epoch_order',
+    'figure_widget',
 ]
 
 
@@ -351,13 +352,93 @@ def headless() -> bool:
     return "JPY_SESSION_NAME" not in os.environ  # jupyter-server sets it for the kernels it starts
 
 
-def _push(widget) -> None:
-    """Sends a FigureWidget's whole figure to the browser, where it redraws in place.
+# plotly's FigureWidget front end, loaded so that no kernel message can be lost. plotly 6+
+# builds FigureWidget on anywidget, whose front end (0.9.17 and later) gives a widget's
+# module 2 seconds to load and initialise; past that it marks the model failed, and every
+# later message from the kernel to that model is dropped: the data the figure was built
+# with (it follows the widget's opening as separate messages) and every update. plotly's
+# module bundles all of plotly.js (about 5 MB); importing it takes longer than 2 s in a
+# busy browser (3 to 4 s measured in headless Chromium on a loaded 2-core machine), so the
+# figure drew empty axes and never changed (plotly/plotly.py#4998, #5027). This module is
+# a few lines: it loads at once, marks the model ready, and imports plotly's own module in
+# the background (once per page, shared by every figure), handing it the model and each
+# view when it arrives. The messages in between reach the model's state (the kit sends the
+# whole figure after each change, see ``_push``), which plotly's view draws from.
+_FIGURE_WIDGET_ESM = """
+const loaded = (globalThis.__kitPlotlyWidget ??= new Map());
+function plotlyModule(model) {
+  const key = model.get("_plotly_key");
+  if (!loaded.has(key)) {
+    const url = URL.createObjectURL(new Blob([model.get("_plotly_esm")], { type: "text/javascript" }));
+    loaded.set(key, import(url).finally(() => URL.revokeObjectURL(url)));
+  }
+  return loaded.get(key);
+}
+export default () => {
+  let plotly;
+  return {
+    initialize({ model }) {
+      plotly = plotlyModule(model).then(async (mod) => {
+        const widget = typeof mod.default === "function" ? await mod.default() : mod.default;
+        await widget.initialize?.({ model });
+        return widget;
+      });
+      plotly.catch((error) => console.error("[kit] plotly's FigureWidget module failed to load", error));
+    },
+    async render({ model, el }) {
+      const widget = await plotly;
+      return widget.render({ model, el });
+    },
+  };
+};
+"""
 
-    plotly 6+ builds FigureWidget on anywidget, and the figure it was built with (or
-    changed to before the browser drew it) may never reach the browser: the plot stays
-    empty (plotly/plotly.py#4998; seen here in JupyterLab 4.6 with plotly 7.1). Sending
-    the state explicitly makes the browser's copy match, and its change handler redraws.
+
+def _figure_widget_class():
+    """plotly's ``FigureWidget`` with the front-end module above; plotly's own where its
+    bundle is not where plotly 6/7 keeps it."""
+    from pathlib import Path
+
+    import plotly
+    import plotly.basewidget
+
+    cls = getattr(_figure_widget_class, "cls", None)
+    if cls is not None:
+        return cls
+    bundle = Path(plotly.basewidget.__file__).parent / "package_data" / "widgetbundle.js"
+    if not bundle.is_file():
+        _figure_widget_class.cls = go.FigureWidget
+        return go.FigureWidget
+    import traitlets
+
+    cls = type("FigureWidget", (go.FigureWidget,), {
+        "__module__": __name__,
+        "__doc__": "plotly's FigureWidget whose front end never drops a message (see kit.plots).",
+        "_esm": _FIGURE_WIDGET_ESM,
+        "_plotly_esm": traitlets.Unicode(bundle.read_text(encoding="utf-8")).tag(sync=True),
+        "_plotly_key": traitlets.Unicode(f"plotly {plotly.__version__} {bundle.stat().st_size}").tag(sync=True),
+    })
+    _figure_widget_class.cls = cls
+    return cls
+
+
+def figure_widget(fig: go.Figure | None = None) -> go.FigureWidget:
+    """A ``plotly.graph_objects.FigureWidget`` of ``fig`` (a subclass) whose browser side
+    draws the figure and every later change reliably, however long plotly.js takes to
+    load (see ``_FIGURE_WIDGET_ESM``). Change it as any FigureWidget; call ``_push`` after."""
+    widget = _figure_widget_class()(fig)
+    _push(widget)
+    return widget
+
+
+def _push(widget) -> None:
+    """Sends a FigureWidget's whole figure (data and layout) as the model's state.
+
+    plotly's view draws from that state when it renders and applies the changes that
+    follow as plotly.js updates; the model keeps that state current only from the
+    changes it receives after plotly's module has loaded. Sending the whole figure after
+    each change makes the state right whatever arrived before, for every view drawn
+    later (a scrolled-back cell, a second view of the same widget).
     """
     from copy import deepcopy
 
@@ -396,8 +477,7 @@ class Choice(_Shown):
 
         if self._widget is None:
             names = list(self.figures)
-            self.figure = go.FigureWidget(self.figures[names[0]])
-            _push(self.figure)
+            self.figure = figure_widget(self.figures[names[0]])
             self.dropdown = widgets.Dropdown(options=names, value=names[0], description=self.description)
             self.dropdown.observe(lambda change: self.select(change["new"]), names="value")
             self._widget = widgets.VBox([self.dropdown, self.figure])
@@ -626,12 +706,8 @@ class EpochExplorer(_Shown):
         on("step_ms", lambda v: float(v) if v and v > 0 else None)
         on("step_batch", lambda v: max(1, int(v)))
         on("loaders", tuple)
-        self.update()  # the current state drawn into the plain figure ...
-        # ... which the FigureWidget starts from: its first state travels with the widget itself.
-        # (Updates sent before the browser has loaded the widget's code can be lost; these are
-        # only the later ones, from the controls.)
-        self.figure = go.FigureWidget(self.figure)
-        _push(self.figure)
+        self.update()  # the current state drawn into the plain figure, which the FigureWidget starts from
+        self.figure = figure_widget(self.figure)
         self._text = widgets.HTML(f"<b>{self.message}</b>")
         box = widgets.VBox([
             widgets.HBox([c["case"], c["examples"], c["replicas"]]),

@@ -122,19 +122,54 @@ _ALL_RUN_JS = """() => {
   return code.length > 0 && code.every(c => c.executionCount !== null) && kernel.status === 'idle';
 }"""
 
+#: What plotly drew in the live explorer's figure, read from the page: the data plotly.js holds
+#: (``_fullData``: after plotly's defaults), the bars' SVG paths and their text labels, and the title.
+_DRAWN_JS = """(gd) => {
+  const full = (gd._fullData || []).filter(t => t.type === 'bar');
+  const bars = Array.from(gd.querySelectorAll('.barlayer .trace .point path'));
+  return {
+    x: full.length ? Array.from(full[0].x) : [],
+    y: full.length ? Array.from(full[0].y) : [],
+    paths: bars.map(p => p.getAttribute('d') || ''),
+    labels: Array.from(gd.querySelectorAll('.barlayer .trace text')).map(t => t.textContent),
+    title: (gd.querySelector('.gtitle') || {}).textContent || '',
+    marked: gd.__kitMark === true,
+  };
+}"""
+
+#: True once plotly has drawn one non-empty bar per bar value (not the empty axes of a figure
+#: whose data never reached the browser).
+_BARS_DRAWN_JS = """(gd) => {
+  const full = (gd._fullData || []).filter(t => t.type === 'bar');
+  if (!full.length || !full[0].x || full[0].x.length === 0) return false;
+  const paths = Array.from(gd.querySelectorAll('.barlayer .trace .point path'))
+    .map(p => p.getAttribute('d') || '').filter(d => d.length > 2 && d !== 'M0,0Z');
+  return paths.length === full[0].x.length;
+}"""
+
+
 def test_notebook_05_in_jupyterlab_slider_updates_the_figure(lab, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(UPDATE_S * 1000)
+    page_errors = []
+    page.on("pageerror", lambda error: page_errors.append(str(error)))
+    page.on("console", lambda m: page_errors.append(m.text) if m.type == "error" and "[kit]" in m.text else None)
     try:
-        _drive_lab(page, lab)
+        _drive_lab(page, lab, page_errors)
     except Exception:
         page.screenshot(path=str(SHOTS / "lab_05_failure.png"), full_page=True)  # what the page showed
         raise
 
 
-def _drive_lab(page, lab):
-    page.goto(f"{lab['url']}/lab/tree/{NOTEBOOK.name}?token={lab['token']}")
+def _dismiss_toasts(page):
+    """Closes JupyterLab's notices (its news question) so they cover nothing in the screenshots."""
+    for button in page.locator(".Toastify button", has_text="No").all():
+        button.click(timeout=5000)
+
+
+def _drive_lab(page, lab, page_errors):
+    page.goto(f"{lab['url']}/lab/tree/{NOTEBOOK.name}?reset&token={lab['token']}")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && window.jupyterapp.shell.currentWidget.sessionContext"
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session"
@@ -151,13 +186,25 @@ def _drive_lab(page, lab):
     cell = page.locator(".jp-CodeCell").filter(has_text="plots.epoch_explorer(configs").first
     cell.scroll_into_view_if_needed()
     box = cell.locator(".widget-vbox").first
-    box.locator(".js-plotly-plot").first.wait_for(timeout=2 * UPDATE_S * 1000)
+    plot = box.locator(".js-plotly-plot")
+    plot.first.wait_for(timeout=2 * UPDATE_S * 1000)
     summary = box.locator(".widget-html").first
     summary.wait_for(timeout=UPDATE_S * 1000)
-    page.wait_for_timeout(1000)  # let plotly finish drawing before the picture
+    # plotly drew the bars: the figure's data reached the browser (not empty axes).
+    plot.first.evaluate("(gd) => new Promise((ok, fail) => { const t0 = Date.now(); (function poll() {"
+                        f" if (({_BARS_DRAWN_JS})(gd)) ok(true);"
+                        f" else if (Date.now() - t0 > {UPDATE_S * 1000}) fail(new Error('no bars drawn'));"
+                        " else setTimeout(poll, 250); })(); })")
+    assert plot.count() == 1
+    plot.first.evaluate("(gd) => { gd.__kitMark = true; }")  # the same element must redraw, not a new one
+    _dismiss_toasts(page)
+    page.wait_for_timeout(500)  # let plotly finish drawing before the picture
     box.screenshot(path=str(SHOTS / "lab_05_explorer_before.png"))
     text_before = summary.inner_text()
     assert "replica(s)" in text_before and "per epoch of 1,000,000" in text_before
+    before = plot.first.evaluate(_DRAWN_JS)
+    assert before["marked"] and len(before["x"]) == len(before["y"]) == len(before["paths"]) == len(before["labels"]) > 0
+    assert all(x > 0 for x in before["x"]) and "1,000,000" in before["title"]
 
     slider = box.locator(".widget-slider").filter(has_text="examples").first
     readout_before = slider.locator(".widget-readout").inner_text()
@@ -167,19 +214,37 @@ def _drive_lab(page, lab):
     page.mouse.down()
     page.mouse.move(hb["x"] + hb["width"] / 2 + 60, hb["y"] + hb["height"] / 2, steps=8)
     page.mouse.up()
-    # The kernel ran the update path: the summary line in the page now states the new size.
-    page.wait_for_function("(args) => { const el = document.querySelectorAll('.widget-html')[args.i];"
-                           " return el && el.innerText !== args.text; }",
-                           arg={"i": page.locator(".widget-html").evaluate_all(
-                               "(els, t) => els.findIndex(e => e.innerText === t)", text_before),
-                                "text": text_before}, timeout=UPDATE_S * 1000)
+    # The kernel ran the update path and the figure in the page redrew: plotly's data, the
+    # bars' labels and the title now state the new size.
+    plot.first.evaluate("(gd, before) => new Promise((ok, fail) => { const t0 = Date.now(); (function poll() {"
+                        f" const now = ({_DRAWN_JS})(gd);"
+                        " if (now.title !== before.title && JSON.stringify(now.x) !== JSON.stringify(before.x)"
+                        "     && JSON.stringify(now.labels) !== JSON.stringify(before.labels)) ok(true);"
+                        f" else if (Date.now() - t0 > {UPDATE_S * 1000}) fail(new Error('the figure did not change'));"
+                        " else setTimeout(poll, 250); })(); })", before)
+    page.wait_for_function("([el, text]) => el.innerText !== text", arg=[summary.element_handle(), text_before],
+                           timeout=UPDATE_S * 1000)  # and the summary line under it
+    _dismiss_toasts(page)
     page.wait_for_timeout(1000)
     box.screenshot(path=str(SHOTS / "lab_05_explorer_after.png"))
     page.screenshot(path=str(SHOTS / "lab_05_page.png"), full_page=True)
     assert slider.locator(".widget-readout").inner_text() != readout_before
     text_after = summary.inner_text()
     assert text_after != text_before and "per epoch of 1,000,000;" not in text_after
+    examples = int(text_after.split("per epoch of ", 1)[1].split(";", 1)[0].replace(",", ""))
+    after = plot.first.evaluate(_DRAWN_JS)
+    # In place: the same plot element and still one of them, redrawn.
+    assert after["marked"] and plot.count() == 1
+    assert f"{examples:,}" in after["title"]
+    # Every bar is examples / rate: the new size scales each bar by the same factor, same loaders.
+    assert sorted(after["y"]) == sorted(before["y"]) and len(after["paths"]) == len(after["labels"]) == len(after["x"])
+    assert all(d and d != "M0,0Z" for d in after["paths"])
+    scaled = {y: x * examples / 1_000_000 for y, x in zip(before["y"], before["x"])}
+    assert dict(zip(after["y"], after["x"])) == pytest.approx(scaled, rel=1e-9)
     assert page.evaluate(_ERRORS_JS) == []
+    assert page.locator(".jp-OutputArea-output:has-text('Traceback')").count() == 0
+    # No widget failed in the page (anywidget reports a model it gave up on as an uncaught error).
+    assert [e for e in page_errors if "anywidget" in e or "[kit]" in e or "plotly" in e.lower()] == []
 
 
 def test_exported_html_of_05_keeps_its_plotly_slider_offline(tmp_path, browser):

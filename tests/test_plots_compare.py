@@ -56,7 +56,7 @@ def test_explorer_widgets_drive_the_same_update():
     drawn = list(ex.figure.data[0].x)
     box = ex.live()
     assert box is ex.live()  # built once
-    # The FigureWidget starts from the drawn state (it travels with the widget, not as a later update).
+    # The FigureWidget starts from the drawn state.
     assert isinstance(ex.figure, go.FigureWidget) and list(ex.figure.data[0].x) == drawn
     assert ex.figure in box.children[2].children and "Best next change" in ex._text.value
     before = list(ex.figure.data[0].x)
@@ -225,3 +225,27 @@ def test_widgets_in_a_headless_run_leave_static_figures(tmp_path):
         assert "application/vnd.plotly.v1+json" in kinds, cell.source
         assert "application/vnd.jupyter.widget-view+json" not in kinds
         assert not [o for o in cell.outputs if o.output_type == "error"]
+
+
+def test_live_figure_loads_plotly_js_in_the_background_and_sends_the_whole_figure(monkeypatch):
+    """The FigureWidget's front end is a small module (anywidget gives it 2 s to load before it
+    drops the kernel's messages; plotly's own bundle takes longer in a busy browser), which
+    imports plotly's own bundle, sent alongside; each update sends the whole figure as state."""
+    from pathlib import Path
+
+    import plotly.basewidget
+
+    ex = plots.epoch_explorer(_configs(), scale=SCALE)
+    ex.live()
+    w = ex.figure
+    assert isinstance(w, go.FigureWidget) and type(w) is not go.FigureWidget  # a subclass of plotly's
+    bundle = Path(plotly.basewidget.__file__).parent / "package_data" / "widgetbundle.js"
+    assert len(w._esm) < 5000 and "import(" in w._esm and w._plotly_esm == bundle.read_text(encoding="utf-8")
+    sent = []
+    monkeypatch.setattr(w, "send_state", lambda key=None: sent.append(w.get_state(key)))
+    ex._controls["examples"].value = 1e8
+    state = sent[-1]
+    assert set(state) == {"_widget_data", "_widget_layout"}
+    assert state["_widget_data"][0]["x"] == pytest.approx(list(w.data[0].x))
+    assert "100,000,000" in state["_widget_layout"]["title"]["text"]
+    assert ex.figure is w  # updated in place
