@@ -27,6 +27,20 @@ SHOTS = ROOT / "reports" / "browser"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 #: Bounds of the waits (seconds). The notebook's fast mode measures for about a minute on 2 idle cores.
 LAB_START_S, RUN_ALL_S, UPDATE_S = 90, 600, 60
+#: A busy machine, made certain: every JavaScript module over 1 MB loaded from a blob (plotly's
+#: 5 MB FigureWidget module) finishes loading this many seconds late, the main thread free
+#: meanwhile. Past 2 s anywidget gives up on a widget whose module has not loaded and drops the
+#: kernel's messages to it, which left the figure's axes empty (see kit.plots.figure_widget).
+LATE_MODULE_S = 3
+_LATE_MODULES_JS = """(() => {
+  const create = URL.createObjectURL;
+  URL.createObjectURL = function (blob) {
+    const url = create.call(URL, blob);
+    if (!(blob instanceof Blob && blob.size > 1e6 && /javascript/.test(blob.type))) return url;
+    const late = `await new Promise(r => setTimeout(r, ${LATE_MS})); export * from "${url}"; export { default } from "${url}";`;
+    return create.call(URL, new Blob([late], { type: "text/javascript" }));
+  };
+})();"""
 
 try:
     from playwright.sync_api import sync_playwright
@@ -169,6 +183,7 @@ def _dismiss_toasts(page):
 
 
 def _drive_lab(page, lab, page_errors):
+    page.add_init_script(_LATE_MODULES_JS.replace("${LATE_MS}", str(LATE_MODULE_S * 1000)))
     page.goto(f"{lab['url']}/lab/tree/{NOTEBOOK.name}?reset&token={lab['token']}")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && window.jupyterapp.shell.currentWidget.sessionContext"
