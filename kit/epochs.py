@@ -5,10 +5,23 @@
 * ``order_dataset``: the same idea in tf.data, reshuffled on every iteration;
 * ``finish``: ``assert_cardinality`` then ``prefetch``, so a pipeline that ends early
   (a truncated shard, a file gone mid-epoch) fails loudly instead of yielding a
-  silently shorter epoch; it records an ``Epoch`` on the loader it returns;
+  silently shorter epoch; it records an ``Epoch`` on the loader it returns, and sets
+  tf.data's symbolic checkpointing, so that an iterator checkpoint holds positions;
 * ``epoch_of``: that record (examples, batch size, batches, the pipeline without its
   guard), which ``kit.distribute.through_service`` reads to move the guard to the
-  reading side.
+  reading side;
+* ``iterator_checkpoint``: a ``tf.train.Checkpoint`` of a kit loader's iterator (a
+  few KB: the epoch's seeds and the position, never the data), or one clear error for
+  a loader that cannot resume mid-epoch, saying why and what to use instead.
+
+Mid-epoch resume: every epoch order is computed, never buffered. ``order_dataset``
+draws a seed pair per iteration from ``tf.data.Dataset.random`` (whose state travels
+with the iterator's checkpoint, so the epochs after a resumed one keep their orders
+too) and permutes the row positions with ``stateless_shuffle``; with
+``experimental_symbolic_checkpoint`` the checkpoint of map, batch, interleave and
+prefetch is their position in that order, not their buffers. A shuffle buffer,
+``cache`` or a Python generator holds what it has read: a loader built on one is
+marked (``not_resumable``) with the reason.
 
 This module sits below the cases and ``kit.distribute``; it imports neither.
 """
@@ -23,7 +36,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Epoch", "num_batches", "epoch_order", "order_dataset", "block_order_dataset", "BLOCK_FRAMES",
-           "WINDOW_BLOCKS", "finish", "record", "epoch_of"]
+           "WINDOW_BLOCKS", "finish", "record", "epoch_of", "not_resumable", "iterator_checkpoint",
+           "NotResumableError"]
 
 
 def num_batches(n: int, batch_size: int) -> int:
@@ -39,13 +53,29 @@ def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
 
 def order_dataset(n: int, opts):
     """Row positions 0..n-1 as a ``tf.data.Dataset``, reshuffled every iteration when
-    ``opts.shuffle`` (seeded by ``opts.seed``)."""
+    ``opts.shuffle`` (seeded by ``opts.seed``).
+
+    The permutation is computed from a seed pair drawn afresh per iteration (not a
+    shuffle buffer of ``n`` positions): an iterator checkpoint holds the pair and the
+    position, a few bytes whatever ``n`` is, and restores the exact remaining order.
+    """
     import tensorflow as tf
 
-    ds = tf.data.Dataset.range(n)
-    if opts.shuffle:
-        ds = ds.shuffle(n, seed=opts.seed, reshuffle_each_iteration=True)
-    return ds
+    if not opts.shuffle:
+        return tf.data.Dataset.range(n)
+
+    def permuted(pair):
+        return tf.data.Dataset.from_tensor_slices(
+            tf.random.experimental.stateless_shuffle(tf.range(n, dtype=tf.int64), seed=pair))
+
+    return _epoch_seeds(opts.seed).flat_map(permuted)
+
+
+def _epoch_seeds(seed: int):
+    """One stateless seed pair per iteration, drawn afresh every iteration from ``seed``."""
+    import tensorflow as tf
+
+    return tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).take(2).batch(2)
 
 
 @dataclass(frozen=True)
@@ -90,14 +120,74 @@ def epoch_of(loader) -> Epoch | None:
 
 
 def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True):
-    """Guards the epoch's length (``assert_cardinality``), prefetches, and records the epoch."""
+    """Guards the epoch's length (``assert_cardinality``), prefetches, and records the epoch.
+
+    Also sets ``experimental_symbolic_checkpoint``: an iterator checkpoint then saves
+    each step's position (which element of the order it reached) instead of the
+    batches its parallel maps and prefetch buffer hold.
+    """
     import tensorflow as tf
 
     body = ds
     ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches(examples, batch_size)))
     if prefetch:
         ds = ds.prefetch(tf.data.AUTOTUNE)
-    return record(ds, examples, batch_size, body)
+    options = tf.data.Options()
+    options.experimental_symbolic_checkpoint = True
+    return record(ds.with_options(options), examples, batch_size, body)
+
+
+@dataclass(frozen=True)
+class _Order:
+    shuffle: bool
+    seed: int
+
+
+#: id(loader) -> (a weak reference, why it cannot resume mid-epoch).
+_NOT_RESUMABLE: dict[int, tuple] = {}
+
+
+class NotResumableError(ValueError):
+    """A loader whose iterator cannot be checkpointed to resume mid-epoch (the message says why)."""
+
+
+def not_resumable(loader, why: str):
+    """Marks ``loader`` (returned as is) as one that cannot resume mid-epoch, and why:
+    ``iterator_checkpoint`` (and ``kit.timing.fit(checkpoint_dir=...)``) refuse it with ``why``."""
+    key = id(loader)
+    _NOT_RESUMABLE[key] = (weakref.ref(loader, lambda _: _NOT_RESUMABLE.pop(key, None)), why)
+    return loader
+
+
+def _why_not_resumable(loader) -> str | None:
+    entry = _NOT_RESUMABLE.get(id(loader))
+    if entry is not None and entry[0]() is loader:
+        return entry[1]
+    if epoch_of(loader) is None or not hasattr(loader, "cardinality"):
+        return (f"{type(loader).__name__} is not a kit tf.data loader: only a loader from a case's "
+                f"make_loader (a tf.data variant) records an order it can resume from")
+    return None
+
+
+def iterator_checkpoint(loader, iterator, **more):
+    """A ``tf.train.Checkpoint`` of ``iterator`` (an ``iter(loader)``), plus ``more`` trackables.
+
+    The iterator's part is a few KB: the epoch's seed pair and the position in its
+    order (``finish`` set symbolic checkpointing), never the data. Restored into an
+    iterator of a loader built the same way, the iterator yields exactly the batches
+    the saved one had not yet yielded, and the epochs after it keep their orders.
+
+    Raises:
+        NotResumableError: a loader that cannot resume mid-epoch (a Python generator, a
+            shuffle buffer of examples, a loader that is not a kit tf.data loader), saying
+            why and what to use instead.
+    """
+    why = _why_not_resumable(loader)
+    if why is not None:
+        raise NotResumableError(f"cannot checkpoint this loader's position to resume mid-epoch: {why}")
+    import tensorflow as tf
+
+    return tf.train.Checkpoint(iterator=iterator, **more)
 #: The memmap ``"blocks"`` order's defaults: blocks of 256 consecutive frames (one batch;
 #: 3 MB at float16 x 96 x 64), shuffled within windows of 32 blocks (8,192 frames, 100 MB):
 #: a cold epoch then reads each window's stretch of the file, in its readahead's large
@@ -125,7 +215,7 @@ def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, w
     if not shuffle:
         return tf.data.Dataset.range(n).batch(batch_size)
     count = -(-n // block)
-    blocks = tf.data.Dataset.range(count).shuffle(count, seed=seed, reshuffle_each_iteration=True)
+    blocks = order_dataset(count, _Order(True, seed))  # computed, not a shuffle buffer: see order_dataset
     offsets = tf.range(block, dtype=tf.int64)
 
     def rows_of(ids, pair):
@@ -134,6 +224,9 @@ def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, w
         return tf.random.experimental.stateless_shuffle(rows, seed=pair)
 
     # One stateless seed pair per window, drawn afresh every epoch from ``seed``.
-    pairs = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+    # (The first pair of each iteration's stream orders the blocks: order_dataset.)
+    pairs = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).skip(2).batch(2)
     ds = tf.data.Dataset.zip(blocks.batch(window), pairs).map(rows_of)
-    return ds.rebatch(batch_size)
+    # unbatch + batch, not rebatch: rebatch has no symbolic checkpoint (its positions
+    # could not be saved, only its buffer).
+    return ds.unbatch().batch(batch_size)

@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from kit import store
-from kit.epochs import finish
+from kit.cases.loaders import LoaderOptions
+from kit.epochs import finish, order_dataset
 from kit.models.audio import leaf_layers
 from kit.spectrogram.index import FrameIndex
 from kit.util import check_int
@@ -436,10 +437,7 @@ def head_loader(cache: FeatureCache, *, batch_size: int, rows=None, shuffle: boo
     if len(rows) == 0:
         raise ValueError("rows selects no rows of the cache")
     m = len(rows)
-    order = tf.data.Dataset.range(m)
-    if shuffle:
-        order = order.shuffle(m, seed=seed, reshuffle_each_iteration=True)
-    ds = order.batch(batch_size)
+    ds = order_dataset(m, LoaderOptions(batch_size, shuffle, seed)).batch(batch_size)
     labels = cache.labels
     if in_memory:
         if "variables" not in cache._cache:  # one copy in RAM per cache, shared by its loaders

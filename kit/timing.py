@@ -30,7 +30,7 @@ import pandas as pd
 from kit.util import VERSION_FLOORS, check_int, format_duration
 
 __all__ = ["measure", "Measurement", "iterate", "batch_size_of", "rss_mb", "Projection", "project_epoch",
-           "format_duration", "compare", "add_ratios", "StepTimer", "fit", "pydataset_adapter",
+           "format_duration", "compare", "add_ratios", "StepTimer", "fit", "resume_point", "pydataset_adapter",
            # the epoch-time model
            "EpochEstimate", "compute_rate_from_step", "epoch_estimate", "epoch_table", "best_next_change"]
 
@@ -542,7 +542,8 @@ class _StepTimerMixin:
 
 def fit(model, data, *, epochs: int = 1, steps_per_epoch: int | None = None, examples: int | None = None,
         wait: bool = True, epoch_examples: int | None = None, validation_data=None, callbacks=(),
-        verbose: int = 0) -> pd.DataFrame:
+        verbose: int = 0, checkpoint_dir: str | os.PathLike | None = None,
+        checkpoint_every: int = 100) -> pd.DataFrame:
     """``model.fit`` with each epoch timed by a ``StepTimer``: the kit's one way to time a fit.
 
     Args:
@@ -558,22 +559,38 @@ def fit(model, data, *, epochs: int = 1, steps_per_epoch: int | None = None, exa
             False times the steps only.
         epoch_examples: adds ``epoch_s_<N>``: each epoch's rate projected to N examples.
         callbacks: more Keras callbacks.
+        checkpoint_dir: resume a killed run: every ``checkpoint_every`` steps and at
+            each epoch's end, the model, its optimizer, the epoch, the step and the
+            position of the loader's iterator are saved here (``tf.train.CheckpointManager``:
+            each checkpoint written whole before it becomes the latest); a run with the
+            same folder restores them and trains the rest of the interrupted epoch on
+            exactly the examples it had not reached, then the epochs after it in their
+            own orders, up to ``epochs`` in all. ``data`` must be a kit tf.data loader
+            that can resume (``kit.epochs.iterator_checkpoint`` says why one cannot),
+            with ``wait=True`` and whole epochs (no ``steps_per_epoch``).
+        checkpoint_every: steps between checkpoints (with ``checkpoint_dir``).
 
     Returns:
         One row per epoch: ``epoch`` (from 1), ``steps``, ``examples``, ``seconds`` (the
         training part, wall clock), ``examples_per_s``, ``input_share``, ``steady_s``,
         ``step_s``, ``wait_s``, ``step_p50_ms``, ``hook_s``, the projection, then the
         metrics Keras logged (``loss``, ``val_accuracy``...). The first epoch includes
-        tracing the train function.
+        tracing the train function. A resumed run has rows for the epochs it trained
+        in (the interrupted one counts only its remaining steps).
     """
     check_int("epochs", epochs)
     if wait and getattr(model, "steps_per_execution", 1) not in (1, None):
         raise ValueError(f"wait=True times each step's batch pull, which needs steps_per_execution=1 "
                          f"(the model has {model.steps_per_execution}); use wait=False")
     timer = _step_timer_class()()
-    hist = model.fit(timer.wrap(data) if wait else data, epochs=epochs, steps_per_epoch=steps_per_epoch,
-                     validation_data=validation_data, callbacks=[timer, *callbacks], verbose=verbose,
-                     shuffle=False)  # kit loaders shuffle themselves
+    common = dict(validation_data=validation_data, verbose=verbose, shuffle=False)  # kit loaders shuffle themselves
+    if checkpoint_dir is not None:
+        history = _fit_resuming(model, data, timer, epochs=epochs, steps_per_epoch=steps_per_epoch, wait=wait,
+                                checkpoint_dir=checkpoint_dir, every=checkpoint_every, callbacks=callbacks,
+                                **common)
+    else:
+        history = model.fit(timer.wrap(data) if wait else data, epochs=epochs, steps_per_epoch=steps_per_epoch,
+                            callbacks=[timer, *callbacks], **common).history
     df = timer.epochs()
     df["epoch"] = df["epoch"] + 1
     if examples is not None:
@@ -587,10 +604,105 @@ def fit(model, data, *, epochs: int = 1, steps_per_epoch: int | None = None, exa
     df["examples_per_s"] = df["examples"] / df["seconds"]
     if epoch_examples is not None:
         df[f"epoch_s_{check_int('epoch_examples', epoch_examples)}"] = epoch_examples / df["examples_per_s"]
-    for k, v in hist.history.items():
+    for k, v in history.items():
         df[k] = v[:len(df)]
     front = ["epoch", "steps", "examples", "seconds", "examples_per_s", "input_share"]
     return df[front + [c for c in df.columns if c not in front]]
+
+
+class _Resumed:
+    """A kit loader whose next iteration is ``first`` (a restored iterator), then its own."""
+
+    def __init__(self, loader, first):
+        self.loader, self._first = loader, first
+
+    def cardinality(self):
+        return self.loader.cardinality()
+
+    def __iter__(self):
+        first, self._first = self._first, None
+        return first if first is not None else iter(self.loader)
+
+
+def resume_point(checkpoint_dir: str | os.PathLike) -> tuple[int, int] | None:
+    """``(epoch, step)`` of the latest checkpoint ``fit(checkpoint_dir=...)`` wrote (the
+    epoch from 0, the steps of it done), or None when there is none."""
+    import tensorflow as tf
+
+    latest = tf.train.latest_checkpoint(os.fspath(checkpoint_dir))
+    if latest is None:
+        return None
+    reader = tf.train.load_checkpoint(latest)
+    return (int(reader.get_tensor("epoch/.ATTRIBUTES/VARIABLE_VALUE")),
+            int(reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE")))
+
+
+def _fit_resuming(model, data, timer, *, epochs, steps_per_epoch, wait, checkpoint_dir, every, callbacks,
+                  **common) -> dict:
+    """``fit`` with ``checkpoint_dir``: restore the latest checkpoint there, train the rest
+    of its epoch, then the epochs after; save every ``every`` steps. Returns the history."""
+    import keras
+    import tensorflow as tf
+
+    from kit.epochs import epoch_of, iterator_checkpoint
+
+    check_int("checkpoint_every", every)
+    if not wait:
+        raise ValueError("checkpoint_dir needs wait=True: the checkpoint saves the position of the iterator "
+                         "that fit reads the batches from")
+    if steps_per_epoch is not None:
+        raise ValueError("checkpoint_dir resumes whole epochs of the loader; leave steps_per_epoch unset")
+    folder = os.fspath(checkpoint_dir)
+    wrapped = timer.wrap(data)  # peeks a batch through an iterator of its own
+    iterator = iter(data)
+    iterator_checkpoint(data, iterator)  # refuses, saying why, a loader that cannot resume
+    batches = epoch_of(data).batches
+    epoch, step = tf.Variable(0, dtype=tf.int64), tf.Variable(0, dtype=tf.int64)
+    shape = tf.Variable([epoch_of(data).examples, epoch_of(data).batch_size], dtype=tf.int64)
+    if not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)  # its slots exist, so they restore now
+
+    def checkpoint(it):
+        return iterator_checkpoint(data, it, model=model, optimizer=model.optimizer, epoch=epoch, step=step,
+                                   loader_shape=shape)
+
+    latest = tf.train.latest_checkpoint(folder)
+    if latest is not None:
+        want = shape.numpy().tolist()
+        checkpoint(iterator).read(latest).assert_existing_objects_matched()
+        if shape.numpy().tolist() != want:
+            raise ValueError(f"{latest} was written for a loader of {shape.numpy()[0]} examples in batches of "
+                             f"{shape.numpy()[1]}; this one has {want[0]} in batches of {want[1]}: "
+                             f"use another checkpoint_dir")
+    start, done = int(epoch.numpy()), int(step.numpy())
+    if done >= batches:  # saved at an epoch's end: the restored iterator set the next epochs' seeds
+        start, done, iterator = start + 1, 0, None
+    timer._source = _Resumed(data, iterator)
+    resumed_epoch = start
+
+    class Saver(keras.callbacks.Callback):
+        def on_epoch_begin(self, e, logs=None):
+            epoch.assign(e)
+            step.assign(done if e == resumed_epoch else 0)
+            self.manager = tf.train.CheckpointManager(checkpoint(timer._it), folder, max_to_keep=2)
+
+        def on_train_batch_end(self, batch, logs=None):
+            n = int(step.assign_add(1))
+            if n % every == 0 or n == batches:
+                self.manager.save(checkpoint_number=int(epoch) * batches + n)
+
+    history: dict = {}
+    runs = []
+    if start < epochs and done:
+        runs.append(dict(initial_epoch=start, epochs=start + 1, steps_per_epoch=batches - done))
+        start += 1
+    if start < epochs:
+        runs.append(dict(initial_epoch=start, epochs=epochs))
+    for run in runs:
+        hist = model.fit(wrapped, callbacks=[timer, Saver(), *callbacks], **run, **common)
+        for k, v in hist.history.items():
+            history.setdefault(k, []).extend(v)
+    return history
 
 
 @functools.cache

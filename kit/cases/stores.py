@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from kit import store
 
 __all__ = ["DEFAULT_READ_BUFFER", "store_folder", "shard_tags", "check_shards", "read_tfrecords",
-           "check_tfrecord_shard"]
+           "check_tfrecord_shard", "tfrecord_not_resumable"]
 
 #: An 8 MB read buffer per file: 1.3-1.9x the rate of TFRecordDataset's 256 KB default
 #: on the spectrogram bench data (32 MB was no better), measured side by side on 2 cores.
@@ -99,6 +99,18 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
         ds = ds.shuffle(shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
     ds = ds.batch(opts.batch_size)  # batch first, then parse the whole batch at once
     return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def tfrecord_not_resumable(variant: str, shuffle: bool) -> str:
+    """Why a ``read_tfrecords`` loader cannot resume mid-epoch (``kit.epochs.not_resumable``)."""
+    if shuffle:
+        why = ("its shuffle buffers (of records, then of examples) hold the examples they have read: its "
+               "position is not a place in an order computed from the seed, and a checkpoint would hold "
+               "the buffers' data (up to shuffle_buffer examples)")
+    else:
+        why = "its records are cut into batches by rebatch, which saves its buffer, not a position"
+    return (f"variant {variant!r} reads TFRecord shards sequentially and {why}; use the memmap store "
+            f"(random access: every epoch's order is computed from the seed), which resumes mid-epoch")
 
 
 def check_tfrecord_shard(path: Path, count: int, parse: Callable, *, batch: int | None = 256,

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kit.cases import VariantOptions
-from kit.epochs import finish, order_dataset
+from kit.epochs import finish, not_resumable, order_dataset
 from kit.errors import DataError
 from kit.segmentation.index import UNKNOWN, PairIndex, Palette, _PNG_END
 from kit.util import usable_cpus
@@ -246,5 +246,6 @@ def make_dali(index: PairIndex, opts, vopts: DaliOptions, *, post=None):
     ds = ds.map(trim, num_parallel_calls=tf.data.AUTOTUNE)
     if post is not None:
         ds = ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
-    return finish(ds, n, bs)
+    return not_resumable(finish(ds, n, bs), "variant 'dali' runs a DALI pipeline, whose state tf.data cannot "
+                         "save; use 'class_index' (format='memmap') or 'tfdata_tuned', which resume mid-epoch")
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kit.cases import (LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, check_shards,
-                       graph_only, module_getattr, pydataset_class, read_tfrecords)
-from kit.epochs import finish, order_dataset
+                       graph_only, module_getattr, pydataset_class, read_tfrecords, tfrecord_not_resumable)
+from kit.epochs import finish, not_resumable, order_dataset
 from kit.errors import DataError
 from kit.segmentation.convert import DEFAULT_SHARD_MB, convert, open_memmap_store, parse_batch
 from kit.segmentation.dali import DaliOptions, make_dali
@@ -445,7 +445,10 @@ def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
     post = _post(opts, palette.num_classes)
     if post is not None:
         ds = ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
-    return finish(ds, n, opts.batch_size)
+    ds = finish(ds, n, opts.batch_size)
+    if vopts.format == "tfrecord":
+        return not_resumable(ds, tfrecord_not_resumable("class_index with format='tfrecord'", opts.shuffle))
+    return ds
 
 
 # --------------------------------------------------------------------------- dali

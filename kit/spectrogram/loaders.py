@@ -16,8 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from kit.cases import (DEFAULT_READ_BUFFER, LoaderOptions, NoOptions, Variant, VariantOptions, build_loader,
-                       check_shards, graph_only, module_getattr, pydataset_class, read_tfrecords)
-from kit.epochs import BLOCK_FRAMES, WINDOW_BLOCKS, block_order_dataset, epoch_order, finish, order_dataset
+                       check_shards, graph_only, module_getattr, pydataset_class, read_tfrecords,
+                       tfrecord_not_resumable)
+from kit.epochs import (BLOCK_FRAMES, WINDOW_BLOCKS, block_order_dataset, epoch_order, finish, not_resumable,
+                        order_dataset)
 from kit.spectrogram.convert import (DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STORE_DTYPES, records_dtype,
                                      decode_records)
 from kit.spectrogram.convert import convert as to_store
@@ -143,7 +145,10 @@ def _generator(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
 
     ds = tf.data.Dataset.from_generator(batches, output_signature=(
         tf.TensorSpec((None, h, w, 1), tf.float32), tf.TensorSpec((None,), tf.int64)))
-    return finish(ds, len(index), opts.batch_size, prefetch=False)
+    return not_resumable(finish(ds, len(index), opts.batch_size, prefetch=False),
+                         "variant 'generator' reads through a Python generator, whose position lives in "
+                         "Python and cannot be saved or restored by tf.data; use 'numpy_function', 'memmap' "
+                         "or 'in_memory' (same examples, same batches), which resume mid-epoch")
 
 
 # --------------------------------------------------------------------------- pydataset
@@ -222,20 +227,22 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: MemmapOptions):
     if offset % 64 or (size - offset) != n * h * w * dtype.size:
         raise StoreError(f"{path}: unexpected layout (data at byte {offset}, {size} bytes); reconvert")
 
-    def mapped(_):
-        # The whole file memory-mapped by NumPy and handed to TensorFlow without a copy
-        # (an aligned array becomes a tensor over the same pages), viewed as (N, H, W, 1).
-        # Not tf.raw_ops.ImmutableConst: it has no inputs, so TensorFlow's constant
-        # folding evaluated it when the iterator was made and copied the whole file into
-        # memory (a 12 GB read at a million float16 frames; py-spy --native showed it).
-        x = tf.numpy_function(lambda: open_store_frames(path), [], dtype, stateful=True)
-        return tf.reshape(x, (n, h, w, 1))
+    mapping = []  # the file mapped once, on first use, for the loader's lifetime
 
-    # Map the file once for the dataset's lifetime: the cache holds the tensor (a
-    # reference to the mapping, not a copy), so batches don't re-map and re-fault.
-    frames = tf.data.Dataset.from_tensors(0).map(mapped).cache().repeat()
+    def opened():
+        if not mapping:
+            mapping.append(open_store_frames(path))
+        return mapping[0]
 
-    def gather(rows, frames):
+    def gather(rows):
+        # The whole file memory-mapped by NumPy (once: batches don't re-map and re-fault)
+        # and handed to TensorFlow without a copy (an aligned array becomes a tensor over
+        # the same pages), viewed as (N, H, W, 1). Not tf.raw_ops.ImmutableConst: it has
+        # no inputs, so TensorFlow's constant folding evaluated it when the iterator was
+        # made and copied the whole file into memory (a 12 GB read at a million float16
+        # frames; py-spy --native showed it). Not a cached dataset of the tensor either:
+        # an iterator checkpoint then saved the cache, the whole store (30 MB for 29 MB).
+        frames = tf.reshape(tf.numpy_function(opened, [], dtype, stateful=True), (n, h, w, 1))
         rows = tf.sort(rows)  # forward through the file: readahead and the page cache work for us
         x = tf.gather(frames, rows)
         return (x if dtype == tf.float32 else tf.cast(x, tf.float32)), tf.gather(labels, rows)
@@ -246,8 +253,7 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: MemmapOptions):
                                    shuffle=opts.shuffle, seed=opts.seed)
     else:
         rows = order_dataset(len(index), opts).batch(opts.batch_size)
-    ds = tf.data.Dataset.zip((rows, frames))
-    ds = ds.map(gather, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = rows.map(gather, num_parallel_calls=tf.data.AUTOTUNE)
     return finish(ds, len(index), opts.batch_size)
 
 
@@ -281,7 +287,7 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     ds = read_tfrecords(paths, lambda r: decode_records(r, shape, dtype), opts,
                         shuffle_buffer=vopts.shuffle_buffer, cycle_length=vopts.cycle_length,
                         read_buffer=vopts.read_buffer, block=int(manifest.meta["options"]["record_frames"]))
-    return finish(ds, len(index), opts.batch_size)
+    return not_resumable(finish(ds, len(index), opts.batch_size), tfrecord_not_resumable("tfrecord", opts.shuffle))
 
 
 # --------------------------------------------------------------------------- in_memory
