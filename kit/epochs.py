@@ -68,7 +68,8 @@ def order_dataset(n: int, opts):
         return tf.data.Dataset.from_tensor_slices(
             tf.random.experimental.stateless_shuffle(tf.range(n, dtype=tf.int64), seed=pair))
 
-    return _epoch_seeds(opts.seed).flat_map(permuted)
+    # flat_map hides the length: state it, so batch counts stay known downstream.
+    return _epoch_seeds(opts.seed).flat_map(permuted).apply(tf.data.experimental.assert_cardinality(n))
 
 
 def _epoch_seeds(seed: int):
