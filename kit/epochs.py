@@ -58,18 +58,20 @@ def order_dataset(n: int, opts):
     The permutation is computed from a seed pair drawn afresh per iteration (not a
     shuffle buffer of ``n`` positions): an iterator checkpoint holds the pair and the
     position, a few bytes whatever ``n`` is, and restores the exact remaining order.
+    The positions come from ``Dataset.range`` (batched whole, permuted, unbatched), so
+    that tf.data service's distributed epochs still split them among the workers, each
+    position to one worker.
     """
     import tensorflow as tf
 
     if not opts.shuffle:
         return tf.data.Dataset.range(n)
 
-    def permuted(pair):
-        return tf.data.Dataset.from_tensor_slices(
-            tf.random.experimental.stateless_shuffle(tf.range(n, dtype=tf.int64), seed=pair))
-
-    # flat_map hides the length: state it, so batch counts stay known downstream.
-    return _epoch_seeds(opts.seed).flat_map(permuted).apply(tf.data.experimental.assert_cardinality(n))
+    rows = tf.data.Dataset.range(n).batch(max(n, 1))
+    ds = tf.data.Dataset.zip(rows, _epoch_seeds(opts.seed))
+    ds = ds.map(lambda r, pair: tf.random.experimental.stateless_shuffle(r, seed=pair)).unbatch()
+    # unbatch hides the length: state it, so batch counts stay known downstream.
+    return ds.apply(tf.data.experimental.assert_cardinality(n))
 
 
 def _epoch_seeds(seed: int):

@@ -152,4 +152,6 @@ def build_loader(registry: Mapping[str, Variant], name: str, index, options: Loa
 
         timeout = {} if service_timeout_s is None else {"timeout_s": service_timeout_s}
         loader = through_service(loader, service, examples=len(index), **timeout)
+        epochs.not_resumable(loader, f"variant {name!r} is read through tf.data service, whose workers hold "
+                                     f"the epoch's position; build it without service= to resume mid-epoch")
     return loader
