@@ -51,27 +51,30 @@ def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
     return np.random.default_rng([seed, epoch]).permutation(n)
 
 
-def order_dataset(n: int, opts):
+def order_dataset(n: int, opts, *, splittable: bool = False):
     """Row positions 0..n-1 as a ``tf.data.Dataset``, reshuffled every iteration when
     ``opts.shuffle`` (seeded by ``opts.seed``).
 
     The permutation is computed from a seed pair drawn afresh per iteration (not a
     shuffle buffer of ``n`` positions): an iterator checkpoint holds the pair and the
     position, a few bytes whatever ``n`` is, and restores the exact remaining order.
-    The positions come from ``Dataset.range`` (batched whole, permuted, unbatched), so
-    that tf.data service's distributed epochs still split them among the workers, each
-    position to one worker.
+    ``splittable``: for what tf.data service runs (``finish(..., body=)``): its
+    distributed epochs split the pipeline's one source among the workers, which a
+    computed permutation is not; there, ``Dataset.range`` through a shuffle buffer.
     """
     import tensorflow as tf
 
     if not opts.shuffle:
         return tf.data.Dataset.range(n)
+    if splittable:
+        return tf.data.Dataset.range(n).shuffle(n, seed=opts.seed, reshuffle_each_iteration=True)
 
-    rows = tf.data.Dataset.range(n).batch(max(n, 1))
-    ds = tf.data.Dataset.zip(rows, _epoch_seeds(opts.seed))
-    ds = ds.map(lambda r, pair: tf.random.experimental.stateless_shuffle(r, seed=pair)).unbatch()
-    # unbatch hides the length: state it, so batch counts stay known downstream.
-    return ds.apply(tf.data.experimental.assert_cardinality(n))
+    def permuted(pair):
+        return tf.data.Dataset.from_tensor_slices(
+            tf.random.experimental.stateless_shuffle(tf.range(n, dtype=tf.int64), seed=pair))
+
+    # flat_map hides the length: state it, so batch counts stay known downstream.
+    return _epoch_seeds(opts.seed).flat_map(permuted).apply(tf.data.experimental.assert_cardinality(n))
 
 
 def _epoch_seeds(seed: int):
@@ -122,8 +125,11 @@ def epoch_of(loader) -> Epoch | None:
     return entry[1]
 
 
-def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True):
+def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True, body=None):
     """Guards the epoch's length (``assert_cardinality``), prefetches, and records the epoch.
+
+    ``body``: what tf.data service is to run instead of ``ds`` (the same pipeline over
+    ``order_dataset(..., splittable=True)``); default ``ds``.
 
     Also sets ``experimental_symbolic_checkpoint``: an iterator checkpoint then saves
     each step's position (which element of the order it reached) instead of the
@@ -131,7 +137,7 @@ def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True):
     """
     import tensorflow as tf
 
-    body = ds
+    body = ds if body is None else body
     ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches(examples, batch_size)))
     if prefetch:
         ds = ds.prefetch(tf.data.AUTOTUNE)

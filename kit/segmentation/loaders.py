@@ -366,9 +366,12 @@ def _tfdata_naive(index: PairIndex, opts: PairOptions, vopts: NaiveOptions):
             ids = _assert_known(ids, tf.equal(ids, UNKNOWN), _codes_tf(y), labels[i], wheres[i], palette)
         return x, _pad_tf(ids, opts.size, pad_id if pad_id is not None else 0)
 
-    ds = order_dataset(len(index), opts)
-    ds = ds.map(preprocess, num_parallel_calls=vopts.parallel_calls).batch(opts.batch_size)
-    return finish(ds, len(index), opts.batch_size)
+    def pipeline(order):
+        return order.map(preprocess, num_parallel_calls=vopts.parallel_calls).batch(opts.batch_size)
+
+    # Its order computed per epoch (resumable); tf.data service runs it over a splittable one.
+    return finish(pipeline(order_dataset(len(index), opts)), len(index), opts.batch_size,
+                  body=pipeline(order_dataset(len(index), opts, splittable=True)))
 
 
 # --------------------------------------------------------------------------- tfdata_tuned
@@ -400,12 +403,16 @@ def _tfdata_tuned(index: PairIndex, opts: PairOptions, vopts: NoOptions):
             x, ids = tf.ensure_shape(x, opts.size + (3,)), tf.ensure_shape(ids, opts.size)
         return x, ids
 
-    ds = order_dataset(len(index), opts).map(load, num_parallel_calls=tf.data.AUTOTUNE)
-    ds = ds.batch(opts.batch_size)  # uint8 until here: a quarter of float32's bytes to move
     post = _post(opts, palette.num_classes)
-    if post is not None:
-        ds = ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
-    return finish(ds, len(index), opts.batch_size)
+
+    def pipeline(order):
+        ds = order.map(load, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.batch(opts.batch_size)  # uint8 until here: a quarter of float32's bytes to move
+        return ds if post is None else ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
+
+    # Its order computed per epoch (resumable); tf.data service runs it over a splittable one.
+    return finish(pipeline(order_dataset(len(index), opts)), len(index), opts.batch_size,
+                  body=pipeline(order_dataset(len(index), opts, splittable=True)))
 
 
 # --------------------------------------------------------------------------- class_index

@@ -301,10 +301,13 @@ def _in_memory(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
     with tf.device("/CPU:0"):
         x = tf.Variable(index.read_all()[..., None], trainable=False)
         y = tf.Variable(index.labels, trainable=False)
-    ds = order_dataset(len(index), opts).batch(opts.batch_size)
-    ds = ds.map(lambda rows: (tf.gather(x, rows), tf.gather(y, rows)),
-                num_parallel_calls=tf.data.AUTOTUNE)
-    return finish(ds, len(index), opts.batch_size)
+    def pipeline(order):
+        return order.batch(opts.batch_size).map(lambda rows: (tf.gather(x, rows), tf.gather(y, rows)),
+                                                num_parallel_calls=tf.data.AUTOTUNE)
+
+    # Its order computed per epoch (resumable); tf.data service runs it over a splittable one.
+    return finish(pipeline(order_dataset(len(index), opts)), len(index), opts.batch_size,
+                  body=pipeline(order_dataset(len(index), opts, splittable=True)))
 
 
 #: Every variant: its description, builder, options and whether tf.data service can run it.
