@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Epoch", "num_batches", "epoch_order", "order_dataset", "block_order_dataset", "BLOCK_FRAMES",
-           "WINDOW_BLOCKS", "finish", "record", "epoch_of", "not_resumable", "iterator_checkpoint",
+           "WINDOW_BLOCKS", "window_seeds", "finish", "record", "epoch_of", "not_resumable", "iterator_checkpoint",
            "NotResumableError"]
 
 
@@ -82,6 +82,16 @@ def _epoch_seeds(seed: int):
     import tensorflow as tf
 
     return tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).take(2).batch(2)
+
+
+def window_seeds(seed: int):
+    """An endless stream of stateless seed pairs, one per window of an epoch, drawn afresh
+    every iteration from ``seed`` (after the pair that ``order_dataset`` takes, so the two
+    never share one). Zipped with an epoch's windows, it permutes each window differently
+    every epoch, and its state travels with the iterator's checkpoint."""
+    import tensorflow as tf
+
+    return tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).skip(2).batch(2)
 
 
 @dataclass(frozen=True)
@@ -234,8 +244,7 @@ def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, w
 
     # One stateless seed pair per window, drawn afresh every epoch from ``seed``.
     # (The first pair of each iteration's stream orders the blocks: order_dataset.)
-    pairs = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).skip(2).batch(2)
-    ds = tf.data.Dataset.zip(blocks.batch(window), pairs).map(rows_of)
+    ds = tf.data.Dataset.zip(blocks.batch(window), window_seeds(seed)).map(rows_of)
     # unbatch + batch, not rebatch: rebatch has no symbolic checkpoint (its positions
     # could not be saved, only its buffer).
     return ds.unbatch().batch(batch_size)

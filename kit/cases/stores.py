@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from kit import store
 
 __all__ = ["DEFAULT_READ_BUFFER", "store_folder", "shard_tags", "check_shards", "read_tfrecords",
-           "check_tfrecord_shard", "tfrecord_not_resumable"]
+           "check_tfrecord_shard"]
 
 #: An 8 MB read buffer per file: 1.3-1.9x the rate of TFRecordDataset's 256 KB default
 #: on the spectrogram bench data (32 MB was no better), measured side by side on 2 cores.
@@ -56,61 +56,65 @@ def check_shards(folder: Path, manifest: store.Manifest) -> list[str]:
 
 
 def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffer: int,
-                   cycle_length: int = 4, read_buffer: int = DEFAULT_READ_BUFFER, block: int | None = None):
-    """Batches of TFRecord shards, parsed a whole batch at a time.
+                   cycle_length: int = 4, read_buffer: int = DEFAULT_READ_BUFFER, block: int | None = None,
+                   splittable: bool = False):
+    """Batches of TFRecord shards, parsed a whole batch (or a whole record) at a time.
+
+    The epoch order is computed, never buffered, so the loader resumes mid-epoch from a
+    checkpoint of a few KB (``kit.epochs.iterator_checkpoint``): the shards in an order
+    permuted from a per-iteration seed pair (``kit.epochs.order_dataset``), read
+    ``cycle_length`` at a time, and the stream cut into windows of ``shuffle_buffer``
+    examples (records, without ``block``) whose order is permuted, each window by its
+    own seed pair drawn afresh every epoch (``stateless_shuffle``). Every example exactly
+    once per epoch, reshuffled every epoch, deterministic by the seed.
 
     Args:
         paths: the shard files.
-        parse: ``parse(serialized_batch) -> (x, y)``, vectorised over the batch.
+        parse: ``parse(serialized_batch) -> (x, y)``, vectorised over the batch; with
+            ``block``, ``parse(record) -> (x, y)`` of the record's block of examples.
         opts: ``LoaderOptions`` (batch size, shuffle, seed).
-        shuffle_buffer: records in the shuffle buffer (records are written in a
-            seeded random order, so the buffer only mixes them further).
+        shuffle_buffer: examples (records, without ``block``) permuted together: how far
+            apart in the shards two neighbours of a batch may lie.
         cycle_length: shards read at once.
         read_buffer: bytes of read buffer per shard.
-        block: records hold blocks of up to ``block`` examples each: the shuffle buffer
-            holds ``shuffle_buffer`` examples' worth of whole records, ``parse(record)``
-            decodes one record into a batch of its examples: one decode per block. Shuffled,
-            the decoded examples pass through a shuffle buffer of examples before batching;
-            unshuffled, the blocks are cut into batches (``rebatch``).
+        block: records hold blocks of up to ``block`` examples each, each record decoded
+            once for its block; the windows then permute the decoded examples, so a
+            record's examples are spread over the window's batches, in a new order every
+            epoch.
+        splittable: the pipeline for tf.data service (``kit.epochs.finish(..., body=)``):
+            its distributed epochs split the shards among the workers, which a computed
+            order is not; there, the shards through ``order_dataset(..., splittable=True)``
+            and the examples through a shuffle buffer of ``shuffle_buffer``.
 
     Returns:
         A ``tf.data.Dataset`` of ``(x, y)`` batches (not yet guarded: ``kit.epochs.finish``).
     """
     import tensorflow as tf
 
-    files = tf.data.Dataset.from_tensor_slices(list(paths))
-    if opts.shuffle:
-        files = files.shuffle(len(paths), seed=opts.seed, reshuffle_each_iteration=True)
+    from kit.epochs import order_dataset, window_seeds
+
+    names = tf.constant(list(paths))
+    files = order_dataset(len(paths), opts, splittable=splittable).map(lambda i: tf.gather(names, i))
     ds = files.interleave(lambda f: tf.data.TFRecordDataset(f, buffer_size=read_buffer),
                           cycle_length=min(cycle_length, len(paths)),
                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if block is not None:
-        if opts.shuffle:  # whole records: shuffle_buffer examples' worth
-            ds = ds.shuffle(max(1, -(-shuffle_buffer // block)), seed=opts.seed, reshuffle_each_iteration=True)
-        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)  # each record decoded once for its block
-        if opts.shuffle:
-            # A record's frames were written side by side: shuffling whole records alone would
-            # serve them in the same order and together in every epoch (on small data, whole
-            # epochs repeated). The decoded frames go through a shuffle buffer of frames.
-            ds = ds.unbatch().shuffle(shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
-            return ds.batch(opts.batch_size)
-        return ds.rebatch(opts.batch_size)
-    if opts.shuffle:
+    if block is not None:  # each record decoded once for its block, then one example at a time
+        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    if opts.shuffle and splittable:
         ds = ds.shuffle(shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
-    ds = ds.batch(opts.batch_size)  # batch first, then parse the whole batch at once
-    return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    elif opts.shuffle:
+        def permute(window, pair):
+            order = tf.random.experimental.stateless_shuffle(
+                tf.range(tf.shape(tf.nest.flatten(window)[0])[0]), seed=pair)
+            return tf.nest.map_structure(lambda t: tf.gather(t, order), window)
 
-
-def tfrecord_not_resumable(variant: str, shuffle: bool) -> str:
-    """Why a ``read_tfrecords`` loader cannot resume mid-epoch (``kit.epochs.not_resumable``)."""
-    if shuffle:
-        why = ("its shuffle buffers (of records, then of examples) hold the examples they have read: its "
-               "position is not a place in an order computed from the seed, and a checkpoint would hold "
-               "the buffers' data (up to shuffle_buffer examples)")
-    else:
-        why = "its records are cut into batches by rebatch, which saves its buffer, not a position"
-    return (f"variant {variant!r} reads TFRecord shards sequentially and {why}; use the memmap store "
-            f"(random access: every epoch's order is computed from the seed), which resumes mid-epoch")
+        ds = tf.data.Dataset.zip(ds.batch(shuffle_buffer), window_seeds(opts.seed))
+        ds = ds.map(permute, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    # unbatch + batch, never rebatch: rebatch has no symbolic checkpoint (kit.epochs).
+    ds = ds.batch(opts.batch_size)
+    if block is not None:
+        return ds
+    return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)  # the whole batch parsed at once
 
 
 def check_tfrecord_shard(path: Path, count: int, parse: Callable, *, batch: int | None = 256,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kit.cases import (LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, check_shards,
-                       graph_only, module_getattr, pydataset_class, read_tfrecords, tfrecord_not_resumable)
+                       graph_only, module_getattr, pydataset_class, read_tfrecords)
 from kit.epochs import finish, not_resumable, order_dataset
 from kit.errors import DataError
 from kit.segmentation.convert import DEFAULT_SHARD_MB, convert, open_memmap_store, parse_batch
@@ -99,7 +99,7 @@ class NaiveOptions(VariantOptions):
 
 @dataclass(frozen=True)
 class ClassIndexOptions(VariantOptions):
-    """``class_index``: the store's format and folder, its shard size, the TFRecord shuffle buffer."""
+    """``class_index``: the store's format and folder, its shard size, the TFRecord reader's window (records permuted together)."""
 
     POSITIVE = ("shuffle_buffer",)
     format: str = "memmap"
@@ -446,16 +446,21 @@ def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
             return tf.ensure_shape(x, (None,) + size + (3,)), tf.ensure_shape(y, (None,) + size)
 
         ds = order_dataset(n, opts).batch(opts.batch_size).map(load, num_parallel_calls=tf.data.AUTOTUNE)
-    else:
-        # Records are written in a random order; 64 x 1 MB mixes them further.
-        ds = read_tfrecords(paths, lambda s: parse_batch(s, size), opts, shuffle_buffer=vopts.shuffle_buffer)
+        return finish(_with_post(ds, opts, palette), n, opts.batch_size)
+    # Records are written in a random order; windows of 64 (x 1 MB) permuted per epoch mix them
+    # further (an order computed per epoch: resumable); tf.data service runs a splittable one.
+    def pipeline(splittable):
+        return _with_post(read_tfrecords(paths, lambda s: parse_batch(s, size), opts,
+                                         shuffle_buffer=vopts.shuffle_buffer, splittable=splittable), opts, palette)
+
+    return finish(pipeline(False), n, opts.batch_size, body=pipeline(True))
+
+
+def _with_post(ds, opts, palette):
+    import tensorflow as tf
+
     post = _post(opts, palette.num_classes)
-    if post is not None:
-        ds = ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
-    ds = finish(ds, n, opts.batch_size)
-    if vopts.format == "tfrecord":
-        return not_resumable(ds, tfrecord_not_resumable("class_index with format='tfrecord'", opts.shuffle))
-    return ds
+    return ds if post is None else ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 # --------------------------------------------------------------------------- dali

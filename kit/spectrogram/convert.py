@@ -6,8 +6,8 @@
   the frames' raw bytes in the store's dtype, then their labels as little-endian
   int64, in shards of about ``shard_mb``. Each shard holds the frames of a seeded
   random set of files in a seeded random order (``_shard_rows``), so a record is a
-  random set of those frames, and shuffled shards read through a shuffle buffer of
-  records mix them further. A record is decoded once for its whole block
+  random set of those frames; the reader takes the shards in an order permuted per
+  epoch and permutes the decoded frames in windows (``kit.cases.read_tfrecords``). A record is decoded once for its whole block
   (``decode_records``): parsing one 24 KB ``tf.train.Example`` per frame (format 1) cost
   more than reading it.
 
@@ -241,7 +241,7 @@ def _shard_rows(index: FrameIndex, per_shard: int, seed: int) -> list[np.ndarray
     A shard thus reads a few files once each, front to back, rather than a frame from
     every file (at a million frames in 10,000 files, a global permutation opened every
     file once per shard: 450 frames/s). Frames of one file share a shard; the reader
-    mixes shards through its interleave and shuffle buffer.
+    mixes shards through its interleave and its permuted windows of frames.
     """
     rng = np.random.default_rng(seed)
     files = rng.permutation(len(index.files))

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kit.cases import (DEFAULT_READ_BUFFER, LoaderOptions, NoOptions, Variant, VariantOptions, build_loader,
-                       check_shards, graph_only, module_getattr, pydataset_class, read_tfrecords,
-                       tfrecord_not_resumable)
+                       check_shards, graph_only, module_getattr, pydataset_class, read_tfrecords)
 from kit.epochs import (BLOCK_FRAMES, WINDOW_BLOCKS, block_order_dataset, epoch_order, finish, not_resumable,
                         order_dataset)
 from kit.spectrogram.convert import (DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STORE_DTYPES, records_dtype,
@@ -77,8 +76,9 @@ class MemmapOptions(StoreOptions):
 
 @dataclass(frozen=True)
 class TFRecordOptions(StoreOptions):
-    """``tfrecord``: shard size, frames per record, shuffle buffer (in frames; it holds
-    whole records), shards read at once, read buffer per shard."""
+    """``tfrecord``: shard size, frames per record, ``shuffle_buffer`` (the frames permuted
+    together: a window of the interleaved shards, each window in a new order every epoch),
+    shards read at once, read buffer per shard."""
 
     POSITIVE = ("record_frames", "shuffle_buffer", "cycle_length", "read_buffer")
     shard_mb: float = DEFAULT_SHARD_MB
@@ -283,11 +283,16 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     dtype = records_dtype(manifest)  # the store's, whatever was asked
     paths = check_shards(folder, manifest)  # a shard cut short or replaced is refused before reading
     shape = index.frame_shape
-    # Each record decoded once for its block of frames, then the blocks cut into batches.
-    ds = read_tfrecords(paths, lambda r: decode_records(r, shape, dtype), opts,
-                        shuffle_buffer=vopts.shuffle_buffer, cycle_length=vopts.cycle_length,
-                        read_buffer=vopts.read_buffer, block=int(manifest.meta["options"]["record_frames"]))
-    return not_resumable(finish(ds, len(index), opts.batch_size), tfrecord_not_resumable("tfrecord", opts.shuffle))
+    # Each record decoded once for its block of frames; the frames permuted in windows of
+    # shuffle_buffer (an order computed per epoch: resumable); tf.data service runs it
+    # over a splittable one.
+    def pipeline(splittable):
+        return read_tfrecords(paths, lambda r: decode_records(r, shape, dtype), opts,
+                              shuffle_buffer=vopts.shuffle_buffer, cycle_length=vopts.cycle_length,
+                              read_buffer=vopts.read_buffer, block=int(manifest.meta["options"]["record_frames"]),
+                              splittable=splittable)
+
+    return finish(pipeline(False), len(index), opts.batch_size, body=pipeline(True))
 
 
 # --------------------------------------------------------------------------- in_memory
@@ -320,8 +325,8 @@ REGISTRY = {
                               _numpy_function),
     "memmap": Variant("frames consolidated once into one memory-mapped .npy; one sorted gather per batch in "
                       "the graph", _memmap, MemmapOptions),
-    "tfrecord": Variant("TFRecord shards of records of 32 frames: parallel interleave, shuffle of records, "
-                        "one decode per record, then a shuffle buffer of frames", _tfrecord, TFRecordOptions,
+    "tfrecord": Variant("TFRecord shards of records of 32 frames: shards in a seeded order, parallel "
+                        "interleave, one decode per record, frames permuted in windows", _tfrecord, TFRecordOptions,
                         graph_only=True),
     "in_memory": Variant("all frames in RAM, one gather per batch: the ceiling", _in_memory, graph_only=True),
 }
