@@ -32,10 +32,11 @@ demo: $(STAMP) $(DALI)
 	$(PY) -m kit demo --reports reports
 
 # The browser tests need Debian's chromium (never a downloaded browser): installed here when root.
+# Two pytest-xdist processes: every test has its own kit cache and ports, so they run side by side.
 test: $(STAMP) $(DALI)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || true; }
-	KIT_FAST=1 $(PY) -m pytest
+	KIT_FAST=1 $(PY) -m pytest -n 2
 
 # JupyterLab on 127.0.0.1 only, with its token login on (the URL it prints carries the token).
 # As root (containers, CI machines) Jupyter refuses to start without --allow-root.
