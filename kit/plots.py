@@ -195,6 +195,7 @@ def gains(df: pd.DataFrame, *, title: str = "What the doctor expected, and what 
     fig = px.bar(long, x="factor", y="fix", color="gain", barmode="group", orientation="h", log_x=True,
                  text=[f"{v:,.1f}x" for v in long["factor"]], title=title,
                  labels={"factor": "speed-up (x, log scale)", "fix": "", "gain": ""})
+    fig.update_xaxes(**log_ticks("x"))
     fig.add_vline(x=1, line_dash="dot", line_color="grey")
     fig.update_traces(textposition="outside", cliponaxis=False)
     fig.update_layout(height=160 + 70 * len(df), margin=dict(l=10, r=60, t=50, b=40),
@@ -216,7 +217,7 @@ def _power_label(k: int, unit: str) -> str:
         text = f"{10.0 ** k:.{-k}f}"
     else:
         text = "10" + str(k).translate(_SUPERSCRIPT)
-    return f"{text}{unit}" if unit.startswith("/") else f"{text} {unit}".strip()
+    return f"{text}{unit}" if unit.startswith("/") or unit == "x" else f"{text} {unit}".strip()
 
 
 def log_ticks(unit: str = "", *, low: int = -4, high: int = 12) -> dict:

@@ -153,7 +153,9 @@ def test_log_axes_label_powers_of_ten_only_with_units():
     assert labels[6] == "10⁶ s"
     assert plots._power_label(3, "/s") == "1,000/s"
     df = pd.DataFrame({"variant": ["a", "b"], "examples_per_s": [10.0, 1e5], "epoch_s_1000": [100.0, 0.01]})
-    for fig in (plots.throughput(df), plots.epoch_time(df, "epoch_s_1000"), plots.latency({"a": [1.0, 30.0]})):
+    assert plots._power_label(1, "x") == "10x"
+    gains = plots.gains(pd.DataFrame({"fix": ["f"], "expected_gain": [1.5], "measured_gain": [21.0]}))
+    for fig in (plots.throughput(df), plots.epoch_time(df, "epoch_s_1000"), plots.latency({"a": [1.0, 30.0]}), gains):
         assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == ax["tickvals"]
     epochs = pd.DataFrame({"epoch": [0, 1, 2], "input_share": [0.5, 0.6, 0.7]})
     assert plots.input_share(epochs).layout.xaxis.dtick == 1
