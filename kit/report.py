@@ -381,9 +381,14 @@ def headline_output(nb) -> tuple[str | None, str | None]:
             else:
                 continue
             for line in text.splitlines():
-                if line.strip():
+                if line.strip() and not _PROGRESS_BAR.search(line):
                     return line.strip(), table
     return None, None
+
+
+#: tqdm's text bar ("memmap: 100%|#####| 200/200 [...]"), which a headless run prints to
+#: stdout before the figure: never a headline.
+_PROGRESS_BAR = re.compile(r"\d+%\|")
 
 
 def _fmt_s(s: float) -> str:

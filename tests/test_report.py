@@ -215,6 +215,11 @@ def test_headline_of_a_table_keeps_the_table():
     assert report.headline_output(_nb(untagged, _code("m", tags=["headline"], outputs=[line]))) == (
         "7,219 frames/s over 136 frames", None)
     assert report.headline_output(_nb(untagged)) == (None, None)
+    # A headless run's progress bar comes first (notebook 00 built its store in the headline cell).
+    bar = nbformat.v4.new_output("stream", name="stdout",
+                                 text="memmap: 100%|##########| 200/200 [00:00<00:00, 4609.63ex/s]\n")
+    assert report.headline_output(_nb(_code("m", tags=["headline"], outputs=[bar, line]))) == (
+        "7,219 frames/s over 136 frames", None)
 
 
 @pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")),
