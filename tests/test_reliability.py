@@ -338,6 +338,13 @@ def test_memmap_loader_refuses_a_flipped_byte(spec, monkeypatch):
         with pytest.raises(store.StoreError, match="frames.npy: checksum differs from the manifest"):
             make_loader("memmap", spec, batch_size=4, progress=False)
     assert convert(spec, "memmap", check=False, progress=False)[1].key == m.key
+    hashed.clear()
+    make_loader("memmap", spec, batch_size=4, progress=False, check_store=False)  # the loader's own opt-out
+    assert hashed == []
+    with pytest.raises(store.StoreError, match="checksum differs"):  # one opt-out does not stick
+        make_loader("memmap", spec, batch_size=4, progress=False, check_store=None)
+    with pytest.raises(ValueError, match="check_store must be True, False or None"):
+        make_loader("memmap", spec, batch_size=4, progress=False, check_store="no")
     monkeypatch.setenv("KIT_CHECK_STORES", "0")
     make_loader("memmap", spec, batch_size=4, progress=False)
     # A sound store is hashed once, then its check is remembered by (inode, size, mtime, ctime).
@@ -378,6 +385,32 @@ def test_corrupt_tfrecord_shard_error_names_the_shard(spec):
     _flip(victim, victim.stat().st_size // 2)
     with pytest.raises(store.StoreError, match=f"{victim.name}: .*corrupt"):
         make_loader("tfrecord", spec, batch_size=4, progress=False, shard_mb=0.05)
+
+
+def test_class_index_refuses_a_flipped_byte_unless_the_loader_opts_out(tmp_path):
+    """Item 6, the segmentation case: a flipped byte in a class_index shard is found at open;
+    ``check_store=False`` in make_loader skips the checksums, for that call only."""
+    from kit.segmentation import PairIndex, Palette, convert, make_loader
+
+    csv = samples.make_segmentation(tmp_path / "seg", images=3, size=160)  # shards past the 64 KiB head and tail
+    index, palette = PairIndex.from_csv(csv), Palette.from_csv(csv.parent / "class_dict.csv")
+
+    def load(**options):
+        return make_loader("class_index", index, palette, batch_size=2, size=(160, 160),
+                           workdir=tmp_path / "work", progress=False, **options)
+
+    load()
+    folder, m = convert(index, palette, size=(160, 160), workdir=tmp_path / "work", progress=False)
+    victim = folder / m.shards[0]["name"]
+    assert victim.stat().st_size > 3 * 65536
+    _flip(victim, victim.stat().st_size // 2)
+    with pytest.raises(store.StoreError, match=f"{victim.name}: checksum differs from the manifest"):
+        load()
+    assert sum(len(y) for _, y in load(check_store=False)) == 3  # opted out: read as it is
+    with pytest.raises(store.StoreError, match=f"{victim.name}: checksum differs from the manifest"):
+        load()
+    with pytest.raises(ValueError, match="check_store must be True, False or None, got 0"):
+        load(check_store=0)
 
 
 # --------------------------------------------------------------------------- 10. disk full

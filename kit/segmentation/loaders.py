@@ -99,18 +99,23 @@ class NaiveOptions(VariantOptions):
 
 @dataclass(frozen=True)
 class ClassIndexOptions(VariantOptions):
-    """``class_index``: the store's format and folder, its shard size, the TFRecord reader's window (records permuted together)."""
+    """``class_index``: the store's format and folder, its shard size, the TFRecord reader's window (records permuted together);
+    ``check_store``: compare a reused store's files with their SHA-256 in its manifest
+    (once per change of a file; False skips it, None follows ``$KIT_CHECK_STORES``)."""
 
     POSITIVE = ("shuffle_buffer",)
     format: str = "memmap"
     folder: str | None = None
     shard_mb: float = DEFAULT_SHARD_MB
     shuffle_buffer: int = 64
+    check_store: bool | None = None
 
     def __post_init__(self):
         super().__post_init__()
         if self.format not in ("memmap", "tfrecord"):
             raise ValueError(f"format must be 'memmap' or 'tfrecord', got {self.format!r}")
+        if not (self.check_store is None or isinstance(self.check_store, bool)):
+            raise ValueError(f"check_store must be True, False or None, got {self.check_store!r}")
 
 
 def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: int, size=(512, 512),
@@ -140,7 +145,8 @@ def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: in
             ``use_multiprocessing`` (False / True), ``max_queue_size`` (10);
             ``tfdata_naive``: ``parallel_calls`` (4, the user's setting);
             ``class_index``: ``format`` (``"memmap"`` or ``"tfrecord"``), ``folder`` (use this
-            store folder), ``shard_mb`` (100), ``shuffle_buffer`` (64, tfrecord);
+            store folder), ``shard_mb`` (100), ``shuffle_buffer`` (64, tfrecord), ``check_store``
+            (None: a reused store's checksums compared once per change; False skips them);
             ``dali``: ``device`` (``"cpu"``/``"gpu"``, default: a GPU if TensorFlow sees one),
             ``threads`` (DALI's, the usable CPUs), ``parallel_reads`` (AUTOTUNE).
 
@@ -423,7 +429,8 @@ def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
 
     palette = opts.palette
     folder, manifest = convert(index, palette, vopts.format, vopts.folder, size=opts.size, workdir=opts.workdir,
-                               shard_mb=vopts.shard_mb, seed=opts.seed, progress=opts.progress)
+                               shard_mb=vopts.shard_mb, seed=opts.seed, progress=opts.progress,
+                               check=vopts.check_store)
     paths = check_shards(folder, manifest)  # a shard cut short or replaced is refused before reading
     n, size = len(index), opts.size
     if vopts.format == "memmap":

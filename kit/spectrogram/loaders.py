@@ -44,15 +44,20 @@ class StoreOptions(VariantOptions):
     """What the store-backed variants share: the store folder to use (default: a
     content-keyed folder under ``workdir``) and the dtype it holds the frames in
     (``"float16"``: half the bytes on disk and in the page cache; frames come back as
-    float32, cast in the graph). A store given by ``folder`` is read in its own dtype."""
+    float32, cast in the graph). A store given by ``folder`` is read in its own dtype.
+    ``check_store``: compare a reused store's files with their SHA-256 in its manifest
+    (once per change of a file; False skips it, None follows ``$KIT_CHECK_STORES``)."""
 
     folder: str | None = None
     store_dtype: str = "float32"
+    check_store: bool | None = None
 
     def __post_init__(self):
         super().__post_init__()
         if self.store_dtype not in STORE_DTYPES:
             raise ValueError(f"store_dtype must be one of {STORE_DTYPES}, got {self.store_dtype!r}")
+        if not (self.check_store is None or isinstance(self.check_store, bool)):
+            raise ValueError(f"check_store must be True, False or None, got {self.check_store!r}")
 
 
 @dataclass(frozen=True)
@@ -108,8 +113,10 @@ def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool 
         **options: the variant's own, its options class in ``REGISTRY``:
             ``pydataset``: ``workers`` (1), ``use_multiprocessing`` (False), ``max_queue_size`` (10);
             ``memmap``: ``folder`` (use this store folder), ``store_dtype`` ("float32"),
+            ``check_store`` (None: checksums of a reused store compared once per change,
+            unless ``$KIT_CHECK_STORES=0``; False skips them),
             ``order`` ("random" or "blocks"), ``block_frames`` (256), ``window_blocks`` (32);
-            ``tfrecord``: ``folder``, ``store_dtype``, ``shard_mb`` (100), ``record_frames`` (32),
+            ``tfrecord``: ``folder``, ``store_dtype``, ``check_store``, ``shard_mb`` (100), ``record_frames`` (32),
             ``shuffle_buffer`` (4096 frames), ``cycle_length`` (4), ``read_buffer`` (8 MB).
 
     Returns:
@@ -217,7 +224,7 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: MemmapOptions):
     import tensorflow as tf
 
     folder, manifest = to_store(index, "memmap", vopts.folder, workdir=opts.workdir, progress=opts.progress,
-                                adopt=True, store_dtype=vopts.store_dtype)
+                                adopt=True, store_dtype=vopts.store_dtype, check=vopts.check_store)
     path = folder / "frames.npy"
     labels = tf.constant(index.labels)  # labels come from the index, never from the store
     dtype = tf.as_dtype(manifest.meta.get("dtype", "float32"))  # the store's, whatever was asked
@@ -279,7 +286,7 @@ def npy_data_offset(path) -> int:
 def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     folder, manifest = to_store(index, "tfrecord", vopts.folder, workdir=opts.workdir, shard_mb=vopts.shard_mb,
                                 seed=opts.seed, progress=opts.progress, adopt=True, store_dtype=vopts.store_dtype,
-                                record_frames=vopts.record_frames)
+                                record_frames=vopts.record_frames, check=vopts.check_store)
     dtype = records_dtype(manifest)  # the store's, whatever was asked
     paths = check_shards(folder, manifest)  # a shard cut short or replaced is refused before reading
     shape = index.frame_shape
