@@ -14,6 +14,7 @@ TensorFlow is imported inside functions only.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import ipaddress
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 
 from kit.epochs import epoch_of
@@ -118,9 +120,15 @@ class _Reader:
     """Reads one epoch of a tf.data service dataset on its own thread, each wait bounded.
 
     The thread makes the iterator (which registers with the dispatcher) and fetches
-    each batch by a cancellable TensorFlow function: when a wait times out, the fetch
-    is cancelled (the data service client stops at once) and the thread is joined
-    with a bound, so nothing is left running after the error.
+    batches by a cancellable TensorFlow function, up to ``READ_AHEAD`` batches ahead of
+    the reading side: the read-ahead lives here, in a Python thread the kit owns, not in
+    a ``prefetch`` above the ``from_generator`` (a TensorFlow thread blocked in Python
+    when the interpreter exits cannot take the GIL back, and the iterator's destructor
+    waits for it: the process never ends). When a wait times out, or at ``close``, the
+    fetch is cancelled (the data service client stops at once) and the thread is joined
+    with a bound, so nothing is left running after the error. Readers still open when
+    the interpreter exits are closed by an ``atexit`` hook, before the exit stops
+    threads.
     """
 
     def __init__(self, dataset):
@@ -128,41 +136,66 @@ class _Reader:
 
         self._dataset = dataset
         self._cancel = cancellation.CancellationManager()
-        self._requests: queue.Queue = queue.Queue()
-        self._results: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self._results: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
         self._thread = threading.Thread(target=self._run, name="kit-service-reader", daemon=True)
+        _OPEN.add(self)
         self._thread.start()
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._results.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def _run(self):
         import tensorflow as tf
 
-        fetch = None
-        while self._requests.get():
-            try:
-                if fetch is None:
-                    iterator = iter(self._dataset)
-                    fetch = self._cancel.get_cancelable_function(
-                        tf.function(lambda: iterator.get_next()).get_concrete_function())
-                self._results.put(("batch", fetch()))
-            except tf.errors.OutOfRangeError:
-                self._results.put(("end", None))
-            except Exception as e:  # handed to the reading side, which raises it
-                self._results.put(("error", e))
+        try:
+            iterator = iter(self._dataset)
+            fetch = self._cancel.get_cancelable_function(
+                tf.function(lambda: iterator.get_next()).get_concrete_function())
+            while not self._stop.is_set():
+                if not self._put(("batch", fetch())):
+                    return
+        except tf.errors.OutOfRangeError:
+            self._put(("end", None))
+        except Exception as e:  # handed to the reading side, which raises it
+            self._put(("error", e))
 
     def next(self, timeout_s: float):
         """The next batch, None at the end of the epoch; ``queue.Empty`` after ``timeout_s``."""
-        self._requests.put(True)
         kind, value = self._results.get(timeout=timeout_s)
         if kind == "error":
             raise value
         return value if kind == "batch" else None
 
-    def close(self) -> bool:
+    def close(self, join_s: float = None) -> bool:
         """Cancels a fetch still waiting, ends the thread; False if it did not end within the bound."""
+        self._stop.set()
         self._cancel.start_cancel()
-        self._requests.put(False)
-        self._thread.join(_JOIN_S)
+        self._thread.join(_JOIN_S if join_s is None else join_s)
+        _OPEN.discard(self)
         return not self._thread.is_alive()
+
+
+#: Batches the reading thread fetches ahead of the reader (what a ``prefetch`` would hold).
+READ_AHEAD = 2
+
+_OPEN: "weakref.WeakSet[_Reader]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_readers():
+    """At exit, before the interpreter stops its threads: cancel every open read, so no
+    thread (ours, or a TensorFlow thread waiting in the epoch's generator) is left
+    blocked where the exit would wait for it."""
+    deadline = time.monotonic() + _JOIN_S
+    for reader in list(_OPEN):
+        reader.close(join_s=max(0.0, deadline - time.monotonic()))
 
 
 def _batch_size(batch) -> int:
@@ -256,7 +289,9 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
     warning (``"warn"``): never a silently shorter epoch. A kit loader's own guard
     (``assert_cardinality``, which each worker would apply to its share) is left out
     of what the workers run. The batches pass through Python on this side (one
-    thread hop and copy per batch: small next to a training step).
+    thread hop and copy per batch: small next to a training step); a reading thread
+    fetches ``READ_AHEAD`` batches ahead, in place of a ``prefetch`` (none is added
+    after the reading generator, so a process that ends mid-epoch ends at once).
 
     Args:
         dataset: a ``tf.data.Dataset`` (a kit loader, or any graph-only pipeline).
@@ -299,7 +334,11 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
     ds = body.apply(tf.data.experimental.service.distribute(
         processing_mode="distributed_epoch", service=f"grpc://{host}:{port}", job_name=job_name))
     ds = _bounded_epochs(ds, host=host, port=port, examples=examples, on_short=on_short, timeout_s=float(timeout_s))
-    return ds.prefetch(tf.data.AUTOTUNE)
+    # No prefetch (nor an injected one) above the generator: the reading thread reads ahead
+    # instead (see _Reader), so no TensorFlow thread ever waits inside Python for a batch.
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    return ds.with_options(options)
 
 
 #: How long ``check_dispatcher`` waits for a dispatcher to accept a connection: long
