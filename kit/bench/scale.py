@@ -114,10 +114,29 @@ def make_data(frames: int, dtype: str, *, seed: int = 0, workdir=None, workers=N
     return index if len(index) == frames else index.subset(np.arange(frames))
 
 
+def mapped(paths) -> list[str]:
+    """Those of ``paths`` that this process has memory-mapped (from ``/proc/self/maps``;
+    empty where that file does not exist)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return []
+    return [str(p) for p in paths if f" {Path(p).resolve()}\n" in maps]
+
+
 def evict(paths) -> None:
-    """Drops ``paths``' pages from the page cache (written back first: dirty pages stay;
-    pages still mapped by a live loader stay too, so collect dropped loaders first)."""
+    """Drops ``paths``' pages from the page cache (written back first: dirty pages stay).
+    Pages that a process maps stay cached whatever ``posix_fadvise`` says, so the memmap
+    loaders' mappings are released first (``release_store_mappings``); a file still
+    mapped after that is an error, not a cold epoch measured on cached pages."""
+    from kit.spectrogram.loaders import release_store_mappings
+
+    release_store_mappings()
     gc.collect()
+    still = mapped(paths)
+    if still:
+        raise RuntimeError(f"cannot evict {', '.join(still)} from the page cache: this process still maps it, "
+                           "so a 'cold' epoch would read cached pages")
     for p in paths:
         fd = os.open(p, os.O_RDONLY)
         try:
@@ -323,8 +342,11 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     for r in found:
         rate = n / r["epoch_s"]
         frac = (store_bytes[r["variant"]] / r["epoch_s"] / disk if r["limit"] == "disk" else rate / gather)
-        rows.append(_row(r["variant"], r["state"], n, dtype, r["epoch_s"], r["measured"], r["basis"],
-                         r["limit"], frac))
+        basis = r["basis"]
+        if r["state"] == "cold" and frac > 1.1:  # faster than the disk can deliver: not cold
+            basis += (f" (WARNING: {frac:.2f}x the disk's sequential read: the store's pages were cached, "
+                      "so this is not a cold figure)")
+        rows.append(_row(r["variant"], r["state"], n, dtype, r["epoch_s"], r["measured"], basis, r["limit"], frac))
 
     # The projections from a whole epoch of projection_frames frames, beside the measured epochs.
     checks = {}

@@ -11,7 +11,9 @@ be smaller). Each variant reshuffles every epoch when ``shuffle`` is set.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -234,12 +236,10 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: MemmapOptions):
     if offset % 64 or (size - offset) != n * h * w * dtype.size:
         raise StoreError(f"{path}: unexpected layout (data at byte {offset}, {size} bytes); reconvert")
 
-    mapping = []  # the file mapped once, on first use, for the loader's lifetime
+    mapping = _Mapping(path)  # the file mapped once, on first use, until released
 
     def opened():
-        if not mapping:
-            mapping.append(open_store_frames(path))
-        return mapping[0]
+        return mapping.get()
 
     def gather(rows):
         # The whole file memory-mapped by NumPy (once: batches don't re-map and re-fault)
@@ -262,6 +262,39 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: MemmapOptions):
         rows = order_dataset(len(index), opts).batch(opts.batch_size)
     ds = rows.map(gather, num_parallel_calls=tf.data.AUTOTUNE)
     return finish(ds, len(index), opts.batch_size)
+
+
+class _Mapping:
+    """A memmap store's frames file, mapped on first use and kept mapped for the loader's
+    batches; ``release_store_mappings`` unmaps it (the next batch maps it again)."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.array = None
+        _MAPPINGS.add(self)
+
+    def get(self) -> np.ndarray:
+        if self.array is None:
+            self.array = open_store_frames(self.path)
+        return self.array
+
+
+_MAPPINGS: "weakref.WeakSet[_Mapping]" = weakref.WeakSet()
+
+
+def release_store_mappings() -> int:
+    """Unmaps every memmap store file that a loader of this process holds mapped, so that
+    its pages can leave the page cache (``posix_fadvise(..., POSIX_FADV_DONTNEED)`` keeps
+    pages that a process maps: ``kit bench scale`` calls this before a cold epoch). A live
+    loader maps its file again at its next batch. Returns how many were released. (A
+    loader's mapping otherwise lives as long as TensorFlow keeps its ``numpy_function``,
+    which can outlast the loader itself.)"""
+    released = 0
+    for m in list(_MAPPINGS):
+        if m.array is not None:
+            m.array = None
+            released += 1
+    return released
 
 
 def open_store_frames(path) -> np.ndarray:
