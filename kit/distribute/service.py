@@ -173,7 +173,7 @@ class _Reader:
             raise value
         return value if kind == "batch" else None
 
-    def close(self, join_s: float = None) -> bool:
+    def close(self, join_s: float | None = None) -> bool:
         """Cancels a fetch still waiting, ends the thread; False if it did not end within the bound."""
         self._stop.set()
         self._cancel.start_cancel()
