@@ -49,16 +49,21 @@ class VariantOptions:
     """Base of one variant's own options: a frozen dataclass that validates itself.
 
     ``POSITIVE`` names the fields that must be positive integers (None allowed where
-    the default is None).
+    the default is None); ``FLAGS`` those that must be True, False or None.
     """
 
     POSITIVE: ClassVar[tuple[str, ...]] = ()
+    FLAGS: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self):
         for name in self.POSITIVE:
             value = getattr(self, name)
             if value is not None:
                 check_int(name, value)
+        for name in self.FLAGS:
+            value = getattr(self, name)
+            if not (value is None or isinstance(value, bool)):
+                raise ValueError(f"{name} must be True, False or None, got {value!r}")
 
     @classmethod
     def parse(cls, variant: str, options: Mapping[str, Any]) -> "VariantOptions":

@@ -104,6 +104,7 @@ class ClassIndexOptions(VariantOptions):
     (once per change of a file; False skips it, None follows ``$KIT_CHECK_STORES``)."""
 
     POSITIVE = ("shuffle_buffer",)
+    FLAGS = ("check_store",)
     format: str = "memmap"
     folder: str | None = None
     shard_mb: float = DEFAULT_SHARD_MB
@@ -114,8 +115,6 @@ class ClassIndexOptions(VariantOptions):
         super().__post_init__()
         if self.format not in ("memmap", "tfrecord"):
             raise ValueError(f"format must be 'memmap' or 'tfrecord', got {self.format!r}")
-        if not (self.check_store is None or isinstance(self.check_store, bool)):
-            raise ValueError(f"check_store must be True, False or None, got {self.check_store!r}")
 
 
 def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: int, size=(512, 512),

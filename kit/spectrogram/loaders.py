@@ -50,6 +50,7 @@ class StoreOptions(VariantOptions):
     ``check_store``: compare a reused store's files with their SHA-256 in its manifest
     (once per change of a file; False skips it, None follows ``$KIT_CHECK_STORES``)."""
 
+    FLAGS = ("check_store",)
     folder: str | None = None
     store_dtype: str = "float32"
     check_store: bool | None = None
@@ -58,8 +59,6 @@ class StoreOptions(VariantOptions):
         super().__post_init__()
         if self.store_dtype not in STORE_DTYPES:
             raise ValueError(f"store_dtype must be one of {STORE_DTYPES}, got {self.store_dtype!r}")
-        if not (self.check_store is None or isinstance(self.check_store, bool)):
-            raise ValueError(f"check_store must be True, False or None, got {self.check_store!r}")
 
 
 @dataclass(frozen=True)
