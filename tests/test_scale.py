@@ -204,6 +204,45 @@ def test_tfrecord_records_hold_blocks_and_an_old_layout_is_rebuilt(spec_index, t
     assert [int(x.shape[0]) for x, _ in loader] == [40, 40, 16]
 
 
+@pytest.mark.parametrize("record_frames,batch_size,shard_frames,shuffle", [
+    (5, 10, 20, True),    # batches of whole records; 4 shards of 20, one of 15 and a tail of 1 frame
+    (4, 8, 20, True),     # no tail (96 = 24 records)
+    (5, 10, 20, False),   # unshuffled: records in shard order, the tail last
+    (200, 16, 1000, True),  # a store smaller than one record: the tail alone
+    (5, 8, 20, True),     # a batch that is not whole records: each record's frames permuted one by one
+])
+def test_tfrecord_batches_of_whole_records_deliver_every_frame_once(spec_index, tmp_path, record_frames,
+                                                                    batch_size, shard_frames, shuffle):
+    """Format 3: every record whole but the tail's, so a batch of whole records is a whole
+    batch of frames; every frame exactly once with its label, reshuffled every epoch."""
+    from kit.spectrogram import make_loader
+    from kit.spectrogram.convert import TAIL_SHARD
+
+    reference = np.stack([spec_index.read(i) for i in range(len(spec_index))])
+    lookup = {reference[i].tobytes(): i for i in range(len(reference))}
+    frame_bytes = int(np.prod(spec_index.frame_shape)) * 4
+    loader = make_loader("tfrecord", spec_index, batch_size=batch_size, shuffle=shuffle, seed=2,
+                         record_frames=record_frames, shard_mb=shard_frames * frame_bytes / 1e6,
+                         workdir=tmp_path, progress=False)
+    folder = next(tmp_path.glob("spectrogram-tfrecord-*"))
+    m = store.complete(folder)
+    k = m.meta["options"]["record_frames"]
+    short = 96 % k
+    assert m.meta["tail_shard"] == (TAIL_SHARD if short else None)
+    assert [s["count"] for s in m.shards if s["name"] == TAIL_SHARD] == ([short] if short else [])
+    assert all(s["count"] % k == 0 for s in m.shards if s["name"] != TAIL_SHARD)
+    orders = []
+    for _ in range(2):
+        xs, ys = zip(*[(x.numpy(), y.numpy()) for x, y in loader])
+        assert [len(y) for y in ys] == [batch_size] * (96 // batch_size) + ([96 % batch_size] if 96 % batch_size else [])
+        rows = [lookup[f[..., 0].tobytes()] for f in np.concatenate(xs)]
+        assert sorted(rows) == list(range(96))
+        assert np.array_equal(np.concatenate(ys), spec_index.labels[rows])
+        orders.append(rows)
+    assert (orders[0] != orders[1]) == shuffle
+    assert store.verify(folder) == []
+
+
 # ------------------------------------------------------------------------- free space
 
 

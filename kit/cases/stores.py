@@ -57,30 +57,36 @@ def check_shards(folder: Path, manifest: store.Manifest) -> list[str]:
 
 def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffer: int,
                    cycle_length: int = 4, read_buffer: int = DEFAULT_READ_BUFFER, block: int | None = None,
-                   splittable: bool = False):
+                   tail: Sequence[str] = (), splittable: bool = False):
     """Batches of TFRecord shards, parsed a whole batch (or a whole record) at a time.
 
     The epoch order is computed, never buffered, so the loader resumes mid-epoch from a
     checkpoint of a few KB (``kit.epochs.iterator_checkpoint``): the shards in an order
     permuted from a per-iteration seed pair (``kit.epochs.order_dataset``), read
     ``cycle_length`` at a time, and the stream cut into windows of ``shuffle_buffer``
-    examples (records, without ``block``) whose order is permuted, each window by its
-    own seed pair drawn afresh every epoch (``stateless_shuffle``). Every example exactly
-    once per epoch, reshuffled every epoch, deterministic by the seed.
+    examples whose order is permuted, each window by its own seed pair drawn afresh
+    every epoch (``stateless_shuffle``). Every example exactly once per epoch,
+    reshuffled every epoch, deterministic by the seed.
 
     Args:
         paths: the shard files.
         parse: ``parse(serialized_batch) -> (x, y)``, vectorised over the batch; with
-            ``block``, ``parse(record) -> (x, y)`` of the record's block of examples.
+            ``block``, ``parse(records) -> (x, y)`` of the examples of one record or of a
+            batch of records.
         opts: ``LoaderOptions`` (batch size, shuffle, seed).
-        shuffle_buffer: examples (records, without ``block``) permuted together: how far
-            apart in the shards two neighbours of a batch may lie.
+        shuffle_buffer: examples permuted together: how far apart in the shards two
+            neighbours of a batch may lie.
         cycle_length: shards read at once.
         read_buffer: bytes of read buffer per shard.
-        block: records hold blocks of up to ``block`` examples each, each record decoded
-            once for its block; the windows then permute the decoded examples, so a
-            record's examples are spread over the window's batches, in a new order every
-            epoch.
+        block: every record of ``paths`` holds ``block`` examples (those of ``tail``
+            fewer). When the batch is a whole number of records, the windows permute
+            whole records and each batch is that many records, decoded at once: a
+            record's examples always share a batch (the price of decoding straight into
+            the batch; its batch-mates vary every epoch). Otherwise each record is
+            decoded on its own and the windows permute its examples one by one, which
+            costs a copy of every example per step.
+        tail: shards read after all of ``paths``, in order, never permuted: the short
+            record of a store whose other records are whole.
         splittable: the pipeline for tf.data service (``kit.epochs.finish(..., body=)``):
             its distributed epochs split the shards among the workers, which a computed
             order is not; there, the shards through ``order_dataset(..., splittable=True)``
@@ -93,23 +99,42 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
 
     from kit.epochs import order_dataset, window_seeds
 
-    names = tf.constant(list(paths))
-    files = order_dataset(len(paths), opts, splittable=splittable).map(lambda i: tf.gather(names, i))
-    ds = files.interleave(lambda f: tf.data.TFRecordDataset(f, buffer_size=read_buffer),
-                          cycle_length=min(cycle_length, len(paths)),
-                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    def permute(window, pair):
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(tf.shape(tf.nest.flatten(window)[0])[0]), seed=pair)
+        return tf.nest.map_structure(lambda t: tf.gather(t, order), window)
+
+    def permuted(ds, size):  # windows of ``size`` elements, each in its own order this epoch
+        ds = tf.data.Dataset.zip(ds.batch(size), window_seeds(opts.seed))
+        return ds.map(permute, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+
+    def read(files, count):
+        return files.interleave(lambda f: tf.data.TFRecordDataset(f, buffer_size=read_buffer),
+                                cycle_length=min(cycle_length, count),
+                                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+    tail = list(tail)
+    whole = block is not None and not splittable and opts.batch_size % block == 0
+    if not whole:
+        paths, tail = list(paths) + tail, []
+    if paths:
+        names = tf.constant(list(paths))
+        ds = read(order_dataset(len(paths), opts, splittable=splittable).map(lambda i: tf.gather(names, i)),
+                  len(paths))
+    else:  # a store smaller than one record: its tail alone
+        ds = tf.data.TFRecordDataset([], buffer_size=read_buffer)
+    if whole:  # whole records permuted, then batched and decoded a batch at a time
+        if opts.shuffle:
+            ds = permuted(ds, max(1, shuffle_buffer // block))
+        if tail:
+            ds = ds.concatenate(tf.data.TFRecordDataset(tail, buffer_size=read_buffer))
+        return ds.batch(opts.batch_size // block).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
     if block is not None:  # each record decoded once for its block, then one example at a time
         ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
     if opts.shuffle and splittable:
         ds = ds.shuffle(shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
     elif opts.shuffle:
-        def permute(window, pair):
-            order = tf.random.experimental.stateless_shuffle(
-                tf.range(tf.shape(tf.nest.flatten(window)[0])[0]), seed=pair)
-            return tf.nest.map_structure(lambda t: tf.gather(t, order), window)
-
-        ds = tf.data.Dataset.zip(ds.batch(shuffle_buffer), window_seeds(opts.seed))
-        ds = ds.map(permute, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+        ds = permuted(ds, shuffle_buffer)
     # unbatch + batch, never rebatch: rebatch has no symbolic checkpoint (kit.epochs).
     ds = ds.batch(opts.batch_size)
     if block is not None:

@@ -2,14 +2,18 @@
 
 * ``memmap``: every frame in index order in one ``frames.npy`` (N, H, W) of the
   store's dtype, plus ``labels.npy`` (N,) int64: read by memory map, one gather per batch.
-* ``tfrecord``: records that each hold a block of ``record_frames`` frames (format 2):
+* ``tfrecord``: records that each hold a block of ``record_frames`` frames (format 3):
   the frames' raw bytes in the store's dtype, then their labels as little-endian
   int64, in shards of about ``shard_mb``. Each shard holds the frames of a seeded
   random set of files in a seeded random order (``_shard_rows``), so a record is a
-  random set of those frames; the reader takes the shards in an order permuted per
-  epoch and permutes the decoded frames in windows (``kit.cases.read_tfrecords``). A record is decoded once for its whole block
-  (``decode_records``): parsing one 24 KB ``tf.train.Example`` per frame (format 1) cost
-  more than reading it.
+  random set of those frames. Every record is whole; the frames left over (fewer than
+  a record) are the one short record of a last shard, ``tail.tfrecord``, which the
+  reader reads after the others, so that a batch of whole records is a whole batch of
+  frames. The reader takes the shards in an order permuted per epoch, permutes the
+  records in windows and decodes a whole batch of records at once
+  (``kit.cases.read_tfrecords``, ``decode_records``): parsing one 24 KB
+  ``tf.train.Example`` per frame (format 1) cost more than reading it, and unbatching
+  the frames of each record to permute them (format 2) cost as much again.
 
 ``store_dtype="float16"`` halves the bytes on disk and in the page cache; loaders cast
 to float32 in the graph.
@@ -30,7 +34,7 @@ from kit.spectrogram.index import FrameIndex, open_frames
 from kit.util import usable_cpus
 
 __all__ = ["convert", "decode_records", "store_key", "default_folder", "FORMATS", "DEFAULT_SHARD_MB",
-           "DEFAULT_RECORD_FRAMES", "TFRECORD_FORMAT", "STORE_DTYPES", "records_dtype"]
+           "DEFAULT_RECORD_FRAMES", "TFRECORD_FORMAT", "TAIL_SHARD", "STORE_DTYPES", "records_dtype"]
 
 FORMATS = ("memmap", "tfrecord")
 #: 100 MB shards: a few shards per core keeps parallel interleave busy on the
@@ -40,9 +44,13 @@ DEFAULT_SHARD_MB = 100
 #: reached 0.70x of in_memory against 0.42x for one Example per frame, measured side by
 #: side on the default bench data (2 cores shared with other work).
 DEFAULT_RECORD_FRAMES = 32
-#: The TFRecord layout: 1 was one tf.train.Example per frame; 2 is records of a block of
-#: frames. In the store's key, so a store of an older layout is rebuilt, never misread.
-TFRECORD_FORMAT = 2
+#: The TFRecord layout: 1 was one tf.train.Example per frame; 2 records of a block of
+#: frames, the last record of the last shard short; 3 the same with every record whole
+#: but the one of ``tail.tfrecord``. In the store's key, so a store of an older layout is
+#: rebuilt, never misread.
+TFRECORD_FORMAT = 3
+#: The shard of a format-3 store that holds its short record, if it has one.
+TAIL_SHARD = "tail.tfrecord"
 STORE_DTYPES = ("float32", "float16")
 
 
@@ -209,8 +217,15 @@ def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check
     per_shard = per_shard // k * k  # whole records
     meta["options"] = {**meta["options"], "record_frames": k}
     pieces = _shard_rows(index, per_shard, seed)
+    short = len(pieces[-1]) % k  # frames left over from whole records: the tail's short record
+    tail = pieces[-1][len(pieces[-1]) - short:]
+    pieces[-1] = pieces[-1][:len(pieces[-1]) - short]
+    pieces = [rows for rows in pieces if len(rows)]
     shards = [store.Shard(f"shard-{tag}.tfrecord", len(rows), rows)
               for tag, rows in zip(shard_tags(len(pieces)), pieces)]
+    if short:
+        shards.append(store.Shard(TAIL_SHARD, short, tail))
+    meta["tail_shard"] = TAIL_SHARD if short else None
 
     def write(shard: store.Shard, tmp: Path, advance):
         rows = shard.task
@@ -251,24 +266,39 @@ def _shard_rows(index: FrameIndex, per_shard: int, seed: int) -> list[np.ndarray
     return [rng.permutation(order[i:i + per_shard]) for i in range(0, len(order), per_shard)]
 
 
-def decode_records(record, frame_shape, dtype: str = "float32"):
-    """Decodes one record (format 2) into its block of frames: ``(k, H, W, 1)`` float32 and
-    ``(k,)`` int64 labels. One ``decode_raw`` for the whole block; no ``tf.train.Example``."""
+def decode_records(records, frame_shape, dtype: str = "float32"):
+    """Decodes one record (format 2 or 3) or a batch of them into their frames:
+    ``(n, H, W, 1)`` float32 and ``(n,)`` int64 labels, in record order.
+
+    Records of one length (a batch of whole records) are decoded by one ``decode_raw``
+    straight into the batch; a batch with a record of another length (the tail's short
+    record) by joining their frames first. No ``tf.train.Example``."""
     import tensorflow as tf
 
     dt = tf.as_dtype(dtype)
     frame_bytes = int(np.prod(frame_shape)) * dt.size
-    length = tf.strings.length(record)
+    records = tf.reshape(records, [-1])
+    length = tf.strings.length(records)
     tf.debugging.assert_equal(length % (frame_bytes + 8), 0,
                               message="a record that is not a whole block of frames and their labels")
     k = length // (frame_bytes + 8)
     # decode_raw with a length has no float16 kernel: read the halves as uint16 and
     # reinterpret them (a bitcast, no copy).
     raw_dt = tf.uint16 if dt == tf.float16 else dt
-    x = tf.io.decode_raw(record, raw_dt, fixed_length=tf.cast(k * frame_bytes, tf.int32))
+
+    def same_length():
+        x = tf.io.decode_raw(records, raw_dt, fixed_length=tf.cast(k[0] * frame_bytes, tf.int32))
+        y = tf.io.decode_raw(tf.strings.substr(records, k[0] * frame_bytes, k[0] * 8), tf.int64)
+        return tf.reshape(x, [-1]), tf.reshape(y, [-1])
+
+    def joined():
+        x = tf.io.decode_raw(tf.strings.reduce_join(tf.strings.substr(records, tf.zeros_like(k), k * frame_bytes)), raw_dt)
+        y = tf.io.decode_raw(tf.strings.reduce_join(tf.strings.substr(records, k * frame_bytes, k * 8)), tf.int64)
+        return x, y
+
+    x, y = tf.cond(tf.reduce_all(tf.equal(k, k[0])), same_length, joined)
     if raw_dt != dt:
         x = tf.bitcast(x, dt)
-    y = tf.io.decode_raw(tf.strings.substr(record, k * frame_bytes, k * 8), tf.int64)
     x = tf.reshape(x, (-1,) + tuple(frame_shape) + (1,))
     return (x if dt == tf.float32 else tf.cast(x, tf.float32)), y
 

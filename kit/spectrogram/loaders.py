@@ -321,15 +321,16 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
                                 record_frames=vopts.record_frames, check=vopts.check_store)
     dtype = records_dtype(manifest)  # the store's, whatever was asked
     paths = check_shards(folder, manifest)  # a shard cut short or replaced is refused before reading
+    tail = [p for p in paths if Path(p).name == manifest.meta.get("tail_shard")]
     shape = index.frame_shape
-    # Each record decoded once for its block of frames; the frames permuted in windows of
-    # shuffle_buffer (an order computed per epoch: resumable); tf.data service runs it
-    # over a splittable one.
+    # Whole records permuted in windows of shuffle_buffer frames (an order computed per
+    # epoch: resumable), a batch of records decoded at once; tf.data service runs it over
+    # a splittable one.
     def pipeline(splittable):
-        return read_tfrecords(paths, lambda r: decode_records(r, shape, dtype), opts,
+        return read_tfrecords([p for p in paths if p not in tail], lambda r: decode_records(r, shape, dtype), opts,
                               shuffle_buffer=vopts.shuffle_buffer, cycle_length=vopts.cycle_length,
                               read_buffer=vopts.read_buffer, block=int(manifest.meta["options"]["record_frames"]),
-                              splittable=splittable)
+                              tail=tail, splittable=splittable)
 
     return finish(pipeline(False), len(index), opts.batch_size, body=pipeline(True))
 
@@ -365,7 +366,7 @@ REGISTRY = {
     "memmap": Variant("frames consolidated once into one memory-mapped .npy; one sorted gather per batch in "
                       "the graph", _memmap, MemmapOptions),
     "tfrecord": Variant("TFRecord shards of records of 32 frames: shards in a seeded order, parallel "
-                        "interleave, one decode per record, frames permuted in windows", _tfrecord, TFRecordOptions,
+                        "interleave, records permuted in windows, one decode per batch", _tfrecord, TFRecordOptions,
                         graph_only=True),
     "in_memory": Variant("all frames in RAM, one gather per batch: the ceiling", _in_memory, graph_only=True),
 }
