@@ -4,7 +4,8 @@ Every other bench measures 20,000 frames sitting in the page cache and projects 
 million. This one generates the million (or ``--frames``), converts them to the
 ``memmap`` and ``tfrecord`` stores and measures **whole epochs**:
 
-* each loader **warm** (its store read into the page cache first) and **cold** (the
+* each loader **warm** (its store read into the page cache first; the median of
+  ``--warm-epochs`` whole epochs, each listed in the basis) and **cold** (the
   store's pages evicted first with ``os.posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)``,
   which needs no root);
 * ``memmap`` in block order (``order="blocks"``: near-sequential reads) and, cold, in
@@ -48,6 +49,8 @@ EPOCH = 1_000_000
 FRAMES_PER_FILE = 100
 #: The default spectrogram bench's size: the basis of the projections checked here.
 PROJECTION_FRAMES = 20_000
+#: Whole warm epochs per warm row, their median reported.
+WARM_EPOCHS = 3
 FRAME_SHAPE = (96, 64)
 #: Column order of the rows (the issue's form, then the basis).
 COLUMNS = ["variant", "state", "frames", "dtype", "epoch_s", "measured", "examples_per_s", "limit",
@@ -228,7 +231,8 @@ def _row(variant, state, frames, dtype, epoch_s, measured, basis, limit=None, fr
 
 def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, seed: int = 0,
         skip_extraction: bool = False, generator_frames: int = 2_000, random_seconds: float = 60.0,
-        projection_frames: int = PROJECTION_FRAMES, workdir=None, workers=None, progress=True,
+        projection_frames: int = PROJECTION_FRAMES, warm_epochs: int = WARM_EPOCHS, workdir=None, workers=None,
+        progress=True,
         log=print) -> tuple[pd.DataFrame, dict]:
     """Generates, converts and measures; returns ``(rows, info)``.
 
@@ -243,6 +247,9 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
         generator_frames: the generator's bounded sample (it would take half an hour).
         random_seconds: cap on the cold epoch of ``memmap`` in fully random order (then projected).
         projection_frames: the basis of the checked projections (20,000: the default bench).
+        warm_epochs: whole warm epochs per warm row (the head: after its first, traced,
+            epoch); the row is their median, the basis lists each (a 2-core VM's warm
+            epochs vary from one to the next by up to 2x).
         workdir: where data, stores and caches go (the kit cache).
         workers: parallel writers of the data.
         progress: progress bars.
@@ -257,7 +264,7 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     if dtype not in ("float16", "float32"):
         raise ValueError(f"dtype must be 'float16' or 'float32', got {dtype!r}")
     for name, v in (("frames", frames), ("batch_size", batch_size), ("generator_frames", generator_frames),
-                    ("projection_frames", projection_frames)):
+                    ("projection_frames", projection_frames), ("warm_epochs", warm_epochs)):
         if not isinstance(v, (int, np.integer)) or v <= 0:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     root = Path(workdir) if workdir is not None else store.default_workdir()
@@ -272,7 +279,7 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     index = make_data(frames, dtype, seed=seed, workdir=workdir, workers=workers, progress=progress)
     log(f"  ready in {time.perf_counter() - t0:.0f} s ({len(index.files):,} files)")
     n, labels = len(index), index.labels
-    info = {"frames": n, "dtype": dtype, "batch_size": batch_size, "targets": TARGETS}
+    info = {"frames": n, "dtype": dtype, "batch_size": batch_size, "warm_epochs": warm_epochs, "targets": TARGETS}
 
     stores = {}
     for fmt in ("memmap", "tfrecord"):
@@ -290,6 +297,11 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     def measured(variant, state, ld, limit, basis_extra="", **kw):
         gc.collect()
         got, s, whole = epoch(ld, expected=n, labels=labels, **kw)
+        if whole and state == "warm" and warm_epochs > 1:
+            times = [s] + [epoch(ld, expected=n, labels=labels)[1] for _ in range(warm_epochs - 1)]
+            return {"variant": variant, "state": state, "epoch_s": float(np.median(times)), "measured": True,
+                    "limit": limit, "basis": f"the median of {len(times)} whole epochs of {n:,} frames "
+                                             f"({', '.join(f'{t:.1f}' for t in times)} s){basis_extra}"}
         if whole:
             return {"variant": variant, "state": state, "epoch_s": s, "measured": True, "limit": limit,
                     "basis": f"a whole epoch of {n:,} frames{basis_extra}"}
@@ -381,8 +393,9 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     warm_cache = features.FeatureCache.open(cache.folder)
     data = features.head_loader(warm_cache, batch_size=batch_size, shuffle=True, seed=seed)
     load_s = time.perf_counter() - t0
-    fit = timing.fit(head, data, epochs=2, examples=n, wait=False)  # the first epoch traces the step
-    warm_s = float(fit["seconds"].iloc[-1])
+    fit = timing.fit(head, data, epochs=1 + warm_epochs, examples=n, wait=False)  # the first traces the step
+    warm_times = [float(t) for t in fit["seconds"].iloc[1:]]
+    warm_s = float(np.median(warm_times))
     del data, warm_cache
     gc.collect()
     evict(feat_files)
@@ -395,8 +408,9 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     del data, cold_cache
     what = f"{how['kind']} features, {cache.dim}-d {cache.dtype}"
     rows.append(_row("head_from_cache", "warm", n, dtype, warm_s, True,
-                     f"a whole training epoch of {n:,} frames ({what}; loading the cache into RAM, "
-                     f"{load_s:.1f} s, not counted)"))
+                     f"the median of {len(warm_times)} whole training epochs of {n:,} frames "
+                     f"({', '.join(f'{t:.1f}' for t in warm_times)} s; {what}; the first, traced, epoch and "
+                     f"loading the cache into RAM, {load_s:.1f} s, not counted)"))
     rows.append(_row("head_from_cache", "cold", n, dtype, cold_s, True,
                      f"reading the cache from disk ({cold_load:.1f} s) and a whole training epoch of "
                      f"{n:,} frames ({what})"))
@@ -501,6 +515,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="cap on the cold fully-random memmap epoch (then projected)")
     p.add_argument("--projection-frames", type=positive_int, default=PROJECTION_FRAMES,
                    help="the basis of the projections checked against the measured epochs")
+    p.add_argument("--warm-epochs", type=positive_int, default=WARM_EPOCHS,
+                   help="whole warm epochs per warm row, their median reported (3)")
     p.add_argument("--workers", type=positive_int, default=None, help="parallel writers of the data")
     p.add_argument("--workdir", type=Path, default=None, help="where data, stores and caches go (kit cache)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -521,7 +537,7 @@ def main(args) -> int:
     df, info = run(frames=args.frames, dtype=args.dtype, batch_size=args.batch_size, seed=args.seed,
                    skip_extraction=args.skip_extraction, generator_frames=args.generator_frames,
                    random_seconds=args.random_seconds, projection_frames=args.projection_frames,
-                   workdir=args.workdir, workers=args.workers, progress=not args.no_progress)
+                   warm_epochs=args.warm_epochs, workdir=args.workdir, workers=args.workers, progress=not args.no_progress)
     print()
     print_table(df, COLUMNS[:-1])
     print("\nbasis per row:")
