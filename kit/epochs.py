@@ -3,6 +3,8 @@
 * ``epoch_order``: the row order of one epoch in NumPy, a permutation seeded by
   ``(seed, epoch)`` (Python-side variants);
 * ``order_dataset``: the same idea in tf.data, reshuffled on every iteration;
+  ``order_batches`` and ``block_order_dataset``: such orders already cut into batches
+  (a stream of batches, not of single rows: far cheaper under symbolic checkpointing);
 * ``finish``: ``assert_cardinality`` then ``prefetch``, so a pipeline that ends early
   (a truncated shard, a file gone mid-epoch) fails loudly instead of yielding a
   silently shorter epoch; it records an ``Epoch`` on the loader it returns, and sets
@@ -35,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Epoch", "num_batches", "epoch_order", "order_dataset", "block_order_dataset", "BLOCK_FRAMES",
+__all__ = ["Epoch", "num_batches", "epoch_order", "order_dataset", "order_batches", "block_order_dataset", "BLOCK_FRAMES",
            "WINDOW_BLOCKS", "window_seeds", "finish", "record", "epoch_of", "not_resumable", "iterator_checkpoint",
            "NotResumableError"]
 
@@ -156,12 +158,6 @@ def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True, body=No
     return record(ds.with_options(options), examples, batch_size, body)
 
 
-@dataclass(frozen=True)
-class _Order:
-    shuffle: bool
-    seed: int
-
-
 #: id(loader) -> (a weak reference, why it cannot resume mid-epoch).
 _NOT_RESUMABLE: dict[int, tuple] = {}
 
@@ -225,6 +221,11 @@ def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, w
     exactly once per epoch, reshuffled every epoch, deterministic by ``seed``; each batch
     draws from one window of ``block * window`` consecutive-in-blocks rows instead of the
     whole set. Without ``shuffle``: rows in order.
+
+    The whole epoch's order is computed at once from its seed pair (the block order, then
+    a sort by window and a random key) and cut into batches there, so the pipeline's
+    elements are batches, not rows: under symbolic checkpointing (``finish``) a stream of
+    a million single rows cost 4-6 s an epoch on 2 cores, a stream of batches 0.4 s.
     """
     import tensorflow as tf
 
@@ -232,19 +233,58 @@ def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, w
         if not isinstance(v, (int, np.integer)) or v <= 0:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     if not shuffle:
-        return tf.data.Dataset.range(n).batch(batch_size)
+        return _in_order_batches(n, batch_size)
     count = -(-n // block)
-    blocks = order_dataset(count, _Order(True, seed))  # computed, not a shuffle buffer: see order_dataset
     offsets = tf.range(block, dtype=tf.int64)
+    window_of_block = tf.range(count, dtype=tf.int64) // window
 
-    def rows_of(ids, pair):
+    def batches(pair):
+        blocks_seed, rows_seed = tf.unstack(tf.random.experimental.stateless_split(pair, 2))
+        ids = tf.random.experimental.stateless_shuffle(tf.range(count, dtype=tf.int64), seed=blocks_seed)
         rows = tf.reshape(ids[:, None] * block + offsets[None, :], [-1])
-        rows = tf.boolean_mask(rows, rows < n)  # the last block may be short
-        return tf.random.experimental.stateless_shuffle(rows, seed=pair)
+        windows = tf.reshape(tf.tile(window_of_block[:, None], [1, block]), [-1])
+        keep = rows < n  # the last block may be short
+        rows, windows = tf.boolean_mask(rows, keep), tf.boolean_mask(windows, keep)
+        # Window by window, and in a random order within each: the window plus a key in [0, 1).
+        key = tf.cast(windows, tf.float64) + tf.random.stateless_uniform([n], seed=rows_seed, dtype=tf.float64)
+        return _cut(tf.gather(rows, tf.argsort(key, stable=True)), n, batch_size)
 
-    # One stateless seed pair per window, drawn afresh every epoch from ``seed``.
-    # (The first pair of each iteration's stream orders the blocks: order_dataset.)
-    ds = tf.data.Dataset.zip(blocks.batch(window), window_seeds(seed)).map(rows_of)
-    # unbatch + batch, not rebatch: rebatch has no symbolic checkpoint (its positions
-    # could not be saved, only its buffer).
-    return ds.unbatch().batch(batch_size)
+    return _epoch_seeds(seed).flat_map(batches).apply(
+        tf.data.experimental.assert_cardinality(num_batches(n, batch_size)))
+
+
+def order_batches(n: int, batch_size: int, opts, *, splittable: bool = False):
+    """``order_dataset(n, opts).batch(batch_size)``: the same batches of row positions, in
+    the same order for a seed, with each epoch's permutation cut into batches at once
+    (elements that are batches, not rows: see ``block_order_dataset``)."""
+    import tensorflow as tf
+
+    if splittable:
+        return order_dataset(n, opts, splittable=True).batch(batch_size)
+    if not opts.shuffle:
+        return _in_order_batches(n, batch_size)
+
+    def batches(pair):
+        return _cut(tf.random.experimental.stateless_shuffle(tf.range(n, dtype=tf.int64), seed=pair), n,
+                    batch_size)
+
+    return _epoch_seeds(opts.seed).flat_map(batches).apply(
+        tf.data.experimental.assert_cardinality(num_batches(n, batch_size)))
+
+
+def _cut(order, n: int, batch_size: int):
+    """The ``n`` positions of ``order`` as a dataset of batches (the last may be smaller)."""
+    import tensorflow as tf
+
+    full = n // batch_size
+    ds = tf.data.Dataset.from_tensor_slices(tf.reshape(order[:full * batch_size], (full, batch_size)))
+    if n % batch_size:
+        ds = ds.concatenate(tf.data.Dataset.from_tensors(order[full * batch_size:]))
+    return ds
+
+
+def _in_order_batches(n: int, batch_size: int):
+    import tensorflow as tf
+
+    return tf.data.Dataset.range(num_batches(n, batch_size)).map(
+        lambda b: tf.range(b * batch_size, tf.minimum((b + 1) * batch_size, n)))

@@ -32,7 +32,7 @@ import pandas as pd
 
 from kit import store
 from kit.cases.loaders import LoaderOptions
-from kit.epochs import finish, order_dataset
+from kit.epochs import finish, order_batches
 from kit.models.audio import leaf_layers
 from kit.spectrogram.index import FrameIndex
 from kit.util import check_int
@@ -437,7 +437,7 @@ def head_loader(cache: FeatureCache, *, batch_size: int, rows=None, shuffle: boo
     if len(rows) == 0:
         raise ValueError("rows selects no rows of the cache")
     m = len(rows)
-    ds = order_dataset(m, LoaderOptions(batch_size, shuffle, seed)).batch(batch_size)
+    ds = order_batches(m, batch_size, LoaderOptions(batch_size, shuffle, seed))
     labels = cache.labels
     if in_memory:
         if "variables" not in cache._cache:  # one copy in RAM per cache, shared by its loaders

@@ -205,18 +205,22 @@ def test_tfrecord_records_hold_blocks_and_an_old_layout_is_rebuilt(spec_index, t
 
 
 @pytest.mark.parametrize("record_frames,batch_size,shard_frames,shuffle", [
-    (5, 10, 20, True),    # batches of whole records; 4 shards of 20, one of 15 and a tail of 1 frame
-    (4, 8, 20, True),     # no tail (96 = 24 records)
-    (5, 10, 20, False),   # unshuffled: records in shard order, the tail last
-    (200, 16, 1000, True),  # a store smaller than one record: the tail alone
-    (5, 8, 20, True),     # a batch that is not whole records: each record's frames permuted one by one
+    (5, 40, 20, True),    # batches of 8 whole records; 4 shards of 20, one of 15 and a tail of 1 frame
+    (2, 16, 20, True),    # no tail (96 = 48 records)
+    (5, 40, 20, False),   # unshuffled: records in shard order, the tail last
+    (200, 1600, 1000, True),  # a store smaller than one record: the tail alone, frames permuted one by one
+    (5, 10, 20, True),    # 2 records a batch, fewer than MIN_RECORDS_PER_BATCH: frames permuted one by one
+    (5, 8, 20, True),     # a batch that is not whole records: the same
 ])
 def test_tfrecord_batches_of_whole_records_deliver_every_frame_once(spec_index, tmp_path, record_frames,
                                                                     batch_size, shard_frames, shuffle):
     """Format 3: every record whole but the tail's, so a batch of whole records is a whole
     batch of frames; every frame exactly once with its label, reshuffled every epoch."""
+    import tensorflow as tf
+
+    from kit.cases.stores import MIN_RECORDS_PER_BATCH
     from kit.spectrogram import make_loader
-    from kit.spectrogram.convert import TAIL_SHARD
+    from kit.spectrogram.convert import TAIL_SHARD, decode_records
 
     reference = np.stack([spec_index.read(i) for i in range(len(spec_index))])
     lookup = {reference[i].tobytes(): i for i in range(len(reference))}
@@ -231,9 +235,19 @@ def test_tfrecord_batches_of_whole_records_deliver_every_frame_once(spec_index, 
     assert m.meta["tail_shard"] == (TAIL_SHARD if short else None)
     assert [s["count"] for s in m.shards if s["name"] == TAIL_SHARD] == ([short] if short else [])
     assert all(s["count"] % k == 0 for s in m.shards if s["name"] != TAIL_SHARD)
+    whole = batch_size % k == 0 and batch_size // k >= MIN_RECORDS_PER_BATCH and k <= 96
     orders = []
     for _ in range(2):
         xs, ys = zip(*[(x.numpy(), y.numpy()) for x, y in loader])
+        if whole and shuffle:  # a batch of whole records: each record's frames together in one batch
+            record_of = {}
+            for s in m.shards:
+                rows = [lookup[f[..., 0].tobytes()] for x, _ in
+                        [decode_records(r, spec_index.frame_shape) for r in
+                         tf.data.TFRecordDataset(str(folder / s["name"]))] for f in x.numpy()]
+                record_of.update({r: (s["name"], j // k) for j, r in enumerate(rows)})
+            batch_of = {lookup[f[..., 0].tobytes()]: b for b, x in enumerate(xs) for f in x}
+            assert len({(record_of[r], batch_of[r]) for r in batch_of}) == len(set(record_of.values()))
         assert [len(y) for y in ys] == [batch_size] * (96 // batch_size) + ([96 % batch_size] if 96 % batch_size else [])
         rows = [lookup[f[..., 0].tobytes()] for f in np.concatenate(xs)]
         assert sorted(rows) == list(range(96))

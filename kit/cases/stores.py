@@ -16,8 +16,13 @@ from typing import Callable, Sequence
 
 from kit import store
 
-__all__ = ["DEFAULT_READ_BUFFER", "store_folder", "shard_tags", "check_shards", "read_tfrecords",
+__all__ = ["DEFAULT_READ_BUFFER", "MIN_RECORDS_PER_BATCH", "store_folder", "shard_tags", "check_shards", "read_tfrecords",
            "check_tfrecord_shard"]
+
+#: Batches are cut from whole records (``read_tfrecords(block=...)``) only when a batch
+#: holds at least this many: a record's examples always share a batch, so each example
+#: then keeps at most 1/8 of its batch-mates from one epoch to the next.
+MIN_RECORDS_PER_BATCH = 8
 
 #: An 8 MB read buffer per file: 1.3-1.9x the rate of TFRecordDataset's 256 KB default
 #: on the spectrogram bench data (32 MB was no better), measured side by side on 2 cores.
@@ -79,12 +84,14 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
         cycle_length: shards read at once.
         read_buffer: bytes of read buffer per shard.
         block: every record of ``paths`` holds ``block`` examples (those of ``tail``
-            fewer). When the batch is a whole number of records, the windows permute
-            whole records and each batch is that many records, decoded at once: a
-            record's examples always share a batch (the price of decoding straight into
-            the batch; its batch-mates vary every epoch). Otherwise each record is
-            decoded on its own and the windows permute its examples one by one, which
-            costs a copy of every example per step.
+            fewer). When the batch is a whole number of records, at least
+            ``MIN_RECORDS_PER_BATCH`` of them, the windows permute whole records and each
+            batch is that many records, decoded at once: a record's examples always
+            share a batch (the price of decoding straight into the batch; their other
+            batch-mates change every epoch). Otherwise (or with no whole record at
+            all, a store smaller than one record) each record is decoded on its own
+            and the windows permute its examples one by one, which costs a copy of every
+            example at each step.
         tail: shards read after all of ``paths``, in order, never permuted: the short
             record of a store whose other records are whole.
         splittable: the pipeline for tf.data service (``kit.epochs.finish(..., body=)``):
@@ -114,15 +121,13 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
                                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
     tail = list(tail)
-    whole = block is not None and not splittable and opts.batch_size % block == 0
+    whole = (block is not None and not splittable and opts.batch_size % block == 0
+             and opts.batch_size // block >= MIN_RECORDS_PER_BATCH and len(paths) > 0)
     if not whole:
         paths, tail = list(paths) + tail, []
-    if paths:
-        names = tf.constant(list(paths))
-        ds = read(order_dataset(len(paths), opts, splittable=splittable).map(lambda i: tf.gather(names, i)),
-                  len(paths))
-    else:  # a store smaller than one record: its tail alone
-        ds = tf.data.TFRecordDataset([], buffer_size=read_buffer)
+    names = tf.constant(list(paths))
+    ds = read(order_dataset(len(paths), opts, splittable=splittable).map(lambda i: tf.gather(names, i)),
+              len(paths))
     if whole:  # whole records permuted, then batched and decoded a batch at a time
         if opts.shuffle:
             ds = permuted(ds, max(1, shuffle_buffer // block))

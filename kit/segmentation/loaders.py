@@ -27,7 +27,7 @@ import numpy as np
 
 from kit.cases import (LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, check_shards,
                        graph_only, module_getattr, pydataset_class, read_tfrecords)
-from kit.epochs import finish, not_resumable, order_dataset
+from kit.epochs import finish, not_resumable, order_batches, order_dataset
 from kit.errors import DataError
 from kit.segmentation.convert import DEFAULT_SHARD_MB, convert, open_memmap_store, parse_batch
 from kit.segmentation.dali import DaliOptions, make_dali
@@ -451,7 +451,7 @@ def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
             x, y = tf.numpy_function(gather, [rows], (tf.uint8, tf.uint8), stateful=False)
             return tf.ensure_shape(x, (None,) + size + (3,)), tf.ensure_shape(y, (None,) + size)
 
-        ds = order_dataset(n, opts).batch(opts.batch_size).map(load, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = order_batches(n, opts.batch_size, opts).map(load, num_parallel_calls=tf.data.AUTOTUNE)
         return finish(_with_post(ds, opts, palette), n, opts.batch_size)
     # Records are written in a random order; windows of 64 (x 1 MB) permuted per epoch mix them
     # further (an order computed per epoch: resumable); tf.data service runs a splittable one.

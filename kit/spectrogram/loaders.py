@@ -20,7 +20,7 @@ import numpy as np
 from kit.cases import (DEFAULT_READ_BUFFER, LoaderOptions, NoOptions, Variant, VariantOptions, build_loader,
                        check_shards, graph_only, module_getattr, pydataset_class, read_tfrecords)
 from kit.epochs import (BLOCK_FRAMES, WINDOW_BLOCKS, block_order_dataset, epoch_order, finish, not_resumable,
-                        order_dataset)
+                        order_batches, order_dataset)
 from kit.spectrogram.convert import (DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STORE_DTYPES, records_dtype,
                                      decode_records)
 from kit.spectrogram.convert import convert as to_store
@@ -84,7 +84,9 @@ class MemmapOptions(StoreOptions):
 class TFRecordOptions(StoreOptions):
     """``tfrecord``: shard size, frames per record, ``shuffle_buffer`` (the frames permuted
     together: a window of the interleaved shards, each window in a new order every epoch),
-    shards read at once, read buffer per shard."""
+    shards read at once, read buffer per shard. A batch of at least 8 whole records is
+    decoded at once and a record's frames always share a batch; a smaller one (or not a
+    whole number of records) is cut frame by frame (``kit.cases.read_tfrecords``)."""
 
     POSITIVE = ("record_frames", "shuffle_buffer", "cycle_length", "read_buffer")
     shard_mb: float = DEFAULT_SHARD_MB
@@ -258,7 +260,7 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: MemmapOptions):
         rows = block_order_dataset(n, opts.batch_size, block=vopts.block_frames, window=vopts.window_blocks,
                                    shuffle=opts.shuffle, seed=opts.seed)
     else:
-        rows = order_dataset(len(index), opts).batch(opts.batch_size)
+        rows = order_batches(len(index), opts.batch_size, opts)
     ds = rows.map(gather, num_parallel_calls=tf.data.AUTOTUNE)
     return finish(ds, len(index), opts.batch_size)
 
@@ -326,8 +328,11 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     # Whole records permuted in windows of shuffle_buffer frames (an order computed per
     # epoch: resumable), a batch of records decoded at once; tf.data service runs it over
     # a splittable one.
+    def parse(records):
+        return decode_records(records, shape, dtype)
+
     def pipeline(splittable):
-        return read_tfrecords([p for p in paths if p not in tail], lambda r: decode_records(r, shape, dtype), opts,
+        return read_tfrecords([p for p in paths if p not in tail], parse, opts,
                               shuffle_buffer=vopts.shuffle_buffer, cycle_length=vopts.cycle_length,
                               read_buffer=vopts.read_buffer, block=int(manifest.meta["options"]["record_frames"]),
                               tail=tail, splittable=splittable)
@@ -346,13 +351,12 @@ def _in_memory(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
     with tf.device("/CPU:0"):
         x = tf.Variable(index.read_all()[..., None], trainable=False)
         y = tf.Variable(index.labels, trainable=False)
-    def pipeline(order):
-        return order.batch(opts.batch_size).map(lambda rows: (tf.gather(x, rows), tf.gather(y, rows)),
-                                                num_parallel_calls=tf.data.AUTOTUNE)
+    def pipeline(batches):
+        return batches.map(lambda rows: (tf.gather(x, rows), tf.gather(y, rows)), num_parallel_calls=tf.data.AUTOTUNE)
 
     # Its order computed per epoch (resumable); tf.data service runs it over a splittable one.
-    return finish(pipeline(order_dataset(len(index), opts)), len(index), opts.batch_size,
-                  body=pipeline(order_dataset(len(index), opts, splittable=True)))
+    return finish(pipeline(order_batches(len(index), opts.batch_size, opts)), len(index), opts.batch_size,
+                  body=pipeline(order_batches(len(index), opts.batch_size, opts, splittable=True)))
 
 
 #: Every variant: its description, builder, options and whether tf.data service can run it.
