@@ -318,6 +318,8 @@ def npy_data_offset(path) -> int:
 
 
 def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
+    import tensorflow as tf
+
     folder, manifest = to_store(index, "tfrecord", vopts.folder, workdir=opts.workdir, shard_mb=vopts.shard_mb,
                                 seed=opts.seed, progress=opts.progress, adopt=True, store_dtype=vopts.store_dtype,
                                 record_frames=vopts.record_frames, check=vopts.check_store)
@@ -328,6 +330,8 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     # Whole records permuted in windows of shuffle_buffer frames (an order computed per
     # epoch: resumable), a batch of records decoded at once; tf.data service runs it over
     # a splittable one.
+    # Plain TensorFlow ops (its branch is a tf.cond): nothing for autograph to convert.
+    @tf.autograph.experimental.do_not_convert
     def parse(records):
         return decode_records(records, shape, dtype)
 
