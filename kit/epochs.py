@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Epoch", "num_batches", "epoch_order", "order_dataset", "order_batches", "block_order_dataset", "BLOCK_FRAMES",
-           "WINDOW_BLOCKS", "window_seeds", "finish", "record", "epoch_of", "not_resumable", "iterator_checkpoint",
-           "NotResumableError"]
+__all__ = ["Epoch", "num_batches", "epoch_order", "order_dataset", "order_batches", "block_order_dataset",
+           "BLOCK_FRAMES", "WINDOW_BLOCKS", "window_seeds", "finish", "record", "epoch_of", "not_resumable",
+           "iterator_checkpoint", "NotResumableError"]
 
 
 def num_batches(n: int, batch_size: int) -> int:

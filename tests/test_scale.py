@@ -248,7 +248,8 @@ def test_tfrecord_batches_of_whole_records_deliver_every_frame_once(spec_index, 
                 record_of.update({r: (s["name"], j // k) for j, r in enumerate(rows)})
             batch_of = {lookup[f[..., 0].tobytes()]: b for b, x in enumerate(xs) for f in x}
             assert len({(record_of[r], batch_of[r]) for r in batch_of}) == len(set(record_of.values()))
-        assert [len(y) for y in ys] == [batch_size] * (96 // batch_size) + ([96 % batch_size] if 96 % batch_size else [])
+        sizes = [batch_size] * (96 // batch_size) + ([96 % batch_size] if 96 % batch_size else [])
+        assert [len(y) for y in ys] == sizes
         rows = [lookup[f[..., 0].tobytes()] for f in np.concatenate(xs)]
         assert sorted(rows) == list(range(96))
         assert np.array_equal(np.concatenate(ys), spec_index.labels[rows])

@@ -233,8 +233,7 @@ def _row(variant, state, frames, dtype, epoch_s, measured, basis, limit=None, fr
 def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, seed: int = 0,
         skip_extraction: bool = False, generator_frames: int = 2_000, random_seconds: float = 60.0,
         projection_frames: int = PROJECTION_FRAMES, warm_epochs: int = WARM_EPOCHS, workdir=None, workers=None,
-        progress=True,
-        log=print) -> tuple[pd.DataFrame, dict]:
+        progress=True, log=print) -> tuple[pd.DataFrame, dict]:
     """Generates, converts and measures; returns ``(rows, info)``.
 
     Args:
@@ -538,7 +537,8 @@ def main(args) -> int:
     df, info = run(frames=args.frames, dtype=args.dtype, batch_size=args.batch_size, seed=args.seed,
                    skip_extraction=args.skip_extraction, generator_frames=args.generator_frames,
                    random_seconds=args.random_seconds, projection_frames=args.projection_frames,
-                   warm_epochs=args.warm_epochs, workdir=args.workdir, workers=args.workers, progress=not args.no_progress)
+                   warm_epochs=args.warm_epochs, workdir=args.workdir, workers=args.workers,
+                   progress=not args.no_progress)
     print()
     print_table(df, COLUMNS[:-1])
     print("\nbasis per row:")

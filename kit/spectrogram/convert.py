@@ -294,7 +294,8 @@ def decode_records(records, frame_shape, dtype: str = "float32"):
         return tf.reshape(x, [-1]), tf.reshape(y, [-1])
 
     def joined():
-        x = tf.io.decode_raw(tf.strings.reduce_join(tf.strings.substr(records, tf.zeros_like(k), k * frame_bytes)), raw_dt)
+        frames = tf.strings.substr(records, tf.zeros_like(k), k * frame_bytes)
+        x = tf.io.decode_raw(tf.strings.reduce_join(frames), raw_dt)
         y = tf.io.decode_raw(tf.strings.reduce_join(tf.strings.substr(records, k * frame_bytes, k * 8)), tf.int64)
         return x, y
 
