@@ -203,12 +203,20 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
     Returns ``(examples, seconds)``."""
     import tensorflow as tf
 
+    from kit.util import usable_cpus
+
     with tf.device("/CPU:0"):
         x = tf.Variable(sample, trainable=False)
     n = len(sample)
-    ds = tf.data.Dataset.range(n).shuffle(n, seed=0, reshuffle_each_iteration=True).batch(batch_size)
-    ds = ds.map(lambda r: tf.cast(tf.gather(x, r), tf.float32), num_parallel_calls=tf.data.AUTOTUNE)
-    ds = ds.repeat().prefetch(tf.data.AUTOTUNE)
+
+    def batch(i):  # batch_size random rows, drawn in the graph: no per-row element in tf.data
+        rows = tf.random.stateless_uniform([batch_size], seed=tf.stack([i, 0]), maxval=n, dtype=tf.int64)
+        return tf.cast(tf.gather(x, rows), tf.float32)
+
+    ds = tf.data.Dataset.range(1 << 40).map(batch, num_parallel_calls=usable_cpus()).prefetch(2)
+    fixed = tf.data.Options()
+    fixed.autotune.enabled = False  # as the kit's loaders (kit.epochs.finish)
+    ds = ds.with_options(fixed)
     it = iter(ds)
     for _ in range(3):
         next(it)

@@ -26,7 +26,6 @@ from kit.spectrogram.convert import (DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, ST
 from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.store import StoreError
-from kit.util import usable_cpus
 
 __all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "LoaderOptions", "PyDatasetOptions",
            "StoreOptions", "MemmapOptions", "TFRecordOptions", "npy_data_offset"]
@@ -262,12 +261,7 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: MemmapOptions):
                                    shuffle=opts.shuffle, seed=opts.seed)
     else:
         rows = order_batches(len(index), opts.batch_size, opts)
-    # A fixed parallelism, tf.data's autotuner off: at a million frames it ran this map on
-    # both cores one epoch and on one the next (the same CPU time; 6 s, then 10.3 s, in
-    # turn); fixed, every epoch took 6.7-7.7 s.
-    fixed = tf.data.Options()
-    fixed.autotune.enabled = False
-    ds = rows.map(gather, num_parallel_calls=usable_cpus()).with_options(fixed)
+    ds = rows.map(gather, num_parallel_calls=tf.data.AUTOTUNE)  # every core: finish turns autotune off
     return finish(ds, len(index), opts.batch_size)
 
 
