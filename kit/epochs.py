@@ -39,7 +39,7 @@ import numpy as np
 
 __all__ = ["Epoch", "num_batches", "epoch_order", "order_dataset", "order_batches", "block_order_dataset",
            "BLOCK_FRAMES", "WINDOW_BLOCKS", "window_seeds", "finish", "record", "epoch_of", "not_resumable",
-           "iterator_checkpoint", "NotResumableError"]
+           "iterator_checkpoint", "NotResumableError", "untuned_options"]
 
 
 def num_batches(n: int, batch_size: int) -> int:
@@ -154,14 +154,22 @@ def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True, body=No
     ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches(examples, batch_size)))
     if prefetch:
         ds = ds.prefetch(tf.data.AUTOTUNE)
-    options = tf.data.Options()
+    options = untuned_options()
     options.experimental_symbolic_checkpoint = True
-    # tf.data's autotuner off: every AUTOTUNE parallelism is then the machine's cores. On
-    # 2 cores at a million frames it ran memmap's gather on both cores one epoch and on
-    # one the next (6.0 s, then 10.3 s, in turn, the same CPU time), and the TFRecord
-    # reader on one: 41.1 s every epoch, against 20.9-22.4 s with it off.
-    options.autotune.enabled = False
     return record(ds.with_options(options), examples, batch_size, body)
+
+
+def untuned_options():
+    """``tf.data.Options`` with tf.data's autotuner off: every ``AUTOTUNE`` parallelism is
+    then the machine's cores. On 2 cores at a million frames the autotuner ran memmap's
+    gather on both cores one epoch and on one the next (6.0 s, then 10.3 s, in turn, the
+    same CPU time), and the TFRecord reader on one: 41.1 s every epoch, against
+    20.9-22.4 s with it off. Every kit loader has these (``finish``)."""
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return options
 
 
 #: id(loader) -> (a weak reference, why it cannot resume mid-epoch).

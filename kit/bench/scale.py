@@ -203,6 +203,7 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
     Returns ``(examples, seconds)``."""
     import tensorflow as tf
 
+    from kit.epochs import untuned_options
     from kit.util import usable_cpus
 
     with tf.device("/CPU:0"):
@@ -214,9 +215,7 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
         return tf.cast(tf.gather(x, rows), tf.float32)
 
     ds = tf.data.Dataset.range(1 << 40).map(batch, num_parallel_calls=usable_cpus()).prefetch(2)
-    fixed = tf.data.Options()
-    fixed.autotune.enabled = False  # as the kit's loaders (kit.epochs.finish)
-    ds = ds.with_options(fixed)
+    ds = ds.with_options(untuned_options())  # as the kit's loaders
     it = iter(ds)
     for _ in range(3):
         next(it)
