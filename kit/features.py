@@ -167,13 +167,13 @@ class FeatureCache:
     def labels(self) -> np.ndarray:
         """Per row, the class id (int64), in index order."""
         if "labels" not in self._cache:
-            self._cache["labels"] = np.load(self.folder / "labels.npy", allow_pickle=False)
+            self._cache["labels"] = store.load_npy(self.folder / "labels.npy", mmap=False)
         return self._cache["labels"]
 
     def _parts(self) -> list[tuple[int, int, np.ndarray]]:
         if "parts" not in self._cache:
             self._cache["parts"] = [
-                (start, stop, np.load(self.folder / name, mmap_mode="r", allow_pickle=False))
+                (start, stop, store.load_npy(self.folder / name))
                 for name, start, stop in self.manifest.meta["parts"]]
         return self._cache["parts"]
 
@@ -387,7 +387,7 @@ def extract_features(backbone, index: FrameIndex, *, loader: str = "memmap", bat
 def _check(folder: Path, manifest: store.Manifest, shard: dict) -> str | None:
     meta = manifest.meta
     try:
-        arr = np.load(folder / shard["name"], mmap_mode="r", allow_pickle=False)
+        arr = store.load_npy(folder / shard["name"])
     except ValueError as e:
         return f"not a readable .npy ({e})"
     if shard["name"] == "labels.npy":

@@ -60,6 +60,7 @@ __all__ = [
     'remove_dead_temp_files',
     'disk_full',
     'open_memmap',
+    'load_npy',
     'CHECKED',
     'ends_digest',
     'check_open',
@@ -635,6 +636,33 @@ def open_memmap(path: str | os.PathLike, *, dtype, shape):
                 del mm
                 raise
     return mm
+
+
+#: One lock for every ``.npy`` header the kit parses (see ``load_npy``).
+_NPY_HEADER_LOCK = threading.Lock()
+
+
+def load_npy(path: str | os.PathLike, *, mmap: bool = True):
+    """``np.load(path, allow_pickle=False)``, safe to call from several threads at once.
+
+    NumPy parses a ``.npy`` header with ``ast.literal_eval``. On CPython 3.11 two threads
+    building ASTs at the same time can fail with ``SystemError: AST constructor recursion
+    depth mismatch`` (python/cpython#106905); the kit's store writers and checks run in a
+    thread pool, and CI met it there. The header is parsed, and the file mapped, under one
+    process-wide lock (microseconds); the data is read outside it.
+
+    Args:
+        mmap: memory-map the array read-only (the default); False reads it all into memory.
+
+    Raises:
+        FileNotFoundError, ValueError: as ``np.load`` (ValueError for a file that is not a
+            ``.npy`` array or that holds Python objects).
+    """
+    import numpy as np
+
+    with _NPY_HEADER_LOCK:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    return arr if mmap else np.array(arr)
 
 
 # --------------------------------------------------------------------------- checks at open

@@ -99,3 +99,53 @@ def test_verify_without_manifest(tmp_path):
 def test_fingerprint_is_stable_and_sensitive():
     assert store.fingerprint({"a": 1, "b": [1, 2]}) == store.fingerprint({"b": [1, 2], "a": 1})
     assert store.fingerprint("x", 1) != store.fingerprint("x", 2)
+
+
+def test_load_npy_from_many_threads_at_once(tmp_path):
+    """The store writers and checks load .npy headers in a thread pool. On CPython 3.11 a
+    bare np.load there can fail with "AST constructor recursion depth mismatch" (CI met it;
+    this loop, with np.load, fails a few times in 4,000 on the dev VM). load_npy must not."""
+    import gc
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    path = tmp_path / "frames.npy"
+    np.save(path, np.arange(12 * 96 * 64, dtype=np.float32).reshape(12, 96, 64))
+
+    class Finalized:  # garbage whose finalizer runs Python code mid-parse, as TF's objects do
+        def __del__(self):
+            sum(range(100))
+
+    def nested(depth, fn):  # each thread parses at a different Python stack depth
+        return fn() if depth == 0 else nested(depth - 1, fn)
+
+    def loads(depth):
+        errors = 0
+        for _ in range(500):
+            junk = [Finalized() for _ in range(3)]
+            for j in junk:
+                j.me = j
+            del junk
+            try:
+                nested(depth, lambda: store.load_npy(path))
+            except SystemError:
+                errors += 1
+        return errors
+
+    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    sys.setswitchinterval(1e-6)
+    gc.set_threshold(3, 1, 1)
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            errors = list(pool.map(loads, range(8)))
+    finally:
+        sys.setswitchinterval(interval)
+        gc.set_threshold(*thresholds)
+    assert errors == [0] * 8
+
+    mapped, read = store.load_npy(path), store.load_npy(path, mmap=False)
+    assert isinstance(mapped, np.memmap) and not isinstance(read, np.memmap)
+    np.testing.assert_array_equal(read, np.load(path))
+    np.testing.assert_array_equal(mapped, read)

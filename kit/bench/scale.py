@@ -338,7 +338,7 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
 
     # The memory gather limit, from a sample of the store held in RAM.
     sample_n = min(n, 65_536)
-    sample = np.array(np.load(frames_file, mmap_mode="r", allow_pickle=False)[:sample_n])
+    sample = np.array(store.load_npy(frames_file)[:sample_n])
     got, s = memory_gather_rate(sample, batch_size=batch_size)
     del sample
     gather = got / s

@@ -133,7 +133,7 @@ def open_memmap_store(folder: Path, manifest: store.Manifest):
     """Memory-maps a memmap store: ``(images, labels, starts)``, one array per shard."""
     images, labels = [], []
     for s in manifest.shards:
-        arr = np.load(Path(folder) / s["name"], mmap_mode="r", allow_pickle=False)
+        arr = store.load_npy(Path(folder) / s["name"])
         (images if s["name"].startswith("images-") else labels).append(arr)
     starts = np.array([a for a, _ in manifest.meta["shard_rows"]] + [manifest.meta["count"]])
     return images, labels, starts
@@ -146,7 +146,7 @@ def _check_memmap(folder: Path, manifest: store.Manifest, shard: dict) -> str | 
     a, b = manifest.meta["shard_rows"][k]
     size = tuple(manifest.meta["size"])
     try:
-        arr = np.load(folder / name, mmap_mode="r", allow_pickle=False)
+        arr = store.load_npy(folder / name)
     except ValueError as e:
         return f"not a readable .npy ({e})"
     want = (b - a,) + size + ((3,) if name.startswith("images-") else ())

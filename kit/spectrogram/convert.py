@@ -195,7 +195,7 @@ def _count(manifest: store.Manifest) -> int:
 def _check_memmap(folder: Path, manifest: store.Manifest, shard: dict) -> str | None:
     n = _count(manifest)
     try:
-        arr = np.load(folder / shard["name"], mmap_mode="r", allow_pickle=False)
+        arr = store.load_npy(folder / shard["name"])
     except ValueError as e:
         return f"not a readable .npy ({e})"
     want = (n,) + tuple(manifest.meta["frame_shape"]) if shard["name"] == "frames.npy" else (n,)

@@ -37,7 +37,7 @@ def open_frames(path: str | os.PathLike) -> np.ndarray:
             file, or holds Python objects.
     """
     try:
-        return np.load(path, mmap_mode="r", allow_pickle=False)
+        return store.load_npy(path)
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except ValueError as e:

@@ -25,7 +25,7 @@ from kit.spectrogram.convert import (DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, ST
                                      decode_records)
 from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.index import FrameIndex, open_frames
-from kit.store import StoreError
+from kit.store import StoreError, load_npy
 
 __all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "LoaderOptions", "PyDatasetOptions",
            "StoreOptions", "MemmapOptions", "TFRecordOptions", "npy_data_offset"]
@@ -149,7 +149,7 @@ def _generator(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
             rows = order[start:start + opts.batch_size]
             x = []
             for r in rows:
-                whole = np.load(paths[index.file_ids[r]], allow_pickle=False)
+                whole = load_npy(paths[index.file_ids[r]], mmap=False)
                 x.append(whole[index.frames[r]].reshape(h, w, 1))
             yield np.asarray(x, dtype=np.float32), index.labels[rows]
 
@@ -300,7 +300,7 @@ def release_store_mappings() -> int:
 
 def open_store_frames(path) -> np.ndarray:
     """A memmap store's frames, memory-mapped read-only (no pickle)."""
-    return np.load(path, mmap_mode="r", allow_pickle=False)
+    return load_npy(path)
 
 
 def npy_data_offset(path) -> int:
