@@ -19,6 +19,7 @@ import errno
 import hashlib
 import importlib
 import json
+import math
 import os
 import re
 import shutil
@@ -660,9 +661,23 @@ def load_npy(path: str | os.PathLike, *, mmap: bool = True):
     """
     import numpy as np
 
-    with _NPY_HEADER_LOCK:
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    return arr if mmap else np.array(arr)
+    if mmap:
+        with _NPY_HEADER_LOCK:
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+    # Read as np.load reads (read() calls, which /proc/self/io counts), the header under the lock.
+    fmt = np.lib.format
+    with open(path, "rb") as f:
+        with _NPY_HEADER_LOCK:
+            version = fmt.read_magic(f)
+            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, fortran_order, dtype = read_header(f)
+        if dtype.hasobject:
+            raise ValueError(f"{path}: Object arrays cannot be loaded when allow_pickle=False")
+        count = math.prod(shape)
+        arr = np.fromfile(f, dtype=dtype, count=count)
+        if arr.size != count:
+            raise ValueError(f"{path}: truncated: {arr.size:,} of {count:,} values present")
+    return arr.reshape(shape[::-1]).T if fortran_order else arr.reshape(shape)
 
 
 # --------------------------------------------------------------------------- checks at open

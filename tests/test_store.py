@@ -149,3 +149,20 @@ def test_load_npy_from_many_threads_at_once(tmp_path):
     assert isinstance(mapped, np.memmap) and not isinstance(read, np.memmap)
     np.testing.assert_array_equal(read, np.load(path))
     np.testing.assert_array_equal(mapped, read)
+
+
+def test_load_npy_reads_as_np_load_does(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "a.npy"
+    for a in (np.asfortranarray(np.arange(24.0).reshape(4, 6)), np.zeros((0, 3), np.float16), np.float64(3.5)):
+        np.save(path, a)
+        got = store.load_npy(path, mmap=False)
+        assert got.shape == a.shape and got.dtype == a.dtype and np.array_equal(got, a)
+    np.save(path, np.array([{"a": 1}], dtype=object))
+    with pytest.raises(ValueError, match="Object arrays"):
+        store.load_npy(path, mmap=False)
+    np.save(path, np.arange(100.0))
+    path.write_bytes(path.read_bytes()[:-16])
+    with pytest.raises(ValueError, match="truncated: 98 of 100"):
+        store.load_npy(path, mmap=False)
