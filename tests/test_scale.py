@@ -305,6 +305,11 @@ def test_bench_scale_command_json(tmp_path):
             assert row["limit"] == ("disk" if row["state"] == "cold" else "memory")
             assert row["fraction_of_limit"] > 0
     assert set(result["projection_check"]) == {"memmap", "tfrecord"}
+    for fmt, check in result["projection_check"].items():  # the default bench's method, and whole epochs
+        row = next(r for r in rows if r["variant"] == fmt and not r["measured"])
+        assert check["projected_s"] == pytest.approx(row["epoch_s"]) and "warm-up" in row["basis"], row
+        assert check["error"] == pytest.approx(check["projected_s"] / check["measured_s"] - 1)
+        assert check["whole_small_epochs_projected_s"] > 0
     assert result["features"]["kind"] == "stand-in"
     assert result["features"]["reused"] is False
     # A second run finds the data, both stores and the feature cache in place: it needs no space.
