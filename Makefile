@@ -32,7 +32,8 @@ demo: $(STAMP) $(DALI)
 	$(PY) -m kit demo --reports reports
 
 # The browser tests need Debian's chromium (never a downloaded browser): installed here when root.
-# Two pytest-xdist processes: every test has its own kit cache and ports, so they run side by side.
+# Two pytest-xdist processes: every test has its own kit cache and ports, so they run side by side;
+# the longest tests start first (tests/conftest.py), so the two end together on short ones.
 test: $(STAMP) $(DALI)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || true; }
