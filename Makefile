@@ -33,11 +33,12 @@ demo: $(STAMP) $(DALI)
 
 # The browser tests need Debian's chromium (never a downloaded browser): installed here when root.
 # Two pytest-xdist processes: every test has its own kit cache and ports, so they run side by side;
-# the longest tests start first (tests/conftest.py), so the two end together on short ones.
+# the longest tests start first (tests/conftest.py), so the two end together on short ones, and
+# test_distribute.py runs whole on one of them (its module fixtures start once: --dist loadgroup).
 test: $(STAMP) $(DALI)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || true; }
-	KIT_FAST=1 $(PY) -m pytest -n 2
+	KIT_FAST=1 $(PY) -m pytest -n 2 --dist loadgroup
 
 # JupyterLab on 127.0.0.1 only, with its token login on (the URL it prints carries the token).
 # As root (containers, CI machines) Jupyter refuses to start without --allow-root.

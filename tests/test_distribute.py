@@ -27,6 +27,9 @@ from kit import distribute, epochs
 from kit.models import small_model
 
 ROOT = Path(__file__).resolve().parent.parent
+# One xdist worker runs this whole file (make test: --dist loadgroup): its module fixtures (the
+# MirroredStrategy child, the service processes) then start once, not once per worker.
+pytestmark = pytest.mark.xdist_group("distribute")
 CHILD_TIMEOUT = 240  # seconds; a loaded 2-core machine takes about 30 s for the longest child
 
 
