@@ -301,6 +301,9 @@ def test_bench_scale_command_json(tmp_path):
     assert ("memmap", "warm", False) in got and ("tfrecord", "warm", False) in got  # from 1,000 frames
     limits = {r["variant"]: r for r in rows if r["variant"] in ("disk_sequential_read", "memory_gather")}
     assert limits["disk_sequential_read"]["limit"] == "disk" and limits["memory_gather"]["limit"] == "memory"
+    assert "the faster of 2 reads (before and after the cold epochs" in limits["disk_sequential_read"]["basis"]
+    assert result["disk_bytes_per_s"] == pytest.approx(3000 * 96 * 64 * 2 / limits["disk_sequential_read"]["epoch_s"],
+                                                       rel=1e-6)
     for row in rows:
         if row["variant"] in ("memmap", "tfrecord") and row["measured"]:
             assert row["limit"] == ("disk" if row["state"] == "cold" else "memory")

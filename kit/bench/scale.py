@@ -13,8 +13,9 @@ million. This one generates the million (or ``--frames``), converts them to the
 * the head trained from a feature cache of every frame, warm and cold;
 * the generator over a bounded sample, projected and labelled as projected;
 * the physical limits in the same run: the disk's sequential read rate of the memmap
-  store file (cold) and the memory gather rate (warm: random batches gathered from a
-  sample held in RAM), and each loader as a ``fraction_of_limit``;
+  store file (cold; the faster of two reads, before and after the cold epochs) and the
+  memory gather rate (warm: random batches gathered from a sample held in RAM), and
+  each loader as a ``fraction_of_limit``;
 * the epoch projected from 20,000 frames of the same loader the way the default
   spectrogram bench projects (its rounds of warm-up then timed batches, the steady rate
   scaled to the whole epoch), beside the measured one, so the projection is checked
@@ -325,12 +326,15 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     # The disk's sequential read rate: the memmap store's frames file, cold, front to back.
     mm_folder, mm_manifest, mm_files = stores["memmap"]
     frames_file = mm_folder / "frames.npy"
-    evict([frames_file])
-    nbytes, s = read_through([frames_file])
-    disk = nbytes / s
-    log(f"disk sequential read (cold): {nbytes / 1e9:.1f} GB in {s:.1f} s = {disk / 1e6:,.0f} MB/s")
-    rows.append(_row("disk_sequential_read", "cold", n, dtype, s * n * fb / nbytes, True,
-                     f"{nbytes / 1e9:.2f} GB of {frames_file.name} read cold in 16 MB reads", "disk", 1.0))
+    # Read twice, before and after the cold epochs (a shared VM's disk moved from 650 to 364 MB/s
+    # between two runs): the faster read is the limit, so no cold epoch is flattered by a slow one.
+    def read_disk():
+        evict([frames_file])
+        nbytes, s = read_through([frames_file])
+        log(f"disk sequential read (cold): {nbytes / 1e9:.1f} GB in {s:.1f} s = {nbytes / s / 1e6:,.0f} MB/s")
+        return nbytes, s
+
+    disk_reads = [read_disk()]
 
     found = []
     # memmap, block order, warm then cold; then the fully random order, cold.
@@ -362,6 +366,14 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     evict(tf_files)
     found.append(measured("tfrecord", "cold", loader("tfrecord"), "disk"))
     log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in found[-2:]))
+
+    disk_reads.append(read_disk())
+    nbytes, s = min(disk_reads, key=lambda r: r[1] / r[0])
+    disk = nbytes / s
+    rows.insert(0, _row("disk_sequential_read", "cold", n, dtype, s * n * fb / nbytes, True,
+                        f"{nbytes / 1e9:.2f} GB of {frames_file.name} read cold in 16 MB reads, the faster of "
+                        f"{len(disk_reads)} reads (before and after the cold epochs: "
+                        f"{', '.join(f'{b / t / 1e6:,.0f}' for b, t in disk_reads)} MB/s)", "disk", 1.0))
 
     store_bytes = {"memmap": frames_file.stat().st_size, "memmap_random": frames_file.stat().st_size,
                    "tfrecord": sum(p.stat().st_size for p in tf_files)}
