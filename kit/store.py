@@ -62,6 +62,7 @@ __all__ = [
     'disk_full',
     'open_memmap',
     'load_npy',
+    'read_npy_header',
     'CHECKED',
     'ends_digest',
     'check_open',
@@ -643,6 +644,18 @@ def open_memmap(path: str | os.PathLike, *, dtype, shape):
 _NPY_HEADER_LOCK = threading.Lock()
 
 
+def read_npy_header(f) -> tuple:
+    """``(shape, fortran_order, dtype)`` of the ``.npy`` file open in ``f``, parsed under
+    ``load_npy``'s lock; ``f`` is left at the first byte of the array's data."""
+    import numpy as np
+
+    fmt = np.lib.format
+    with _NPY_HEADER_LOCK:
+        version = fmt.read_magic(f)
+        read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        return read_header(f)
+
+
 def load_npy(path: str | os.PathLike, *, mmap: bool = True):
     """``np.load(path, allow_pickle=False)``, safe to call from several threads at once.
 
@@ -665,12 +678,8 @@ def load_npy(path: str | os.PathLike, *, mmap: bool = True):
         with _NPY_HEADER_LOCK:
             return np.load(path, mmap_mode="r", allow_pickle=False)
     # Read as np.load reads (read() calls, which /proc/self/io counts), the header under the lock.
-    fmt = np.lib.format
     with open(path, "rb") as f:
-        with _NPY_HEADER_LOCK:
-            version = fmt.read_magic(f)
-            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-            shape, fortran_order, dtype = read_header(f)
+        shape, fortran_order, dtype = read_npy_header(f)
         if dtype.hasobject:
             raise ValueError(f"{path}: Object arrays cannot be loaded when allow_pickle=False")
         count = math.prod(shape)

@@ -25,7 +25,7 @@ from kit.spectrogram.convert import (DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, ST
                                      decode_records)
 from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.index import FrameIndex, open_frames
-from kit.store import StoreError, load_npy
+from kit.store import StoreError, load_npy, read_npy_header
 
 __all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "LoaderOptions", "PyDatasetOptions",
            "StoreOptions", "MemmapOptions", "TFRecordOptions", "npy_data_offset"]
@@ -306,11 +306,7 @@ def open_store_frames(path) -> np.ndarray:
 def npy_data_offset(path) -> int:
     """Byte offset of the array data in a ``.npy`` file (after its header)."""
     with open(path, "rb") as f:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            np.lib.format.read_array_header_1_0(f)
-        else:
-            np.lib.format.read_array_header_2_0(f)
+        read_npy_header(f)
         return f.tell()
 
 
