@@ -407,9 +407,9 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
             epoch(ld, expected=projection_frames)  # warms the small store and traces
             times = [epoch(ld, expected=projection_frames, labels=small.labels)[1] for _ in range(warm_epochs)]
             whole = float(np.median(times)) * n / projection_frames
-            df = timing.compare({fmt: ld}, epoch_examples=(n,), **bench)
-            projected = float(df[f"epoch_s_{n}"].iloc[0])
-            timed = int(df["examples"].iloc[0])
+            small_df = timing.compare({fmt: ld}, epoch_examples=(n,), **bench)
+            projected = float(small_df[f"epoch_s_{n}"].iloc[0])
+            timed = int(small_df["examples"].iloc[0])
             rows.append(_row(fmt, "warm", n, dtype, projected, False,
                              f"projected as the default bench does, from {projection_frames:,} frames: "
                              f"{bench['rounds']} rounds of {bench['warmup']} warm-up and {bench['num_batches']} "
