@@ -66,6 +66,7 @@ __all__ = [
     'CHECKED',
     'ends_digest',
     'check_open',
+    'checks_on',
     'STORE_MARKER',
     'store_kind',
     'claim',
@@ -714,6 +715,12 @@ def ends_digest(path: str | os.PathLike) -> str:
 def _stat_key(path: Path) -> list:
     st = os.stat(path)
     return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def checks_on(check: bool | None = None) -> bool:
+    """Whether a store is checked in full at open (``check_open``): ``check`` when given,
+    else on unless ``$KIT_CHECK_STORES`` is ``0``."""
+    return _check_default(check)
 
 
 def _check_default(check: bool | None) -> bool:

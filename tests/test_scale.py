@@ -259,6 +259,70 @@ def test_tfrecord_batches_of_whole_records_deliver_every_frame_once(spec_index, 
     assert store.verify(folder) == []
 
 
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_tfrecord_read_framed_when_checked_gives_the_batches_of_tfrecorddataset(spec_index, tmp_path, shuffle):
+    """A store checked at open is read as fixed-length framed records, its CRCs not computed
+    again; unchecked, TFRecordDataset reads it with them. Same seed, same batches, frame for
+    frame, the tail's short record in the last batch (96 frames: 4 shards of 20, one of 15,
+    a tail of 1)."""
+    from kit.spectrogram import make_loader
+
+    frame_bytes = int(np.prod(spec_index.frame_shape)) * 4
+    epochs = {}
+    for check in (True, False):
+        loader = make_loader("tfrecord", spec_index, batch_size=40, shuffle=shuffle, seed=3, record_frames=5,
+                             shard_mb=20 * frame_bytes / 1e6, workdir=tmp_path, progress=False, check_store=check)
+        epochs[check] = [[(x.numpy(), y.numpy()) for x, y in loader] for _ in range(2)]
+    for a, b in zip(epochs[True], epochs[False]):
+        assert [len(y) for _, y in a] == [40, 40, 16]
+        for (xa, ya), (xb, yb) in zip(a, b):
+            assert np.array_equal(xa, xb) and np.array_equal(ya, yb)
+    rows = _rows_of(np.concatenate([x for x, _ in epochs[True][0]]), spec_index.read_all())
+    assert sorted(rows) == list(range(96))
+    assert np.array_equal(np.concatenate([y for _, y in epochs[True][0]]), spec_index.labels[rows])
+    firsts = [_rows_of(e[0][0], spec_index.read_all()) for e in epochs[True]]
+    assert (firsts[0] != firsts[1]) == shuffle  # reshuffled every epoch, when shuffled
+
+
+def test_framed_records_are_what_fixed_length_reading_gives_and_their_length_is_checked(tmp_path):
+    """``_framed`` frames a record as FixedLengthRecordDataset reads one from a TFRecord file
+    (the CRCs aside), and ``decode_records(framed=True)`` refuses a stated length that is not
+    the record's."""
+    import tensorflow as tf
+
+    from kit.cases.stores import TFRECORD_FRAMING, _framed
+    from kit.spectrogram.convert import decode_records
+
+    frames = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    data = frames.tobytes() + np.array([7, 9], np.int64).tobytes()
+    path = tmp_path / "one.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as w:
+        w.write(data)
+    entry = next(iter(tf.data.FixedLengthRecordDataset(str(path), len(data) + TFRECORD_FRAMING))).numpy()
+    built = _framed(tf.constant(data)).numpy()
+    assert len(built) == len(entry) and built[:8] == entry[:8] and built[12:-4] == entry[12:-4] == data
+    x, y = decode_records(tf.constant([entry, entry]), (3, 4), framed=True)
+    assert np.array_equal(x.numpy()[..., 0], np.concatenate([frames, frames])) and list(y.numpy()) == [7, 9, 7, 9]
+    wrong = np.int64(len(data) + 8).tobytes() + entry[8:]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="states another length"):
+        decode_records(tf.constant([wrong]), (3, 4), framed=True)
+
+
+def test_a_checked_tfrecord_store_of_another_record_size_is_refused(spec_index, tmp_path):
+    """Read as fixed-length records, a shard whose size is not a whole number of them (a
+    manifest from another layout) is refused by name before any read."""
+    from kit.spectrogram import make_loader
+
+    make_loader("tfrecord", spec_index, batch_size=40, record_frames=5, folder=tmp_path / "tf", progress=False)
+    manifest = json.loads((tmp_path / "tf" / "manifest.json").read_text())
+    victim = manifest["shards"][0]
+    victim["count"] += 5  # one record more than its bytes hold
+    (tmp_path / "tf" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(store.StoreError, match=f"{victim['name']}: .*records of"):
+        make_loader("tfrecord", spec_index, batch_size=40, record_frames=5, folder=tmp_path / "tf",
+                    progress=False, check_store=True)
+
+
 # ------------------------------------------------------------------------- free space
 
 

@@ -268,19 +268,32 @@ def _shard_rows(index: FrameIndex, per_shard: int, seed: int) -> list[np.ndarray
     return [rng.permutation(order[i:i + per_shard]) for i in range(0, len(order), per_shard)]
 
 
-def decode_records(records, frame_shape, dtype: str = "float32"):
+def decode_records(records, frame_shape, dtype: str = "float32", *, framed: bool = False):
     """Decodes one record (format 2 or 3) or a batch of them into their frames:
     ``(n, H, W, 1)`` float32 and ``(n,)`` int64 labels, in record order.
 
     Records of one length (a batch of whole records) are decoded by one ``decode_raw``
     straight into the batch; a batch with a record of another length (the tail's short
-    record) by joining their frames first. No ``tf.train.Example``."""
+    record) by joining their frames first. No ``tf.train.Example``.
+
+    ``framed``: each record still in its TFRecord framing (``kit.cases.TFRECORD_FRAMING``
+    bytes: its length as 8 bytes, their CRC, the data, the data's CRC), as
+    ``read_tfrecords(record_bytes=..., parse_framed=...)`` reads the shards of a store
+    checked at open. The length must match the record; the CRCs are not computed."""
     import tensorflow as tf
+
+    from kit.cases import TFRECORD_FRAMING
 
     dt = tf.as_dtype(dtype)
     frame_bytes = int(np.prod(frame_shape)) * dt.size
     records = tf.reshape(records, [-1])
     length = tf.strings.length(records)
+    head = 12 if framed else 0  # the framing's length and its CRC come before the data
+    if framed:
+        stated = tf.reshape(tf.io.decode_raw(tf.strings.substr(records, 0, 8), tf.int64), [-1])
+        length = length - TFRECORD_FRAMING
+        tf.debugging.assert_equal(stated, tf.cast(length, tf.int64),
+                                  message="a record whose framing states another length: not this store's layout")
     tf.debugging.assert_equal(length % (frame_bytes + 8), 0,
                               message="a record that is not a whole block of frames and their labels")
     k = length // (frame_bytes + 8)
@@ -289,14 +302,19 @@ def decode_records(records, frame_shape, dtype: str = "float32"):
     raw_dt = tf.uint16 if dt == tf.float16 else dt
 
     def same_length():
-        x = tf.io.decode_raw(records, raw_dt, fixed_length=tf.cast(k[0] * frame_bytes, tf.int32))
-        y = tf.io.decode_raw(tf.strings.substr(records, k[0] * frame_bytes, k[0] * 8), tf.int64)
+        if framed:  # the whole framed records, then the frames cut out of them
+            x = tf.io.decode_raw(records, raw_dt)
+            x = x[:, head // dt.size:head // dt.size + k[0] * frame_bytes // dt.size]
+        else:
+            x = tf.io.decode_raw(records, raw_dt, fixed_length=tf.cast(k[0] * frame_bytes, tf.int32))
+        y = tf.io.decode_raw(tf.strings.substr(records, head + k[0] * frame_bytes, k[0] * 8), tf.int64)
         return tf.reshape(x, [-1]), tf.reshape(y, [-1])
 
     def joined():
-        frames = tf.strings.substr(records, tf.zeros_like(k), k * frame_bytes)
+        frames = tf.strings.substr(records, tf.fill(tf.shape(k), head), k * frame_bytes)
         x = tf.io.decode_raw(tf.strings.reduce_join(frames), raw_dt)
-        y = tf.io.decode_raw(tf.strings.reduce_join(tf.strings.substr(records, k * frame_bytes, k * 8)), tf.int64)
+        y = tf.io.decode_raw(tf.strings.reduce_join(tf.strings.substr(records, head + k * frame_bytes, k * 8)),
+                             tf.int64)
         return x, y
 
     x, y = tf.cond(tf.reduce_all(tf.equal(k, k[0])), same_length, joined)

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.cases import (DEFAULT_READ_BUFFER, LoaderOptions, NoOptions, Variant, VariantOptions, build_loader,
-                       check_shards, graph_only, module_getattr, pydataset_class, read_tfrecords)
+from kit import store
+from kit.cases import (TFRECORD_FRAMING, LoaderOptions, NoOptions, Variant, VariantOptions,
+                       build_loader, check_shards, graph_only, module_getattr, pydataset_class, read_tfrecords)
 from kit.epochs import (BLOCK_FRAMES, WINDOW_BLOCKS, block_order_dataset, epoch_order, finish, not_resumable,
                         order_batches, order_dataset)
 from kit.spectrogram.convert import (DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STORE_DTYPES, records_dtype,
@@ -84,16 +85,18 @@ class MemmapOptions(StoreOptions):
 class TFRecordOptions(StoreOptions):
     """``tfrecord``: shard size, frames per record, ``shuffle_buffer`` (the frames permuted
     together: a window of the interleaved shards, each window in a new order every epoch),
-    shards read at once, read buffer per shard. A batch of at least 8 whole records is
-    decoded at once and a record's frames always share a batch; a smaller one (or not a
-    whole number of records) is cut frame by frame (``kit.cases.read_tfrecords``)."""
+    shards read at once, read buffer per shard (None: 256 KB for a store checked at open,
+    read as fixed-length records without their CRCs; 8 MB otherwise). A batch of at least
+    8 whole records is decoded at once and a record's frames always share a batch; a
+    smaller one (or not a whole number of records) is cut frame by frame
+    (``kit.cases.read_tfrecords``)."""
 
     POSITIVE = ("record_frames", "shuffle_buffer", "cycle_length", "read_buffer")
     shard_mb: float = DEFAULT_SHARD_MB
     record_frames: int = DEFAULT_RECORD_FRAMES
     shuffle_buffer: int = 4096
     cycle_length: int = 4
-    read_buffer: int = DEFAULT_READ_BUFFER
+    read_buffer: int | None = None
 
 
 def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -120,7 +123,8 @@ def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool 
             unless ``$KIT_CHECK_STORES=0``; False skips them),
             ``order`` ("random" or "blocks"), ``block_frames`` (256), ``window_blocks`` (32);
             ``tfrecord``: ``folder``, ``store_dtype``, ``check_store``, ``shard_mb`` (100), ``record_frames`` (32),
-            ``shuffle_buffer`` (4096 frames), ``cycle_length`` (4), ``read_buffer`` (8 MB).
+            ``shuffle_buffer`` (4096 frames), ``cycle_length`` (4), ``read_buffer`` (256 KB or 8 MB,
+            see ``TFRecordOptions``).
 
     Returns:
         A ``tf.data.Dataset`` for every variant but ``pydataset`` (a ``keras.utils.PyDataset``).
@@ -323,6 +327,18 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     paths = check_shards(folder, manifest)  # a shard cut short or replaced is refused before reading
     tail = [p for p in paths if Path(p).name == manifest.meta.get("tail_shard")]
     shape = index.frame_shape
+    block = int(manifest.meta["options"]["record_frames"])
+    record_bytes = block * (int(np.prod(shape)) * np.dtype(dtype).itemsize + 8)
+    # Checked at open (every byte against the manifest's SHA-256, or remembered so):
+    # the shards are read as records of a fixed length, their CRCs not computed again.
+    # Unchecked, TFRecordDataset computes them and damage fails the epoch loudly.
+    checked = store.checks_on(vopts.check_store)
+    if checked:
+        for s in manifest.shards:
+            entry = record_bytes + TFRECORD_FRAMING
+            if s["name"] != manifest.meta.get("tail_shard") and s["bytes"] != s["count"] // block * entry:
+                raise store.StoreError(f"{folder / s['name']}: {s['bytes']} bytes, not {s['count'] // block} "
+                                       f"records of {entry} bytes; run `python -m kit verify {folder}`")
     # Whole records permuted in windows of shuffle_buffer frames (an order computed per
     # epoch: resumable), a batch of records decoded at once; tf.data service runs it over
     # a splittable one.
@@ -331,11 +347,15 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     def parse(records):
         return decode_records(records, shape, dtype)
 
+    @tf.autograph.experimental.do_not_convert
+    def parse_framed(records):
+        return decode_records(records, shape, dtype, framed=True)
+
     def pipeline(splittable):
         return read_tfrecords([p for p in paths if p not in tail], parse, opts,
                               shuffle_buffer=vopts.shuffle_buffer, cycle_length=vopts.cycle_length,
-                              read_buffer=vopts.read_buffer, block=int(manifest.meta["options"]["record_frames"]),
-                              tail=tail, splittable=splittable)
+                              read_buffer=vopts.read_buffer, block=block, tail=tail, splittable=splittable,
+                              record_bytes=record_bytes, parse_framed=parse_framed if checked else None)
 
     return finish(pipeline(False), len(index), opts.batch_size, body=pipeline(True))
 
