@@ -323,6 +323,30 @@ def test_a_checked_tfrecord_store_of_another_record_size_is_refused(spec_index, 
                     progress=False, check_store=True)
 
 
+def test_many_tfrecord_loaders_started_and_left_do_not_crash_the_process(tmp_path):
+    """A first batch taken from 60 fresh loaders (as notebook 03 does), both reading paths.
+    With interleave(num_parallel_calls=...) under symbolic checkpointing, TensorFlow 2.21
+    segfaulted here within about 150 (in ParallelInterleaveIterator::WriteFutureElements;
+    the kernel of notebook 03 died of it in a make test)."""
+    script = f"""
+import sys
+from pathlib import Path
+from kit import samples, spectrogram
+csv = samples.make_spectrogram(Path({str(tmp_path)!r}) / "d", files=10, frames_per_file=20, height=8, width=4, seed=0)
+index = spectrogram.FrameIndex.from_csv(csv)
+folder, m = spectrogram.convert(index, "tfrecord", Path({str(tmp_path)!r}) / "s", shard_mb=0.0004, progress=False)
+for i in range(30):
+    for batch in (8, 40):  # 2 frames a record of 4: frames permuted one by one; 10 whole records a batch
+        loader = spectrogram.make_loader("tfrecord", index, batch_size=batch, shuffle=i % 2 == 0, folder=folder,
+                                         record_frames=4, shard_mb=0.0004, progress=False)
+        x, y = next(iter(loader))
+        assert x.shape[0] == batch, x.shape
+print("done")
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "done" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
 # ------------------------------------------------------------------------- free space
 
 

@@ -4,7 +4,7 @@
 * ``shard_tags``: ``00000-of-00003`` names of ``count`` shards;
 * ``check_shards``: every shard of a manifest present at the size it was written
   (before reading: a shard cut short or replaced is refused);
-* ``read_tfrecords``: shards read by a parallel interleave with a read buffer,
+* ``read_tfrecords``: shards read ahead in parallel, interleaved, with a read buffer,
   shuffled, batched, then parsed a whole batch at once by the case's parse (records of
   a block of examples: read without their CRCs when the store was checked at open);
 * ``check_tfrecord_shard``: the deep check ``kit.store.verify`` runs on a shard.
@@ -33,6 +33,9 @@ DEFAULT_READ_BUFFER = 8 << 20
 #: whole epochs of the spectrogram bench data took 12.8-14.0 ms of CPU a batch of 256,
 #: against 14.3-15.8 ms with 8 MB (3 runs side by side, 2 cores).
 FIXED_READ_BUFFER = 256 << 10
+
+#: Records read ahead per shard being read (``read_tfrecords``).
+SHARD_PREFETCH = 4
 
 #: Bytes of TFRecord framing around each record's data: its length (8 bytes) and the
 #: length's CRC (4) before, the data's CRC (4) after.
@@ -92,7 +95,8 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
         opts: ``LoaderOptions`` (batch size, shuffle, seed).
         shuffle_buffer: examples permuted together: how far apart in the shards two
             neighbours of a batch may lie.
-        cycle_length: shards read at once.
+        cycle_length: shards read at once (each read ahead by ``SHARD_PREFETCH`` records in
+            its own thread).
         read_buffer: bytes of read buffer per shard; None: ``DEFAULT_READ_BUFFER``, or
             ``FIXED_READ_BUFFER`` for shards read as fixed-length records.
         block: every record of ``paths`` holds ``block`` examples (those of ``tail``
@@ -137,8 +141,17 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
 
     def read(files, count, dataset=None):
         dataset = dataset or (lambda f: tf.data.TFRecordDataset(f, buffer_size=read_buffer or DEFAULT_READ_BUFFER))
-        return files.interleave(dataset, cycle_length=min(cycle_length, count),
-                                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        if splittable:  # tf.data service splits the shards among its workers: its parallel interleave
+            return files.interleave(dataset, cycle_length=min(cycle_length, count),
+                                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        # Each shard read ahead in its own thread (prefetch), the shards interleaved in
+        # order. Not interleave(num_parallel_calls=...): under symbolic checkpointing its
+        # save of the elements it opens ahead crashed the process (a segfault in
+        # ParallelInterleaveIterator::WriteFutureElements, TF 2.21) within about 150
+        # loaders started here; as fast on the spectrogram bench data, side by side.
+        # (Under tf.data service this form delivered some records twice.)
+        return files.interleave(lambda f: dataset(f).prefetch(SHARD_PREFETCH),
+                                cycle_length=min(cycle_length, count))
 
     tail = list(tail)
     whole = (block is not None and not splittable and opts.batch_size % block == 0

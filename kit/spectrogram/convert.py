@@ -37,7 +37,7 @@ __all__ = ["convert", "decode_records", "store_key", "default_folder", "FORMATS"
            "DEFAULT_RECORD_FRAMES", "TFRECORD_FORMAT", "TAIL_SHARD", "STORE_DTYPES", "records_dtype"]
 
 FORMATS = ("memmap", "tfrecord")
-#: 100 MB shards: a few shards per core keeps parallel interleave busy on the
+#: 100 MB shards: a few shards per core keeps the interleaved reads busy on the
 #: default bench data (491 MB) while each file stays large enough to stream.
 DEFAULT_SHARD_MB = 100
 #: 32 frames a record: a batch of 256 is 8 whole records (``MIN_RECORDS_PER_BATCH``),

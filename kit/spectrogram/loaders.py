@@ -389,9 +389,9 @@ REGISTRY = {
                               _numpy_function),
     "memmap": Variant("frames consolidated once into one memory-mapped .npy; one sorted gather per batch in "
                       "the graph", _memmap, MemmapOptions),
-    "tfrecord": Variant("TFRecord shards of records of 32 frames: shards in a seeded order, parallel "
-                        "interleave, records permuted in windows, one decode per batch", _tfrecord, TFRecordOptions,
-                        graph_only=True),
+    "tfrecord": Variant("TFRecord shards of records of 32 frames: shards in a seeded order, read ahead in "
+                        "parallel and interleaved, records permuted in windows, one decode per batch", _tfrecord,
+                        TFRecordOptions, graph_only=True),
     "in_memory": Variant("all frames in RAM, one gather per batch: the ceiling", _in_memory, graph_only=True),
 }
 
