@@ -259,28 +259,31 @@ def test_tfrecord_batches_of_whole_records_deliver_every_frame_once(spec_index, 
     assert store.verify(folder) == []
 
 
-@pytest.mark.parametrize("shuffle", [True, False])
-def test_tfrecord_read_framed_when_checked_gives_the_batches_of_tfrecorddataset(spec_index, tmp_path, shuffle):
+@pytest.mark.parametrize("shuffle,store_dtype", [(True, "float32"), (False, "float32"), (True, "float16")])
+def test_tfrecord_read_framed_when_checked_gives_the_batches_of_tfrecorddataset(spec_index, tmp_path, shuffle,
+                                                                                 store_dtype):
     """A store checked at open is read as fixed-length framed records, its CRCs not computed
     again; unchecked, TFRecordDataset reads it with them. Same seed, same batches, frame for
     frame, the tail's short record in the last batch (96 frames: 4 shards of 20, one of 15,
     a tail of 1)."""
     from kit.spectrogram import make_loader
 
-    frame_bytes = int(np.prod(spec_index.frame_shape)) * 4
+    frame_bytes = int(np.prod(spec_index.frame_shape)) * np.dtype(store_dtype).itemsize
     epochs = {}
     for check in (True, False):
         loader = make_loader("tfrecord", spec_index, batch_size=40, shuffle=shuffle, seed=3, record_frames=5,
-                             shard_mb=20 * frame_bytes / 1e6, workdir=tmp_path, progress=False, check_store=check)
+                             shard_mb=20 * frame_bytes / 1e6, workdir=tmp_path, progress=False, check_store=check,
+                             store_dtype=store_dtype)
         epochs[check] = [[(x.numpy(), y.numpy()) for x, y in loader] for _ in range(2)]
     for a, b in zip(epochs[True], epochs[False]):
         assert [len(y) for _, y in a] == [40, 40, 16]
         for (xa, ya), (xb, yb) in zip(a, b):
             assert np.array_equal(xa, xb) and np.array_equal(ya, yb)
-    rows = _rows_of(np.concatenate([x for x, _ in epochs[True][0]]), spec_index.read_all())
+    reference = spec_index.read_all().astype(store_dtype).astype(np.float32)  # the store's rounding
+    rows = _rows_of(np.concatenate([x for x, _ in epochs[True][0]]), reference)
     assert sorted(rows) == list(range(96))
     assert np.array_equal(np.concatenate([y for _, y in epochs[True][0]]), spec_index.labels[rows])
-    firsts = [_rows_of(e[0][0], spec_index.read_all()) for e in epochs[True]]
+    firsts = [_rows_of(e[0][0], reference) for e in epochs[True]]
     assert (firsts[0] != firsts[1]) == shuffle  # reshuffled every epoch, when shuffled
 
 
