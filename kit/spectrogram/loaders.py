@@ -333,9 +333,9 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     # the shards are read as records of a fixed length, their CRCs not computed again.
     # Unchecked, TFRecordDataset computes them and damage fails the epoch loudly.
     checked = store.checks_on(vopts.check_store)
+    entry = record_bytes + TFRECORD_FRAMING
     if checked:
         for s in manifest.shards:
-            entry = record_bytes + TFRECORD_FRAMING
             if s["name"] != manifest.meta.get("tail_shard") and s["bytes"] != s["count"] // block * entry:
                 raise store.StoreError(f"{folder / s['name']}: {s['bytes']} bytes, not {s['count'] // block} "
                                        f"records of {entry} bytes; run `python -m kit verify {folder}`")
