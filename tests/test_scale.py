@@ -188,8 +188,10 @@ def test_tfrecord_records_hold_blocks_and_an_old_layout_is_rebuilt(spec_index, t
 
     folder, m = convert(spec_index, "tfrecord", tmp_path / "tf", progress=False)
     assert m.meta["options"]["format"] == TFRECORD_FORMAT and m.meta["options"]["record_frames"] == 32
-    records = sum(1 for s in m.shards for _ in tf.data.TFRecordDataset(str(folder / s["name"])))
-    assert records == 96 // DEFAULT_RECORD_FRAMES  # 96 frames in 3 records of 32
+    lengths = [[int(tf.strings.length(r)) for r in tf.data.TFRecordDataset(str(folder / s["name"]))]
+               for s in m.shards]
+    assert all(ls[-1] == 0 and 0 not in ls[:-1] for ls in lengths)  # each shard ends in one empty record
+    assert sum(len(ls) - 1 for ls in lengths) == 96 // DEFAULT_RECORD_FRAMES  # 96 frames in 3 records of 32
     assert store.verify(folder) == []
     # A store of the old layout (one tf.train.Example per frame) is rebuilt, never misread.
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -245,7 +247,7 @@ def test_tfrecord_batches_of_whole_records_deliver_every_frame_once(spec_index, 
             for s in m.shards:
                 rows = [lookup[f[..., 0].tobytes()] for x, _ in
                         [decode_records(r, spec_index.frame_shape) for r in
-                         tf.data.TFRecordDataset(str(folder / s["name"]))] for f in x.numpy()]
+                         tf.data.TFRecordDataset(str(folder / s["name"])) if len(r.numpy())] for f in x.numpy()]
                 record_of.update({r: (s["name"], j // k) for j, r in enumerate(rows)})
             batch_of = {lookup[f[..., 0].tobytes()]: b for b, x in enumerate(xs) for f in x}
             assert len({(record_of[r], batch_of[r]) for r in batch_of}) == len(set(record_of.values()))
@@ -288,27 +290,58 @@ def test_tfrecord_read_framed_when_checked_gives_the_batches_of_tfrecorddataset(
 
 
 def test_framed_records_are_what_fixed_length_reading_gives_and_their_length_is_checked(tmp_path):
-    """``_framed`` frames a record as FixedLengthRecordDataset reads one from a TFRecord file
-    (the CRCs aside), and ``decode_records(framed=True)`` refuses a stated length that is not
-    the record's."""
+    """A format-4 shard (records, then an empty end record) read from its first record's
+    data in pieces of a record and its framing gives each record's data first, then the
+    next record's stated length; ``_framed`` frames the tail's record as the last piece
+    (the CRCs aside); ``decode_records(framed=True)`` decodes the pieces and refuses a
+    stated length that is neither the record's nor 0."""
     import tensorflow as tf
 
-    from kit.cases.stores import TFRECORD_FRAMING, _framed
+    from kit.cases.stores import TFRECORD_FRAMING, TFRECORD_HEAD, _framed
     from kit.spectrogram.convert import decode_records
 
-    frames = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
-    data = frames.tobytes() + np.array([7, 9], np.int64).tobytes()
+    frames = np.arange(4 * 3 * 4, dtype=np.float32).reshape(4, 3, 4)
+    data = [frames[i:i + 2].tobytes() + np.array([7 + i, 8 + i], np.int64).tobytes() for i in (0, 2)]
     path = tmp_path / "one.tfrecord"
     with tf.io.TFRecordWriter(str(path)) as w:
-        w.write(data)
-    entry = next(iter(tf.data.FixedLengthRecordDataset(str(path), len(data) + TFRECORD_FRAMING))).numpy()
-    built = _framed(tf.constant(data)).numpy()
-    assert len(built) == len(entry) and built[:8] == entry[:8] and built[12:-4] == entry[12:-4] == data
-    x, y = decode_records(tf.constant([entry, entry]), (3, 4), framed=True)
-    assert np.array_equal(x.numpy()[..., 0], np.concatenate([frames, frames])) and list(y.numpy()) == [7, 9, 7, 9]
-    wrong = np.int64(len(data) + 8).tobytes() + entry[8:]
+        for d in data + [b""]:
+            w.write(d)
+    pieces = [p.numpy() for p in tf.data.FixedLengthRecordDataset(
+        str(path), len(data[0]) + TFRECORD_FRAMING, header_bytes=TFRECORD_HEAD,
+        footer_bytes=TFRECORD_FRAMING - TFRECORD_HEAD)]
+    assert [p[:len(data[0])] for p in pieces] == data
+    assert [np.frombuffer(p[-12:-4], np.int64)[0] for p in pieces] == [len(data[0]), 0]
+    built = _framed(tf.constant(data[1])).numpy()
+    assert len(built) == len(pieces[1]) and built[:-16] == data[1] and built[-12:-4] == pieces[1][-12:-4]
+    x, y = decode_records(tf.constant(pieces), (3, 4), framed=True)
+    assert np.array_equal(x.numpy()[..., 0], frames) and list(y.numpy()) == [7, 8, 9, 10]
+    x, y = decode_records(tf.constant([pieces[0], built]), (3, 4), framed=True)
+    assert np.array_equal(x.numpy()[..., 0], frames) and list(y.numpy()) == [7, 8, 9, 10]
+    wrong = pieces[0][:-12] + np.int64(len(data[0]) + 8).tobytes() + pieces[0][-4:]
     with pytest.raises(tf.errors.InvalidArgumentError, match="states another length"):
         decode_records(tf.constant([wrong]), (3, 4), framed=True)
+
+
+def test_a_tfrecord_shard_without_its_end_record_or_with_records_after_it_fails_its_check(tmp_path):
+    """The deep check of a format-4 shard: one empty end record, last, and none other."""
+    import tensorflow as tf
+
+    from kit.cases import check_tfrecord_shard
+    from kit.spectrogram.convert import decode_records
+
+    record = np.zeros((2, 3, 4), np.float32).tobytes() + np.array([1, 2], np.int64).tobytes()
+
+    def check(*records):
+        path = tmp_path / "s.tfrecord"
+        with tf.io.TFRecordWriter(str(path)) as w:
+            for r in records:
+                w.write(r)
+        return check_tfrecord_shard(path, 4, lambda r: decode_records(r, (3, 4)), batch=None, end_record=True)
+
+    assert check(record, record, b"") is None
+    assert "no empty end record" in check(record, record)
+    assert "after the empty end record" in check(record, b"", record)
+    assert "manifest says 4" in check(record, b"")
 
 
 def test_a_checked_tfrecord_store_of_another_record_size_is_refused(spec_index, tmp_path):

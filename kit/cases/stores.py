@@ -17,7 +17,8 @@ from typing import Callable, Sequence
 
 from kit import store
 
-__all__ = ["DEFAULT_READ_BUFFER", "FIXED_READ_BUFFER", "MIN_RECORDS_PER_BATCH", "TFRECORD_FRAMING", "store_folder",
+__all__ = ["DEFAULT_READ_BUFFER", "FIXED_READ_BUFFER", "MIN_RECORDS_PER_BATCH", "TFRECORD_FRAMING", "TFRECORD_HEAD",
+           "store_folder",
            "shard_tags", "check_shards", "read_tfrecords", "check_tfrecord_shard"]
 
 #: Batches are cut from whole records (``read_tfrecords(block=...)``) only when a batch
@@ -40,6 +41,8 @@ SHARD_PREFETCH = 4
 #: Bytes of TFRecord framing around each record's data: its length (8 bytes) and the
 #: length's CRC (4) before, the data's CRC (4) after.
 TFRECORD_FRAMING = 16
+#: The framing's bytes before a record's data: its length and the length's CRC.
+TFRECORD_HEAD = 12
 
 
 def store_folder(case: str, fmt: str, key: str, workdir=None) -> Path:
@@ -76,7 +79,7 @@ def check_shards(folder: Path, manifest: store.Manifest) -> list[str]:
 def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffer: int,
                    cycle_length: int = 4, read_buffer: int | None = None, block: int | None = None,
                    tail: Sequence[str] = (), splittable: bool = False, record_bytes: int | None = None,
-                   parse_framed: Callable | None = None):
+                   parse_framed: Callable | None = None, end_records: bool = False):
     """Batches of TFRecord shards, parsed a whole batch (or a whole record) at a time.
 
     The epoch order is computed, never buffered, so the loader resumes mid-epoch from a
@@ -111,13 +114,19 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
         tail: shards read after all of ``paths``, in order, never permuted: the short
             record of a store whose other records are whole.
         record_bytes: with ``block``, the length of every record of ``paths``.
-        parse_framed: with ``record_bytes``, for a store whose every byte was checked at
-            open (``kit.store.check_open``): ``paths`` are read as records of a fixed
-            length in their TFRecord framing (``tf.data.FixedLengthRecordDataset``), so
-            their CRCs are not computed again (TensorFlow's wheel computes them without
-            the CPU's CRC instruction: the largest cost of reading, profiled), and each
-            batch goes to ``parse_framed``, which must check each record's stated length.
-            The records of ``tail`` are read with their CRCs and framed to match.
+        parse_framed: with ``record_bytes`` and ``end_records``, for a store whose every
+            byte was checked at open (``kit.store.check_open``): ``paths`` are read in
+            pieces of a fixed length (``tf.data.FixedLengthRecordDataset``) from the first
+            record's data on, each a record's data, its CRC and the next record's length
+            and the length's CRC (``TFRECORD_HEAD`` bytes), so that the data comes first
+            and the CRCs are not computed again (TensorFlow's wheel computes them without
+            the CPU's CRC instruction: the largest cost of reading, profiled). Each batch
+            goes to ``parse_framed``, which must check each record's stated length (that of
+            the next record, or 0 for the end record). The records of ``tail`` are read
+            with their CRCs and framed to match (``_framed``).
+        end_records: every shard ends in an empty record (after which its last record is
+            one fixed-length piece like the others); read with their CRCs, empty records
+            are dropped.
         splittable: the pipeline for tf.data service (``kit.epochs.finish(..., body=)``):
             its distributed epochs split the shards among the workers, which a computed
             order is not; there, the shards through ``order_dataset(..., splittable=True)``
@@ -140,7 +149,7 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
         return ds.map(permute, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
 
     def read(files, count, dataset=None):
-        dataset = dataset or (lambda f: tf.data.TFRecordDataset(f, buffer_size=read_buffer or DEFAULT_READ_BUFFER))
+        dataset = dataset or (lambda f: _tfrecords(f, read_buffer, end_records))
         if splittable:  # tf.data service splits the shards among its workers: its parallel interleave
             return files.interleave(dataset, cycle_length=min(cycle_length, count),
                                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -162,7 +171,7 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
     files = order_dataset(len(paths), opts, splittable=splittable).map(lambda i: tf.gather(names, i))
     if whole:  # batches of whole records
         return _whole_records(files, len(paths), tail, parse, opts, block, shuffle_buffer, read_buffer, read,
-                              record_bytes, parse_framed)
+                              record_bytes, parse_framed if end_records else None, end_records)
     ds = read(files, len(paths))
     if block is not None:  # each record decoded once for its block, then one example at a time
         ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
@@ -177,8 +186,16 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
     return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)  # the whole batch parsed at once
 
 
+def _tfrecords(paths, read_buffer, end_records):
+    """TFRecordDataset over ``paths`` (its CRCs computed), without the empty end records."""
+    import tensorflow as tf
+
+    ds = tf.data.TFRecordDataset(paths, buffer_size=read_buffer or DEFAULT_READ_BUFFER)
+    return ds.filter(lambda r: tf.strings.length(r) > 0) if end_records else ds
+
+
 def _whole_records(files, count, tail, parse, opts, block, shuffle_buffer, read_buffer, read, record_bytes,
-                   parse_framed):
+                   parse_framed, end_records):
     """``read_tfrecords``' batches of whole records: ``k`` records a batch, decoded at once.
 
     Shuffled, the records are taken in windows of a whole number of batches, and each
@@ -193,14 +210,15 @@ def _whole_records(files, count, tail, parse, opts, block, shuffle_buffer, read_
 
     k = opts.batch_size // block
     framed = record_bytes is not None and parse_framed is not None
-    if framed:
+    if framed:  # each piece: a record's data, its CRC, the next record's length and its CRC
         ds = read(files, count, lambda f: tf.data.FixedLengthRecordDataset(
-            f, record_bytes + TFRECORD_FRAMING, buffer_size=read_buffer or FIXED_READ_BUFFER))
+            f, record_bytes + TFRECORD_FRAMING, header_bytes=TFRECORD_HEAD,
+            footer_bytes=TFRECORD_FRAMING - TFRECORD_HEAD, buffer_size=read_buffer or FIXED_READ_BUFFER))
         parse = parse_framed
     else:
         ds = read(files, count)
     if tail:
-        short = tf.data.TFRecordDataset(tail, buffer_size=read_buffer or DEFAULT_READ_BUFFER)
+        short = _tfrecords(tail, read_buffer, end_records)
         ds = ds.concatenate(short.map(_framed) if framed else short)
     if not opts.shuffle:
         return ds.batch(k).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
@@ -222,29 +240,34 @@ def _whole_records(files, count, tail, parse, opts, block, shuffle_buffer, read_
 
 
 def _framed(record):
-    """A record as ``FixedLengthRecordDataset`` reads one from a TFRecord file: its length
-    as 8 little-endian bytes, 4 bytes where its CRC goes, the data, 4 more (the CRCs,
-    never read, are zeros)."""
+    """A record as ``read_tfrecords`` reads the last one of a shard in its fixed-length
+    pieces: the data, 4 bytes where its CRC goes, then the end record's length (0, as 8
+    bytes) and 4 more (the CRCs, never read, are zeros)."""
     import tensorflow as tf
 
-    byte = tf.constant([bytes([i]) for i in range(256)])
-    n = tf.bitcast(tf.cast(tf.strings.length(record), tf.int64), tf.uint8)
-    return tf.strings.join([tf.strings.reduce_join(tf.gather(byte, tf.cast(n, tf.int32))),
-                            b"\0" * 4, record, b"\0" * 4])
+    return tf.strings.join([record, b"\0" * TFRECORD_FRAMING])
 
 
 def check_tfrecord_shard(path: Path, count: int, parse: Callable, *, batch: int | None = 256,
-                         inspect: Callable | None = None) -> str | None:
+                         inspect: Callable | None = None, end_record: bool = False) -> str | None:
     """Reads a TFRecord shard through ``parse``: None when it holds ``count`` readable
     records (and ``inspect(x, y, first)`` finds nothing in any batch, ``first`` the
     position of its first record), else what is wrong. ``batch=None`` passes the
-    records one at a time (records that each hold a block of examples)."""
+    records one at a time (records that each hold a block of examples); with
+    ``end_record``, the shard must end in one empty record, and have no other."""
     import tensorflow as tf
 
-    seen = 0
+    if end_record and batch is not None:
+        raise ValueError("end_record needs batch=None (records one at a time)")
+    seen, ended = 0, False
     records = tf.data.TFRecordDataset(str(path))
     try:
         for serialized in (records if batch is None else records.batch(batch)):
+            if end_record and (ended or int(tf.strings.length(serialized)) == 0):
+                if ended:
+                    return "records after the empty end record"
+                ended = True
+                continue
             x, y = parse(serialized)
             problem = inspect(x, y, seen) if inspect is not None else None
             if problem:
@@ -254,4 +277,6 @@ def check_tfrecord_shard(path: Path, count: int, parse: Callable, *, batch: int 
         return f"unreadable records ({e.message.splitlines()[0]})"
     if seen != count:
         return f"{seen} records, manifest says {count}"
+    if end_record and not ended:
+        return "no empty end record (cut short, or an older layout)"
     return None

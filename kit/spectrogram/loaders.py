@@ -330,15 +330,17 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     block = int(manifest.meta["options"]["record_frames"])
     record_bytes = block * (int(np.prod(shape)) * np.dtype(dtype).itemsize + 8)
     # Checked at open (every byte against the manifest's SHA-256, or remembered so):
-    # the shards are read as records of a fixed length, their CRCs not computed again.
+    # the shards are read in pieces of a fixed length, their CRCs not computed again.
     # Unchecked, TFRecordDataset computes them and damage fails the epoch loudly.
     checked = store.checks_on(vopts.check_store)
     entry = record_bytes + TFRECORD_FRAMING
     if checked:
         for s in manifest.shards:
-            if s["name"] != manifest.meta.get("tail_shard") and s["bytes"] != s["count"] // block * entry:
+            end = TFRECORD_FRAMING  # the empty end record
+            if s["name"] != manifest.meta.get("tail_shard") and s["bytes"] != s["count"] // block * entry + end:
                 raise store.StoreError(f"{folder / s['name']}: {s['bytes']} bytes, not {s['count'] // block} "
-                                       f"records of {entry} bytes; run `python -m kit verify {folder}`")
+                                       f"records of {entry} bytes and an empty end record; "
+                                       f"run `python -m kit verify {folder}`")
     # Whole records permuted in windows of shuffle_buffer frames (an order computed per
     # epoch: resumable), a batch of records decoded at once; tf.data service runs it over
     # a splittable one.
@@ -355,7 +357,8 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
         return read_tfrecords([p for p in paths if p not in tail], parse, opts,
                               shuffle_buffer=vopts.shuffle_buffer, cycle_length=vopts.cycle_length,
                               read_buffer=vopts.read_buffer, block=block, tail=tail, splittable=splittable,
-                              record_bytes=record_bytes, parse_framed=parse_framed if checked else None)
+                              record_bytes=record_bytes, parse_framed=parse_framed if checked else None,
+                              end_records=True)
 
     return finish(pipeline(False), len(index), opts.batch_size, body=pipeline(True))
 
