@@ -217,7 +217,7 @@ def test_tfrecord_records_hold_blocks_and_an_old_layout_is_rebuilt(spec_index, t
 ])
 def test_tfrecord_batches_of_whole_records_deliver_every_frame_once(spec_index, tmp_path, record_frames,
                                                                     batch_size, shard_frames, shuffle):
-    """Format 3: every record whole but the tail's, so a batch of whole records is a whole
+    """Formats 3 and 4: every record whole but the tail's, so a batch of whole records is a whole
     batch of frames; every frame exactly once with its label, reshuffled every epoch."""
     import tensorflow as tf
 
