@@ -444,6 +444,12 @@ def test_bench_scale_command_json(tmp_path):
     assert scale.needed_bytes(3000, "float16", workdir=tmp_path / "w") == {
         "data": 0, "memmap": 0, "tfrecord": 0, "features": 0}
     assert scale.needed_bytes(3000, "float32", workdir=tmp_path / "w")["data"] == 3000 * 96 * 64 * 4
+    # A TFRecord store of an older layout is rebuilt beside it: it does not count as built.
+    for folder in (tmp_path / "w").glob("spectrogram-tfrecord-*"):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        manifest["meta"]["options"]["format"] = 3
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert scale.needed_bytes(3000, "float16", workdir=tmp_path / "w")["tfrecord"] == int(3000 * 96 * 64 * 2 * 1.02)
 
 
 def test_a_cold_figure_faster_than_the_disk_gets_no_verdict():

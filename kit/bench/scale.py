@@ -87,9 +87,14 @@ def needed_bytes(frames: int, dtype: str, *, seed: int = 0, workdir=None) -> dic
     """Bytes each missing piece will take: ``{"data": ..., "memmap": ..., ...}`` (0 when built).
 
     The TFRecord store is counted at 1.02x the frames (record framing and labels), the
-    feature cache at 1,024 float16 values per frame.
+    feature cache at 1,024 float16 values per frame. A TFRecord store of an older layout
+    counts as missing: the loader builds one of the current layout beside it.
     """
     from kit import store
+    from kit.spectrogram.convert import TFRECORD_FORMAT
+
+    def current_layout(m) -> bool:
+        return m.meta.get("options", {}).get("format") == TFRECORD_FORMAT
 
     size = frames * frame_bytes(dtype)
     data = data_folder(frames, dtype, seed, workdir)
@@ -100,7 +105,7 @@ def needed_bytes(frames: int, dtype: str, *, seed: int = 0, workdir=None) -> dic
     for folder in root.glob("spectrogram-*"):
         m = store.complete(folder)
         if m is not None and m.meta.get("source") == source and m.meta.get("count", m.count) >= frames \
-                and m.meta.get("dtype") == dtype:
+                and m.meta.get("dtype") == dtype and (m.kind != "spectrogram-tfrecord" or current_layout(m)):
             built.add(m.kind)
     need["memmap"] = 0 if "spectrogram-memmap" in built else size
     need["tfrecord"] = 0 if "spectrogram-tfrecord" in built else int(size * 1.02)
