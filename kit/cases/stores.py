@@ -18,8 +18,7 @@ from typing import Callable, Sequence
 from kit import store
 
 __all__ = ["DEFAULT_READ_BUFFER", "FIXED_READ_BUFFER", "MIN_RECORDS_PER_BATCH", "TFRECORD_FRAMING", "TFRECORD_HEAD",
-           "store_folder",
-           "shard_tags", "check_shards", "read_tfrecords", "check_tfrecord_shard"]
+           "store_folder", "shard_tags", "check_shards", "read_tfrecords", "check_tfrecord_shard"]
 
 #: Batches are cut from whole records (``read_tfrecords(block=...)``) only when a batch
 #: holds at least this many: a record's examples always share a batch, so each example

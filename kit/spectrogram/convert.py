@@ -4,12 +4,12 @@
   store's dtype, plus ``labels.npy`` (N,) int64: read by memory map, one gather per batch.
 * ``tfrecord``: records that each hold a block of ``record_frames`` frames (format 4):
   the frames' raw bytes in the store's dtype, then their labels as little-endian
-  int64, in shards of about ``shard_mb``, each shard ending in an empty record. Each shard holds the frames of a seeded
-  random set of files in a seeded random order (``_shard_rows``), so a record is a
-  random set of those frames. Every record is whole; the frames left over (fewer than
-  a record) are the one short record of a last shard, ``tail.tfrecord``, which the
-  reader reads after the others, so that a batch of whole records is a whole batch of
-  frames. The reader takes the shards in an order permuted per epoch, permutes the
+  int64, in shards of about ``shard_mb``, each shard ending in an empty record. Each
+  shard holds the frames of a seeded random set of files in a seeded random order
+  (``_shard_rows``), so a record is a random set of those frames. Every record is
+  whole; the frames left over (fewer than a record) are the one short record of a last
+  shard, ``tail.tfrecord``, which the reader reads after the others, so that a batch of
+  whole records is a whole batch of frames. The reader takes the shards in an order permuted per epoch, permutes the
   records in windows and decodes a whole batch of records at once
   (``kit.cases.read_tfrecords``, ``decode_records``): parsing one 24 KB
   ``tf.train.Example`` per frame (format 1) cost more than reading it, and unbatching
@@ -290,7 +290,7 @@ def decode_records(records, frame_shape, dtype: str = "float32", *, framed: bool
     of another layout fails, it is never misread. The CRCs are not computed."""
     import tensorflow as tf
 
-    from kit.cases import TFRECORD_FRAMING
+    from kit.cases import TFRECORD_FRAMING, TFRECORD_HEAD
 
     dt = tf.as_dtype(dtype)
     frame_bytes = int(np.prod(frame_shape)) * dt.size
@@ -298,7 +298,7 @@ def decode_records(records, frame_shape, dtype: str = "float32", *, framed: bool
     length = tf.strings.length(records)
     if framed:
         stated = tf.reshape(tf.io.decode_raw(
-            tf.strings.substr(records, length - 12, tf.fill(tf.shape(length), 8)), tf.int64), [-1])
+            tf.strings.substr(records, length - TFRECORD_HEAD, tf.fill(tf.shape(length), 8)), tf.int64), [-1])
         length = length - TFRECORD_FRAMING
         tf.debugging.assert_equal(
             tf.logical_or(tf.equal(stated, tf.cast(length, tf.int64)), tf.equal(stated, 0)), True,
