@@ -86,7 +86,7 @@ class TFRecordOptions(StoreOptions):
     """``tfrecord``: shard size, frames per record, ``shuffle_buffer`` (the frames permuted
     together: a window of the interleaved shards, each window in a new order every epoch),
     shards read at once, read buffer per shard (None: 256 KB for a store checked at open,
-    read as fixed-length records without their CRCs; 8 MB otherwise). A batch of at least
+    read in fixed-length pieces without their CRCs; 8 MB otherwise). A batch of at least
     8 whole records is decoded at once and a record's frames always share a batch; a
     smaller one (or not a whole number of records) is cut frame by frame
     (``kit.cases.read_tfrecords``)."""
