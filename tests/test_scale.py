@@ -401,6 +401,16 @@ def test_free_space_check_refuses_with_one_line(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------- the command
 
 
+def test_disk_note_says_when_the_disks_reference_reads_disagree():
+    from kit.bench import scale
+
+    assert scale.disk_note([866e6, 1232e6]) is None  # 1.42x apart: steady enough
+    assert scale.disk_note([1232e6]) is None
+    note = scale.disk_note([454e6, 1275e6])
+    assert note is not None and "2.8x" in note and "454, 1,275 MB/s" in note
+    assert scale.disk_note([1275e6, 454e6]) is not None  # whichever read was the slow one
+
+
 def test_bench_scale_command_json(tmp_path):
     from kit.bench import scale
 
@@ -428,6 +438,10 @@ def test_bench_scale_command_json(tmp_path):
     assert "the faster of 2 reads (before and after the cold epochs" in limits["disk_sequential_read"]["basis"]
     assert result["disk_bytes_per_s"] == pytest.approx(3000 * 96 * 64 * 2 / limits["disk_sequential_read"]["epoch_s"],
                                                        rel=1e-6)
+    reads = result["disk_reads_bytes_per_s"]  # both reference reads kept; the limit is the faster
+    assert len(reads) == 2 and result["disk_bytes_per_s"] == pytest.approx(max(reads))
+    assert result["disk_note"] == scale.disk_note(reads)
+    assert ("note: the disk's reference reads differ" in r.stdout) == (result["disk_note"] is not None)
     for row in rows:
         if row["variant"] in ("memmap", "tfrecord") and row["measured"]:
             assert row["limit"] == ("disk" if row["state"] == "cold" else "memory")
