@@ -829,21 +829,50 @@ def claim(folder: str | os.PathLike, kind: str) -> Path:
     if os.path.lexists(folder) and not folder.is_dir():
         raise StoreError(f"{folder} exists and is not a folder; refusing to write a store there")
     if folder.is_dir():
+        # Listed first, then the kind read: a marker another claim placed meanwhile is listed
+        # whole (``_write_marker``), so it is read back; its temporary file is not foreign.
+        occupied = any(not _is_marker_temp(p.name) for p in folder.iterdir())
         found = store_kind(folder)
-        if found is None and any(folder.iterdir()):
+        if found is None and occupied:
             raise StoreError(f"{folder} exists and is not a kit store (no {STORE_MARKER} or {MANIFEST}); "
                              "refusing to write into it (choose another folder)")
-        if found is not None and found != kind:
-            raise StoreError(f"{folder} holds a kit store of kind {found!r}, not {kind!r}; "
-                             "refusing to write into it (choose another folder)")
+        _check_kind(folder, found, kind)
     else:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
             raise StoreError(f"{folder}: a parent of it is not a folder") from None
     if not (folder / STORE_MARKER).exists():
-        (folder / STORE_MARKER).write_text(kind + "\n")
+        _write_marker(folder, kind)
+        _check_kind(folder, store_kind(folder), kind)  # a concurrent claim's marker may have won
     return folder
+
+
+def _check_kind(folder: Path, found: str | None, kind: str) -> None:
+    if found is not None and found != kind:
+        raise StoreError(f"{folder} holds a kit store of kind {found!r}, not {kind!r}; "
+                         "refusing to write into it (choose another folder)")
+
+
+def _is_marker_temp(name: str) -> bool:
+    return name.startswith(STORE_MARKER + ".") and name.endswith(".tmp")
+
+
+def _write_marker(folder: Path, kind: str) -> None:
+    """Writes ``folder``'s marker whole, in one step: written to a temporary name first, then
+    hard-linked into place. A process claiming the same folder at the same moment never reads
+    it empty (it once took such a folder for a foreign one and refused it), and of two claims
+    the first link wins without being overwritten."""
+    tmp = folder / f"{STORE_MARKER}.{os.getpid()}.{threading.get_ident()}.tmp"
+    tmp.write_text(kind + "\n")
+    try:
+        os.link(tmp, folder / STORE_MARKER)
+    except FileExistsError:
+        pass  # another claim's marker, read back by the caller
+    except OSError:  # a file system without hard links: a rename is as atomic (and may replace a twin)
+        os.replace(tmp, folder / STORE_MARKER)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def check_apart(folder: str | os.PathLike, sources: Sequence[str | os.PathLike]) -> None:
