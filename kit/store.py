@@ -855,24 +855,16 @@ def _check_kind(folder: Path, found: str | None, kind: str) -> None:
 
 
 def _is_marker_temp(name: str) -> bool:
-    return name.startswith(STORE_MARKER + ".") and name.endswith(".tmp")
+    return name.startswith(STORE_MARKER + ".tmp-") and _TEMP.search(name) is not None
 
 
 def _write_marker(folder: Path, kind: str) -> None:
-    """Writes ``folder``'s marker whole, in one step: written to a temporary name first, then
-    hard-linked into place. A process claiming the same folder at the same moment never reads
-    it empty (it once took such a folder for a foreign one and refused it), and of two claims
-    the first link wins without being overwritten."""
-    tmp = folder / f"{STORE_MARKER}.{os.getpid()}.{threading.get_ident()}.tmp"
-    tmp.write_text(kind + "\n")
-    try:
-        os.link(tmp, folder / STORE_MARKER)
-    except FileExistsError:
-        pass  # another claim's marker, read back by the caller
-    except OSError:  # a file system without hard links: a rename is as atomic (and may replace a twin)
-        os.replace(tmp, folder / STORE_MARKER)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Writes ``folder``'s marker whole, in one step (``atomic_path``): a process claiming the
+    same folder at the same moment never reads it empty (it once took such a folder for a
+    foreign one and refused it). Two claims of one kind write the same marker (the kit's store
+    folders are named by case and format, so two kinds do not claim one folder at once)."""
+    with atomic_path(folder / STORE_MARKER) as tmp:
+        tmp.write_text(kind + "\n")
 
 
 def check_apart(folder: str | os.PathLike, sources: Sequence[str | os.PathLike]) -> None:

@@ -306,7 +306,7 @@ def test_two_processes_claiming_the_same_new_folders_never_refuse_each_other(tmp
 def test_a_folder_holding_only_a_marker_being_written_is_claimed(tmp_path):
     folder = tmp_path / "s"
     folder.mkdir()
-    (folder / f"{store.STORE_MARKER}.123.456.tmp").write_text("test\n")  # another claim, mid-write
+    (folder / f"{store.STORE_MARKER}.tmp-123-456").write_text("test\n")  # another claim, mid-write
     assert store.claim(folder, "test") == folder
     assert store.store_kind(folder) == "test"
     (folder / "mine.txt").write_text("x")
