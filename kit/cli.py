@@ -103,6 +103,14 @@ def _verify(args) -> int:
 
 
 def main(argv=None) -> int:
+    import os
+
+    # Before TensorFlow loads (the commands import it): its C++ INFO and WARNING lines off,
+    # unless the caller set the level. At WARNING, a memmap loader or the head logs
+    # "FAILED_PRECONDITION: PyFunc (ResourceGather) is stateful" at every batch of an
+    # iterator under symbolic checkpointing: about 24,000 lines in one `bench scale` run,
+    # burying what the command prints. (Notebooks and `make demo` set the same level.)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from kit.errors import DataError
     from kit.store import StoreError
 
