@@ -412,6 +412,33 @@ def test_disk_note_says_when_the_disks_reference_reads_disagree():
     assert scale.disk_note([1275e6, 454e6]) is not None  # whichever read was the slow one
 
 
+def test_cpu_used_counts_this_process_cpu_not_its_waits():
+    import time
+
+    from kit.bench import scale
+
+    def burn(seconds):
+        t0 = time.process_time()
+        while time.process_time() - t0 < seconds:
+            pass
+        return "done"
+
+    out, wall, cpu, kernel = scale.cpu_used(burn, 0.3)
+    assert out == "done" and cpu >= 0.25 and wall >= 0.25 and 0 <= kernel <= cpu
+    _, wall, cpu, _ = scale.cpu_used(time.sleep, 0.4)
+    assert wall >= 0.4 and cpu < 0.15  # waiting is not CPU
+
+
+def test_cpu_note_only_for_a_read_that_kept_a_core_busy():
+    from kit.bench import scale
+
+    assert scale.cpu_note(0.5, 0.45, 2e9) is None
+    note = scale.cpu_note(0.95, 0.8, 1.25e9)
+    assert "kept 0.95 of a core busy (0.80 in the kernel)" in note and "about 0.8 CPU-s per GB" in note
+    assert scale.cpu_note(scale.CPU_BOUND_READ, 0.7, None) is not None
+    assert scale.cpu_note(0.95, 0.8, 1.25e9, seconds=0.05) is None  # too short a read to say
+
+
 def test_bench_scale_command_json(tmp_path):
     from kit.bench import scale
 
@@ -446,6 +473,20 @@ def test_bench_scale_command_json(tmp_path):
     reads = result["disk_reads_bytes_per_s"]  # both reference reads kept; the limit is the faster
     assert len(reads) == 2 and result["disk_bytes_per_s"] == pytest.approx(max(reads))
     assert result["disk_note"] == scale.disk_note(reads)
+    # The CPU each read and each whole epoch used, per second: at most every core.
+    assert len(result["disk_reads_cpu_cores"]) == 2
+    fastest = max(range(2), key=lambda i: reads[i])
+    assert limits["disk_sequential_read"]["cpu_cores"] == pytest.approx(result["disk_reads_cpu_cores"][fastest])
+    assert "cpu_note" in result
+    assert ("note: the disk's reference read, one thread" in r.stdout) == (result["cpu_note"] is not None)
+    cores = os.cpu_count()
+    for row in rows:
+        measured_epoch = row["variant"] in ("memmap", "tfrecord", "memmap_random") and row["limit"] in (
+            "disk", "memory") and "projected as the default bench" not in row["basis"]
+        if measured_epoch or row["variant"] == "disk_sequential_read":
+            assert row["cpu_cores"] is not None and 0 <= row["cpu_cores"] <= cores * 1.05, row
+        elif row["variant"] in ("memory_gather", "generator", "head_from_cache"):
+            assert row["cpu_cores"] is None, row
     assert ("note: the disk's reference reads differ" in r.stdout) == (result["disk_note"] is not None)
     for row in rows:
         if row["variant"] in ("memmap", "tfrecord") and row["measured"]:

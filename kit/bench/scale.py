@@ -15,7 +15,8 @@ million. This one generates the million (or ``--frames``), converts them to the
 * the physical limits in the same run: the disk's sequential read rate of the memmap
   store file (cold; the faster of two reads, before and after the cold epochs, both kept
   in ``info["disk_reads_bytes_per_s"]``, and ``info["disk_note"]`` saying so when they
-  differ by more than ``DISK_UNSTEADY``) and the memory gather rate (warm: random batches
+  differ by more than ``DISK_UNSTEADY``; ``info["cpu_note"]`` when the faster read kept
+  ``CPU_BOUND_READ`` of a core busy) and the memory gather rate (warm: random batches
   gathered from a sample held in RAM), and each loader as a ``fraction_of_limit``;
 * the epoch projected from 20,000 frames of the same loader the way the default
   spectrogram bench projects (its rounds of warm-up then timed batches, the steady rate
@@ -25,9 +26,10 @@ million. This one generates the million (or ``--frames``), converts them to the
 
 One row per measured thing: ``variant``, ``state`` (``"warm"``/``"cold"``), ``frames``,
 ``dtype``, ``epoch_s``, ``measured`` (True for a whole epoch, False for a projection),
-``examples_per_s``, ``limit`` (``"disk"``/``"memory"``/None), ``fraction_of_limit``, and
-``basis`` (what was read, in words). The limits are rows too (``disk_sequential_read``,
-``memory_gather``). A cold fraction compares the store's bytes read per second with the
+``examples_per_s``, ``limit`` (``"disk"``/``"memory"``/None), ``fraction_of_limit``,
+``cpu_cores`` (CPU seconds the process used per second of a measured read or epoch; None
+for the other rows), and ``basis`` (what was read, in words). The limits are rows too
+(``disk_sequential_read``, ``memory_gather``). A cold fraction compares the store's bytes read per second with the
 disk's sequential rate; a warm one compares frames per second with the gather rate.
 
 The data (``<workdir>/bench-scale-<files>x100-<dtype>-s<seed>``), the stores and the
@@ -60,7 +62,7 @@ WARM_EPOCHS = 3
 FRAME_SHAPE = (96, 64)
 #: Column order of the rows (the issue's form, then the basis).
 COLUMNS = ["variant", "state", "frames", "dtype", "epoch_s", "measured", "examples_per_s", "limit",
-           "fraction_of_limit", "basis"]
+           "fraction_of_limit", "cpu_cores", "basis"]
 #: A cold read this many times the disk's measured sequential rate is not a cold figure (or the
 #: disk's rate was measured low): flagged in its basis, and its target left without a verdict.
 COLD_IMPLAUSIBLE = 1.1
@@ -68,6 +70,13 @@ COLD_IMPLAUSIBLE = 1.1
 #: rate moved during the run (a shared VM's disk read the same file at 454, then 1,275 MB/s), so
 #: the cold fractions say as much about the disk as about the loaders (``disk_note``).
 DISK_UNSTEADY = 1.5
+#: The disk's reference read (one thread) used at least this much of a core: it was bound, or
+#: nearly, by the CPU copying pages (on this project's VM, ~1 CPU-s per GB, mostly in the
+#: kernel), not by the disk alone; a loader that decodes on the same cores shares that CPU
+#: (``cpu_note``).
+CPU_BOUND_READ = 0.8
+#: A reference read shorter than this says nothing of its CPU (the clock counts in 10 ms ticks).
+CPU_NOTE_MIN_S = 1.0
 #: Targets of the issue (1,000,000 frames, float16, 2 cores).
 TARGETS = {"memmap_warm_epoch_s_max": 10.0, "cold_fraction_of_disk_min": 0.7, "head_epoch_s_max": 15.0,
            "projection_error_max": 0.25}
@@ -246,10 +255,20 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
     return count, took
 
 
-def _row(variant, state, frames, dtype, epoch_s, measured, basis, limit=None, fraction=None):
+def _row(variant, state, frames, dtype, epoch_s, measured, basis, limit=None, fraction=None, cpu_cores=None):
     return {"variant": variant, "state": state, "frames": int(frames), "dtype": dtype, "epoch_s": float(epoch_s),
             "measured": bool(measured), "examples_per_s": frames / epoch_s, "limit": limit,
-            "fraction_of_limit": None if fraction is None else float(fraction), "basis": basis}
+            "fraction_of_limit": None if fraction is None else float(fraction),
+            "cpu_cores": None if cpu_cores is None else float(cpu_cores), "basis": basis}
+
+
+def cpu_used(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, timed: ``(result, wall_s, cpu_s, kernel_s)``, the CPU
+    seconds this process's threads used meanwhile (user and kernel), and the kernel's part."""
+    c0, t0 = os.times(), time.perf_counter()
+    out = fn(*args, **kwargs)
+    wall, c1 = time.perf_counter() - t0, os.times()
+    return out, wall, (c1.user - c0.user) + (c1.system - c0.system), c1.system - c0.system
 
 
 # --------------------------------------------------------------------------- the run
@@ -321,16 +340,20 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
 
     def measured(variant, state, ld, limit, basis_extra="", **kw):
         gc.collect()
-        got, s, whole = epoch(ld, expected=n, labels=labels, **kw)
+        (got, s, whole), wall, cpu, _ = cpu_used(epoch, ld, expected=n, labels=labels, **kw)
         if whole and state == "warm" and warm_epochs > 1:
-            times = [s] + [epoch(ld, expected=n, labels=labels)[1] for _ in range(warm_epochs - 1)]
+            more = [cpu_used(epoch, ld, expected=n, labels=labels) for _ in range(warm_epochs - 1)]
+            times = [s] + [m[0][1] for m in more]
+            cores = (cpu + sum(m[2] for m in more)) / (wall + sum(m[1] for m in more))
             return {"variant": variant, "state": state, "epoch_s": float(np.median(times)), "measured": True,
-                    "limit": limit, "basis": f"the median of {len(times)} whole epochs of {n:,} frames "
-                                             f"({', '.join(f'{t:.1f}' for t in times)} s){basis_extra}"}
+                    "limit": limit, "cpu_cores": cores,
+                    "basis": f"the median of {len(times)} whole epochs of {n:,} frames "
+                             f"({', '.join(f'{t:.1f}' for t in times)} s){basis_extra}"}
         if whole:
             return {"variant": variant, "state": state, "epoch_s": s, "measured": True, "limit": limit,
-                    "basis": f"a whole epoch of {n:,} frames{basis_extra}"}
+                    "cpu_cores": cpu / wall, "basis": f"a whole epoch of {n:,} frames{basis_extra}"}
         return {"variant": variant, "state": state, "epoch_s": s * n / got, "measured": False, "limit": limit,
+                "cpu_cores": cpu / wall,
                 "basis": f"projected from {got:,} frames read in {s:.0f} s (capped){basis_extra}"}
 
     # The disk's sequential read rate: the memmap store's frames file, cold, front to back.
@@ -338,11 +361,12 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     frames_file = mm_folder / "frames.npy"
     # Read twice, before and after the cold epochs (a shared VM's disk moved from 650 to 364 MB/s
     # between two runs): the faster read is the limit, so no cold epoch is flattered by a slow one.
-    def read_disk():
+    def read_disk():  # (bytes, seconds, CPU seconds, of which in the kernel)
         evict([frames_file])
-        nbytes, s = read_through([frames_file])
-        log(f"disk sequential read (cold): {nbytes / 1e9:.1f} GB in {s:.1f} s = {nbytes / s / 1e6:,.0f} MB/s")
-        return nbytes, s
+        (nbytes, s), _, cpu, kernel = cpu_used(read_through, [frames_file])
+        log(f"disk sequential read (cold): {nbytes / 1e9:.1f} GB in {s:.1f} s = {nbytes / s / 1e6:,.0f} MB/s "
+            f"({cpu / s:.2f} CPU-s per s, {kernel / s:.2f} in the kernel)")
+        return nbytes, s, cpu, kernel
 
     disk_reads = [read_disk()]
 
@@ -378,12 +402,13 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in found[-2:]))
 
     disk_reads.append(read_disk())
-    nbytes, s = min(disk_reads, key=lambda r: r[1] / r[0])
+    nbytes, s, disk_cpu, disk_kernel = min(disk_reads, key=lambda r: r[1] / r[0])
     disk = nbytes / s
     rows.insert(0, _row("disk_sequential_read", "cold", n, dtype, s * n * fb / nbytes, True,
                         f"{nbytes / 1e9:.2f} GB of {frames_file.name} read cold in 16 MB reads, the faster of "
                         f"{len(disk_reads)} reads (before and after the cold epochs: "
-                        f"{', '.join(f'{b / t / 1e6:,.0f}' for b, t in disk_reads)} MB/s)", "disk", 1.0))
+                        f"{', '.join(f'{r[0] / r[1] / 1e6:,.0f}' for r in disk_reads)} MB/s)", "disk", 1.0,
+                        disk_cpu / s))
 
     store_bytes = {"memmap": frames_file.stat().st_size, "memmap_random": frames_file.stat().st_size,
                    "tfrecord": sum(p.stat().st_size for p in tf_files)}
@@ -394,7 +419,8 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
         if r["state"] == "cold" and frac > COLD_IMPLAUSIBLE:  # faster than the disk can deliver: not cold
             basis += (f" (WARNING: {frac:.2f}x the disk's sequential read: the store's pages were cached, "
                       "so this is not a cold figure)")
-        rows.append(_row(r["variant"], r["state"], n, dtype, r["epoch_s"], r["measured"], basis, r["limit"], frac))
+        rows.append(_row(r["variant"], r["state"], n, dtype, r["epoch_s"], r["measured"], basis, r["limit"], frac,
+                         r["cpu_cores"]))
 
     # The projections from projection_frames frames, beside the measured epochs, made the way the
     # default spectrogram bench makes them (timing.compare: each round a fresh epoch, warm-up batches,
@@ -482,8 +508,10 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
 
     df = pd.DataFrame(rows, columns=COLUMNS)
     info["disk_bytes_per_s"] = disk
-    info["disk_reads_bytes_per_s"] = [b / t for b, t in disk_reads]
+    info["disk_reads_bytes_per_s"] = [r[0] / r[1] for r in disk_reads]
+    info["disk_reads_cpu_cores"] = [r[2] / r[1] for r in disk_reads]
     info["disk_note"] = disk_note(info["disk_reads_bytes_per_s"])
+    info["cpu_note"] = cpu_note(disk_cpu / s, disk_kernel / s, nbytes / disk_cpu if disk_cpu > 0 else None, s)
     info["memory_gather_frames_per_s"] = gather
     info["met"] = _targets(df, checks) if n >= EPOCH else None
     tf.keras.backend.clear_session()
@@ -542,6 +570,20 @@ def disk_note(reads_bytes_per_s) -> str | None:
     return (f"the disk's reference reads differ {max(rates) / min(rates):.1f}x "
             f"({', '.join(f'{r / 1e6:,.0f}' for r in rates)} MB/s): its rate moved during the run, so the cold "
             f"fractions (against the faster read) say as much about the disk as about the loaders")
+
+
+def cpu_note(cores: float, kernel_cores: float, bytes_per_cpu_s: float | None,
+             seconds: float = CPU_NOTE_MIN_S) -> str | None:
+    """What to say of the CPU the disk's (faster) reference read used: None below
+    ``CPU_BOUND_READ`` of a core or for a read shorter than ``CPU_NOTE_MIN_S``; otherwise that the read was bound, or nearly, by the CPU
+    copying pages rather than by the disk alone, so the cold fractions also weigh how much
+    CPU a loader has left for reading beside its own work on the same cores."""
+    if cores < CPU_BOUND_READ or seconds < CPU_NOTE_MIN_S:
+        return None
+    per_gb = f" (about {1e9 / bytes_per_cpu_s:.1f} CPU-s per GB)" if bytes_per_cpu_s else ""
+    return (f"the disk's reference read, one thread, kept {cores:.2f} of a core busy ({kernel_cores:.2f} in the "
+            f"kernel){per_gb}: it was bound by the CPU copying pages as much as by the disk, so a cold loader "
+            f"pays that CPU too, beside its own decoding on the same cores (see each row's cpu_cores)")
 
 
 def _targets(df: pd.DataFrame, checks: dict) -> dict:
@@ -616,8 +658,9 @@ def main(args) -> int:
     if info.get("met"):
         print("targets: " + ", ".join(f"{k} {'no verdict' if v is None else 'met' if v else 'NOT met'}"
                                       for k, v in info["met"].items()))
-    if info.get("disk_note"):
-        print(f"note: {info['disk_note']}")
+    for key in ("disk_note", "cpu_note"):
+        if info.get(key):
+            print(f"note: {info[key]}")
     if args.json and args.json != "-":
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     out = df.astype(object).where(pd.notna(df), None)
