@@ -434,9 +434,14 @@ def test_cpu_note_only_for_a_read_that_kept_a_core_busy():
 
     assert scale.cpu_note(0.5, 0.45, 2e9) is None
     note = scale.cpu_note(0.95, 0.8, 1.25e9)
-    assert "kept 0.95 of a core busy (0.80 in the kernel)" in note and "about 0.8 CPU-s per GB" in note
+    assert "kept 0.95 of a core busy (0.80 in the kernel, about 0.8 CPU-s per GB)" in note
     assert scale.cpu_note(scale.CPU_BOUND_READ, 0.7, None) is not None
     assert scale.cpu_note(0.95, 0.8, 1.25e9, seconds=0.05) is None  # too short a read to say
+    # Of the faster reference read (the limit), whatever the run measured after it.
+    reads = [(12.3e9, 26.3, 19.6, 19.5), (12.3e9, 15.0, 14.25, 12.0)]
+    note = scale.reference_cpu_note(reads)
+    assert "kept 0.95 of a core busy (0.80 in the kernel, about 1.2 CPU-s per GB)" in note, note
+    assert scale.reference_cpu_note([(12.3e9, 15.0, 9.0, 8.0), reads[0]]) is None  # 0.60 of a core
 
 
 def test_bench_scale_command_json(tmp_path):

@@ -402,8 +402,9 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in found[-2:]))
 
     disk_reads.append(read_disk())
-    nbytes, s, disk_cpu, disk_kernel = min(disk_reads, key=lambda r: r[1] / r[0])
+    nbytes, s, disk_cpu, _ = min(disk_reads, key=lambda r: r[1] / r[0])
     disk = nbytes / s
+    info["cpu_note"] = reference_cpu_note(disk_reads)
     rows.insert(0, _row("disk_sequential_read", "cold", n, dtype, s * n * fb / nbytes, True,
                         f"{nbytes / 1e9:.2f} GB of {frames_file.name} read cold in 16 MB reads, the faster of "
                         f"{len(disk_reads)} reads (before and after the cold epochs: "
@@ -511,7 +512,6 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     info["disk_reads_bytes_per_s"] = [r[0] / r[1] for r in disk_reads]
     info["disk_reads_cpu_cores"] = [r[2] / r[1] for r in disk_reads]
     info["disk_note"] = disk_note(info["disk_reads_bytes_per_s"])
-    info["cpu_note"] = cpu_note(disk_cpu / s, disk_kernel / s, nbytes / disk_cpu if disk_cpu > 0 else None, s)
     info["memory_gather_frames_per_s"] = gather
     info["met"] = _targets(df, checks) if n >= EPOCH else None
     tf.keras.backend.clear_session()
@@ -580,10 +580,17 @@ def cpu_note(cores: float, kernel_cores: float, bytes_per_cpu_s: float | None,
     CPU a loader has left for reading beside its own work on the same cores."""
     if cores < CPU_BOUND_READ or seconds < CPU_NOTE_MIN_S:
         return None
-    per_gb = f" (about {1e9 / bytes_per_cpu_s:.1f} CPU-s per GB)" if bytes_per_cpu_s else ""
+    per_gb = f", about {1e9 / bytes_per_cpu_s:.1f} CPU-s per GB" if bytes_per_cpu_s else ""
     return (f"the disk's reference read, one thread, kept {cores:.2f} of a core busy ({kernel_cores:.2f} in the "
-            f"kernel){per_gb}: it was bound by the CPU copying pages as much as by the disk, so a cold loader "
+            f"kernel{per_gb}): it was bound by the CPU copying pages as much as by the disk, so a cold loader "
             f"pays that CPU too, beside its own decoding on the same cores (see each row's cpu_cores)")
+
+
+def reference_cpu_note(reads) -> str | None:
+    """``cpu_note`` of the faster of the disk's reference reads, each ``(bytes, seconds,
+    CPU seconds, of which in the kernel)``."""
+    nbytes, s, cpu, kernel = min(reads, key=lambda r: r[1] / r[0])
+    return cpu_note(cpu / s, kernel / s, nbytes / cpu if cpu > 0 else None, s)
 
 
 def _targets(df: pd.DataFrame, checks: dict) -> dict:
