@@ -29,8 +29,9 @@ One row per measured thing: ``variant``, ``state`` (``"warm"``/``"cold"``), ``fr
 ``examples_per_s``, ``limit`` (``"disk"``/``"memory"``/None), ``fraction_of_limit``,
 ``cpu_cores`` (CPU seconds the process used per second of a measured read or epoch; None
 for the other rows), and ``basis`` (what was read, in words). The limits are rows too
-(``disk_sequential_read``, ``memory_gather``). A cold fraction compares the store's bytes read per second with the
-disk's sequential rate; a warm one compares frames per second with the gather rate.
+(``disk_sequential_read``, ``memory_gather``). A cold fraction compares the store's bytes
+read per second with the disk's sequential rate; a warm one compares frames per second
+with the gather rate.
 
 The data (``<workdir>/bench-scale-<files>x100-<dtype>-s<seed>``), the stores and the
 feature cache are built once and reused by later runs; an interrupted generation or
@@ -575,9 +576,10 @@ def disk_note(reads_bytes_per_s) -> str | None:
 def cpu_note(cores: float, kernel_cores: float, bytes_per_cpu_s: float | None,
              seconds: float = CPU_NOTE_MIN_S) -> str | None:
     """What to say of the CPU the disk's (faster) reference read used: None below
-    ``CPU_BOUND_READ`` of a core or for a read shorter than ``CPU_NOTE_MIN_S``; otherwise that the read was bound, or nearly, by the CPU
-    copying pages rather than by the disk alone, so the cold fractions also weigh how much
-    CPU a loader has left for reading beside its own work on the same cores."""
+    ``CPU_BOUND_READ`` of a core or for a read shorter than ``CPU_NOTE_MIN_S``; otherwise
+    that the read was bound, or nearly, by the CPU copying pages rather than by the disk
+    alone, so the cold fractions also weigh how much CPU a loader has left for reading
+    beside its own work on the same cores."""
     if cores < CPU_BOUND_READ or seconds < CPU_NOTE_MIN_S:
         return None
     per_gb = f", about {1e9 / bytes_per_cpu_s:.1f} CPU-s per GB" if bytes_per_cpu_s else ""
