@@ -112,7 +112,12 @@ def main(argv=None) -> int:
     # burying what the command prints. (Notebooks and `make demo` set the same level.)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from kit.errors import DataError
+    from kit.memory import keep_freed_memory
     from kit.store import StoreError
+
+    # Before any batch: freed batch buffers stay mapped for the next one (kit.memory;
+    # KIT_MALLOC=default leaves malloc alone). Every bench result records which.
+    keep_freed_memory()
 
     args = build_parser().parse_args(argv)
     try:

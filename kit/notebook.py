@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import warnings
 
+from kit.memory import keep_freed_memory
 from kit.util import VERSION_FLOORS
 
 __all__ = ["setup", "versions", "fast"]
@@ -54,9 +55,10 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2") -> bool:
     """Prepares this kernel for a kit notebook; returns ``FAST``.
 
     Sets TensorFlow's C++ log level (unless already set) and its Python logger to
-    errors, filters the Keras warnings that do not apply to kit loaders, sets the
-    plotly renderer (``$PLOTLY_RENDERER``, else one that keeps plotly.js in the
-    output), prints the versions and warns when one is older than the floors the kit
+    errors, keeps freed batch buffers mapped for the next batch
+    (``kit.memory.keep_freed_memory``), filters the Keras warnings that do not apply
+    to kit loaders, sets the plotly renderer (``$PLOTLY_RENDERER``, else one that keeps
+    plotly.js in the output), prints the versions and warns when one is older than the floors the kit
     was tested with (``kit.util.VERSION_FLOORS``), and prints how many GPUs
     TensorFlow sees (without initialising it: a strategy can still be made after).
 
@@ -68,6 +70,7 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2") -> bool:
         ``fast()``.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", log_level)
+    keep_freed_memory()  # freed batch buffers stay mapped for the next batch (kit.memory)
     for message in _IGNORED:
         warnings.filterwarnings("ignore", message=message)
     import plotly.io as pio

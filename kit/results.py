@@ -61,7 +61,10 @@ def _cpu_model() -> str | None:
 
 
 def this_machine() -> dict:
-    """What the figures were measured on: host, CPU model and cores, GPUs, versions."""
+    """What the figures were measured on: host, CPU model and cores, GPUs, versions, and
+    whether malloc kept freed batch buffers (``kit.memory.malloc_setting``)."""
+    from kit.memory import malloc_setting
+
     info = {
         "host": platform.node(),
         "cpu_model": _cpu_model(),
@@ -69,6 +72,7 @@ def this_machine() -> dict:
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "malloc": malloc_setting(),
     }
     try:
         import tensorflow as tf

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -26,7 +27,8 @@ def test_setup_returns_fast_and_prints_versions_and_gpus():
     code = ("import os, warnings; os.environ['KIT_FAST'] = '1'; import kit.notebook as n; fast = n.setup(); "
             "import plotly.io as pio; print('FAST', fast, os.environ['TF_CPP_MIN_LOG_LEVEL'], pio.renderers.default); "
             "print('filtered', any(f[0] == 'ignore' and f[1] and f[1].pattern == '.*shuffle=True.*' "
-            "for f in warnings.filters))")
+            "for f in warnings.filters)); from kit.memory import malloc_setting; "
+            "print('kept', malloc_setting()['kept_by_kit'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(Path.home())}).stdout
     lines = out.strip().splitlines()
@@ -34,6 +36,8 @@ def test_setup_returns_fast_and_prints_versions_and_gpus():
     assert lines[1].startswith("GPUs: ") or lines[1].startswith("No GPU found")
     assert lines[2] == "FAST True 2 plotly_mimetype+notebook"
     assert lines[3] == "filtered True"
+    glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+    assert lines[4] == f"kept {glibc}"  # freed batch buffers kept mapped (kit.memory), where glibc
 
 
 def test_setup_warns_about_an_old_version(monkeypatch, capsys):
