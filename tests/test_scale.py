@@ -497,6 +497,12 @@ def test_bench_scale_command_json(tmp_path):
         if row["variant"] in ("memmap", "tfrecord") and row["measured"]:
             assert row["limit"] == ("disk" if row["state"] == "cold" else "memory")
             assert row["fraction_of_limit"] > 0
+    # What each eviction left in the page cache (mincore), in the JSON and in the cold rows' basis.
+    left = result["cached_after_evict"]
+    assert set(left) == {"memmap", "memmap_random", "tfrecord"} and all(0 <= f <= 1 for f in left.values()), left
+    for row in rows:
+        if row["state"] == "cold" and row["variant"] in left:
+            assert f"{left[row['variant']]:.1%} of the store's pages cached after the eviction" in row["basis"], row
     assert set(result["projection_check"]) == {"memmap", "tfrecord"}
     for fmt, check in result["projection_check"].items():  # the default bench's method, and whole epochs
         row = next(r for r in rows if r["variant"] == fmt and not r["measured"])
@@ -515,6 +521,55 @@ def test_bench_scale_command_json(tmp_path):
         manifest["meta"]["options"]["format"] = 3
         (folder / "manifest.json").write_text(json.dumps(manifest))
     assert scale.needed_bytes(3000, "float16", workdir=tmp_path / "w")["tfrecord"] == int(3000 * 96 * 64 * 2 * 1.02)
+
+
+def _keeps_pages_in_memory(path) -> bool:
+    """Whether ``path`` is on a file system whose files are their cached pages (tmpfs,
+    ramfs): eviction cannot drop them there."""
+    best, fstype = "", ""
+    with open("/proc/mounts") as f:
+        for line in f:
+            mount, kind = line.split()[1:3]
+            if str(path).startswith(mount.rstrip("/") + "/") and len(mount) > len(best):
+                best, fstype = mount, kind
+    return fstype in ("tmpfs", "ramfs")
+
+
+def test_evict_drops_the_pages_and_says_how_many_stayed(tmp_path):
+    from kit.bench import scale
+
+    f = tmp_path / "store.bin"
+    f.write_bytes(np.random.default_rng(0).integers(0, 255, 8 << 20, dtype=np.uint8).tobytes())
+    scale.read_through([f])
+    assert scale.cached_fraction([f]) == 1.0  # just read: every page cached
+    (tmp_path / "empty").touch()
+    assert scale.cached_fraction([tmp_path / "empty"]) is None  # no pages to ask about
+    if _keeps_pages_in_memory(f):
+        pytest.skip(f"{tmp_path} is on tmpfs: its pages are the file, no eviction drops them")
+    left = scale.evict([f])
+    assert left is not None and left < scale.CACHED_AFTER_EVICT, left
+    assert scale.cached_fraction([f]) == left
+
+
+def test_a_cold_epoch_left_cached_or_outrunning_the_disk_gets_no_verdict():
+    from kit.bench import scale
+
+    def row(variant, fraction):
+        return scale._row(variant, "cold", 1000, "float16", 1.0, True, "", "disk", fraction)
+
+    df = pd.DataFrame([row("memmap", 0.8), row("tfrecord", 1.34)])
+    # Evicted (mincore says so): memmap's 0.8 stands; tfrecord outran the disk's reference reads.
+    met = scale._targets(df, {}, {"memmap": 0.0, "tfrecord": 0.001})
+    assert met["memmap_cold_fraction_of_disk"] is True and met["tfrecord_cold_fraction_of_disk"] is None
+    assert "the disk's rate moved between its reference reads" in scale.cold_warning(1.34, 0.001)
+    assert scale.cold_warning(0.8, 0.0) is None
+    # A third of memmap's pages left cached: its 0.8 is flattered, no verdict, whatever the fraction.
+    met = scale._targets(df, {}, {"memmap": 0.3, "tfrecord": 0.0})
+    assert met["memmap_cold_fraction_of_disk"] is None
+    assert scale.cold_warning(0.8, 0.3) == ("WARNING: 30% of the store's pages stayed cached after the eviction, "
+                                            "so this is not a cold figure")
+    # Not known (no mincore): above the disk, either cause is named.
+    assert "were cached, or the disk's rate moved" in scale.cold_warning(1.34, None)
 
 
 def test_a_cold_figure_faster_than_the_disk_gets_no_verdict():

@@ -7,7 +7,9 @@ million. This one generates the million (or ``--frames``), converts them to the
 * each loader **warm** (its store read into the page cache first; the median of
   ``--warm-epochs`` whole epochs, each listed in the basis) and **cold** (the
   store's pages evicted first with ``os.posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)``,
-  which needs no root);
+  which needs no root; the share of its pages still cached after, by ``mincore``, is in
+  the row's basis and ``info["cached_after_evict"]``, and ``cold_warning`` flags a cold
+  figure that was not one, or that outran the disk's reference reads);
 * ``memmap`` in block order (``order="blocks"``: near-sequential reads) and, cold, in
   the fully random order for comparison (capped, then projected and labelled so);
 * the head trained from a feature cache of every frame, warm and cold;
@@ -51,8 +53,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["EPOCH", "TARGETS", "COLUMNS", "run", "disk_note", "needed_bytes", "make_data", "evict", "read_through",
-           "epoch", "memory_gather_rate", "order_randomness", "epoch_orders", "add_arguments", "register", "main"]
+__all__ = ["EPOCH", "TARGETS", "COLUMNS", "run", "disk_note", "cold_warning", "needed_bytes", "make_data", "evict",
+           "cached_fraction", "read_through", "epoch", "memory_gather_rate", "order_randomness", "epoch_orders",
+           "add_arguments", "register", "main"]
 
 EPOCH = 1_000_000
 FRAMES_PER_FILE = 100
@@ -67,6 +70,9 @@ COLUMNS = ["variant", "state", "frames", "dtype", "epoch_s", "measured", "exampl
 #: A cold read this many times the disk's measured sequential rate is not a cold figure (or the
 #: disk's rate was measured low): flagged in its basis, and its target left without a verdict.
 COLD_IMPLAUSIBLE = 1.1
+#: A share of the store's pages still cached after its eviction (``cached_fraction``) at which a
+#: "cold" epoch is not one: flagged in its basis, and its target left without a verdict.
+CACHED_AFTER_EVICT = 0.05
 #: The disk's two reference reads (before and after the cold epochs) this many times apart: its
 #: rate moved during the run (a shared VM's disk read the same file at 454, then 1,275 MB/s), so
 #: the cold fractions say as much about the disk as about the loaders (``disk_note``).
@@ -155,11 +161,54 @@ def mapped(paths) -> list[str]:
     return [str(p) for p in paths if f" {Path(p).resolve()}\n" in maps]
 
 
-def evict(paths) -> None:
-    """Drops ``paths``' pages from the page cache (written back first: dirty pages stay).
-    Pages that a process maps stay cached whatever ``posix_fadvise`` says, so the memmap
-    loaders' mappings are released first (``release_store_mappings``); a file still
-    mapped after that is an error, not a cold epoch measured on cached pages."""
+def cached_fraction(paths) -> float | None:
+    """The share of ``paths``' pages in the page cache now: ``mincore(2)`` over a
+    read-only mapping of each file, made and dropped at once (mapping reads nothing).
+    None where that cannot be asked (no ``mincore``, a mapping refused) or the files
+    are empty."""
+    import ctypes
+    import mmap
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        map_, unmap, mincore = libc.mmap, libc.munmap, libc.mincore
+    except (OSError, AttributeError):
+        return None
+    map_.restype = ctypes.c_void_p
+    map_.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    unmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+    failed = ctypes.c_void_p(-1).value
+    page = mmap.PAGESIZE
+    cached = total = 0
+    for p in paths:
+        size = os.path.getsize(p)
+        if not size:
+            continue
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            addr = map_(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+            if addr is None or addr == failed:
+                return None
+            try:
+                vec = (ctypes.c_ubyte * ((size + page - 1) // page))()
+                if mincore(addr, size, vec) != 0:
+                    return None
+                cached += int(np.count_nonzero(np.frombuffer(vec, np.uint8) & 1))
+                total += len(vec)
+            finally:
+                unmap(addr, size)
+        finally:
+            os.close(fd)
+    return cached / total if total else None
+
+
+def evict(paths) -> float | None:
+    """Drops ``paths``' pages from the page cache (written back first: dirty pages stay)
+    and returns the share still cached after (``cached_fraction``: None where it cannot
+    be asked). Pages that a process maps stay cached whatever ``posix_fadvise`` says, so
+    the memmap loaders' mappings are released first (``release_store_mappings``); a file
+    still mapped after that is an error, not a cold epoch measured on cached pages."""
     from kit.spectrogram.loaders import release_store_mappings
 
     release_store_mappings()
@@ -175,6 +224,7 @@ def evict(paths) -> None:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+    return cached_fraction(paths)
 
 
 def read_through(paths, chunk: int = 16 << 20) -> tuple[int, float]:
@@ -339,22 +389,25 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
         return make_loader(fmt, ix, batch_size=batch_size, shuffle=True, seed=seed, workdir=workdir,
                            store_dtype=dtype, progress=False, **kw)
 
-    def measured(variant, state, ld, limit, basis_extra="", **kw):
+    def measured(variant, state, ld, limit, basis_extra="", cached_after=None, **kw):
         gc.collect()
+        if cached_after is not None:  # what the eviction left in the page cache (mincore)
+            basis_extra += f"; {cached_after:.1%} of the store's pages cached after the eviction"
         (got, s, whole), wall, cpu, _ = cpu_used(epoch, ld, expected=n, labels=labels, **kw)
         if whole and state == "warm" and warm_epochs > 1:
             more = [cpu_used(epoch, ld, expected=n, labels=labels) for _ in range(warm_epochs - 1)]
             times = [s] + [m[0][1] for m in more]
             cores = (cpu + sum(m[2] for m in more)) / (wall + sum(m[1] for m in more))
             return {"variant": variant, "state": state, "epoch_s": float(np.median(times)), "measured": True,
-                    "limit": limit, "cpu_cores": cores,
+                    "limit": limit, "cpu_cores": cores, "cached_after": cached_after,
                     "basis": f"the median of {len(times)} whole epochs of {n:,} frames "
                              f"({', '.join(f'{t:.1f}' for t in times)} s){basis_extra}"}
         if whole:
             return {"variant": variant, "state": state, "epoch_s": s, "measured": True, "limit": limit,
-                    "cpu_cores": cpu / wall, "basis": f"a whole epoch of {n:,} frames{basis_extra}"}
+                    "cpu_cores": cpu / wall, "cached_after": cached_after,
+                    "basis": f"a whole epoch of {n:,} frames{basis_extra}"}
         return {"variant": variant, "state": state, "epoch_s": s * n / got, "measured": False, "limit": limit,
-                "cpu_cores": cpu / wall,
+                "cpu_cores": cpu / wall, "cached_after": cached_after,
                 "basis": f"projected from {got:,} frames read in {s:.0f} s (capped){basis_extra}"}
 
     # The disk's sequential read rate: the memmap store's frames file, cold, front to back.
@@ -375,11 +428,12 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     # memmap, block order, warm then cold; then the fully random order, cold.
     read_through(mm_files)
     found.append(measured("memmap", "warm", loader("memmap", order="blocks"), "memory", " (block order)"))
-    evict(mm_files)
-    found.append(measured("memmap", "cold", loader("memmap", order="blocks"), "disk", " (block order)"))
-    evict(mm_files)
+    left = evict(mm_files)
+    found.append(measured("memmap", "cold", loader("memmap", order="blocks"), "disk", " (block order)",
+                          cached_after=left))
+    left = evict(mm_files)
     found.append(measured("memmap_random", "cold", loader("memmap", order="random"), "disk",
-                          " (fully random order)", max_seconds=random_seconds))
+                          " (fully random order)", max_seconds=random_seconds, cached_after=left))
     log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in found[-3:]))
 
     # The memory gather limit, from a sample of the store held in RAM.
@@ -398,8 +452,8 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     tf_files = stores["tfrecord"][2]
     read_through(tf_files)
     found.append(measured("tfrecord", "warm", loader("tfrecord"), "memory"))
-    evict(tf_files)
-    found.append(measured("tfrecord", "cold", loader("tfrecord"), "disk"))
+    left = evict(tf_files)
+    found.append(measured("tfrecord", "cold", loader("tfrecord"), "disk", cached_after=left))
     log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in found[-2:]))
 
     disk_reads.append(read_disk())
@@ -418,9 +472,9 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
         rate = n / r["epoch_s"]
         frac = (store_bytes[r["variant"]] / r["epoch_s"] / disk if r["limit"] == "disk" else rate / gather)
         basis = r["basis"]
-        if r["state"] == "cold" and frac > COLD_IMPLAUSIBLE:  # faster than the disk can deliver: not cold
-            basis += (f" (WARNING: {frac:.2f}x the disk's sequential read: the store's pages were cached, "
-                      "so this is not a cold figure)")
+        if r["state"] == "cold":
+            warning = cold_warning(frac, r.get("cached_after"))
+            basis += f" ({warning})" if warning else ""
         rows.append(_row(r["variant"], r["state"], n, dtype, r["epoch_s"], r["measured"], basis, r["limit"], frac,
                          r["cpu_cores"]))
 
@@ -514,7 +568,8 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
     info["disk_reads_cpu_cores"] = [r[2] / r[1] for r in disk_reads]
     info["disk_note"] = disk_note(info["disk_reads_bytes_per_s"])
     info["memory_gather_frames_per_s"] = gather
-    info["met"] = _targets(df, checks) if n >= EPOCH else None
+    info["cached_after_evict"] = {r["variant"]: r["cached_after"] for r in found if r["state"] == "cold"}
+    info["met"] = _targets(df, checks, info["cached_after_evict"]) if n >= EPOCH else None
     tf.keras.backend.clear_session()
     return df, info
 
@@ -595,7 +650,25 @@ def reference_cpu_note(reads) -> str | None:
     return cpu_note(cpu / s, kernel / s, nbytes / cpu if cpu > 0 else None, s)
 
 
-def _targets(df: pd.DataFrame, checks: dict) -> dict:
+def cold_warning(fraction: float, cached_after: float | None) -> str | None:
+    """What a cold epoch's basis warns of: None for a plausible cold figure; else whether
+    the store's pages stayed cached (``cached_after``, the share the eviction left, from
+    ``cached_fraction``) or, evicted, the disk's rate moved between its reference reads
+    and the epoch (a fraction above ``COLD_IMPLAUSIBLE``). Either way, no verdict."""
+    if cached_after is not None and cached_after >= CACHED_AFTER_EVICT:
+        return (f"WARNING: {cached_after:.0%} of the store's pages stayed cached after the eviction, so this is "
+                f"not a cold figure")
+    if fraction <= COLD_IMPLAUSIBLE:
+        return None
+    head = f"WARNING: {fraction:.2f}x the disk's sequential read"
+    if cached_after is None:
+        return (f"{head}: the store's pages were cached, or the disk's rate moved between its reference reads "
+                f"and this epoch; no verdict")
+    return (f"{head}, with the store evicted ({cached_after:.1%} of its pages cached after): the disk's rate "
+            f"moved between its reference reads and this epoch, so no verdict")
+
+
+def _targets(df: pd.DataFrame, checks: dict, cached_after: dict | None = None) -> dict:
     def get(variant, state):
         sel = df[(df["variant"] == variant) & (df["state"] == state) & df["measured"]]
         return sel.iloc[0] if len(sel) else None
@@ -605,9 +678,12 @@ def _targets(df: pd.DataFrame, checks: dict) -> dict:
     met["memmap_warm_epoch_s"] = None if mw is None else bool(mw["epoch_s"] <= TARGETS["memmap_warm_epoch_s_max"])
     for v in ("memmap", "tfrecord"):
         c = get(v, "cold")
-        # Above COLD_IMPLAUSIBLE the disk's rate or the eviction failed this run: no verdict.
-        met[f"{v}_cold_fraction_of_disk"] = (None if c is None or c["fraction_of_limit"] > COLD_IMPLAUSIBLE else
-                                             bool(c["fraction_of_limit"] >= TARGETS["cold_fraction_of_disk_min"]))
+        left = (cached_after or {}).get(v)
+        # Above COLD_IMPLAUSIBLE the disk's rate or the eviction failed this run, and with the
+        # store's pages left cached the epoch was not cold: no verdict (cold_warning says which).
+        met[f"{v}_cold_fraction_of_disk"] = (
+            None if c is None or cold_warning(c["fraction_of_limit"], left) is not None else
+            bool(c["fraction_of_limit"] >= TARGETS["cold_fraction_of_disk_min"]))
     h = get("head_from_cache", "warm")
     met["head_epoch_s"] = None if h is None else bool(h["epoch_s"] <= TARGETS["head_epoch_s_max"])
     for k, v in checks.items():
