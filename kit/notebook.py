@@ -58,9 +58,10 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2") -> bool:
     errors, keeps freed batch buffers mapped for the next batch
     (``kit.memory.keep_freed_memory``), filters the Keras warnings that do not apply
     to kit loaders, sets the plotly renderer (``$PLOTLY_RENDERER``, else one that keeps
-    plotly.js in the output), prints the versions and warns when one is older than the floors the kit
-    was tested with (``kit.util.VERSION_FLOORS``), and prints how many GPUs
-    TensorFlow sees (without initialising it: a strategy can still be made after).
+    plotly.js in the output), prints the versions and warns when one is older than
+    the floors the kit was tested with (``kit.util.VERSION_FLOORS``), and prints how
+    many GPUs TensorFlow sees (without initialising it: a strategy can still be made
+    after).
 
     Args:
         gpu_hint: what to print when there is no GPU (a default line otherwise).

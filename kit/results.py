@@ -31,6 +31,8 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
+from kit.memory import malloc_setting
+
 __all__ = [
     'DEFAULT_PATH',
     'REQUIRED',
@@ -63,8 +65,6 @@ def _cpu_model() -> str | None:
 def this_machine() -> dict:
     """What the figures were measured on: host, CPU model and cores, GPUs, versions, and
     whether malloc kept freed batch buffers (``kit.memory.malloc_setting``)."""
-    from kit.memory import malloc_setting
-
     info = {
         "host": platform.node(),
         "cpu_model": _cpu_model(),
