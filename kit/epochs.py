@@ -219,13 +219,13 @@ def iterator_checkpoint(loader, iterator, **more):
     return tf.train.Checkpoint(iterator=iterator, **more)
 #: The memmap ``"blocks"`` order's defaults: blocks of 256 consecutive frames (one batch;
 #: 3 MB at float16 x 96 x 64), shuffled within windows of 32 blocks (8,192 frames, 100 MB):
-#: a cold epoch then reads each window's stretch of the file, in its readahead's large
-#: chunks, instead of one frame at a time anywhere in it.
+#: a cold epoch then reads each window's stretch of the file, in whole blocks asked of the
+#: kernel ahead of use (``read_ahead``), instead of one frame at a time anywhere in it.
 BLOCK_FRAMES, WINDOW_BLOCKS = 256, 32
 
 
 def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, window: int = WINDOW_BLOCKS,
-                        shuffle: bool = True, seed: int = 0):
+                        shuffle: bool = True, seed: int = 0, read_ahead: int = 0):
     """Batches of row positions in a near-sequential epoch order, as a ``tf.data.Dataset``.
 
     The rows are cut into blocks of ``block`` consecutive rows; the blocks are shuffled,
@@ -235,6 +235,14 @@ def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, w
     exactly once per epoch, reshuffled every epoch, deterministic by ``seed``; each batch
     draws from one window of ``block * window`` consecutive-in-blocks rows instead of the
     whole set. Without ``shuffle``: rows in order.
+
+    With ``read_ahead`` (a count of windows), each element is ``(rows, blocks)``:
+    ``blocks`` the ids of the blocks (block ``b`` holds rows ``b * block`` up to
+    ``(b + 1) * block``) that a reader should ask for now, to have them by the time its
+    batches reach them, padded with -1 to ``(read_ahead + 1) * window``. The first batch
+    lists the first ``read_ahead + 1`` windows' blocks, and the batch where window ``w``
+    begins lists window ``w + read_ahead``'s; the other batches list none (all -1). Every
+    block once per epoch, in the order the epoch reaches them.
 
     The whole epoch's order is computed at once from its seed pair (the block order, then
     a sort by window and a random key) and cut into batches there, so the pipeline's
@@ -246,22 +254,44 @@ def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, w
     for name, v in (("n", n), ("batch_size", batch_size), ("block", block), ("window", window)):
         if not isinstance(v, (int, np.integer)) or v <= 0:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    if not shuffle:
-        return _in_order_batches(n, batch_size)
+    if isinstance(read_ahead, bool) or not isinstance(read_ahead, (int, np.integer)) or read_ahead < 0:
+        raise ValueError(f"read_ahead must be a whole number of windows, got {read_ahead!r}")
     count = -(-n // block)
     offsets = tf.range(block, dtype=tf.int64)
     window_of_block = tf.range(count, dtype=tf.int64) // window
 
-    def batches(pair):
-        blocks_seed, rows_seed = tf.unstack(tf.random.experimental.stateless_split(pair, 2))
-        ids = tf.random.experimental.stateless_shuffle(tf.range(count, dtype=tf.int64), seed=blocks_seed)
+    def epoch_of(ids, rows_seed):
         rows = tf.reshape(ids[:, None] * block + offsets[None, :], [-1])
         windows = tf.reshape(tf.tile(window_of_block[:, None], [1, block]), [-1])
         keep = rows < n  # the last block may be short
         rows, windows = tf.boolean_mask(rows, keep), tf.boolean_mask(windows, keep)
-        # Window by window, and in a random order within each: the window plus a key in [0, 1).
-        key = tf.cast(windows, tf.float64) + tf.random.stateless_uniform([n], seed=rows_seed, dtype=tf.float64)
-        return _cut(tf.gather(rows, tf.argsort(key, stable=True)), n, batch_size)
+        if rows_seed is None:
+            order = rows
+        else:  # window by window, and in a random order within each: the window plus a key in [0, 1)
+            key = tf.cast(windows, tf.float64) + tf.random.stateless_uniform([n], seed=rows_seed, dtype=tf.float64)
+            order = tf.gather(rows, tf.argsort(key, stable=True))
+        batches = _cut(order, n, batch_size)
+        if not read_ahead:
+            return batches
+        # Window w's rows start at position starts[w] of the order: in batch starts[w] // batch_size.
+        sizes = tf.math.bincount(windows, minlength=window_of_block[-1] + 1, dtype=tf.int64)
+        first_batch = (tf.cumsum(sizes) - sizes) // batch_size
+        # Window w is asked for where window w - read_ahead begins (the first windows at once).
+        ask_at = tf.concat([tf.zeros([read_ahead], tf.int64), first_batch], 0)[:tf.size(first_batch)]
+        blocks = tf.RaggedTensor.from_value_rowids(ids, tf.gather(ask_at, window_of_block),
+                                                   nrows=num_batches(n, batch_size))
+        blocks = blocks.to_tensor(default_value=-1, shape=[None, (read_ahead + 1) * window])
+        return tf.data.Dataset.zip((batches, tf.data.Dataset.from_tensor_slices(blocks)))
+
+    if not shuffle:
+        if not read_ahead:
+            return _in_order_batches(n, batch_size)
+        return epoch_of(tf.range(count, dtype=tf.int64), None)
+
+    def batches(pair):
+        blocks_seed, rows_seed = tf.unstack(tf.random.experimental.stateless_split(pair, 2))
+        ids = tf.random.experimental.stateless_shuffle(tf.range(count, dtype=tf.int64), seed=blocks_seed)
+        return epoch_of(ids, rows_seed)
 
     return _epoch_seeds(seed).flat_map(batches).apply(
         tf.data.experimental.assert_cardinality(num_batches(n, batch_size)))

@@ -62,6 +62,9 @@ __all__ = [
     'disk_full',
     'open_memmap',
     'load_npy',
+    'KERNEL_READ_DEFAULT',
+    'kernel_read_bytes',
+    'ask_to_read',
     'read_npy_header',
     'CHECKED',
     'ends_digest',
@@ -643,6 +646,46 @@ def open_memmap(path: str | os.PathLike, *, dtype, shape):
 
 #: One lock for every ``.npy`` header the kit parses (see ``load_npy``).
 _NPY_HEADER_LOCK = threading.Lock()
+
+
+#: What one ``POSIX_FADV_WILLNEED`` is sure to read where the device's limits are unknown:
+#: Linux's default readahead window.
+KERNEL_READ_DEFAULT = 128 << 10
+
+
+def kernel_read_bytes(path: str | os.PathLike) -> int:
+    """The most one ``posix_fadvise(..., POSIX_FADV_WILLNEED)`` on ``path`` reads: Linux
+    caps each at the larger of the device's readahead window and its largest request
+    (``read_ahead_kb``, ``max_sectors_kb`` in ``/sys/dev/block/MAJOR:MINOR/queue``, or its
+    disk's for a partition) and reads nothing past that. ``KERNEL_READ_DEFAULT`` where they
+    cannot be read (not Linux, a file system on no block device)."""
+    try:
+        dev = os.stat(path).st_dev
+        base = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
+    except (OSError, AttributeError):
+        return KERNEL_READ_DEFAULT
+    for queue in (f"{base}/queue", f"{base}/../queue"):
+        try:
+            kb = [int(Path(queue, name).read_text()) for name in ("read_ahead_kb", "max_sectors_kb")]
+        except (OSError, ValueError):
+            continue
+        return max(max(kb) << 10, KERNEL_READ_DEFAULT)
+    return KERNEL_READ_DEFAULT
+
+
+def ask_to_read(fd: int, offset: int, length: int, piece: int) -> int:
+    """Asks the kernel to read ``length`` bytes of ``fd`` from ``offset`` into the page
+    cache, in the background (``POSIX_FADV_WILLNEED``, one call per ``piece`` bytes:
+    ``kernel_read_bytes``, as Linux reads no more than that for one call). Returns the
+    calls made; 0 where ``posix_fadvise`` does not exist. A hint: what is not read in
+    time is read when it is used, as without it."""
+    if not hasattr(os, "posix_fadvise"):
+        return 0
+    calls = 0
+    for start in range(offset, offset + length, piece):
+        os.posix_fadvise(fd, start, min(piece, offset + length - start), os.POSIX_FADV_WILLNEED)
+        calls += 1
+    return calls
 
 
 def read_npy_header(f) -> tuple:
