@@ -255,7 +255,9 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: MemmapOptions):
 
     mapping = _Mapping(path)  # the file mapped once, on first use, until released
 
-    def opened():
+    def opened(_rows, blocks=None):
+        if blocks is not None and blocks[0] >= 0:  # block order, read ahead (-1: nothing to ask for)
+            hints(blocks)
         return mapping.get()
 
     def gather(rows, blocks=None):
@@ -266,12 +268,11 @@ def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: MemmapOptions):
         # made and copied the whole file into memory (a 12 GB read at a million float16
         # frames; py-spy --native showed it). Not a cached dataset of the tensor either:
         # an iterator checkpoint then saved the cache, the whole store (30 MB for 29 MB).
-        if blocks is not None:  # block order, read ahead: blocks to ask the kernel for (-1: none)
-            asked = tf.cond(blocks[0] >= 0, lambda: tf.numpy_function(hints, [blocks], tf.int64, stateful=True),
-                            lambda: tf.constant(0, tf.int64))
-            with tf.control_dependencies([asked]):
-                rows = tf.identity(rows)
-        frames = tf.reshape(tf.numpy_function(opened, [], dtype, stateful=True), (n, h, w, 1))
+        # A stateless function of the batch's rows (and, read ahead, of the blocks to ask
+        # for, in the same call): never folded, as it has inputs, and never pruned, as its
+        # output is the frames; a stateful one logged "PyFunc is stateful" once a batch.
+        inputs = [rows] if blocks is None else [rows, blocks]
+        frames = tf.reshape(tf.numpy_function(opened, inputs, dtype, stateful=False), (n, h, w, 1))
         rows = tf.sort(rows)  # forward through the file: readahead and the page cache work for us
         x = tf.gather(frames, rows)
         return (x if dtype == tf.float32 else tf.cast(x, tf.float32)), tf.gather(labels, rows)
