@@ -296,10 +296,10 @@ class _BlockHints:
     the gather reaches them: asks the kernel to read each block's frames
     (``kit.store.ask_to_read``: the reads start at once, in the background, in whole
     blocks, many at a time, and the call returns). A hint only: a block not read in time
-    is read by the gather's page faults, as without it. Returns how many blocks it asked
-    for. At a million float16 frames on 2 cores, cold block-order epochs took 15.8-19.8 s
-    with it and 22.1-26.8 s without, three pairs side by side (warm: 0.3-0.4 s of the
-    calls an epoch)."""
+    is read by the gather's page faults, as without it. At a million float16 frames on 2
+    cores, cold block-order epochs took 14.7-15.5 s with it and 24.5-28.9 s without, three
+    pairs side by side (``scripts/read_ahead_pairs.py``); warm, the calls cost 0.4-0.5 s
+    an epoch."""
 
     def __init__(self, path, offset: int, block_frames: int, frame_bytes: int, frames: int):
         self.path, self.offset = Path(path), offset
@@ -308,16 +308,14 @@ class _BlockHints:
         self._fd: list[int] = []  # opened at the first call; closed with this object
         weakref.finalize(self, _close_all, self._fd)
 
-    def __call__(self, blocks: np.ndarray) -> np.int64:
+    def __call__(self, blocks: np.ndarray) -> None:
         if not self._fd:
             self._fd.append(os.open(self.path, os.O_RDONLY))
-        blocks = blocks[blocks >= 0]
-        for b in blocks.tolist():
+        for b in blocks[blocks >= 0].tolist():
             first = b * self.block_frames
             count = min(self.block_frames, self.frames - first)
             store.ask_to_read(self._fd[0], self.offset + first * self.frame_bytes, count * self.frame_bytes,
                               self.piece)
-        return np.int64(len(blocks))
 
 
 def _close_all(fds: list) -> None:
