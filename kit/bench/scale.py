@@ -16,8 +16,8 @@ million. This one generates the million (or ``--frames``), converts them to the
 * the head trained from a feature cache of every frame, warm and cold;
 * the generator over a bounded sample, projected and labelled as projected;
 * the physical limits in the same run: the disk's sequential read rate of each store's
-  own files (cold, in 16 MB reads with the next ``READ_AHEAD_CHUNKS`` asked for ahead:
-  ``read_through``), read just before and just after that store's cold epoch, the faster
+  own files (cold, brought into the page cache 16 MB at a time with the next
+  ``READ_AHEAD_CHUNKS`` asked for ahead, nothing copied: ``cache_through``), read just before and just after that store's cold epoch, the faster
   read its limit (rows ``disk_sequential_read``, the memmap store's file, and
   ``disk_sequential_read_tfrecord``; every read kept in
   ``info["disk_reads_bytes_per_s"][store]``, ``info["disk_note"]`` saying so when a
@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["EPOCH", "TARGETS", "COLUMNS", "run", "disk_note", "cold_warning", "warm_warning", "proactive_reclaim", "needed_bytes", "make_data", "evict",
-           "cached_fraction", "read_through", "epoch", "memory_gather_rate", "order_randomness", "epoch_orders",
+           "cached_fraction", "read_through", "cache_through", "Residency", "epoch", "memory_gather_rate", "order_randomness", "epoch_orders",
            "add_arguments", "register", "main"]
 
 EPOCH = 1_000_000
@@ -73,8 +73,13 @@ FRAME_SHAPE = (96, 64)
 #: Column order of the rows (the issue's form, then the basis).
 COLUMNS = ["variant", "state", "frames", "dtype", "epoch_s", "measured", "examples_per_s", "limit",
            "fraction_of_limit", "cpu_cores", "basis"]
-#: The disk's reference read (``read_through``): 16 MB chunks asked of the kernel this many ahead.
+#: The disk's reference read (``cache_through``) and the warming read (``read_through``): 16 MB
+#: chunks asked of the kernel this many ahead.
 READ_AHEAD_CHUNKS = 8
+#: The disk's reference read (``cache_through``): how often it asks whether a chunk is cached,
+#: and how long a chunk may make no progress before it is read by hand.
+POLL_S = 0.0005
+STALL_S = 2.0
 #: A cold read this many times the disk's measured sequential rate is not a cold figure (or the
 #: disk's rate was measured low): flagged in its basis, and its target left without a verdict.
 COLD_IMPLAUSIBLE = 1.1
@@ -86,8 +91,8 @@ CACHED_AFTER_EVICT = 0.05
 #: the cold fractions say as much about the disk as about the loaders (``disk_note``).
 DISK_UNSTEADY = 1.5
 #: The disk's reference read (one thread) used at least this much of a core: it was bound, or
-#: nearly, by the CPU copying pages (on this project's VM, ~1 CPU-s per GB, mostly in the
-#: kernel), not by the disk alone; a loader that decodes on the same cores shares that CPU
+#: nearly, by the kernel's work of bringing pages in (on this project's VM, 0.5-0.65 CPU-s per GB;
+#: a read that also copied them, ``read_through``, took ~1), not by the disk alone; a loader that decodes on the same cores shares that CPU
 #: (``cpu_note``).
 CPU_BOUND_READ = 0.8
 #: A reference read shorter than this says nothing of its CPU (the clock counts in 10 ms ticks).
@@ -173,45 +178,79 @@ def mapped(paths) -> list[str]:
     return [str(p) for p in paths if f" {Path(p).resolve()}\n" in maps]
 
 
-def cached_fraction(paths) -> float | None:
-    """The share of ``paths``' pages in the page cache now: ``mincore(2)`` over a
-    read-only mapping of each file, made and dropped at once (mapping reads nothing).
-    None where that cannot be asked (no ``mincore``, a mapping refused) or the files
-    are empty."""
-    import ctypes
-    import mmap
+class Residency:
+    """Which pages of one file are in the page cache: ``mincore(2)`` over a read-only
+    mapping of it (mapping reads nothing). ``cached(offset, length)`` counts the cached
+    pages of a range and all its pages; ``close()`` drops the mapping. Raises OSError
+    where that cannot be asked (no ``mincore``, a mapping refused); an empty file has no
+    pages."""
 
-    try:
+    def __init__(self, path):
+        import ctypes
+        import mmap
+
         libc = ctypes.CDLL(None, use_errno=True)
-        map_, unmap, mincore = libc.mmap, libc.munmap, libc.mincore
-    except (OSError, AttributeError):
-        return None
-    map_.restype = ctypes.c_void_p
-    map_.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    unmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
-    failed = ctypes.c_void_p(-1).value
-    page = mmap.PAGESIZE
+        try:
+            self._map, self._unmap, self._mincore = libc.mmap, libc.munmap, libc.mincore
+        except AttributeError as e:
+            raise OSError(f"no mmap/mincore here: {e}") from None
+        self._map.restype = ctypes.c_void_p
+        self._map.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_long]
+        self._unmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        self._mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+        self._ctypes, self.page = ctypes, mmap.PAGESIZE
+        self.size = os.path.getsize(path)
+        self._addr = None
+        if not self.size:
+            return
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            addr = self._map(None, self.size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        finally:
+            os.close(fd)  # the mapping keeps the file
+        if addr is None or addr == ctypes.c_void_p(-1).value:
+            raise OSError(f"cannot map {path}")
+        self._addr = addr
+
+    def cached(self, offset: int = 0, length: int | None = None) -> tuple[int, int]:
+        """``(cached pages, pages)`` of ``length`` bytes (to the end) from ``offset``."""
+        if self._addr is None:
+            return 0, 0
+        length = self.size - offset if length is None else min(length, self.size - offset)
+        first = offset // self.page
+        count = (offset + length + self.page - 1) // self.page - first
+        if count <= 0:
+            return 0, 0
+        vec = (self._ctypes.c_ubyte * count)()
+        if self._mincore(self._addr + first * self.page, count * self.page, vec) != 0:
+            raise OSError(self._ctypes.get_errno(), "mincore failed")
+        return int(np.count_nonzero(np.frombuffer(vec, np.uint8) & 1)), count
+
+    def close(self):
+        if self._addr is not None:
+            self._unmap(self._addr, self.size)
+            self._addr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def cached_fraction(paths) -> float | None:
+    """The share of ``paths``' pages in the page cache now (``Residency``). None where
+    that cannot be asked (no ``mincore``, a mapping refused) or the files are empty."""
     cached = total = 0
     for p in paths:
-        size = os.path.getsize(p)
-        if not size:
-            continue
-        fd = os.open(p, os.O_RDONLY)
         try:
-            addr = map_(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-            if addr is None or addr == failed:
-                return None
-            try:
-                vec = (ctypes.c_ubyte * ((size + page - 1) // page))()
-                if mincore(addr, size, vec) != 0:
-                    return None
-                cached += int(np.count_nonzero(np.frombuffer(vec, np.uint8) & 1))
-                total += len(vec)
-            finally:
-                unmap(addr, size)
-        finally:
-            os.close(fd)
+            with Residency(p) as r:
+                c, t = r.cached()
+        except OSError:
+            return None
+        cached += c
+        total += t
     return cached / total if total else None
 
 
@@ -242,13 +281,12 @@ def evict(paths) -> float | None:
 def read_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS) -> tuple[int, float]:
     """Reads ``paths`` front to back, one after the other, in ``chunk`` reads, the kernel
     asked for the next ``ahead`` chunks (``POSIX_FADV_WILLNEED``) while each is read, so
-    the disk works on many requests at once, as it does for the memmap loader's block order
-    (which asks for its next windows the same way); returns ``(bytes, seconds)``. The
-    chunks asked for run on into the next files: a store of many shards is read as one
-    stream, with no pause at each shard's end (asking within each file only, a TFRecord
-    store's 124 shards read at 252-349 MB/s, and its loader, reading 4 at once, at 450).
-    The disk's reference read is this: a loader that outran a one-request-at-a-time read
-    would be measured against a limit that was not one."""
+    the disk works on many requests at once; returns ``(bytes, seconds)``. The chunks
+    asked for run on into the next files: a store of many shards is read as one stream,
+    with no pause at each shard's end. It warms a store before its warm epochs (its pages
+    read as a reader reads them). It was the disk's reference read until ``cache_through``:
+    one thread copying 16 MB reads into its buffer is bound by that copy as much as by the
+    disk (0.8-0.98 of a core in the kernel on this project's VM)."""
     from kit import store
 
     paths = [Path(p) for p in paths]
@@ -282,6 +320,72 @@ def read_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS) -
                 done += 1
                 ask(done + ahead - 1)
     return total, time.perf_counter() - t0
+
+
+def cache_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS,
+                  stall_s: float = STALL_S) -> tuple[int, float]:
+    """The disk's sequential read rate, with nothing copied: asks the kernel to read
+    ``paths`` front to back, one after the other, into the page cache, ``chunk`` at a
+    time (``POSIX_FADV_WILLNEED``, in pieces of ``kit.store.kernel_read_bytes``), and
+    waits (``mincore``) for each chunk's pages to be there, with the next ``ahead`` chunks
+    (on into the next files) asked for while it waits; returns ``(bytes, seconds)``.
+
+    Why not ``read_through``: one thread copying what it reads into its buffer is bound
+    by that copy as much as by the disk (0.8-0.98 of a core in the kernel on this
+    project's VM), and the memmap loader, which maps the pages and copies nothing, then
+    ran 1.15x faster than "the disk". A chunk whose pages the kernel does not bring
+    within ``stall_s`` seconds of no progress (a hint may be dropped) is read with
+    ``pread``; ``read_through`` is used where ``mincore`` cannot be asked."""
+    from kit import store
+
+    paths = [Path(p) for p in paths]
+    try:
+        residency = [Residency(p) for p in paths]
+    except OSError:
+        return read_through(paths, chunk, ahead)
+    try:
+        chunks = [(i, offset, min(chunk, r.size - offset))
+                  for i, r in enumerate(residency) for offset in range(0, r.size, chunk)]
+        pieces = {}
+
+        def ask(j):
+            if j >= len(chunks):
+                return
+            i, offset, length = chunks[j]
+            if i not in pieces:
+                pieces[i] = store.kernel_read_bytes(paths[i])
+            fd = os.open(paths[i], os.O_RDONLY)
+            try:
+                store.ask_to_read(fd, offset, length, pieces[i])
+            finally:
+                os.close(fd)
+
+        def wait(j):  # until chunk j is cached; read it where the kernel stops bringing it
+            i, offset, length = chunks[j]
+            seen, since = -1, time.perf_counter()
+            while True:
+                cached, pages = residency[i].cached(offset, length)
+                if cached == pages:
+                    return
+                now = time.perf_counter()
+                if cached != seen:
+                    seen, since = cached, now
+                elif now - since > stall_s:
+                    with open(paths[i], "rb", buffering=0) as f:
+                        os.pread(f.fileno(), length, offset)
+                    return
+                time.sleep(POLL_S)
+
+        t0 = time.perf_counter()
+        for j in range(min(max(ahead, 1), len(chunks))):
+            ask(j)
+        for j in range(len(chunks)):
+            wait(j)
+            ask(j + max(ahead, 1))
+        return sum(r.size for r in residency), time.perf_counter() - t0
+    finally:
+        for r in residency:
+            r.close()
 
 
 def store_files(folder: Path, manifest) -> list[Path]:
@@ -474,7 +578,7 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
 
     def read_disk(fmt, when):  # appends (bytes, seconds, CPU seconds, of which in the kernel)
         evict(reference[fmt])
-        (nbytes, s), _, cpu, kernel = cpu_used(read_through, reference[fmt])
+        (nbytes, s), _, cpu, kernel = cpu_used(cache_through, reference[fmt])
         log(f"disk sequential read of the {fmt} store (cold, {when} its cold epoch): {nbytes / 1e9:.1f} GB in "
             f"{s:.1f} s = {nbytes / s / 1e6:,.0f} MB/s ({cpu / s:.2f} CPU-s per s, {kernel / s:.2f} in the kernel)")
         disk_reads[fmt].append((nbytes, s, cpu, kernel))
@@ -527,7 +631,8 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
         # As an epoch: the time the read of the store's whole file (or shards) took.
         limit_rows.append(_row(
             variant, "cold", n, dtype, s, True,
-            f"{what}, read cold in 16 MB reads, {READ_AHEAD_CHUNKS} asked for ahead, the faster of "
+            f"{what}, brought into the page cache cold 16 MB at a time, the next {READ_AHEAD_CHUNKS} asked for "
+            f"ahead, nothing copied, the faster of "
             f"{len(disk_reads[fmt])} reads just before and after the {fmt} store's cold epoch "
             f"({', '.join(f'{r[0] / r[1] / 1e6:,.0f}' for r in disk_reads[fmt])} MB/s)", "disk", 1.0,
             disk_cpu / s))
@@ -712,14 +817,14 @@ def cpu_note(cores: float, kernel_cores: float, bytes_per_cpu_s: float | None,
              seconds: float = CPU_NOTE_MIN_S) -> str | None:
     """What to say of the CPU the disk's (faster) reference read used: None below
     ``CPU_BOUND_READ`` of a core or for a read shorter than ``CPU_NOTE_MIN_S``; otherwise
-    that the read was bound, or nearly, by the CPU copying pages rather than by the disk
-    alone, so the cold fractions also weigh how much CPU a loader has left for reading
-    beside its own work on the same cores."""
+    that the read was bound, or nearly, by the CPU (the kernel's work of bringing pages
+    in: it copies nothing) rather than by the disk alone, so the cold fractions also weigh
+    how much CPU a loader has left for reading beside its own work on the same cores."""
     if cores < CPU_BOUND_READ or seconds < CPU_NOTE_MIN_S:
         return None
     per_gb = f", about {1e9 / bytes_per_cpu_s:.1f} CPU-s per GB" if bytes_per_cpu_s else ""
     return (f"the disk's reference read, one thread, kept {cores:.2f} of a core busy ({kernel_cores:.2f} in the "
-            f"kernel{per_gb}): it was bound by the CPU copying pages as much as by the disk, so a cold loader "
+            f"kernel{per_gb}): it was bound by the CPU bringing pages in as much as by the disk, so a cold loader "
             f"pays that CPU too, beside its own decoding on the same cores (see each row's cpu_cores)")
 
 
