@@ -911,3 +911,19 @@ def test_a_cold_figure_faster_than_the_disk_gets_no_verdict():
     df = pd.DataFrame([row("memmap", "cold", 1.0, 0.83), row("tfrecord", "cold", 2.0, 1.1)])
     met = scale._targets(df, {})
     assert met["memmap_cold_fraction_of_disk"] is True and met["tfrecord_cold_fraction_of_disk"] is True
+
+
+def test_first_touch_script_copies_a_file_twice_and_reports_both(tmp_path):
+    """``scripts/first_touch.py --file``: the file evicted, brought in with nothing copied,
+    then copied out twice; one line for each copy, with its rate and CPU."""
+    root = Path(__file__).resolve().parent.parent
+    f = tmp_path / "store.bin"
+    f.write_bytes(np.random.default_rng(0).integers(0, 255, 3 << 20, dtype=np.uint8).tobytes())
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    r = subprocess.run([sys.executable, str(root / "scripts" / "first_touch.py"), "--file", str(f), "--gb", "0.002"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"{f}: evicted" in r.stdout and "nothing copied" in r.stdout, r.stdout
+    lines = [line for line in r.stdout.splitlines() if "copy (" in line]
+    assert len(lines) == 2 and lines[0].lstrip().startswith("first copy") and "second copy" in lines[1], r.stdout
+    assert all("GB/s" in line and "(0.0 GB)" in line for line in lines), lines  # 2 MB copied each time

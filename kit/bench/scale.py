@@ -17,15 +17,15 @@ million. This one generates the million (or ``--frames``), converts them to the
 * the generator over a bounded sample, projected and labelled as projected;
 * the physical limits in the same run: the disk's sequential read rate of each store's
   own files (cold, brought into the page cache 16 MB at a time with the next
-  ``READ_AHEAD_CHUNKS`` asked for ahead, nothing copied: ``cache_through``), read just before and just after that store's cold epoch, the faster
-  read its limit (rows ``disk_sequential_read``, the memmap store's file, and
-  ``disk_sequential_read_tfrecord``; every read kept in
-  ``info["disk_reads_bytes_per_s"][store]``, ``info["disk_note"]`` saying so when a
-  store's two differ by more than ``DISK_UNSTEADY``, ``info["cpu_note"]`` when its faster
-  read kept ``CPU_BOUND_READ`` of a core busy; a VM's disk can read a file faster each
-  time it reads it, so each cold epoch is compared with reads of the same files in the
-  same stretch of the run) and the memory gather rate (warm: random batches gathered
-  from a sample held in RAM), and each loader as a ``fraction_of_limit``;
+  ``READ_AHEAD_CHUNKS`` asked for ahead, nothing copied: ``cache_through``), read just
+  before and just after that store's cold epoch, the faster read its limit (rows
+  ``disk_sequential_read``, the memmap store's file, and ``disk_sequential_read_tfrecord``;
+  every read kept in ``info["disk_reads_bytes_per_s"][store]``, ``info["disk_note"]``
+  saying so when a store's two differ by more than ``DISK_UNSTEADY``, ``info["cpu_note"]``
+  when its faster read kept ``CPU_BOUND_READ`` of a core busy; a VM's disk can read a file
+  faster each time it reads it, so each cold epoch is compared with reads of the same
+  files in the same stretch of the run) and the memory gather rate (warm: random batches
+  gathered from a sample held in RAM), and each loader as a ``fraction_of_limit``;
 * the epoch projected from 20,000 frames of the same loader the way the default
   spectrogram bench projects (its rounds of warm-up then timed batches, the steady rate
   scaled to the whole epoch), beside the measured one, so the projection is checked
@@ -59,8 +59,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["EPOCH", "TARGETS", "COLUMNS", "run", "disk_note", "cold_warning", "warm_warning", "proactive_reclaim", "needed_bytes", "make_data", "evict",
-           "cached_fraction", "read_through", "cache_through", "Residency", "epoch", "memory_gather_rate", "order_randomness", "epoch_orders",
+__all__ = ["EPOCH", "TARGETS", "COLUMNS", "run", "disk_note", "cold_warning", "warm_warning", "proactive_reclaim",
+           "needed_bytes", "make_data", "evict", "cached_fraction", "read_through", "cache_through", "Residency",
+           "epoch", "memory_gather_rate", "order_randomness", "epoch_orders",
            "add_arguments", "register", "main"]
 
 EPOCH = 1_000_000
@@ -91,9 +92,9 @@ CACHED_AFTER_EVICT = 0.05
 #: the cold fractions say as much about the disk as about the loaders (``disk_note``).
 DISK_UNSTEADY = 1.5
 #: The disk's reference read (one thread) used at least this much of a core: it was bound, or
-#: nearly, by the kernel's work of bringing pages in (on this project's VM, 0.5-0.65 CPU-s per GB;
-#: a read that also copied them, ``read_through``, took ~1), not by the disk alone; a loader that decodes on the same cores shares that CPU
-#: (``cpu_note``).
+#: nearly, by the kernel's work of bringing pages in (on this project's VM, 0.5-0.65 CPU-s per
+#: GB; a read that also copied them, ``read_through``, took ~1), not by the disk alone; a loader
+#: that decodes on the same cores shares that CPU (``cpu_note``).
 CPU_BOUND_READ = 0.8
 #: A reference read shorter than this says nothing of its CPU (the clock counts in 10 ms ticks).
 CPU_NOTE_MIN_S = 1.0
@@ -333,7 +334,7 @@ def cache_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS,
     Why not ``read_through``: one thread copying what it reads into its buffer is bound
     by that copy as much as by the disk (0.8-0.98 of a core in the kernel on this
     project's VM), and the memmap loader, which maps the pages and copies nothing, then
-    ran 1.15x faster than "the disk". A chunk whose pages the kernel does not bring
+    ran 1.13x faster than "the disk". A chunk whose pages the kernel does not bring
     within ``stall_s`` seconds of no progress (a hint may be dropped) is read with
     ``pread``; ``read_through`` is used where ``mincore`` cannot be asked."""
     from kit import store
@@ -567,7 +568,7 @@ def run(*, frames: int = EPOCH, dtype: str = "float16", batch_size: int = 256, s
 
     # The disk's sequential read rate of each store's own files, cold, front to back, read just
     # before and just after that store's cold epoch: the faster of the two is its limit. A VM's
-    # disk can read a file faster each time it reads it (its host caches it: 381, 498, then
+    # disk can read a file faster each time it reads it (its host may cache it: 381, 498, then
     # 697 MB/s for three cold reads of one file), so a limit read of other files, or far from
     # the epoch in the run, compares the epoch with a disk in another state.
     mm_folder, mm_manifest, mm_files = stores["memmap"]
@@ -868,7 +869,8 @@ def proactive_reclaim(root: str = "/sys") -> str | None:
                     what += " (" + ", ".join(kinds) + " pages)"
                 try:
                     age = int(read(scheme / "access_pattern/age/min") or 0) * aggr_us / 1e6
-                    quota, every = int(read(scheme / "quotas/bytes") or 0), int(read(scheme / "quotas/reset_interval_ms") or 0)
+                    quota = int(read(scheme / "quotas/bytes") or 0)
+                    every = int(read(scheme / "quotas/reset_interval_ms") or 0)
                 except ValueError:
                     age, quota, every = 0, 0, 0
                 if age:

@@ -2,9 +2,10 @@
 
 Without ``--data`` it generates (once, cached) the default bench data: 200 files of
 100 frames of 96x64 float32, 20,000 frames. Stores (memmap, TFRecord) are built (or
-found) and, like the data's files, read into the page cache before timing; each variant is then measured in rounds, in turn, after a warm-up,
-and compared with ``"generator"`` (the user's pattern) and ``"in_memory"`` (the
-ceiling). Epoch times are projected to the user's 1,000,000 frames.
+found) and, like the data's files, read into the page cache before timing; each variant
+is then measured in rounds, in turn, after a warm-up, and compared with
+``"generator"`` (the user's pattern) and ``"in_memory"`` (the ceiling). Epoch times are
+projected to the user's 1,000,000 frames.
 """
 
 from __future__ import annotations
