@@ -627,6 +627,8 @@ def test_bench_scale_command_json(tmp_path):
     # What each warm epoch started with in the page cache (mincore), in the JSON and the warm rows' basis.
     before = result["cached_before_warm"]
     assert set(before) == {"memmap", "tfrecord"} and "reclaim" in result
+    assert result["free_page_reporting"] == scale.free_page_reporting()  # this machine's, named or None
+    assert ("so a cold epoch reads into memory new to it" in r.stdout) == (result["free_page_reporting"] is not None)
     for variant, shares in before.items():
         assert len(shares) == 3 and all(0 <= f <= 1 for f in shares), before
         row = next(r for r in rows if r["variant"] == variant and r["state"] == "warm" and r["measured"])
@@ -894,6 +896,31 @@ def test_proactive_reclaim_reads_damons_pageout_schemes(tmp_path):
     enabled.parent.mkdir(parents=True)
     enabled.write_text("Y\n")
     assert "DAMON_RECLAIM" in scale.proactive_reclaim(str(tmp_path))
+
+
+def test_free_page_reporting_reads_the_virtio_balloons_features(tmp_path):
+    """This project's VM hands freed memory back to its host (a virtio balloon with free page
+    reporting): an evicted store's pages go back, and a cold epoch's first read of each page
+    costs a fault in the host. The bench names it when it finds it."""
+    from kit.bench import scale
+
+    assert scale.free_page_reporting(str(tmp_path)) is None  # no virtio devices at all
+    devices = tmp_path / "bus/virtio/devices"
+    for name, device, features in (("virtio0", "0x0002", "0" * 5 + "1" + "0" * 10),  # a disk: bit 5 is not reporting
+                                   ("virtio1", "0x0005", "0110000100000000")):  # a balloon without reporting
+        (devices / name).mkdir(parents=True)
+        (devices / name / "device").write_text(device + "\n")
+        (devices / name / "features").write_text(features + "\n")
+    assert scale.free_page_reporting(str(tmp_path)) is None
+    (devices / "virtio1" / "features").write_text("0110010100000000\n")  # this VM's balloon: bit 5 set
+    assert scale.free_page_reporting(str(tmp_path)) == (
+        "a virtio balloon hands freed memory back to the host (free page reporting)")
+    order = tmp_path / "module/page_reporting/parameters/page_reporting_order"
+    order.parent.mkdir(parents=True)
+    order.write_text("9\n")
+    import mmap
+
+    assert scale.free_page_reporting(str(tmp_path)).endswith(f"in blocks of {(mmap.PAGESIZE << 9) / 2**20:g} MB)")
 
 
 def test_a_cold_figure_faster_than_the_disk_gets_no_verdict():
