@@ -280,6 +280,41 @@ def evict(paths) -> float | None:
     return cached_fraction(paths)
 
 
+class _Chunks:
+    """``paths`` as one stream of ``chunk``-sized pieces, file after file: ``self[j]`` is
+    ``(file index, offset, length)``, and ``ask(j)`` asks the kernel to read piece ``j``
+    into the page cache (``POSIX_FADV_WILLNEED``, in pieces of ``kit.store.kernel_read_bytes``;
+    nothing past the last). ``read_through`` and ``cache_through`` ask ahead with it."""
+
+    def __init__(self, paths, chunk: int):
+        self.paths = [Path(p) for p in paths]
+        sizes = [os.path.getsize(p) for p in self.paths]
+        self.items = [(i, offset, min(chunk, size - offset))
+                      for i, size in enumerate(sizes) for offset in range(0, size, chunk)]
+        self.total = sum(sizes)
+        self._pieces = {}
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, j):
+        return self.items[j]
+
+    def ask(self, j):
+        from kit import store
+
+        if j >= len(self.items):
+            return
+        i, offset, length = self.items[j]
+        if i not in self._pieces:
+            self._pieces[i] = store.kernel_read_bytes(self.paths[i])
+        fd = os.open(self.paths[i], os.O_RDONLY)
+        try:
+            store.ask_to_read(fd, offset, length, self._pieces[i])
+        finally:
+            os.close(fd)  # what was asked for is read all the same
+
+
 def read_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS) -> tuple[int, float]:
     """Reads ``paths`` front to back, one after the other, in ``chunk`` reads, the kernel
     asked for the next ``ahead`` chunks (``POSIX_FADV_WILLNEED``) while each is read, so
@@ -289,24 +324,11 @@ def read_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS) -
     read as a reader reads them). It was the disk's reference read until ``cache_through``:
     one thread copying 16 MB reads into its buffer is bound by that copy as much as by the
     disk (0.8-0.98 of a core in the kernel on this project's VM)."""
-    from kit import store
-
-    paths = [Path(p) for p in paths]
-    sizes = [os.path.getsize(p) for p in paths]
-    chunks = [(i, offset) for i, size in enumerate(sizes) for offset in range(0, size, chunk)]
-    pieces = {}
+    chunks = _Chunks(paths, chunk)
 
     def ask(j):  # the kernel asked for chunk j (of all the files', in order) to be read
-        if not ahead or j >= len(chunks):
-            return
-        i, offset = chunks[j]
-        if i not in pieces:
-            pieces[i] = store.kernel_read_bytes(paths[i])
-        fd = os.open(paths[i], os.O_RDONLY)
-        try:
-            store.ask_to_read(fd, offset, min(chunk, sizes[i] - offset), pieces[i])
-        finally:
-            os.close(fd)  # what was asked for is read all the same
+        if ahead:
+            chunks.ask(j)
 
     buf = bytearray(chunk)
     view = memoryview(buf)
@@ -314,7 +336,7 @@ def read_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS) -
     t0 = time.perf_counter()
     for j in range(min(ahead, len(chunks))):
         ask(j)
-    for p in paths:
+    for p in chunks.paths:
         with open(p, "rb", buffering=0) as f:
             os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
             while n := f.readinto(view):
@@ -338,29 +360,14 @@ def cache_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS,
     ran 1.13x faster than "the disk". A chunk whose pages the kernel does not bring
     within ``stall_s`` seconds of no progress (a hint may be dropped) is read with
     ``pread``; ``read_through`` is used where ``mincore`` cannot be asked."""
-    from kit import store
-
     paths = [Path(p) for p in paths]
     try:
         residency = [Residency(p) for p in paths]
     except OSError:
         return read_through(paths, chunk, ahead)
     try:
-        chunks = [(i, offset, min(chunk, r.size - offset))
-                  for i, r in enumerate(residency) for offset in range(0, r.size, chunk)]
-        pieces = {}
-
-        def ask(j):
-            if j >= len(chunks):
-                return
-            i, offset, length = chunks[j]
-            if i not in pieces:
-                pieces[i] = store.kernel_read_bytes(paths[i])
-            fd = os.open(paths[i], os.O_RDONLY)
-            try:
-                store.ask_to_read(fd, offset, length, pieces[i])
-            finally:
-                os.close(fd)
+        chunks = _Chunks(paths, chunk)
+        ask = chunks.ask
 
         def wait(j):  # until chunk j is cached; read it where the kernel stops bringing it
             i, offset, length = chunks[j]
@@ -384,7 +391,7 @@ def cache_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS,
         for j in range(len(chunks)):
             wait(j)
             ask(j + max(ahead, 1))
-        return sum(r.size for r in residency), time.perf_counter() - t0
+        return chunks.total, time.perf_counter() - t0
     finally:
         for r in residency:
             r.close()

@@ -104,12 +104,12 @@ def run(data=None, palette=None, *, variants=None, batch_size: int = 8, size=DEF
         loaders[v] = ld.repeat() if hasattr(ld, "repeat") else ld
         log(f"  built {v:<17} in {time.perf_counter() - t0:6.1f} s")
     if "class_index" in loaders:  # its store, built or found, read in like the pairs' files
+        from kit.cases import check_shards
         from kit.segmentation import convert
 
         folder, manifest = convert(index, pal, size=size, workdir=workdir, progress=False)
-        files = [folder / s["name"] for s in manifest.shards]
-        warm_page_cache(files)
-        log(f"  read into the page cache: class_index store {sum(f.stat().st_size for f in files) / 1e6:,.0f} MB")
+        warm_page_cache(check_shards(folder, manifest))
+        log(f"  read into the page cache: class_index store {sum(s['bytes'] for s in manifest.shards) / 1e6:,.0f} MB")
     caps = {v: (slow_seconds if v in SLOW else seconds) for v in loaders}
     log(f"measuring {len(loaders)} variants, {rounds} interleaved rounds of up to {num_batches} batches "
         f"(capped at {seconds:g} s per round, {slow_seconds:g} s for {', '.join(SLOW)}) ...")

@@ -82,14 +82,15 @@ def warm_stores(index, variants, *, workdir=None) -> dict:
     since (another job's reads, a reboot, or a kernel thread that pages out what it has
     not seen used: this project's VM runs one, and a reused TFRecord store then measured
     0.22x ``in_memory`` in its first run, 0.53-0.66x in the next two)."""
+    from kit.cases import check_shards
     from kit.spectrogram import convert
 
     read = {}
     for v in variants:
         folder, manifest = convert(index, v, workdir=workdir, progress=False)  # the loader's store: found, not built
-        files = [folder / s["name"] for s in manifest.shards]
+        files = check_shards(folder, manifest)
         warm_page_cache(files)
-        read[v] = sum(f.stat().st_size for f in files)
+        read[v] = sum(s["bytes"] for s in manifest.shards)
     return read
 
 
