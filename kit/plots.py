@@ -241,11 +241,16 @@ def integer_ticks() -> dict:
 
 
 CASE_UNITS = {"spectrogram": "frames", "segmentation": "pairs"}
+#: The explorer's scaling choices: the measured efficiency (Amdahl's law beyond it), or one assumed.
+_EFFICIENCY_CHOICES = {"measured": None, "linear (1.0)": 1.0, **{f"{e:.1f} assumed": e for e in (0.9, 0.8, 0.7, 0.6, 0.5)}}
+_EFFICIENCY_KEYS = {v: k for k, v in _EFFICIENCY_CHOICES.items()}
 _BOUND_COLOURS = {"input": "#d62728", "compute": "#1f77b4"}
 
 
 def _epoch_text(t: pd.DataFrame) -> list[str]:
-    return [f"{format_duration(s)} ({b}-bound)" for s, b in zip(t["epoch_s"], t["bound"])]
+    kinds = t["efficiency_kind"] if "efficiency_kind" in t.columns else [""] * len(t)
+    return [f"{format_duration(s)} ({b}-bound{', efficiency assumed' if k == 'assumed' else ''})"
+            for s, b, k in zip(t["epoch_s"], t["bound"], kinds)]
 
 
 def epoch_comparison(table: pd.DataFrame, *, title: str = "Projected epoch time per configuration") -> go.Figure:
@@ -297,10 +302,16 @@ def epoch_vs_replicas(table: pd.DataFrame, *, title: str | None = None) -> go.Fi
     examples = int(table["examples"].iloc[0])
     for i, (variant, d) in enumerate(table.sort_values("replicas").groupby("variant", sort=False)):
         colour = palette[i % len(palette)]
+        kinds = d["efficiency_kind"] if "efficiency_kind" in d.columns else pd.Series("measured", index=d.index)
         fig.add_trace(go.Scatter(x=d["replicas"], y=d["epoch_s"], mode="lines+markers", name=variant,
                                  line=dict(color=colour), legendgroup=variant,
-                                 text=[f"{variant}, {r} replica(s): {format_duration(s)}, {b}-bound"
-                                       for r, s, b in zip(d["replicas"], d["epoch_s"], d["bound"])],
+                                 marker=dict(symbol=["circle-open" if k == "assumed" else "circle" for k in kinds],
+                                             size=9),
+                                 text=[f"{variant}, {r} replica(s): {format_duration(s)}, {b}-bound; "
+                                       f"efficiency {e:.2f} ({k})"
+                                       for r, s, b, e, k in zip(d["replicas"], d["epoch_s"], d["bound"],
+                                                                d.get("efficiency", pd.Series(1.0, index=d.index)),
+                                                                kinds)],
                                  hoverinfo="text"))
         ceiling = examples / float(d["loader_rate"].iloc[0])
         fig.add_trace(go.Scatter(x=[d["replicas"].min(), d["replicas"].max()], y=[ceiling, ceiling], mode="lines",
@@ -308,8 +319,11 @@ def epoch_vs_replicas(table: pd.DataFrame, *, title: str | None = None) -> go.Fi
                                  showlegend=False, hoverinfo="text",
                                  text=f"{variant} alone: {format_duration(ceiling)}"))
     case = table["case"].iloc[0] if "case" in table.columns else ""
+    assumed = "efficiency_kind" in table.columns and (table["efficiency_kind"] == "assumed").any()
     fig.update_layout(title=title or f"{case}: epoch of {examples:,} examples against replicas "
-                                     "(dotted: the loader alone, the floor no replica count passes)",
+                                     "(dotted: the loader alone, the floor no replica count passes"
+                                     + ("; open markers: efficiency assumed, Amdahl's law fitted to the "
+                                        "measured counts" if assumed else "") + ")",
                       xaxis_title="replicas", yaxis_title="seconds per epoch", height=450)
     fig.update_yaxes(**log_ticks("s"))
     fig.update_xaxes(**integer_ticks())
@@ -536,15 +550,18 @@ class EpochExplorer(_Shown):
 
     Controls: dataset size (log slider, 1e3 to 1e8 examples), replicas (1 to 8), the
     model's compute rate per device (the measured one, or "my step takes N ms at batch
-    B"), scaling efficiency, loaders (multi-select) and case. Under the figure a line
-    states the regime of the current configuration (the first selected loader) and the
-    best single next change (another loader, or another replica count) with its gain.
+    B"), scaling (the configurations' measured efficiency, Amdahl's law beyond it, or an
+    efficiency you assume above one replica), loaders (multi-select) and case. Under the
+    figure a line states the regime of the current configuration (the first selected
+    loader), the efficiency and its basis, and the best single next change (another
+    loader, or another replica count) with its gain. Every figure comes from
+    ``kit.epoch_model.epoch_table``, as the notebook's table does.
 
     ``update()`` is the path every control calls; tests call it directly.
 
     Args:
         configs: ``kit.bench.compare.configurations`` rows: ``case``, ``variant``,
-            ``loader_rate``, ``compute_rate`` (per replica), ``efficiency`` and the bases.
+            ``loader_rate``, ``compute_rate`` (per replica), ``scaling`` and the bases.
         scale: per case, ``{"examples", "replicas"}`` to start from (the users' scale).
     """
 
@@ -560,11 +577,11 @@ class EpochExplorer(_Shown):
         start = self.scale.get(case, {})
         self.state = {"case": case, "examples": int(start.get("examples", 1_000_000)),
                       "replicas": int(start.get("replicas", 1)), "step_ms": None, "step_batch": 128,
-                      "efficiency": float(self._rows(case)["efficiency"].iloc[0]),
-                      "loaders": tuple(self._rows(case)["variant"])}
+                      "efficiency": None, "loaders": tuple(self._rows(case)["variant"])}
         self._widget = None
         self.figure = None
         self.message = ""
+        self.best: dict | None = None
 
     # the model -------------------------------------------------------------
     def _rows(self, case: str) -> pd.DataFrame:
@@ -572,14 +589,14 @@ class EpochExplorer(_Shown):
 
     def compute_rate(self) -> float | None:
         """The per-replica compute rate typed in ("N ms at batch B"), or None: the measured one."""
-        from kit.timing import compute_rate_from_step
+        from kit.epoch_model import compute_rate_from_step
 
         s = self.state
         return compute_rate_from_step(s["step_ms"], s["step_batch"]) if s["step_ms"] else None
 
     def table(self) -> pd.DataFrame:
         """The epoch table of the selected loaders at the current settings (1 to 8 replicas)."""
-        from kit.timing import epoch_table
+        from kit.epoch_model import epoch_table
 
         s = self.state
         rows = self._rows(s["case"])
@@ -589,25 +606,25 @@ class EpochExplorer(_Shown):
 
     def summary(self, table: pd.DataFrame) -> str:
         """The regime of the current configuration and the best next change."""
-        from kit.timing import best_next_change, epoch_estimate
+        from kit.epoch_model import best_next_change
 
         s = self.state
+        self.best = None
         if table.empty:
             return "select at least one loader"
         current_variant = s["loaders"][0]
         at = table[(table["variant"] == current_variant) & (table["replicas"] == s["replicas"])]
         cur = at.iloc[0]
-        e = epoch_estimate(int(cur["examples"]), loader_rate=cur["loader_rate"], compute_rate=cur["compute_rate"],
-                           replicas=int(cur["replicas"]), efficiency=float(cur["efficiency"]))
         # One change at a time: another loader at these replicas, or these loaders at another count.
         options = table[(table["replicas"] == s["replicas"]) | (table["variant"] == current_variant)]
-        best = best_next_change(options, at.index[0])
-        regime = ("input-bound: more GPUs will not help" if e.bound == "input" else "compute-bound")
-        text = (f"{current_variant}, {s['replicas']} replica(s): {format_duration(e.seconds)} per epoch of "
-                f"{s['examples']:,}; {regime}")
+        best = self.best = best_next_change(options, at.index[0])
+        regime = ("input-bound: more GPUs will not help" if cur["bound"] == "input" else "compute-bound")
+        text = (f"{current_variant}, {s['replicas']} replica(s): {format_duration(cur['epoch_s'])} per epoch of "
+                f"{s['examples']:,}; {regime}; efficiency {cur['efficiency']:.2f} ({cur['efficiency_kind']})")
         if best:
             text += (f". Best next change: {best['change']}, {format_duration(best['to_s'])} "
-                     f"({best['gain']:,.1f}x faster)")
+                     f"({best['gain']:,.1f}x faster"
+                     + (", efficiency assumed" if best["efficiency_kind"] == "assumed" else "") + ")")
         else:
             text += ". Nothing selected is faster"
         return text
@@ -618,6 +635,9 @@ class EpochExplorer(_Shown):
         unknown = set(changes) - set(self.state)
         if unknown:
             raise ValueError(f"unknown control(s) {sorted(unknown)}; known: {sorted(self.state)}")
+        eff = changes.get("efficiency")
+        if eff is not None and not 0 < float(eff) <= 1:
+            raise ValueError(f"efficiency must be None (measured) or in (0, 1], got {eff!r}")
         if "case" in changes and changes["case"] != self.state["case"]:
             case = changes["case"]
             if case not in self.cases:
@@ -625,8 +645,7 @@ class EpochExplorer(_Shown):
             start = self.scale.get(case, {})
             self.state.update(examples=int(start.get("examples", self.state["examples"])),
                               replicas=int(start.get("replicas", 1)),
-                              loaders=tuple(self._rows(case)["variant"]),
-                              efficiency=float(self._rows(case)["efficiency"].iloc[0]))
+                              loaders=tuple(self._rows(case)["variant"]))
         self.state.update(changes)
         self.state["loaders"] = tuple(v for v in self._rows(self.state["case"])["variant"]
                                       if v in self.state["loaders"])
@@ -666,7 +685,11 @@ class EpochExplorer(_Shown):
             c["loaders"].value = s["loaders"]
             c["examples"].value = s["examples"]
             c["replicas"].value = s["replicas"]
-            c["efficiency"].value = s["efficiency"]
+            key = _EFFICIENCY_KEYS.get(s["efficiency"], f"{s['efficiency']} assumed")
+            if key not in self._choices:  # an efficiency set by update(), not by the dropdown
+                self._choices[key] = s["efficiency"]
+                c["efficiency"].options = list(self._choices)
+            c["efficiency"].value = key
         finally:
             self._syncing = False
 
@@ -677,6 +700,7 @@ class EpochExplorer(_Shown):
             return self._widget
         s = self.state
         self._syncing = False
+        self._choices = dict(_EFFICIENCY_CHOICES)
         c = self._controls = {
             "case": widgets.Dropdown(options=self.cases, value=s["case"], description="case"),
             "examples": widgets.FloatLogSlider(value=s["examples"], base=10, min=3, max=8, step=0.25,
@@ -684,8 +708,9 @@ class EpochExplorer(_Shown):
                                                continuous_update=False),
             "replicas": widgets.IntSlider(value=s["replicas"], min=1, max=self.MAX_REPLICAS, description="replicas",
                                           continuous_update=False),
-            "efficiency": widgets.FloatSlider(value=s["efficiency"], min=0.3, max=1.0, step=0.05,
-                                              description="efficiency", continuous_update=False),
+            "efficiency": widgets.Dropdown(options=list(self._choices),
+                                           value=_EFFICIENCY_KEYS.get(s["efficiency"], "measured"),
+                                           description="scaling"),
             "step_ms": widgets.FloatText(value=0.0, description="my step (ms, 0: measured)",
                                          style={"description_width": "initial"}),
             "step_batch": widgets.IntText(value=s["step_batch"], description="at batch",
@@ -703,7 +728,7 @@ class EpochExplorer(_Shown):
         on("case", str)
         on("examples", lambda v: int(round(v)))
         on("replicas", int)
-        on("efficiency", float)
+        on("efficiency", lambda v: self._choices[v])
         on("step_ms", lambda v: float(v) if v and v > 0 else None)
         on("step_batch", lambda v: max(1, int(v)))
         on("loaders", tuple)
@@ -735,22 +760,23 @@ def epoch_explorer(configs: pd.DataFrame, *, scale: dict | None = None) -> Epoch
 
 
 def epoch_explorer_static(configs: pd.DataFrame, *, examples: int, replicas: int = 1, compute_rate=None,
-                          efficiency: float | None = None, title: str | None = None) -> go.Figure:
+                          efficiency=None, title: str | None = None) -> go.Figure:
     """Projected epoch time per loader with plotly's own controls, for the HTML export.
 
     A slider sets the dataset size (1e3 to 1e8 examples, and ``examples``), a dropdown
     the replicas (1 to 8); every value is precomputed into the figure, so the page
-    stays interactive offline with no kernel. ``configs`` rows are of one case.
+    stays interactive offline with no kernel. ``configs`` rows are of one case. The efficiency
+    at each replica count is the configurations' ``scaling`` (``efficiency`` overrides it), as in
+    ``kit.epoch_model.epoch_table``; an assumed one is said in the bar's text.
     """
-    from kit.timing import epoch_table
+    from kit.epoch_model import epoch_table
 
     if configs.empty:
         raise ValueError("epoch_explorer_static needs at least one configuration")
     case = configs["case"].iloc[0] if "case" in configs.columns else ""
     sizes = sorted({int(round(10 ** (k / 2))) for k in range(6, 17)} | {int(examples)})
     counts = list(range(1, EpochExplorer.MAX_REPLICAS + 1))
-    eff = efficiency if efficiency is not None else "efficiency"
-    t = epoch_table(configs, examples=sizes, replicas=counts, compute_rate=compute_rate, efficiency=eff)
+    t = epoch_table(configs, examples=sizes, replicas=counts, compute_rate=compute_rate, efficiency=efficiency)
     order = list(t[(t["examples"] == examples) & (t["replicas"] == replicas)]
                  .sort_values("epoch_s", ascending=False)["variant"])
     fig = go.Figure()

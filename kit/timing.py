@@ -27,12 +27,15 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+# The epoch-time model lives in kit.epoch_model; its names stay importable from here.
+from kit.epoch_model import (EpochEstimate, Scaling, best_next_change, compute_rate_from_step, epoch_estimate,
+                             epoch_table)
 from kit.util import VERSION_FLOORS, check_int, format_duration
 
 __all__ = ["measure", "Measurement", "iterate", "batch_size_of", "rss_mb", "Projection", "project_epoch",
            "format_duration", "compare", "add_ratios", "StepTimer", "fit", "resume_point", "pydataset_adapter",
            # the epoch-time model
-           "EpochEstimate", "compute_rate_from_step", "epoch_estimate", "epoch_table", "best_next_change"]
+           "EpochEstimate", "Scaling", "compute_rate_from_step", "epoch_estimate", "epoch_table", "best_next_change"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -287,7 +290,8 @@ def compare(
 
     Returns:
         A DataFrame, one row per loader, indexed from 0, with columns ``variant``,
-        ``examples_per_s``, ``batches_per_s``, ``latency_p50_ms``, ``latency_p95_ms``,
+        ``examples_per_s``, ``round_min`` and ``round_max`` (the slowest and the fastest
+        round's rate), ``batches_per_s``, ``latency_p50_ms``, ``latency_p95_ms``,
         ``peak_rss_mb``, ``examples``, ``batches``, ``wall_s``, then ratios and projections.
     """
     if not loaders:
@@ -314,9 +318,12 @@ def compare(
         examples = sum(m.examples for m in ms)
         wall = sum(m.wall_s for m in ms)
         lat = np.concatenate([m.latencies_ms for m in ms])
+        per_round = [m.examples_per_s for m in ms]
         rows.append({
             "variant": name,
             "examples_per_s": examples / wall if wall > 0 else math.inf,
+            "round_min": min(per_round),  # the slowest and fastest round: the spread of the rate
+            "round_max": max(per_round),
             "batches_per_s": len(lat) / wall if wall > 0 else math.inf,
             "latency_p50_ms": float(np.percentile(lat, 50)),
             "latency_p95_ms": float(np.percentile(lat, 95)),
@@ -719,174 +726,3 @@ def __getattr__(name):
     if name == "StepTimer":
         return _step_timer_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-# --------------------------------------------------------------------------- epoch-time model
-#
-# What an epoch of a configuration takes, from rates measured separately: the loader
-# alone (examples/s it delivers) and the model's training step alone (examples/s one
-# replica trains with its input already in memory). Pure numpy/pandas: no TensorFlow.
-
-
-@dataclass(frozen=True)
-class EpochEstimate:
-    """The epoch time of one configuration and what bounds it.
-
-    ``seconds = examples / min(loader_rate, replicas * compute_rate * efficiency)``.
-    """
-
-    examples: int
-    replicas: int
-    loader_rate: float
-    compute_rate: float
-    efficiency: float
-    seconds: float
-    bound: str  # "input" or "compute"
-    loader_basis: str = ""
-    compute_basis: str = ""
-
-    @property
-    def examples_per_s(self) -> float:
-        return min(self.loader_rate, self.compute_capacity)
-
-    @property
-    def compute_capacity(self) -> float:
-        """What the replicas together could train per second, fed instantly."""
-        return self.replicas * self.compute_rate * self.efficiency
-
-    @property
-    def headroom(self) -> float:
-        """Loader rate over compute capacity: above 1 the loader keeps up."""
-        return self.loader_rate / self.compute_capacity
-
-    @property
-    def regime(self) -> str:
-        """One line: which side bounds the epoch and what that means for more replicas."""
-        if self.bound == "input":
-            return (f"input-bound: the loader delivers {self.loader_rate:,.0f} examples/s, "
-                    f"{self.compute_capacity / self.loader_rate:,.1f}x less than {self.replicas} "
-                    f"replica(s) could train; more GPUs will not help")
-        return (f"compute-bound: {self.replicas} replica(s) train {self.compute_capacity:,.0f} examples/s, "
-                f"the loader could deliver {self.headroom:,.1f}x that")
-
-    def __str__(self) -> str:
-        return (f"{format_duration(self.seconds)} per epoch of {self.examples:,} examples, {self.regime} "
-                f"(loader: {self.loader_basis or 'basis not given'}; "
-                f"compute: {self.compute_basis or 'basis not given'})")
-
-
-def compute_rate_from_step(step_ms: float, batch: int) -> float:
-    """Examples/s one replica trains, from "my step takes ``step_ms`` ms at batch ``batch``"."""
-    if not step_ms > 0:
-        raise ValueError(f"step_ms must be positive, got {step_ms!r}")
-    check_int("batch", batch)
-    return batch / (step_ms / 1e3)
-
-
-def _check_rate(name: str, value) -> float:
-    value = float(value)
-    if not value > 0:  # also refuses NaN
-        raise ValueError(f"{name} must be a positive rate in examples/s, got {value!r}")
-    return value
-
-
-def epoch_estimate(examples: int, *, loader_rate: float, compute_rate: float, replicas: int = 1,
-                   efficiency: float = 1.0, loader_basis: str = "", compute_basis: str = "") -> EpochEstimate:
-    """The epoch time of one configuration, from the loader's and the model's measured rates.
-
-    Args:
-        examples: examples per epoch (the spectrogram user: 1,000,000).
-        loader_rate: examples/s the loader alone delivers at the global batch.
-        compute_rate: examples/s one replica trains with its input in memory
-            (``compute_rate_from_step`` turns "N ms per step at batch B" into this).
-        replicas: devices training in sync (2 GPUs: 2).
-        efficiency: the share of linear scaling the replicas reach (1.0: linear),
-            measured by ``python -m kit bench scaling``.
-        loader_basis, compute_basis: how each rate was obtained (carried into the result).
-
-    Returns:
-        An ``EpochEstimate``: seconds, which side bounds the epoch (``"input"`` when
-        the loader is slower than the replicas together, else ``"compute"``) and both bases.
-    """
-    check_int("examples", examples)
-    check_int("replicas", replicas)
-    loader_rate = _check_rate("loader_rate", loader_rate)
-    compute_rate = _check_rate("compute_rate", compute_rate)
-    if not 0 < efficiency <= 1:
-        raise ValueError(f"efficiency must be in (0, 1], got {efficiency!r}")
-    capacity = replicas * compute_rate * efficiency
-    bound = "input" if loader_rate < capacity else "compute"
-    return EpochEstimate(int(examples), int(replicas), loader_rate, compute_rate, float(efficiency),
-                         examples / min(loader_rate, capacity), bound, loader_basis, compute_basis)
-
-
-def epoch_table(configs: pd.DataFrame, *, examples, replicas=1, compute_rate=None,
-                efficiency: float = 1.0) -> pd.DataFrame:
-    """``epoch_estimate`` over a table of configurations, vectorised.
-
-    Args:
-        configs: one row per configuration, with ``loader_rate`` (examples/s) and,
-            unless ``compute_rate`` is given, ``compute_rate`` (per replica); other
-            columns (``variant``, ``case``, the bases ...) are kept.
-        examples: examples per epoch, one number or a sequence (one output row per
-            configuration and value).
-        replicas: replica count, one number or a sequence (crossed with ``examples``).
-        compute_rate: per-replica compute rate for every row, overriding the column.
-        efficiency: scaling efficiency, one number or a column name of ``configs``.
-
-    Returns:
-        ``configs``' columns plus ``examples``, ``replicas``, ``compute_capacity``,
-        ``examples_per_s``, ``epoch_s``, ``bound`` and ``headroom``.
-    """
-    d = configs.copy()
-    if compute_rate is not None:
-        d["compute_rate"] = _check_rate("compute_rate", compute_rate)
-    for col in ("loader_rate", "compute_rate"):
-        if col not in d.columns:
-            raise ValueError(f"configs needs a {col!r} column (examples/s), has {list(configs.columns)}")
-        bad = ~(pd.to_numeric(d[col], errors="coerce") > 0)
-        if bad.any():
-            raise ValueError(f"{col} must be a positive rate; row {d.index[bad][0]!r} has "
-                             f"{d.loc[bad, col].iloc[0]!r}")
-    eff = d[efficiency] if isinstance(efficiency, str) else pd.Series(float(efficiency), index=d.index)
-    if not ((eff > 0) & (eff <= 1)).all():
-        raise ValueError(f"efficiency must be in (0, 1], got {eff[~((eff > 0) & (eff <= 1))].iloc[0]!r}")
-    d["efficiency"] = eff
-    grid = pd.MultiIndex.from_product([np.atleast_1d(examples), np.atleast_1d(replicas)],
-                                      names=["examples", "replicas"]).to_frame(index=False)
-    for name in ("examples", "replicas"):
-        if (grid[name] < 1).any():
-            raise ValueError(f"{name} must be >= 1, got {grid[name].min()!r}")
-    out = d.merge(grid, how="cross")
-    out["compute_capacity"] = out["replicas"] * out["compute_rate"] * out["efficiency"]
-    out["examples_per_s"] = np.minimum(out["loader_rate"], out["compute_capacity"])
-    out["epoch_s"] = out["examples"] / out["examples_per_s"]
-    out["bound"] = np.where(out["loader_rate"] < out["compute_capacity"], "input", "compute")
-    out["headroom"] = out["loader_rate"] / out["compute_capacity"]
-    return out
-
-
-def best_next_change(table: pd.DataFrame, current) -> dict | None:
-    """The row of ``table`` that shortens the epoch most against the row ``current``.
-
-    Args:
-        table: ``epoch_table`` rows one could switch between, at one ``examples``
-            (loaders, replica counts).
-        current: the index label of the configuration in use.
-
-    Returns:
-        ``{"change", "from_s", "to_s", "gain", "row"}`` (gain = from_s / to_s; ``change``
-        names what differs: loader, replicas), or None when nothing is faster.
-    """
-    cur = table.loc[current]
-    faster = table[table["epoch_s"] < cur["epoch_s"]]
-    if faster.empty:
-        return None
-    best = faster.loc[faster["epoch_s"].idxmin()]
-    what = []
-    for col, label in (("variant", "loader"), ("replicas", "replicas")):
-        if col in table.columns and best[col] != cur[col]:
-            what.append(f"{label} {cur[col]} -> {best[col]}")
-    return {"change": ", ".join(what) or "another configuration", "from_s": float(cur["epoch_s"]),
-            "to_s": float(best["epoch_s"]), "gain": float(cur["epoch_s"] / best["epoch_s"]),
-            "row": best.name}

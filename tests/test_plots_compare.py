@@ -183,10 +183,15 @@ def test_configurations_pair_each_loader_with_its_cases_model():
     c = compare.configurations(_rates()).set_index("variant")
     assert c.loc["generator", "model"] == "backbone+head" and c.loc["generator", "compute_rate"] == 300.0
     assert c.loc["feature_cache", "model"] == "head" and c.loc["feature_cache", "compute_rate"] == 80_000.0
-    assert c.loc["generator", "efficiency"] == 0.8  # measured at the largest replica count
-    assert c.loc["sequence", "model"] == "unet" and c.loc["sequence", "efficiency"] == 1.0
+    gen = c.loc["generator", "scaling"]  # measured 0.8 at 2 replicas; 1 at one; Amdahl beyond
+    assert gen.efficiency(1) == 1.0 and gen.efficiency(2) == 0.8
+    assert gen.efficiency(8) == pytest.approx(1 / (1 + 0.25 * 7))  # 1/0.8 - 1 = 0.25 per extra replica
+    assert gen.basis(2).startswith("measured") and gen.basis(8).startswith("assumed: Amdahl")
+    seq = c.loc["sequence", "scaling"]  # the U-Net was measured at one replica only: linear, assumed
+    assert c.loc["sequence", "model"] == "unet" and seq.efficiency(4) == 1.0 and seq.basis(4).startswith("assumed")
     assert c.loc["generator", "loader_basis"] == "g" and c.loc["generator", "compute_basis"] == "backbone+head x1"
-    assert (compare.configurations(_rates(), efficiency=0.5)["efficiency"] == 0.5).all()
+    half = compare.configurations(_rates(), efficiency=0.5)["scaling"]
+    assert all(s.efficiency(1) == 1.0 and s.efficiency(2) == 0.5 and s.efficiency(8) == 0.5 for s in half)
 
 
 def test_saved_comparison_skips_fast_runs_and_other_machines(tmp_path):

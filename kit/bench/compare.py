@@ -11,7 +11,7 @@ Two kinds of row, measured in one process:
   the configurations interleaved over rounds. ``efficiency`` is the speed-up over one
   replica divided by the replica count.
 
-Notebook 05 turns these rates into epoch times with ``kit.timing.epoch_table``
+Notebook 05 turns these rates into epoch times with ``kit.epoch_model.epoch_table``
 (``configurations`` pairs each loader with its case's model). On logical CPU devices
 the replicas share the same cores: the 2-replica rows check the code path and give
 no estimate of what two GPUs would do.
@@ -26,7 +26,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ['USER_SCALE', 'MODELS', 'FEATURE_CACHE', 'run', 'saved', 'configurations', 'register']
+from kit.epoch_model import Scaling
+from kit.util import positive_int
+
+__all__ = ['USER_SCALE', 'MODELS', 'FEATURE_CACHE', 'run', 'saved', 'configurations', 'headline', 'sample', 'register']
 
 #: The two users' scale (shared/seeds): 1,000,000 frames on 2 GPUs at global batch 256;
 #: 140 steps of batch 3 per epoch with plain Keras on one device.
@@ -173,6 +176,7 @@ def run(*, fast: bool = False, replicas=(1, 2), rounds: int = 2, spectrogram_csv
         for r in df.itertuples():
             rows.append({"case": case, "kind": "loader", "variant": r.variant, "replicas": None,
                          "devices": "host", "batch_size": batch, "examples_per_s": r.examples_per_s,
+                         "round_min": r.round_min, "round_max": r.round_max,
                          "per_replica_examples_per_s": None, "efficiency": None, "examples": int(r.examples),
                          "basis": f"{int(r.examples):,} examples read in {r.batches} batches of {batch} over "
                                   f"{rounds} interleaved rounds"})
@@ -255,18 +259,20 @@ def saved(ledger: pd.DataFrame, machine_label: str | None = None) -> pd.DataFram
 
 
 def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> pd.DataFrame:
-    """Pairs each loader with its case's model: the input of ``kit.timing.epoch_table``.
+    """Pairs each loader with its case's model: the input of ``kit.epoch_model.epoch_table``.
 
     Args:
         rates: rows of one ``run`` (``kind`` loader and compute), e.g. one machine's
             latest from ``kit.results.latest(ledger, "compare")``.
-        efficiency: the scaling efficiency to assume; None takes the measured one at
-            the largest replica count (clipped to 1).
+        efficiency: a scaling efficiency to assume above one replica instead of the
+            measured ones (None: the measured efficiencies).
 
     Returns:
         One row per loader: ``case``, ``variant``, ``model``, ``loader_rate``,
-        ``compute_rate`` (per replica, one replica's measurement), ``efficiency``,
-        ``loader_basis``, ``compute_basis``.
+        ``compute_rate`` (per replica, one replica's measurement), ``scaling`` (a
+        ``kit.epoch_model.Scaling``: 1 at one replica, the measured efficiency at each
+        measured count, Amdahl's law fitted to them elsewhere), ``loader_basis``,
+        ``compute_basis``.
     """
     loaders = rates[rates["kind"] == "loader"]
     compute = rates[rates["kind"] == "compute"]
@@ -276,21 +282,63 @@ def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> p
         c = compute[(compute["case"] == r.case) & (compute["variant"] == model)].sort_values("replicas")
         if c.empty:
             continue
-        eff = efficiency
-        if eff is None:
-            e = c.iloc[-1]["efficiency"]
-            eff = 1.0 if e is None or not np.isfinite(e) else float(min(1.0, e))
+        if efficiency is not None:
+            scaling = Scaling.constant(efficiency)
+        else:
+            devices = c.iloc[-1].get("devices", "") if "devices" in c.columns else ""
+            scaling = Scaling.measured({int(n): (None if e is None or pd.isna(e) else float(e))
+                                        for n, e in zip(c["replicas"], c["efficiency"])},
+                                       source=f"{model} on {devices or 'this machine'}")
         out.append({"case": r.case, "variant": r.variant, "model": model, "loader_rate": r.examples_per_s,
-                    "compute_rate": float(c.iloc[0]["per_replica_examples_per_s"]), "efficiency": eff,
+                    "loader_round_min": getattr(r, "round_min", None), "loader_round_max": getattr(r, "round_max", None),
+                    "compute_rate": float(c.iloc[0]["per_replica_examples_per_s"]), "scaling": scaling,
+                    "loader_examples": getattr(r, "examples", None),
                     "loader_basis": r.basis, "compute_basis": c.iloc[0]["basis"]})
     return pd.DataFrame(out)
+
+
+def headline(table: pd.DataFrame) -> str:
+    """One line for the index page: the slowest and the fastest loader's projected epoch.
+
+    Args:
+        table: ``kit.epoch_model.epoch_table`` rows of one case, at one size and replica count.
+    """
+    from kit.plots import CASE_UNITS
+    from kit.util import format_duration
+
+    t = table.set_index("variant")
+    case, examples, replicas = t["case"].iloc[0], int(t["examples"].iloc[0]), int(t["replicas"].iloc[0])
+    slowest, fastest = t["epoch_s"].idxmax(), t["epoch_s"].idxmin()
+
+    def spread(v):  # an input-bound epoch follows its loader's rate: its slowest and fastest round
+        lo, hi = (pd.to_numeric(t.get(c, pd.Series(dtype=float)), errors="coerce").get(v)
+                  for c in ("loader_round_min", "loader_round_max"))
+        if t.loc[v, "bound"] != "input" or lo is None or hi is None or not (lo > 0 and hi > 0):
+            return ""
+        return f" (rounds {format_duration(examples / hi)}-{format_duration(examples / lo)})"
+
+    line = (f"{case}, {examples:,} {CASE_UNITS.get(case, 'examples')} on {replicas} replica(s): "
+            f"{slowest} {format_duration(t.loc[slowest, 'epoch_s'])}{spread(slowest)} -> {fastest} "
+            f"{format_duration(t.loc[fastest, 'epoch_s'])}{spread(fastest)} per epoch "
+            f"({t.loc[slowest, 'epoch_s'] / t.loc[fastest, 'epoch_s']:,.0f}x)")
+    if replicas > 1 and "efficiency_kind" in t.columns:
+        line += f", scaling efficiency {t.loc[fastest, 'efficiency']:.2f} ({t.loc[fastest, 'efficiency_kind']})"
+    return line
+
+
+def sample(rates: pd.DataFrame, case: str | None = None) -> str:
+    """How much each loader's rate in ``rates`` (one ``run``) was measured on, in a few words."""
+    loaders = rates[(rates["kind"] == "loader") & ((rates["case"] == case) if case else True)]
+    n = pd.to_numeric(loaders["examples"], errors="coerce").dropna()
+    return f"each loader timed on {int(n.min()):,}-{int(n.max()):,} examples" if len(n) else "rates of unknown size"
 
 
 def register(bench_sub) -> None:
     p = bench_sub.add_parser("compare", help="loader rates and model step rates (1 vs 2 replicas) for epoch times")
     p.add_argument("--fast", action="store_true", help="the embedded samples, seconds in all")
     p.add_argument("--replicas", default="1,2", help="comma-separated replica counts of the compute rows")
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--rounds", type=positive_int, default=2,
+                   help="interleaved measuring rounds, loaders and models alike (default 2)")
     p.add_argument("--alpha", type=float, default=1.0, help="audio backbone width (1.0: YAMNet's size)")
     p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
     p.set_defaults(func=_main)
