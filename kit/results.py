@@ -3,9 +3,15 @@
 Every ``python -m kit bench ...`` run appends its rows here (``kit.bench.result``),
 so that figures measured on different days, or on different machines, can be laid
 side by side (notebook 05). The ledger is ``$KIT_RESULTS``, by default
-``reports/results.jsonl``: JSON lines, one object per measured row, the bench's own
-row form plus ``bench``, ``run_id``, ``time`` (UTC, ISO 8601) and ``machine`` (CPU
-model, cores, GPUs, TensorFlow version, host).
+``reports/results.jsonl`` in the project (the checkout holding the kit, wherever the
+code was started: the root, ``notebooks/``, anywhere), or ``results.jsonl`` in the kit
+cache folder when the kit is installed outside a checkout. JSON lines, one object per
+measured row, the bench's own row form plus ``bench``, ``run_id``, ``time`` (UTC,
+ISO 8601) and ``machine`` (CPU model, cores, GPUs, TensorFlow version, host).
+
+Rows an older kit wrote to ``notebooks/reports/results.jsonl`` (its default was relative
+to the working directory, and notebooks run from ``notebooks/``) are moved into the
+project's ledger the next time it is read or written, and a line says so.
 
 Each line goes to the file in one ``write`` of the complete line on a descriptor
 opened with ``O_APPEND``, so concurrent runs never interleave within a line. A line
@@ -23,6 +29,7 @@ import json
 import math
 import os
 import platform
+import sys
 import uuid
 import warnings
 from datetime import datetime, timezone
@@ -37,7 +44,9 @@ __all__ = [
     'DEFAULT_PATH',
     'REQUIRED',
     'this_machine',
+    'project_root',
     'ledger_path',
+    'adopt_strays',
     'new_run_id',
     'append',
     'machine_label',
@@ -45,8 +54,10 @@ __all__ = [
     'latest',
 ]
 
-#: The ledger when ``$KIT_RESULTS`` is not set (relative to the working directory).
+#: The ledger when ``$KIT_RESULTS`` is not set, relative to the project (``project_root``).
 DEFAULT_PATH = Path("reports") / "results.jsonl"
+#: Where an older kit's default put the ledger when notebooks ran (relative to the project).
+STRAY_PATHS = (Path("notebooks") / "reports" / "results.jsonl",)
 #: Keys every ledger row carries; a line without them is not a ledger row.
 REQUIRED = ("bench", "run_id", "time", "machine")
 
@@ -87,10 +98,81 @@ def this_machine() -> dict:
     return info
 
 
+def project_root() -> Path | None:
+    """The checkout holding the kit (its ``pyproject.toml`` names the project ``kit``), or None
+    when the kit is installed outside one (site-packages)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        text = (root / "pyproject.toml").read_text()
+    except OSError:
+        return None
+    return root if 'name = "kit"' in text else None
+
+
 def ledger_path() -> Path:
-    """The ledger's path: ``$KIT_RESULTS``, or ``reports/results.jsonl``."""
+    """The ledger's path: ``$KIT_RESULTS``; else ``reports/results.jsonl`` in the project
+    (``project_root``), whatever the working directory; else ``results.jsonl`` in the kit
+    cache folder (``$KIT_CACHE`` or ``~/.cache/kit``) when the kit is not in a checkout."""
     env = os.environ.get("KIT_RESULTS")
-    return Path(env) if env else DEFAULT_PATH
+    if env:
+        return Path(env).absolute()
+    root = project_root()
+    if root is not None:
+        return root / DEFAULT_PATH
+    from kit.store import default_workdir
+
+    return default_workdir() / "results.jsonl"
+
+
+def _is_default(file: Path) -> bool:
+    root = project_root()
+    return root is not None and Path(file).absolute() == root / DEFAULT_PATH
+
+
+def adopt_strays(ledger: Path | None = None, *, log=print) -> int:
+    """Moves rows an older kit left in ``notebooks/reports/results.jsonl`` into ``ledger``.
+
+    Only the project's default ledger adopts them (not a ``$KIT_RESULTS`` elsewhere). The stray
+    file is first renamed (so two processes never move it twice), its complete ledger rows are
+    appended in one write each, and then it is removed; a foreign file is left where it is.
+
+    Returns:
+        The number of rows moved.
+    """
+    root = project_root()
+    ledger = Path(ledger) if ledger is not None else ledger_path()
+    if root is None or not _is_default(ledger):
+        return 0
+    moved = 0
+    for rel in STRAY_PATHS:
+        stray = root / rel
+        if not stray.is_file():
+            continue
+        with open(stray, "rb") as f:
+            first = f.readline()
+        try:
+            obj = json.loads(first) if first.strip() else None
+        except ValueError:
+            obj = None
+        if not (isinstance(obj, dict) and all(k in obj for k in REQUIRED)):
+            continue  # not a ledger the kit wrote: never touched
+        claimed = stray.with_name(f"{stray.name}.moving-{os.getpid()}")
+        try:
+            os.rename(stray, claimed)
+        except FileNotFoundError:  # another process took it first
+            continue
+        rows = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rows = _read_ledger(claimed)
+        lines = [(json.dumps({k: v for k, v in r.items() if k != "source"}, allow_nan=False) + "\n").encode()
+                 for r in rows]
+        _append_lines(ledger, lines)
+        claimed.unlink()
+        moved += len(lines)
+        log(f"results: moved {len(lines)} row(s) from {stray} (written by an older kit run from notebooks/) "
+            f"into {ledger}")
+    return moved
 
 
 def new_run_id() -> str:
@@ -169,6 +251,18 @@ def append(rows: pd.DataFrame | Iterable[Mapping], *, bench: str, machine: Mappi
         lines.append((json.dumps(_plain(obj), allow_nan=False) + "\n").encode())
     if not lines:
         return file
+    adopt_strays(file, log=_say)
+    _append_lines(file, lines)
+    return file
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def _append_lines(file: Path, lines: list[bytes]) -> None:
+    if not lines:
+        return
     file.parent.mkdir(parents=True, exist_ok=True)
     _check_is_ledger(file)
     fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -179,7 +273,6 @@ def append(rows: pd.DataFrame | Iterable[Mapping], *, bench: str, machine: Mappi
                 raise OSError(f"short write to {file}: {written} of {len(line)} bytes (disk full?)")
     finally:
         os.close(fd)
-    return file
 
 
 # --------------------------------------------------------------------------- reading
@@ -279,6 +372,9 @@ def load(path=None) -> pd.DataFrame:
         sources = [path]
     else:
         sources = list(path)
+    for s in sources:
+        if isinstance(s, (str, os.PathLike)) and str(s).endswith(".jsonl") and _is_default(Path(s)):
+            adopt_strays(Path(s), log=print)
     rows: list[dict] = []
     files = _files(sources)
     for file in files:  # ledgers first: a bench JSON of a run the ledger holds adds nothing

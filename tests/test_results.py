@@ -24,11 +24,71 @@ def _rows():
                          "x_generator": [1.0, 10_000.0], "examples": [np.int64(14), np.int64(1280)]})
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def test_default_path_and_env(monkeypatch, tmp_path):
     monkeypatch.delenv("KIT_RESULTS")
-    assert results.ledger_path() == Path("reports") / "results.jsonl"
+    assert results.project_root() == ROOT
+    assert results.ledger_path() == ROOT / "reports" / "results.jsonl"
+    monkeypatch.chdir(ROOT / "notebooks")  # where Jupyter and nbconvert run a notebook
+    assert results.ledger_path() == ROOT / "reports" / "results.jsonl"
     monkeypatch.setenv("KIT_RESULTS", str(tmp_path / "x.jsonl"))
     assert results.ledger_path() == tmp_path / "x.jsonl"
+    monkeypatch.setenv("KIT_RESULTS", "rel.jsonl")  # a relative $KIT_RESULTS is fixed where it is read
+    assert results.ledger_path() == ROOT / "notebooks" / "rel.jsonl"
+
+
+def test_one_ledger_from_the_root_and_from_notebooks_in_child_processes():
+    """What a bench started at the root and a notebook kernel started in notebooks/ resolve."""
+    env = {k: v for k, v in os.environ.items() if k != "KIT_RESULTS"}
+    code = "from kit import results; print(results.ledger_path())"
+    seen = {subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                           timeout=120, check=True).stdout.strip() for cwd in (ROOT, ROOT / "notebooks", "/")}
+    assert seen == {str(ROOT / "reports" / "results.jsonl")}
+
+
+def test_outside_a_checkout_the_ledger_is_in_the_kit_cache(monkeypatch, tmp_path):
+    monkeypatch.delenv("KIT_RESULTS")
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(results, "project_root", lambda: None)
+    assert results.ledger_path() == tmp_path / "cache" / "results.jsonl"
+
+
+def _project(monkeypatch, tmp_path):
+    monkeypatch.delenv("KIT_RESULTS")
+    monkeypatch.setattr(results, "project_root", lambda: tmp_path)
+    return tmp_path / "reports" / "results.jsonl", tmp_path / "notebooks" / "reports" / "results.jsonl"
+
+
+def test_rows_in_a_stray_notebooks_ledger_move_into_the_project_ledger(monkeypatch, tmp_path, capsys):
+    ledger, stray = _project(monkeypatch, tmp_path)
+    results.append(_rows(), bench="compare", machine=MACHINE_A, run_id="from-notebooks", file=stray)
+    results.append(_rows().iloc[:1], bench="spectrogram", machine=MACHINE_A, run_id="from-root")
+    err = capsys.readouterr().err
+    assert f"moved 2 row(s) from {stray}" in err and str(ledger) in err
+    assert not stray.exists() and not list(stray.parent.glob("*.moving-*"))
+    df = results.load()
+    assert sorted(df["run_id"]) == ["from-notebooks", "from-notebooks", "from-root"]
+    assert set(df["source"]) == {str(ledger)}
+    # a second run finds nothing to move
+    results.append(_rows().iloc[:1], bench="spectrogram", machine=MACHINE_A, run_id="again")
+    assert "moved" not in capsys.readouterr().err and len(results.load()) == 4
+
+
+def test_reading_the_ledger_moves_strays_too_and_leaves_foreign_files(monkeypatch, tmp_path, capsys):
+    ledger, stray = _project(monkeypatch, tmp_path)
+    results.append(_rows(), bench="compare", machine=MACHINE_A, run_id="nb", file=stray)
+    assert len(results.load(results.ledger_path())) == 2 and not stray.exists()
+    assert "moved 2 row(s)" in capsys.readouterr().out
+    stray.write_text("my own notes, not a ledger\n")
+    assert len(results.load()) == 2 and stray.read_text() == "my own notes, not a ledger\n"
+    # a $KIT_RESULTS elsewhere adopts nothing
+    results.append(_rows(), bench="compare", machine=MACHINE_A, run_id="nb2", file=stray.with_name("other.jsonl"))
+    stray.with_name("other.jsonl").rename(stray)
+    monkeypatch.setenv("KIT_RESULTS", str(tmp_path / "elsewhere.jsonl"))
+    results.append(_rows(), bench="compare", machine=MACHINE_A, run_id="x")
+    assert stray.exists()
 
 
 def test_append_then_load_round_trip(tmp_path):
