@@ -33,25 +33,28 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m kit", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m kit", description="Find and remove the data-input bottleneck in TensorFlow/Keras training: sample data, "
+                     "conversions, benchmarks, the pipeline doctor and the demo. Each command has its own --help.")
     root = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     samples = root.add_parser("samples", help="write synthetic sample data")
     ssub = samples.add_subparsers(dest="case", required=True, parser_class=_Parser)
     spec = ssub.add_parser("spectrogram", help="one-second log-mel-like frames in .npy files")
-    spec.add_argument("--out", required=True, type=Path)
-    spec.add_argument("--files", required=True, type=positive_int)
-    spec.add_argument("--frames-per-file", required=True, type=positive_int)
-    spec.add_argument("--seed", type=non_negative_int, default=0)
-    spec.add_argument("--dtype", choices=["float32", "float16"], default="float32")
+    spec.add_argument("--out", required=True, type=Path, help="folder to write (created; the kit's own folder only)")
+    spec.add_argument("--files", required=True, type=positive_int, help="number of .npy files")
+    spec.add_argument("--frames-per-file", required=True, type=positive_int,
+                      help="frames in each file (the user's files hold several one-second frames)")
+    spec.add_argument("--seed", type=non_negative_int, default=0, help="the same seed gives the same data (default 0)")
+    spec.add_argument("--dtype", choices=["float32", "float16"], default="float32",
+                      help="frame dtype on disk (float16 halves the bytes; default float32)")
     spec.add_argument("--force", action="store_true",
                       help="replace a kit sample folder made with other options (never any other path)")
     spec.set_defaults(func=_samples_spectrogram)
     seg = ssub.add_parser("segmentation", help="RGB PNG scenes with colour-coded PNG masks")
-    seg.add_argument("--out", required=True, type=Path)
-    seg.add_argument("--images", required=True, type=positive_int)
-    seg.add_argument("--size", type=positive_int, default=512)
-    seg.add_argument("--seed", type=non_negative_int, default=0)
+    seg.add_argument("--out", required=True, type=Path, help="folder to write (created; the kit's own folder only)")
+    seg.add_argument("--images", required=True, type=positive_int, help="number of image/mask pairs")
+    seg.add_argument("--size", type=positive_int, default=512, help="side of the square images in pixels (default 512)")
+    seg.add_argument("--seed", type=non_negative_int, default=0, help="the same seed gives the same data (default 0)")
     seg.add_argument("--force", action="store_true",
                      help="replace a kit sample folder made with other options (never any other path)")
     seg.set_defaults(func=_samples_segmentation)
@@ -60,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     csub = convert.add_subparsers(dest="case", required=True, parser_class=_Parser)
 
     verify = root.add_parser("verify", help="re-read a converted store and check it against its manifest")
-    verify.add_argument("folder", type=Path)
+    verify.add_argument("folder", type=Path, help="a store folder written by python -m kit convert (or by a loader)")
     verify.set_defaults(func=_verify)
 
     bench = root.add_parser("bench", help="measure variants side by side")

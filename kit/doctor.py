@@ -971,7 +971,9 @@ def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float 
 
     Returns:
         One row per run: ``variant``, ``examples_per_s`` (over the timed steps, the first
-        step of each round left out), ``input_share``, ``steps``, then ``x_<baseline>``.
+        step of each round left out), ``input_share``, ``steps``, then ``x_<baseline>`` and
+        its spread over the rounds, ``x_<baseline>_min`` and ``x_<baseline>_max`` (each round's
+        rate over the baseline's in the same round).
     """
     copies, clones = {}, {}
     for name, (source, model) in runs.items():
@@ -992,6 +994,11 @@ def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float 
     df = pd.DataFrame(rows)
     if baseline is not None:
         timing.add_ratios(df, [baseline])
+        # The spread: each round's ratio against the baseline's run in the same round.
+        ratios = {name: [_pooled([r]) / _pooled([b]) for r, b in zip(rs, results[baseline])]
+                  for name, rs in results.items()}
+        df[f"x_{baseline}_min"] = [min(ratios[n]) for n in df["variant"]]
+        df[f"x_{baseline}_max"] = [max(ratios[n]) for n in df["variant"]]
     return df
 
 

@@ -87,7 +87,7 @@ def register(bench_sub) -> None:
     p = bench_sub.add_parser("digest", help="cost of the content digest in a store's key")
     p.add_argument("--data", type=Path, default=None,
                    help="index CSV (default: the spectrogram bench data, 200 files x 100 frames)")
-    p.add_argument("--rounds", type=positive_int, default=3)
+    p.add_argument("--rounds", type=positive_int, default=3, help="interleaved measuring rounds (default 3)")
     p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
     p.set_defaults(func=_main)
 

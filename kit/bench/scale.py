@@ -985,8 +985,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--frames", type=positive_int, default=EPOCH, help="frames to generate and measure (1,000,000)")
     p.add_argument("--dtype", choices=["float16", "float32"], default="float16",
                    help="of the data and the stores (float16: half the bytes; loaders deliver float32)")
-    p.add_argument("--batch-size", type=positive_int, default=256)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=positive_int, default=256, help="global batch (default 256, the user's)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated data and of the epoch orders (default 0)")
     p.add_argument("--skip-extraction", action="store_true",
                    help="do not run the backbone over every frame (~20 min on 2 cores): use its cache if "
                         "built, else stand-in features of the same shape")

@@ -144,13 +144,15 @@ def register(bench_sub) -> None:
     p.add_argument("--variant", default="in_memory", help="tf.data loader variant (default in_memory)")
     p.add_argument("--csv", default=None, help="spectrogram index CSV (default: the embedded sample, "
                                                 "or a generated one when the batches need more)")
-    p.add_argument("--per-replica-batch", type=positive_int, default=32)
-    p.add_argument("--steps", type=positive_int, default=20)
-    p.add_argument("--rounds", type=positive_int, default=3)
+    p.add_argument("--per-replica-batch", type=positive_int, default=32,
+                   help="examples per replica per step; the global batch is this x replicas (default 32)")
+    p.add_argument("--steps", type=positive_int, default=20, help="timed training steps per count per round (default 20)")
+    p.add_argument("--rounds", type=positive_int, default=3, help="interleaved rounds over the replica counts (default 3)")
     p.add_argument("--model", choices=list(MODELS), default="conv",
                    help="; ".join(f"{k}: {v}" for k, v in MODELS.items()))
     p.add_argument("--width", type=positive_int, default=1, help="filter multiplier of the conv model")
-    p.add_argument("--devices", choices=["auto", "gpu", "cpu"], default="auto")
+    p.add_argument("--devices", choices=["auto", "gpu", "cpu"], default="auto",
+                   help="auto: GPUs when present, else the CPU split into logical devices (default auto)")
     p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
     p.set_defaults(func=_main)
 

@@ -298,9 +298,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"{DEFAULT_SIZE}x{DEFAULT_SIZE})")
     p.add_argument("--palette", type=Path, default=None, help="class_dict.csv (default: next to the index)")
     p.add_argument("--variants", default=None, help="comma-separated subset of the variants")
-    p.add_argument("--batch-size", type=positive_int, default=8)
+    p.add_argument("--batch-size", type=positive_int, default=8, help="pairs per batch (default 8)")
     p.add_argument("--size", type=size_arg, default=DEFAULT_SIZE, help="SIZE or HEIGHTxWIDTH (default 512)")
-    p.add_argument("--rounds", type=positive_int, default=3)
+    p.add_argument("--rounds", type=positive_int, default=3,
+                   help="interleaved rounds: each measures every variant once, in turn (default 3)")
     p.add_argument("--batches", type=positive_int, default=200, help="timed batches per variant per round, at most")
     p.add_argument("--seconds", type=positive_float, default=3.0, help="time cap per round, fast variants")
     p.add_argument("--slow-seconds", type=positive_float, default=8.0,

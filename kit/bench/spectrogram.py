@@ -164,7 +164,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variants", default=None, help="comma-separated subset of the variants")
     p.add_argument("--batch-size", type=positive_int, default=None,
                    help=f"the global batch (default {DEFAULT_BATCH}, or smaller to fit --data)")
-    p.add_argument("--rounds", type=positive_int, default=3)
+    p.add_argument("--rounds", type=positive_int, default=3,
+                   help="interleaved rounds: each measures every variant once, in turn (default 3)")
     p.add_argument("--batches", type=positive_int, default=20, help="timed batches per variant per round")
     p.add_argument("--warmup", type=non_negative_int, default=2, help="untimed batches before each round")
     p.add_argument("--epoch-examples", type=positive_int, default=None, metavar="N",

@@ -78,9 +78,10 @@ def register(bench_sub) -> None:
     p = bench_sub.add_parser("timer", help="overhead of the StepTimer callback on a training step")
     from kit.util import positive_int
 
-    p.add_argument("--steps", type=positive_int, default=100)
-    p.add_argument("--rounds", type=positive_int, default=12)
-    p.add_argument("--batch-size", type=positive_int, default=128)
+    p.add_argument("--steps", type=positive_int, default=100, help="training steps per round (default 100)")
+    p.add_argument("--rounds", type=positive_int, default=12,
+                   help="interleaved rounds with and without the timer (default 12)")
+    p.add_argument("--batch-size", type=positive_int, default=128, help="examples per step (default 128)")
     p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
     p.set_defaults(func=_main)
 

@@ -183,8 +183,8 @@ def add_arguments(p) -> None:
                    help="use the first N frames of the data (default: all; 20,000 of the default data)")
     p.add_argument("--data", type=Path, default=None,
                    help="index CSV (default: the spectrogram bench's data, 200 files x 100 frames)")
-    p.add_argument("--batch-size", type=positive_int, default=256)
-    p.add_argument("--rounds", type=positive_int, default=2)
+    p.add_argument("--batch-size", type=positive_int, default=256, help="examples per batch (default 256, the user's global batch)")
+    p.add_argument("--rounds", type=positive_int, default=2, help="interleaved rounds of (a), (b) and (c) (default 2)")
     p.add_argument("--batches", type=positive_int, default=4,
                    help="training batches of (a) and (b) timed per round (they are slow)")
     p.add_argument("--head-epochs", type=positive_int, default=5, help="epochs of (c) timed per round")

@@ -17,7 +17,8 @@ def register(sub) -> None:
                    help="class_dict.csv: name,r,g,b (default: class_dict.csv next to the index)")
     p.add_argument("--out", type=Path, default=None,
                    help="the store's folder (default: a content-keyed folder in the kit cache)")
-    p.add_argument("--format", choices=["memmap", "tfrecord"], default="memmap")
+    p.add_argument("--format", choices=["memmap", "tfrecord"], default="memmap",
+                   help="the class-index store's format (default memmap)")
     p.add_argument("--size", type=size_arg, default=512, help="SIZE or HEIGHTxWIDTH to crop or pad to (512)")
     p.add_argument("--ignore-label", type=int, default=None,
                    help="class id for colours not in the palette (and padding), which the loss skips")

@@ -14,7 +14,8 @@ def register(sub) -> None:
     p = sub["convert"].add_parser(
         "spectrogram", help="frames of an index CSV into TFRecord shards or one memmap (resumable)")
     p.add_argument("--index", required=True, type=Path, help="index CSV: path,frame,label[,split]")
-    p.add_argument("--to", required=True, choices=["tfrecord", "memmap"])
+    p.add_argument("--to", required=True, choices=["tfrecord", "memmap"],
+                   help="tfrecord: sharded, checksummed records; memmap: one memory-mapped array")
     p.add_argument("--out", required=True, type=Path, help="the store's folder")
     p.add_argument("--shard-mb", type=positive_float, default=None,
                    help="target TFRecord shard size in MB (default 100)")
@@ -32,8 +33,8 @@ def register(sub) -> None:
     m.add_argument("--index", type=non_negative_int, required=True, help="this worker's position in --workers")
     m.add_argument("--csv", default=None, help="spectrogram index CSV (default: the embedded sample)")
     m.add_argument("--variant", default="in_memory", help="tf.data loader variant")
-    m.add_argument("--per-replica-batch", type=positive_int, default=8)
-    m.add_argument("--steps", type=positive_int, default=3)
+    m.add_argument("--per-replica-batch", type=positive_int, default=8, help="examples per replica per step (default 8)")
+    m.add_argument("--steps", type=positive_int, default=3, help="training steps to run (default 3)")
     m.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
     m.set_defaults(func=_multiworker)
 
