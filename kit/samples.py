@@ -37,7 +37,8 @@ from kit.errors import OutputError
 from kit.util import check_int, process_alive
 
 __all__ = ["make_spectrogram", "make_spectrogram_sharded", "spectrogram_labels", "make_segmentation", "write_palette",
-           "embedded", "cached", "SpectrogramSpec", "SPECTROGRAM_CLASSES", "PALETTE", "MARKER", "DATA_SAMPLES"]
+           "embedded", "cached", "SpectrogramSpec", "SPECTROGRAM_CLASSES", "PALETTE", "MARKER", "DATA_SAMPLES",
+           "CACHE_FOLDER"]
 
 #: Class names of the spectrogram samples; the index stores names, which
 #: ``FrameIndex`` maps to ids in sorted order.
@@ -489,12 +490,15 @@ def embedded(case: str) -> Path:
 
 # --------------------------------------------------------------------------- cached samples
 
+#: The folder of the kit cache that ``cached`` puts sample folders in (``kit.cache`` lists each).
+CACHE_FOLDER = "samples"
+
 
 def cached(case: str, *, workdir=None, seed: int = 0, **options) -> Path:
     """Sample data of ``case`` in the kit cache, generated on first use and reused after.
 
     The one way notebooks and benches get sample data of a given size: the folder,
-    ``<workdir>/samples/<case>-<options>-s<seed>``, is named by the options, and
+    ``<workdir>/samples/<case>-<options>-s<seed>`` (``CACHE_FOLDER``), is named by the options, and
     ``make_spectrogram`` / ``make_segmentation`` reuse a complete folder made with the
     same options (their marker says so).
 
@@ -515,7 +519,7 @@ def cached(case: str, *, workdir=None, seed: int = 0, **options) -> Path:
         raise ValueError(f"case must be one of {', '.join(makers)}, got {case!r}")
     root = Path(workdir) if workdir is not None else store.default_workdir()
     name = "-".join([case, *(f"{k}{v}" for k, v in sorted(options.items())), f"s{seed}"])
-    folder = root / "samples" / name
+    folder = root / CACHE_FOLDER / name
     if _marker(folder) is None:
         print(f"generating sample data -> {folder}", flush=True)
     return makers[case](folder, seed=seed, **options)

@@ -31,6 +31,15 @@ def test_demo_runs_twice_on_one_cache(tmp_path):
     again = {p.name: (p / "manifest.json").stat().st_mtime_ns
              for p in (tmp_path / "cache").iterdir() if (p / "manifest.json").exists()}
     assert again == stores
+    # The second run says what it reused: each store, with its size, none built.
+    from kit import cache
+
+    reused = second.stdout[second.stdout.index("== the kit cache: reused from earlier runs"):]
+    assert "built or updated in this run" not in second.stdout
+    sizes = {e.name: cache.fmt_bytes(e.bytes) for e in cache.scan(tmp_path / "cache")}
+    for name in stores:
+        assert any(name in line and sizes[name] in line for line in reused.splitlines()), (name, reused)
+    assert "== the kit cache: built or updated in this run" in first.stdout
     for run in (first, second):
         for line in ("[1/2] the spectrogram loaders", "[2/2] the segmentation loaders", "== done in",
                      "kit cache " + str(tmp_path / "cache")):

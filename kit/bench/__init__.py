@@ -98,7 +98,7 @@ def _demo(args) -> int:
     # Before TensorFlow loads: its C++ INFO and WARNING lines are not the demo's progress,
     # nor is what it prints regardless (the absl banner, the CUDA probes): filtered.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ.setdefault("KIT_RESULTS", os.path.join(args.reports, "results.jsonl"))
+    os.environ.setdefault("KIT_RESULTS", os.path.abspath(os.path.join(args.reports, "results.jsonl")))
     with report.quiet_stderr():
         return _demo_steps(args)
 
@@ -112,19 +112,22 @@ def _demo_steps(args) -> int:
 
     fast = os.environ.get("KIT_FAST") == "1"
     t0 = time.perf_counter()
+    before = cache.scan()  # the end says which of these were reused and what was built
 
     steps = 2 if args.no_notebooks else 3
     mode = " (fast mode: embedded samples, one short round)" if fast else ""
     print(f"== [1/{steps}] the spectrogram loaders, side by side{mode} (python -m kit bench spectrogram)",
           flush=True)
     quick = dict(data=samples.embedded("spectrogram"), rounds=1, batches=2, generator_seconds=1.0) if fast else {}
-    spectrogram.main(_bench_args(spectrogram, json=os.path.join(args.reports, "bench_spectrogram.json"), **quick))
-    print(f"\n== [2/{steps}] the segmentation loaders, side by side{mode} (python -m kit bench segmentation)",
-          flush=True)
-    quick = dict(data=samples.embedded("segmentation"), rounds=1, batches=2, batch_size=1, size=(64, 64),
-                 seconds=0.5, slow_seconds=1.0) if fast else {}
-    segmentation.main(_bench_args(segmentation, json=os.path.join(args.reports, "bench_segmentation.json"),
-                                  **quick))
+    with cache.recording() as used:  # the cache entries the benches open
+        spectrogram.main(_bench_args(spectrogram, json=os.path.join(args.reports, "bench_spectrogram.json"),
+                                     **quick))
+        print(f"\n== [2/{steps}] the segmentation loaders, side by side{mode} (python -m kit bench segmentation)",
+              flush=True)
+        quick = dict(data=samples.embedded("segmentation"), rounds=1, batches=2, batch_size=1, size=(64, 64),
+                     seconds=0.5, slow_seconds=1.0) if fast else {}
+        segmentation.main(_bench_args(segmentation, json=os.path.join(args.reports, "bench_segmentation.json"),
+                                      **quick))
     failed = []
     if not args.no_notebooks:
         only = [s.strip() for s in args.notebooks.split(",") if s.strip()] if args.notebooks else None
@@ -141,5 +144,8 @@ def _demo_steps(args) -> int:
         print(f"== done in {took}; results in {os.path.join(args.reports, 'bench_*.json')}")
     else:
         print(f"== done in {took}. Open {index} ({Path(index).resolve().as_uri()})")
+    # Reused: what the benches opened (the notebooks' kernels are other processes); built: new or rebuilt.
+    for line in cache.reuse_report(before, cache.scan(), used):
+        print(("== the kit cache: " if not line.startswith(" ") else "  ") + line)
     print(f"== {cache.summary()}")
     return 1 if failed else 0
