@@ -4,7 +4,7 @@ case and replica count, because each one computes it from ``kit.epoch_model``.""
 import pandas as pd
 import pytest
 
-from kit import epoch_model, plots
+from kit import epoch_model, explorer, plots
 from kit.bench import compare
 
 EXAMPLES = {"spectrogram": 1_000_000, "segmentation": 420}
@@ -39,11 +39,11 @@ def test_table_explorers_replica_figure_headline_and_best_change_agree(replicas)
         # the notebook's table (cell "Projected epoch time")
         table = epoch_model.epoch_table(rows, examples=examples, replicas=replicas).set_index("variant")["epoch_s"]
         # the live explorer, moved to this case, size and replica count
-        ex = plots.epoch_explorer(configs, scale={case: {"examples": examples, "replicas": replicas}})
+        ex = explorer.epoch_explorer(configs, scale={case: {"examples": examples, "replicas": replicas}})
         ex.update(case=case, examples=examples, replicas=replicas)
         live = _bars(ex.figure.data[0])
         # the static explorer: the trace of this replica count, at this size
-        static = plots.epoch_explorer_static(rows, examples=examples, replicas=replicas)
+        static = explorer.epoch_explorer_static(rows, examples=examples, replicas=replicas)
         static_bars = _bars(static.data[replicas - 1])
         # epoch against replicas: each loader's line at this count
         by_r = plots.epoch_vs_replicas(epoch_model.epoch_table(rows, examples=examples, replicas=range(1, 9)))

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from kit import plots, timing
+from kit import explorer, plots, timing
 
 SCALE = {"spectrogram": {"examples": 1_000_000, "replicas": 2},
          "segmentation": {"examples": 420, "replicas": 1}}
@@ -22,19 +22,19 @@ def _configs():
 
 
 def test_explorer_starts_at_the_users_scale_and_states_the_regime():
-    ex = plots.epoch_explorer(_configs(), scale=SCALE)
+    ex = explorer.epoch_explorer(_configs(), scale=SCALE)
     bar = ex.figure.data[0]
     # 1e6 frames, 2 replicas: generator 1e6/7; memmap 1e6/5120; feature cache 1e6/160000.
     assert list(bar.y) == ["generator", "memmap", "feature_cache"]
     assert list(bar.x) == pytest.approx([1e6 / 7, 1e6 / 5120, 1e6 / 160_000])
-    assert list(bar.marker.color) == [plots._BOUND_COLOURS["input"]] + [plots._BOUND_COLOURS["compute"]] * 2
+    assert list(bar.marker.color) == [plots.BOUND_COLOURS["input"]] + [plots.BOUND_COLOURS["compute"]] * 2
     assert "input-bound: more GPUs will not help" in ex.message
     assert "Best next change: loader generator -> feature_cache" in ex.message
     assert "22,857.1x faster" in ex.message  # (1e6/7) / 6.25 s
 
 
 def test_explorer_update_path_changes_the_figure_in_place():
-    ex = plots.epoch_explorer(_configs(), scale=SCALE)
+    ex = explorer.epoch_explorer(_configs(), scale=SCALE)
     fig = ex.figure
     ex.update(examples=1000, loaders=("memmap",))
     assert ex.figure is fig  # the same FigureWidget, redrawn
@@ -52,7 +52,7 @@ def test_explorer_update_path_changes_the_figure_in_place():
 
 
 def test_explorer_widgets_drive_the_same_update():
-    ex = plots.epoch_explorer(_configs(), scale=SCALE)
+    ex = explorer.epoch_explorer(_configs(), scale=SCALE)
     drawn = list(ex.figure.data[0].x)
     box = ex.live()
     assert box is ex.live()  # built once
@@ -71,7 +71,7 @@ def test_explorer_widgets_drive_the_same_update():
 
 def test_static_explorer_precomputes_every_slider_and_dropdown_value():
     spec = _configs()[lambda d: d["case"] == "spectrogram"]
-    fig = plots.epoch_explorer_static(spec, examples=1_000_000, replicas=2)
+    fig = explorer.epoch_explorer_static(spec, examples=1_000_000, replicas=2)
     slider = fig.layout.sliders[0]
     labels = [s.label for s in slider.steps]
     assert labels[0] == "1,000" and labels[-1] == "100,000,000" and "1,000,000" in labels
@@ -93,25 +93,25 @@ def test_headless_display_is_a_static_figure(monkeypatch):
     monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.delenv("KIT_WIDGETS", raising=False)
-    assert plots.headless()
-    ex = plots.epoch_explorer(_configs(), scale=SCALE)
+    assert explorer.headless()
+    ex = explorer.epoch_explorer(_configs(), scale=SCALE)
     ex._ipython_display_()
-    choice = plots.interactive({"a": go.Figure(go.Bar(y=[1])), "b": go.Figure(go.Scatter(y=[2]))})
+    choice = explorer.interactive({"a": go.Figure(go.Bar(y=[1])), "b": go.Figure(go.Scatter(y=[2]))})
     choice._ipython_display_()
     assert all(type(o) is go.Figure for o in shown) and len(shown) == 2
     assert shown[0].layout.sliders and shown[1].layout.updatemenus
     monkeypatch.setenv("JPY_SESSION_NAME", "/x/05_compare_epoch_times.ipynb")  # what jupyter-server sets
-    assert not plots.headless()
+    assert not explorer.headless()
     ex._ipython_display_()
     assert type(shown[-1]).__name__ == "VBox"
     monkeypatch.setenv("KIT_WIDGETS", "0")
-    assert plots.headless()
+    assert explorer.headless()
 
 
 def test_interactive_static_twin_switches_with_plotly_dropdown():
     a = go.Figure(go.Bar(y=[1, 2]), layout=dict(title="A"))
     b = go.Figure([go.Scatter(y=[2]), go.Scatter(y=[3])], layout=dict(title="B"))
-    c = plots.interactive({"a": a, "b": b})
+    c = explorer.interactive({"a": a, "b": b})
     s = c.static()
     assert [t.visible for t in s.data] == [True, False, False]
     buttons = s.layout.updatemenus[0].buttons
@@ -211,7 +211,7 @@ def test_saved_comparison_skips_fast_runs_and_other_machines(tmp_path):
 
 
 def test_widgets_in_a_headless_run_leave_static_figures(tmp_path):
-    """Issue 15: ``plots.interactive`` once made a headless run wait out the cell timeout and saved
+    """Issue 15: ``explorer.interactive`` once made a headless run wait out the cell timeout and saved
     no figure. Run headless (as ``kit.report`` does), each widget leaves a plotly figure at once."""
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
@@ -219,9 +219,9 @@ def test_widgets_in_a_headless_run_leave_static_figures(tmp_path):
     from kit import report
 
     nb = new_notebook(cells=[
-        new_code_cell("import pandas as pd, plotly.graph_objects as go\nfrom kit import plots"),
-        new_code_cell("plots.interactive({'a': go.Figure(go.Bar(y=[1, 2])), 'b': go.Figure(go.Bar(y=[2, 1]))})"),
-        new_code_cell("plots.epoch_explorer(pd.DataFrame({'case': ['spectrogram'], 'variant': ['memmap'],"
+        new_code_cell("import pandas as pd, plotly.graph_objects as go\nfrom kit import explorer"),
+        new_code_cell("explorer.interactive({'a': go.Figure(go.Bar(y=[1, 2])), 'b': go.Figure(go.Bar(y=[2, 1]))})"),
+        new_code_cell("explorer.epoch_explorer(pd.DataFrame({'case': ['spectrogram'], 'variant': ['memmap'],"
                       " 'loader_rate': [1e5], 'compute_rate': [1e3], 'efficiency': [1.0]}))"),
     ])
     path = tmp_path / "widgets.ipynb"
@@ -242,7 +242,7 @@ def test_live_figure_loads_plotly_js_in_the_background_and_sends_the_whole_figur
 
     import plotly.basewidget
 
-    ex = plots.epoch_explorer(_configs(), scale=SCALE)
+    ex = explorer.epoch_explorer(_configs(), scale=SCALE)
     ex.live()
     w = ex.figure
     assert isinstance(w, go.FigureWidget) and type(w) is not go.FigureWidget  # a subclass of plotly's
