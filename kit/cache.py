@@ -86,8 +86,6 @@ _SAMPLES_FILES = {"frames", "images", "labels", "index.csv", "class_dict.csv", "
 #: left only by a killed run; it holds one feature cache, ``features``.
 _TRANSFER_TMP = re.compile(r"bench-transfer-[A-Za-z0-9_]{8}")
 
-#: What a store's or sample folder's ``count`` counts, by the first word of its kind.
-_COUNTED = {"spectrogram": "frames", "segmentation": "pairs", "feature": "frames"}
 
 
 @dataclass
@@ -155,7 +153,9 @@ def _newest(folder: Path) -> float | None:
 def _counted(kind: str, n) -> str:
     if not isinstance(n, int) or isinstance(n, bool):
         return ""
-    return f"{n:,} {_COUNTED.get(kind.split('-')[0], 'items')}"
+    from kit.cases.registry import unit_of_kind
+
+    return f"{n:,} {unit_of_kind(kind)}"
 
 
 def _sides(db: Path) -> list[Path]:

@@ -11,7 +11,8 @@ import importlib
 import sys
 from pathlib import Path
 
-from kit.util import non_negative_int, positive_int
+from kit.cases import registry
+from kit.util import non_negative_int
 
 __all__ = ["main", "build_parser", "PLUGINS"]
 
@@ -39,25 +40,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     samples = root.add_parser("samples", help="write synthetic sample data")
     ssub = samples.add_subparsers(dest="case", required=True, parser_class=_Parser)
-    spec = ssub.add_parser("spectrogram", help="one-second log-mel-like frames in .npy files")
-    spec.add_argument("--out", required=True, type=Path, help="folder to write (created; the kit's own folder only)")
-    spec.add_argument("--files", required=True, type=positive_int, help="number of .npy files")
-    spec.add_argument("--frames-per-file", required=True, type=positive_int,
-                      help="frames in each file (the user's files hold several one-second frames)")
-    spec.add_argument("--seed", type=non_negative_int, default=0, help="the same seed gives the same data (default 0)")
-    spec.add_argument("--dtype", choices=["float32", "float16"], default="float32",
-                      help="frame dtype on disk (float16 halves the bytes; default float32)")
-    spec.add_argument("--force", action="store_true",
-                      help="replace a kit sample folder made with other options (never any other path)")
-    spec.set_defaults(func=_samples_spectrogram)
-    seg = ssub.add_parser("segmentation", help="RGB PNG scenes with colour-coded PNG masks")
-    seg.add_argument("--out", required=True, type=Path, help="folder to write (created; the kit's own folder only)")
-    seg.add_argument("--images", required=True, type=positive_int, help="number of image/mask pairs")
-    seg.add_argument("--size", type=positive_int, default=512, help="side of the square images in pixels (default 512)")
-    seg.add_argument("--seed", type=non_negative_int, default=0, help="the same seed gives the same data (default 0)")
-    seg.add_argument("--force", action="store_true",
-                     help="replace a kit sample folder made with other options (never any other path)")
-    seg.set_defaults(func=_samples_segmentation)
+    for case in registry.cases():  # every registered case, its maker's own options
+        p = ssub.add_parser(case.name, help=case.description)
+        p.add_argument("--out", required=True, type=Path, help="folder to write (created; the kit's own folder only)")
+        for o in case.sample_options:
+            p.add_argument("--" + o.name.replace("_", "-"), dest=o.name, type=o.type, required=o.required,
+                           default=o.default, choices=o.choices, help=o.help)
+        p.add_argument("--seed", type=non_negative_int, default=0, help="the same seed gives the same data (default 0)")
+        p.add_argument("--force", action="store_true",
+                       help="replace a kit sample folder made with other options (never any other path)")
+        p.set_defaults(func=_samples, sample_case=case)
 
     convert = root.add_parser("convert", help="convert data into a fast format (atomic, resumable)")
     csub = convert.add_subparsers(dest="case", required=True, parser_class=_Parser)
@@ -75,20 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _samples_spectrogram(args) -> int:
-    from kit import samples
-
-    csv = samples.make_spectrogram(args.out, files=args.files, frames_per_file=args.frames_per_file,
-                                   seed=args.seed, dtype=args.dtype, force=args.force)
-    print(csv)
-    return 0
-
-
-def _samples_segmentation(args) -> int:
-    from kit import samples
-
-    print(samples.make_segmentation(args.out, images=args.images, size=args.size, seed=args.seed,
-                                     force=args.force))
+def _samples(args) -> int:
+    case = args.sample_case
+    options = {o.name: getattr(args, o.name) for o in case.sample_options}
+    print(case.make_samples(args.out, seed=args.seed, force=args.force, **options))
     return 0
 
 

@@ -473,14 +473,16 @@ DATA_SAMPLES = Path(__file__).resolve().parent.parent / "data_samples"
 
 
 def embedded(case: str) -> Path:
-    """Path of the committed sample index of ``case`` (``"spectrogram"`` or ``"segmentation"``).
+    """Path of the committed sample index of ``case`` (a registered case: ``"spectrogram"``, ``"segmentation"``).
 
     These are what notebooks and tests use by default. They are regenerated with
     ``python -m kit samples ... --out data_samples/<case>`` (see the README).
     """
-    if case not in ("spectrogram", "segmentation"):
-        raise ValueError(f"case must be 'spectrogram' or 'segmentation', got {case!r}")
-    path = DATA_SAMPLES / case / "index.csv"
+    from kit.cases import registry
+
+    path = registry.get(case).embedded
+    if path is None:
+        raise ValueError(f"case {case!r} has no embedded samples")
     if not path.exists():
         raise FileNotFoundError(
             f"{path} is missing: the embedded samples come with a source checkout of kit"
@@ -514,12 +516,12 @@ def cached(case: str, *, workdir=None, seed: int = 0, **options) -> Path:
     """
     from kit import store
 
-    makers = {"spectrogram": make_spectrogram, "segmentation": make_segmentation}
-    if case not in makers:
-        raise ValueError(f"case must be one of {', '.join(makers)}, got {case!r}")
+    from kit.cases import registry
+
+    maker = registry.get(case).make_samples  # an unknown case: one error naming the known ones
     root = Path(workdir) if workdir is not None else store.default_workdir()
     name = "-".join([case, *(f"{k}{v}" for k, v in sorted(options.items())), f"s{seed}"])
     folder = root / CACHE_FOLDER / name
     if _marker(folder) is None:
         print(f"generating sample data -> {folder}", flush=True)
-    return makers[case](folder, seed=seed, **options)
+    return maker(folder, seed=seed, **options)

@@ -1,0 +1,50 @@
+"""The segmentation case declared once for the registry (``kit.cases.registry``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kit import samples
+from kit.cases.registry import Case, SampleOption, Scale, register
+from kit.util import positive_int
+
+
+def _open(csv: Path):
+    from kit.segmentation.index import PairIndex
+
+    return PairIndex.from_csv(csv)
+
+
+def _loader(variant: str, csv: Path, index, *, batch_size: int, **options):
+    from kit.segmentation.index import Palette
+    from kit.segmentation.loaders import make_loader
+
+    palette = Palette.from_csv(Path(csv).parent / "class_dict.csv")  # the palette lives beside the index
+    return make_loader(variant, index, palette, batch_size=batch_size, **options)
+
+
+def _samples(out, *, seed: int = 0, force: bool = False, **options) -> Path:
+    return samples.make_segmentation(out, seed=seed, force=force, **options)
+
+
+CASE = register(Case(
+    name="segmentation",
+    unit="pairs",
+    description="RGB PNG scenes with colour-coded PNG masks (seed 004)",
+    loaders="kit.segmentation.loaders",
+    index_columns=frozenset({"image", "label"}),
+    open_index=_open,
+    make_loader=_loader,
+    make_samples=_samples,
+    sample_options=(
+        SampleOption("images", positive_int, "number of image/mask pairs", required=True),
+        SampleOption("size", positive_int, "side of the square images in pixels (default 512)", default=512),
+    ),
+    embedded=samples.DATA_SAMPLES / "segmentation" / "index.csv",
+    default_variant="sequence",
+    default_batch=3,
+    # The user (seed 004): 140 steps of batch 3 per epoch, plain Keras on one device.
+    scale=Scale(examples=420, replicas=1, global_batch=3),
+    model_for=lambda variant: "unet",
+    store_kinds=("segmentation",),
+))

@@ -1,0 +1,52 @@
+"""The spectrogram case declared once for the registry (``kit.cases.registry``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kit import samples
+from kit.cases.registry import Case, SampleOption, Scale, register
+from kit.util import positive_int
+
+
+def _open(csv: Path):
+    from kit.spectrogram.index import FrameIndex
+
+    return FrameIndex.from_csv(csv)
+
+
+def _loader(variant: str, csv: Path, index, *, batch_size: int, **options):
+    from kit.spectrogram.loaders import make_loader
+
+    return make_loader(variant, index, batch_size=batch_size, **options)
+
+
+def _samples(out, *, seed: int = 0, force: bool = False, **options) -> Path:
+    return samples.make_spectrogram(out, seed=seed, force=force, **options)
+
+
+CASE = register(Case(
+    name="spectrogram",
+    unit="frames",
+    description="one-second log-mel-like frames in .npy files (seed 000)",
+    loaders="kit.spectrogram.loaders",
+    index_columns=frozenset({"path", "frame", "label"}),
+    open_index=_open,
+    make_loader=_loader,
+    make_samples=_samples,
+    sample_options=(
+        SampleOption("files", positive_int, "number of .npy files", required=True),
+        SampleOption("frames_per_file", positive_int,
+                     "frames in each file (the user's files hold several one-second frames)", required=True),
+        SampleOption("dtype", str, "frame dtype on disk (float16 halves the bytes; default float32)",
+                     default="float32", choices=("float32", "float16")),
+    ),
+    embedded=samples.DATA_SAMPLES / "spectrogram" / "index.csv",
+    default_variant="generator",
+    default_batch=256,
+    # The user (seed 000): 1,000,000 frames on 2 GPUs at global batch 256.
+    scale=Scale(examples=1_000_000, replicas=2, global_batch=256),
+    model_for=lambda variant: "head" if variant == "feature_cache" else "backbone+head",
+    store_kinds=("spectrogram", "feature"),
+))
+
