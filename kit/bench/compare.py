@@ -303,7 +303,7 @@ def headline(table: pd.DataFrame) -> str:
     Args:
         table: ``kit.epoch_model.epoch_table`` rows of one case, at one size and replica count.
     """
-    from kit.plots import CASE_UNITS
+    from kit.cases.registry import unit
     from kit.util import format_duration
 
     t = table.set_index("variant")
@@ -317,7 +317,7 @@ def headline(table: pd.DataFrame) -> str:
             return ""
         return f" (rounds {format_duration(examples / hi)}-{format_duration(examples / lo)})"
 
-    line = (f"{case}, {examples:,} {CASE_UNITS.get(case, 'examples')} on {replicas} replica(s): "
+    line = (f"{case}, {examples:,} {unit(case)} on {replicas} replica(s): "
             f"{slowest} {format_duration(t.loc[slowest, 'epoch_s'])}{spread(slowest)} -> {fastest} "
             f"{format_duration(t.loc[fastest, 'epoch_s'])}{spread(fastest)} per epoch "
             f"({t.loc[slowest, 'epoch_s'] / t.loc[fastest, 'epoch_s']:,.0f}x)")
