@@ -354,12 +354,16 @@ def add_ratios(df: pd.DataFrame, baselines: Iterable[str], *, column: str = "exa
 
 
 def _known_length(data) -> int | None:
-    """Batches per epoch of a source, where it knows (tf.data, PyDataset, sized)."""
+    """Batches per epoch of a source, where it knows: a tf.data cardinality (None when infinite
+    or unknown), a PyDataset's ``num_batches``, else ``len()``; None when none of them says."""
     card = getattr(data, "cardinality", None)
     if card is not None:
         n = int(card())
         return n if n >= 0 else None
-    n = getattr(data, "num_batches", None)
+    try:
+        n = getattr(data, "num_batches", None)
+    except NotImplementedError:  # a PyDataset with neither num_batches nor __len__
+        n = None
     if n is not None and not callable(n):
         return int(n)
     try:

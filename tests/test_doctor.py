@@ -363,6 +363,6 @@ def test_cli_is_a_real_command(tmp_path):
     (tmp_path / "broken_module.py").write_text("import does_not_exist_anywhere\n")
     r = subprocess.run([sys.executable, "-m", "kit", "doctor", "broken_module:dataset"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120,
-                       env={**__import__("os").environ, "PYTHONPATH": str(Path(doctor.__file__).parent.parent)})
+                       env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     assert r.returncode == 2
     assert r.stderr.strip().splitlines()[-1].startswith("kit: error: source 'broken_module:dataset'")

@@ -1,0 +1,369 @@
+"""The doctor's measurements: the loader alone, the model's fits (real and replayed), the frozen head, the trace."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kit import timing
+from kit.doctor.sources import (
+    Counted,
+    as_xy,
+    check_source,
+    first_batch,
+    loop,
+    one_line,
+    shapes,
+)
+
+# --------------------------------------------------------------------------- the loader alone
+
+
+def _proc_io() -> dict | None:
+    try:
+        with open("/proc/self/io") as f:
+            return {k: int(v) for k, v in (line.split(":") for line in f if ":" in line)}
+    except OSError:
+        return None
+
+
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def load_average() -> float:
+    """The one-minute load average (NaN where the system has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return math.nan
+
+
+def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
+    """The loader alone: rate, latency, cores kept busy and bytes read per example.
+
+    The source is read epoch after epoch until ``max_seconds``; the first ``warmup``
+    batches are read before the window opens (pipelines fill their buffers, modules load).
+    """
+    sizes: list[int] = []
+    it = loop(source, sizes)
+    try:
+        for _ in range(warmup):
+            next(it)
+    except StopIteration:
+        raise ValueError("the source ended during the warm-up") from None
+    sizes.clear()
+    io0, cpu0, t0 = _proc_io(), _cpu_s(), time.perf_counter()
+    m = timing.measure(it, warmup=0, max_seconds=max_seconds)
+    io1, cpu1, wall = _proc_io(), _cpu_s(), time.perf_counter() - t0
+    examples = sum(sizes)
+    out = {"loader_examples_per_s": m.examples_per_s, "loader_latency_p50_ms": m.latency_p50_ms,
+           "loader_latency_p95_ms": m.latency_p95_ms, "loader_examples": m.examples,
+           "cores_busy": (cpu1 - cpu0) / wall if wall > 0 else math.nan, "cores": cores()}
+    if io0 is not None and io1 is not None and examples:
+        out["rchar_per_example"] = (io1.get("rchar", 0) - io0.get("rchar", 0)) / examples
+        out["read_bytes_per_example"] = (io1.get("read_bytes", 0) - io0.get("read_bytes", 0)) / examples
+        out["window_examples"] = examples
+    return out
+
+
+# --------------------------------------------------------------------------- the model's fits
+
+
+def clone(model):
+    """A compiled copy of ``model`` with its weights (the doctor trains the copy)."""
+    import keras
+
+    config = model.get_compile_config() if getattr(model, "compiled", False) else None
+    if not config:
+        raise ValueError(f"model {getattr(model, 'name', model)!r} is not compiled; compile it "
+                         f"(the doctor trains a copy of it)")
+    try:
+        copy = keras.models.clone_model(model)
+    except (ValueError, TypeError, NotImplementedError) as e:
+        raise ValueError(f"model {model.name!r} cannot be copied (keras.models.clone_model: {e}); "
+                         f"the doctor needs a Functional or Sequential model") from None
+    copy.set_weights(model.get_weights())
+    copy.compile_from_config(config)
+    return copy, config
+
+
+def compiled_copy(model, batch, name: str):
+    """A copy of ``model`` trained one step on ``batch``, which compiles the step the timings reuse.
+
+    Raises:
+        ValueError: the model does not take the batches of the source ``name`` (their shapes named).
+    """
+    copy, _ = clone(model)
+    try:
+        timed_fit(copy, replay(batch, 2), max_seconds=0.0, min_steps=1)
+    except Exception as e:  # noqa: BLE001  (Keras raises many types; all mean the same here)
+        raise ValueError(f"model {model.name!r} does not take the batches of {name} "
+                         f"({shapes(batch)}): {one_line(e)}") from None
+    return copy
+
+
+def deadline_callback(seconds: float, min_steps: int, trace: bool = False):
+    """A Keras callback that stops training after ``seconds`` and at least ``min_steps`` steps."""
+    import keras
+    import tensorflow as tf
+
+    class Deadline(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.t0 = None
+            self.steps = 0
+            self._trace = None
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if self.t0 is None:
+                self.t0 = time.perf_counter()
+            if trace:
+                # Step markers: TensorBoard's input-pipeline page splits the trace by these.
+                self._trace = tf.profiler.experimental.Trace("train", step_num=self.steps, _r=1)
+                self._trace.__enter__()
+
+        def on_train_batch_end(self, batch, logs=None):
+            if self._trace is not None:
+                self._trace.__exit__(None, None, None)
+                self._trace = None
+            self.steps += 1
+            if self.steps >= min_steps and time.perf_counter() - self.t0 >= seconds:
+                self.model.stop_training = True
+
+    return Deadline()
+
+
+def timed_fit(model, source, *, max_seconds: float, min_steps: int = 3, trace: bool = False) -> dict:
+    """Trains ``model`` on ``source`` through a ``StepTimer`` until ``max_seconds``.
+
+    The first step of the run (which may still compile or fill buffers) is left out.
+    Returns examples/s over the step times, the input-wait share, and the steps table.
+    """
+    timer = timing.StepTimer()
+    counted = Counted(source)
+    data = timer.wrap(counted)
+    counted.epochs.clear()  # the wrap's peek is not a step
+    with warnings.catch_warnings():  # a source of unknown length ends the run: expected here
+        warnings.filterwarnings("ignore", message=".*ran out of data.*")
+        model.fit(data, epochs=10_000, callbacks=[timer, deadline_callback(max_seconds, min_steps, trace)],
+                  verbose=0, shuffle=False)
+    steps = timer.steps()
+    sizes = [counted.epochs[e][s] if e < len(counted.epochs) and s < len(counted.epochs[e]) else 0
+             for e, s in zip(steps["epoch"], steps["step"])]
+    steps["examples"] = sizes
+    kept = steps.iloc[1:] if len(steps) > 1 else steps
+    step_s = float(kept["step_s"].sum())
+    return {"examples_per_s": float(kept["examples"].sum()) / step_s if step_s > 0 else math.nan,
+            "input_share": float(kept["wait_s"].sum()) / step_s if step_s > 0 else math.nan,
+            "steps": steps, "examples": int(kept["examples"].sum())}
+
+
+def replay(batch, n: int = 64) -> list:
+    """``n`` times the same batch, from memory: the model's step never waits for it."""
+    return [batch] * n
+
+
+def pooled(runs) -> float:
+    """Examples/s over several ``timed_fit`` runs, each run's first step left out."""
+    ex = sum(r["examples"] for r in runs)
+    s = sum(float(r["steps"]["step_s"].iloc[1:].sum()) for r in runs)
+    return ex / s if s > 0 else math.nan
+
+
+def pooled_share(runs) -> float:
+    """The share of step time spent waiting for input over several ``timed_fit`` runs."""
+    wait = sum(float(r["steps"]["wait_s"].iloc[1:].sum()) for r in runs)
+    s = sum(float(r["steps"]["step_s"].iloc[1:].sum()) for r in runs)
+    return wait / s if s > 0 else math.nan
+
+
+def measure_fits(copy, source, batch, *, max_seconds: float) -> dict:
+    """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved
+    (ceiling, real, ceiling, real), each run a quarter of ``max_seconds``.
+
+    Returns:
+        ``ceiling_examples_per_s``, ``fit_examples_per_s``, ``input_share`` (of the real fit) and
+        ``fit_steps``.
+    """
+    ceiling_runs, real_runs = [], []
+    for _ in range(2):
+        ceiling_runs.append(timed_fit(copy, replay(batch), max_seconds=max_seconds / 4))
+        real_runs.append(timed_fit(copy, source, max_seconds=max_seconds / 4))
+    return {"ceiling_examples_per_s": pooled(ceiling_runs), "fit_examples_per_s": pooled(real_runs),
+            "input_share": pooled_share(real_runs), "fit_steps": sum(len(r["steps"]) for r in real_runs)}
+
+
+# --------------------------------------------------------------------------- the frozen prefix
+
+
+def frozen_prefix(model):
+    """Top-level layers before the first trainable one, when they hold frozen weights."""
+    layers = [layer for layer in model.layers if type(layer).__name__ != "InputLayer"]
+    prefix = []
+    for layer in layers:
+        if layer.trainable_weights:
+            break
+        prefix.append(layer)
+    if len(prefix) == len(layers):
+        return [], layers  # nothing trains
+    while prefix and not prefix[-1].weights:  # weightless layers just before the head stay in it
+        prefix.pop()
+    if not any(layer.weights for layer in prefix):
+        return [], layers
+    return prefix, layers[len(prefix):]
+
+
+def _split(prefix, rest, x):
+    """The model as a chain: its frozen part and its head, checked to give the model's output."""
+    import keras
+
+    def chain(layers, shape):
+        inp = keras.Input(shape)
+        h = inp
+        for layer in layers:
+            h = layer(h)
+        return keras.Model(inp, h)
+
+    front = chain(prefix, np.shape(x)[1:])
+    features = np.asarray(front(x, training=False))
+    head = chain(rest, features.shape[1:])
+    return front, head, features
+
+
+def head_rate(copy, prefix, rest, batch, *, max_seconds: float) -> tuple[float | None, str]:
+    """Examples/s of the layers after the frozen prefix trained on its output replayed from memory.
+
+    Returns:
+        ``(rate, "")``, or ``(None, why)`` where the model does not split into frozen part + head
+        giving the whole model's output.
+    """
+    x, ys = as_xy(batch)
+    whole = np.asarray(copy(x, training=False))
+    try:
+        _, head, features = _split(prefix, rest, x)
+        chained = np.asarray(head(features, training=False))
+    except (ValueError, TypeError) as e:
+        chained, why = None, one_line(e)
+    else:
+        why = "its layers after the frozen part do not form a chain"
+    if chained is None or chained.shape != whole.shape or not np.allclose(whole, chained, rtol=1e-3, atol=1e-4):
+        return None, why
+    head.compile_from_config(copy.get_compile_config())
+    return pooled([timed_fit(head, replay((features, *ys)), max_seconds=max_seconds)]), ""
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def per_element_map_overhead(batch_size: int) -> float:
+    """Seconds one per-example map call costs here beyond the same map run once per batch.
+
+    A trivial map over ``max(1024, 8 * batch_size)`` elements, per example then per batch,
+    interleaved; the fastest of two rounds of each (the machine's noise only adds time).
+    """
+    import tensorflow as tf
+
+    n = max(1024, 8 * batch_size)
+    per_example = tf.data.Dataset.range(n).map(lambda v: v + 1).batch(batch_size)
+    batched = tf.data.Dataset.range(n).batch(batch_size).map(lambda v: v + 1)
+    best = {"per_example": math.inf, "batched": math.inf}
+    for _ in range(2):
+        for name, ds in (("per_example", per_example), ("batched", batched)):
+            t0 = time.perf_counter()
+            for _ in ds:
+                pass
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return max(0.0, (best["per_example"] - best["batched"]) / n)
+
+
+# --------------------------------------------------------------------------- trace
+
+
+def record_trace(model, source, trace_dir, *, steps: int = 5) -> Path:
+    """Records a TensorFlow profiler trace of ``steps`` training steps (or batches read).
+
+    Open it with ``tensorboard --logdir TRACE_DIR`` and the Profile tab (``pip install
+    'kit[profile]'``): the input-pipeline page shows each step's wait for input.
+    """
+    import tensorflow as tf
+
+    trace_dir = Path(trace_dir)
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    tf.profiler.experimental.start(str(trace_dir))
+    try:
+        if model is not None:
+            timer = timing.StepTimer()
+            with warnings.catch_warnings():  # a source shorter than `steps` ends the trace early
+                warnings.filterwarnings("ignore", message=".*ran out of data.*")
+                model.fit(timer.wrap(source), epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False,
+                          callbacks=[timer, deadline_callback(math.inf, steps, trace=True)])
+        else:
+            for i, _ in zip(range(steps), timing.iterate(source)):
+                with tf.profiler.experimental.Trace("read", step_num=i, _r=1):
+                    pass
+    finally:
+        tf.profiler.experimental.stop()
+    return trace_dir
+
+
+# --------------------------------------------------------------------------- side by side
+
+
+def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float = 10.0,
+                 rounds: int = 2) -> pd.DataFrame:
+    """Training rates of several (source, model) pairs measured interleaved, side by side.
+
+    Args:
+        runs: name -> ``(source, compiled model)``; each model is trained as a copy (one
+            copy per model object, shared by the runs that name it).
+        baseline: the name to express ratios against (``x_<baseline>``).
+        max_seconds: the budget for all of them together.
+        rounds: interleaved rounds.
+
+    Returns:
+        One row per run: ``variant``, ``examples_per_s`` (over the timed steps, the first
+        step of each round left out), ``input_share``, ``steps``, then ``x_<baseline>`` and
+        its spread over the rounds, ``x_<baseline>_min`` and ``x_<baseline>_max`` (each round's
+        rate over the baseline's in the same round).
+    """
+    copies, clones = {}, {}
+    for name, (source, model) in runs.items():
+        check_source(source, name)
+        if id(model) not in clones:  # one copy per model: the same model on two loaders compiles once
+            clones[id(model)] = clone(model)[0]
+        copy = clones[id(model)]
+        batch, _ = first_batch(source, name)
+        timed_fit(copy, replay(batch, 2), max_seconds=0.0, min_steps=1)  # compiles the step timed below
+        copies[name] = (source, copy)
+    each = max_seconds / (rounds * len(runs))
+    results = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, (source, copy) in copies.items():
+            results[name].append(timed_fit(copy, source, max_seconds=each))
+    rows = [{"variant": name, "examples_per_s": pooled(rs), "input_share": pooled_share(rs),
+             "steps": sum(len(r["steps"]) for r in rs)} for name, rs in results.items()]
+    df = pd.DataFrame(rows)
+    if baseline is not None:
+        timing.add_ratios(df, [baseline])
+        # The spread: each round's ratio against the baseline's run in the same round.
+        ratios = {name: [pooled([r]) / pooled([b]) for r, b in zip(rs, results[baseline])]
+                  for name, rs in results.items()}
+        df[f"x_{baseline}_min"] = [min(ratios[n]) for n in df["variant"]]
+        df[f"x_{baseline}_max"] = [max(ratios[n]) for n in df["variant"]]
+    return df
