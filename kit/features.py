@@ -384,19 +384,19 @@ def extract_features(backbone, index: FrameIndex, *, loader: str = "memmap", bat
 
 
 @store.register_check(KIND)
-def _check(folder: Path, manifest: store.Manifest, shard: dict) -> str | None:
+def _check(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     meta = manifest.meta
     try:
-        arr = store.load_npy(folder / shard["name"])
+        arr = store.load_npy(folder / shard.name)
     except ValueError as e:
         return f"not a readable .npy ({e})"
-    if shard["name"] == "labels.npy":
+    if shard.name == "labels.npy":
         if arr.shape != (meta["count"],):
             return f"shape {arr.shape}, manifest implies ({meta['count']},)"
         if len(arr) and not (0 <= arr.min() and arr.max() < len(meta["classes"])):
             return f"labels outside 0..{len(meta['classes']) - 1}"
         return None
-    want = (shard["count"], meta["dim"])
+    want = (shard.count, meta["dim"])
     if arr.shape != want or arr.dtype != np.dtype(meta["dtype"]):
         return f"{arr.shape} {arr.dtype}, manifest implies {want} {meta['dtype']}"
     if not np.isfinite(arr).all():

@@ -14,6 +14,8 @@ import pytest
 
 from kit import samples, store
 from kit.errors import OutputError
+from kit.store import checks, keys
+from kit.store.folder import claim
 
 
 def _kit(*args, cwd=None):
@@ -221,12 +223,12 @@ def test_digests_are_computed_once_per_file_and_cached_on_disk(tmp_path, monkeyp
         files.append(tmp_path / f"f{i}.bin")
         files[-1].write_bytes(bytes([i]) * 400_000)
     calls = []
-    real = store.content_digest
-    monkeypatch.setattr(store, "content_digest", lambda p, mode="sample": calls.append(p) or real(p, mode))
+    real = keys.content_digest
+    monkeypatch.setattr(keys, "content_digest", lambda p, mode="sample": calls.append(p) or real(p, mode))
     first = store.files_fingerprint(files)
     assert len(calls) == 3
     assert store.files_fingerprint(files) == first and len(calls) == 3
-    monkeypatch.setattr(store, "_DIGESTS", store._DigestCache())  # as in a new process
+    monkeypatch.setattr(keys, "_DIGESTS", keys._DigestCache())  # as in a new process
     assert store.files_fingerprint(files) == first and len(calls) == 3
     assert (store.default_workdir() / "digests.sqlite3").exists()
 
@@ -273,15 +275,15 @@ def _builders(folder, *keys, delay=0.1):
 _CLAIMER = r"""
 import sys, time
 from pathlib import Path
-from kit import store
+from kit.store.folder import StoreError, claim
 root, start = Path(sys.argv[1]), float(sys.argv[2])
 while time.time() < start:
     pass
 refused = []
 for i in range(300):
     try:
-        store.claim(root / f"s{i}", "test")
-    except store.StoreError as e:
+        claim(root / f"s{i}", "test")
+    except StoreError as e:
         refused.append(str(e))
 print(len(refused), refused[:1])
 """
@@ -307,12 +309,12 @@ def test_a_folder_holding_only_a_marker_being_written_is_claimed(tmp_path):
     folder = tmp_path / "s"
     folder.mkdir()
     (folder / f"{store.STORE_MARKER}.tmp-123-456").write_text("test\n")  # another claim, mid-write
-    assert store.claim(folder, "test") == folder
+    assert claim(folder, "test") == folder
     assert store.store_kind(folder) == "test"
     (folder / "mine.txt").write_text("x")
     (folder / store.STORE_MARKER).unlink()
     with pytest.raises(store.StoreError, match="is not a kit store"):  # a file of someone else's still is
-        store.claim(folder, "test")
+        claim(folder, "test")
 
 
 def test_two_identical_concurrent_builds_both_succeed(tmp_path):
@@ -337,7 +339,7 @@ def test_two_builds_with_other_options_never_mix(tmp_path):
 def test_a_held_build_lock_is_a_bounded_wait(tmp_path):
     """Item 5: a builder waiting on another one gives up after lock_timeout with a clear error."""
     folder = tmp_path / "s"
-    store.claim(folder, "test")
+    claim(folder, "test")
     with store.store_lock(folder):
         with pytest.raises(store.StoreError, match="another process .pid \\d+. is building"):
             store.build(folder, kind="test", key="k", shards=[store.Shard("a", 1)],
@@ -377,8 +379,8 @@ def test_memmap_loader_refuses_a_flipped_byte(spec, monkeypatch):
     middle = (folder / "frames.npy").stat().st_size // 2  # past the head's 64 KiB, before the tail's
     _flip(folder / "frames.npy", middle)
     hashed = []
-    real = store.sha256_file
-    monkeypatch.setattr(store, "sha256_file", lambda p, *a, **k: hashed.append(p) or real(p, *a, **k))
+    real = checks.sha256_file
+    monkeypatch.setattr(checks, "sha256_file", lambda p, *a, **k: hashed.append(p) or real(p, *a, **k))
     for _ in range(2):  # refused every time, not only once
         with pytest.raises(store.StoreError, match="frames.npy: checksum differs from the manifest"):
             make_loader("memmap", spec, batch_size=4, progress=False)
@@ -465,8 +467,10 @@ def test_a_build_without_enough_free_space_is_refused_before_writing(spec, tmp_p
     """Item 10: free space is checked first; the error says how much is needed."""
     from kit.spectrogram import convert
 
-    usage = store.shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(store.shutil, "disk_usage", lambda p: usage._replace(free=1000))
+    import shutil
+
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage._replace(free=1000))
     with pytest.raises(store.StoreError, match=r"the store st needs 0.0 GB free under .*st, which has 0.0 GB"):
         convert(spec, "memmap", tmp_path / "st", progress=False)
     assert not list((tmp_path / "st").glob("*.npy"))
@@ -479,7 +483,7 @@ def test_disk_full_while_writing_removes_the_partial_file_and_says_so(spec, tmp_
     def full(fd, offset, length):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(store.os, "posix_fallocate", full)
+    monkeypatch.setattr(os, "posix_fallocate", full)
     out = tmp_path / "st"
     assert main(["convert", "spectrogram", "--index", str(spec.csv_path), "--to", "memmap",
                  "--out", str(out)]) == 2
@@ -529,7 +533,7 @@ def _dead_pid():
 def test_temp_files_of_killed_builds_are_removed(tmp_path):
     """Item 11: a new build removes *.tmp-PID-TID files whose process is gone, and keeps live ones."""
     folder = tmp_path / "s"
-    store.claim(folder, "test")
+    claim(folder, "test")
     dead = folder / f"part-0.bin.tmp-{_dead_pid()}-140000"
     live = folder / f"part-1.bin.tmp-{os.getpid()}-1"
     nested = folder / "sub" / f"x.tmp-{_dead_pid()}-7"
@@ -711,7 +715,7 @@ def test_nan_or_inf_in_frames_is_an_error_in_convert_and_verify(spec, tmp_path):
     np.save(src, frames)
     index = FrameIndex.from_csv(spec.csv_path)
     for fmt in ("memmap", "tfrecord"):
-        with pytest.raises(DataError, match=rf"clip_000001.npy frame 2 \(index row 5\): holds NaN or inf"):
+        with pytest.raises(DataError, match=r"clip_000001.npy frame 2 \(index row 5\): holds NaN or inf"):
             convert(index, fmt, tmp_path / fmt, progress=False)
     with pytest.warns(UserWarning, match="holds NaN or inf"):
         folder, m = convert(index, "memmap", tmp_path / "warned", nonfinite="warn", progress=False)

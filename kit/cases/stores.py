@@ -64,11 +64,11 @@ def check_shards(folder: Path, manifest: store.Manifest) -> list[str]:
     """
     paths = []
     for s in manifest.shards:
-        path = Path(folder) / s["name"]
+        path = Path(folder) / s.name
         size = path.stat().st_size if path.exists() else 0
-        if size != s["bytes"]:
+        if size != s.bytes:
             raise store.StoreError(
-                f"{path}: missing or {size} bytes where the manifest says {s['bytes']}; "
+                f"{path}: missing or {size} bytes where the manifest says {s.bytes}; "
                 f"run `python -m kit verify {folder}` and reconvert"
             )
         paths.append(str(path))

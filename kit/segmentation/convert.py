@@ -133,16 +133,16 @@ def open_memmap_store(folder: Path, manifest: store.Manifest):
     """Memory-maps a memmap store: ``(images, labels, starts)``, one array per shard."""
     images, labels = [], []
     for s in manifest.shards:
-        arr = store.load_npy(Path(folder) / s["name"])
-        (images if s["name"].startswith("images-") else labels).append(arr)
+        arr = store.load_npy(Path(folder) / s.name)
+        (images if s.name.startswith("images-") else labels).append(arr)
     starts = np.array([a for a, _ in manifest.meta["shard_rows"]] + [manifest.meta["count"]])
     return images, labels, starts
 
 
 @store.register_check("segmentation-memmap")
-def _check_memmap(folder: Path, manifest: store.Manifest, shard: dict) -> str | None:
-    name = shard["name"]
-    k = [s["name"] for s in manifest.shards if s["name"].startswith(name.split("-")[0])].index(name)
+def _check_memmap(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
+    name = shard.name
+    k = [s.name for s in manifest.shards if s.name.startswith(name.split("-")[0])].index(name)
     a, b = manifest.meta["shard_rows"][k]
     size = tuple(manifest.meta["size"])
     try:
@@ -208,7 +208,7 @@ def parse_batch(serialized, size):
 
 
 @store.register_check("segmentation-tfrecord")
-def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: dict) -> str | None:
+def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     size = tuple(manifest.meta["size"])
-    return check_tfrecord_shard(folder / shard["name"], shard["count"], lambda s: parse_batch(s, size),
+    return check_tfrecord_shard(folder / shard.name, shard.count, lambda s: parse_batch(s, size),
                                 batch=64, inspect=lambda x, y, first: _bad_ids(y.numpy(), manifest))

@@ -197,18 +197,18 @@ def _count(manifest: store.Manifest) -> int:
 
 
 @store.register_check("spectrogram-memmap")
-def _check_memmap(folder: Path, manifest: store.Manifest, shard: dict) -> str | None:
+def _check_memmap(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     n = _count(manifest)
     try:
-        arr = store.load_npy(folder / shard["name"])
+        arr = store.load_npy(folder / shard.name)
     except ValueError as e:
         return f"not a readable .npy ({e})"
-    want = (n,) + tuple(manifest.meta["frame_shape"]) if shard["name"] == "frames.npy" else (n,)
+    want = (n,) + tuple(manifest.meta["frame_shape"]) if shard.name == "frames.npy" else (n,)
     if arr.shape != want:
         return f"shape {arr.shape}, manifest implies {want}"
-    if shard["name"] == "frames.npy" and arr.dtype != np.dtype(manifest.meta.get("dtype", "float32")):
+    if shard.name == "frames.npy" and arr.dtype != np.dtype(manifest.meta.get("dtype", "float32")):
         return f"dtype {arr.dtype}, manifest says {manifest.meta.get('dtype')}"
-    return _nonfinite(arr, manifest) if shard["name"] == "frames.npy" else None
+    return _nonfinite(arr, manifest) if shard.name == "frames.npy" else None
 
 
 # --------------------------------------------------------------------------- tfrecord
@@ -335,7 +335,7 @@ def records_dtype(manifest: store.Manifest) -> str:
 
 
 @store.register_check("spectrogram-tfrecord")
-def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: dict) -> str | None:
+def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     frame_shape = tuple(manifest.meta["frame_shape"])
     try:
         dtype = records_dtype(manifest)
@@ -348,6 +348,6 @@ def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: dict) -> str 
 
     # Records one at a time: each holds a block of frames (decode_records checks its
     # length); the shard ends in an empty record.
-    return check_tfrecord_shard(folder / shard["name"], shard["count"],
+    return check_tfrecord_shard(folder / shard.name, shard.count,
                                 lambda r: decode_records(r, frame_shape, dtype), batch=None, inspect=nonfinite,
                                 end_record=True)

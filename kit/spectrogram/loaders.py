@@ -391,8 +391,8 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     if checked:
         for s in manifest.shards:
             end = TFRECORD_FRAMING  # the empty end record
-            if s["name"] != manifest.meta.get("tail_shard") and s["bytes"] != s["count"] // block * entry + end:
-                raise store.StoreError(f"{folder / s['name']}: {s['bytes']} bytes, not {s['count'] // block} "
+            if s.name != manifest.meta.get("tail_shard") and s.bytes != s.count // block * entry + end:
+                raise store.StoreError(f"{folder / s.name}: {s.bytes} bytes, not {s.count // block} "
                                        f"records of {entry} bytes and an empty end record; "
                                        f"run `python -m kit verify {folder}`")
     # Whole records permuted in windows of shuffle_buffer frames (an order computed per

@@ -1,0 +1,98 @@
+"""The derived-data store: content-keyed folders, atomic shard writes, manifest, resume, verify.
+
+Every derived file (TFRecord shards, memmaps, feature caches) goes through ``build``:
+
+* the folder's ``key`` is a fingerprint of the inputs and options (``fingerprint``),
+  so a changed input never reuses a stale derivative;
+* each shard is written under a temporary name, checksummed, then renamed; a small
+  record of it goes to ``.partial/`` so an interrupted build resumes without
+  redoing finished shards;
+* ``manifest.json`` (counts, shapes, dtype, a SHA-256 per shard) is written last,
+  atomically: a folder without it is never read as complete.
+
+``verify`` re-reads a folder and checks it against its manifest.
+
+The parts, one concept each:
+
+* ``keys``: ``fingerprint``, ``files_fingerprint`` and the content-digest database;
+* ``folder``: the folder's own files, ``claim``, ``store_lock``, atomic writes, free space;
+* ``manifest``: ``Manifest``, one ``ShardRecord`` per file, read, checked and written;
+* ``checks``: ``check_open`` at every open, ``verify`` and the kinds' deep checks;
+* ``builder``: ``build`` and the resume of an interrupted one;
+* ``files``: ``.npy`` reads, reserved memmaps, page-cache read hints.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+from kit.store import builder, checks, files, folder, keys, manifest
+from kit.store.builder import Shard, build
+from kit.store.checks import check_open, checks_on, register_check, verify
+from kit.store.files import ask_to_read, kernel_read_bytes, load_npy, open_memmap, read_npy_header
+from kit.store.folder import (LOCK, MANIFEST, StoreError, atomic_path, check_free_space, default_workdir, store_kind,
+                              store_lock)
+from kit.store.keys import files_fingerprint, fingerprint
+from kit.store.manifest import FORMAT_VERSION, Manifest, ShardRecord, complete
+
+# Importable from here but not listed: what the tests and bench digest use besides.
+from kit.store.checks import DEEP_CHECKS  # noqa: F401
+from kit.store.files import KERNEL_READ_DEFAULT  # noqa: F401
+from kit.store.folder import PARTIAL, STORE_MARKER, free_bytes  # noqa: F401
+from kit.store.keys import _DIGESTS, _DigestCache  # noqa: F401
+
+# What the kit's modules and notebooks call; the rest lives in the parts above.
+__all__ = [
+    # keys
+    "fingerprint",
+    "files_fingerprint",
+    # the folder
+    "StoreError",
+    "default_workdir",
+    "MANIFEST",
+    "LOCK",
+    "store_kind",
+    "store_lock",
+    "atomic_path",
+    "check_free_space",
+    # the manifest
+    "FORMAT_VERSION",
+    "Manifest",
+    "ShardRecord",
+    "complete",
+    # building
+    "Shard",
+    "build",
+    # checks
+    "check_open",
+    "checks_on",
+    "register_check",
+    "verify",
+    # data files
+    "open_memmap",
+    "load_npy",
+    "read_npy_header",
+    "kernel_read_bytes",
+    "ask_to_read",
+]
+
+_PARTS = (keys, folder, manifest, files, checks, builder)
+
+
+class _Facade(types.ModuleType):
+    """``kit.store`` re-exports what its parts define. A name set here (a test's monkeypatch,
+    ``kit.store._DIGESTS = kit.store._DigestCache()`` in bench digest) is set in every part
+    that holds the same object too, so the parts' code sees it, as when the store was one module."""
+
+    def __setattr__(self, name: str, value) -> None:
+        old = self.__dict__.get(name, _UNSET)
+        if old is not _UNSET and not isinstance(old, types.ModuleType):
+            for part in _PARTS:
+                if part.__dict__.get(name, _UNSET) is old:
+                    setattr(part, name, value)
+        super().__setattr__(name, value)
+
+
+_UNSET = object()
+sys.modules[__name__].__class__ = _Facade

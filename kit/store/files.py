@@ -1,0 +1,124 @@
+"""A store's data files: ``.npy`` read safely, memmaps with their blocks reserved, page-cache read hints.
+
+``load_npy`` never unpickles and parses headers under one lock (thread-safe); ``open_memmap``
+reserves a new file's blocks so a full disk is an error, not a SIGBUS; ``ask_to_read`` asks the
+kernel to read ahead.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import threading
+from pathlib import Path
+
+__all__ = ["KERNEL_READ_DEFAULT", "ask_to_read", "kernel_read_bytes", "load_npy", "open_memmap",
+           "read_npy_header"]
+
+#: One lock for every ``.npy`` header the kit parses (see ``load_npy``).
+_NPY_HEADER_LOCK = threading.Lock()
+
+#: What one ``POSIX_FADV_WILLNEED`` is sure to read where the device's limits are unknown:
+#: Linux's default readahead window.
+KERNEL_READ_DEFAULT = 128 << 10
+
+
+def open_memmap(path: str | os.PathLike, *, dtype, shape):
+    """``np.lib.format.open_memmap(path, "w+")`` with the file's blocks reserved up front.
+
+    A plain open_memmap makes a sparse file: on a full disk, writing into the mapping
+    kills the process with SIGBUS and no message. Reserving the blocks first turns that
+    into an ``OSError`` (ENOSPC) here, which ``build`` reports in one line.
+    """
+    import numpy as np
+
+    mm = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+    with open(path, "r+b") as f:
+        try:
+            os.posix_fallocate(f.fileno(), 0, os.fstat(f.fileno()).st_size)
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                del mm
+                raise
+    return mm
+
+
+def read_npy_header(f) -> tuple:
+    """``(shape, fortran_order, dtype)`` of the ``.npy`` file open in ``f``, parsed under
+    ``load_npy``'s lock; ``f`` is left at the first byte of the array's data."""
+    import numpy as np
+
+    fmt = np.lib.format
+    with _NPY_HEADER_LOCK:
+        version = fmt.read_magic(f)
+        read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        return read_header(f)
+
+
+def load_npy(path: str | os.PathLike, *, mmap: bool = True):
+    """``np.load(path, allow_pickle=False)``, safe to call from several threads at once.
+
+    NumPy parses a ``.npy`` header with ``ast.literal_eval``. On CPython 3.11 two threads
+    building ASTs at the same time can fail with ``SystemError: AST constructor recursion
+    depth mismatch`` (python/cpython#106905); the kit's store writers and checks run in a
+    thread pool, and CI met it there. The header is parsed, and the file mapped, under one
+    process-wide lock (microseconds); the data is read outside it.
+
+    Args:
+        mmap: memory-map the array read-only (the default); False reads it all into memory.
+
+    Raises:
+        FileNotFoundError, ValueError: as ``np.load`` (ValueError for a file that is not a
+            ``.npy`` array or that holds Python objects).
+    """
+    import numpy as np
+
+    if mmap:
+        with _NPY_HEADER_LOCK:
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+    # Read as np.load reads (read() calls, which /proc/self/io counts), the header under the lock.
+    with open(path, "rb") as f:
+        shape, fortran_order, dtype = read_npy_header(f)
+        if dtype.hasobject:
+            raise ValueError(f"{path}: Object arrays cannot be loaded when allow_pickle=False")
+        count = math.prod(shape)
+        arr = np.fromfile(f, dtype=dtype, count=count)
+        if arr.size != count:
+            raise ValueError(f"{path}: truncated: {arr.size:,} of {count:,} values present")
+    return arr.reshape(shape[::-1]).T if fortran_order else arr.reshape(shape)
+
+
+def kernel_read_bytes(path: str | os.PathLike) -> int:
+    """The most one ``posix_fadvise(..., POSIX_FADV_WILLNEED)`` on ``path`` reads: Linux
+    caps each at the larger of the device's readahead window and its largest request
+    (``read_ahead_kb``, ``max_sectors_kb`` in ``/sys/dev/block/MAJOR:MINOR/queue``, or its
+    disk's for a partition) and reads nothing past that. ``KERNEL_READ_DEFAULT`` where they
+    cannot be read (not Linux, a file system on no block device)."""
+    try:
+        dev = os.stat(path).st_dev
+        base = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
+    except (OSError, AttributeError):
+        return KERNEL_READ_DEFAULT
+    for queue in (f"{base}/queue", f"{base}/../queue"):
+        try:
+            kb = [int(Path(queue, name).read_text()) for name in ("read_ahead_kb", "max_sectors_kb")]
+        except (OSError, ValueError):
+            continue
+        return max(max(kb) << 10, KERNEL_READ_DEFAULT)
+    return KERNEL_READ_DEFAULT
+
+
+def ask_to_read(fd: int, offset: int, length: int, piece: int) -> int:
+    """Asks the kernel to read ``length`` bytes of ``fd`` from ``offset`` into the page
+    cache, in the background (``POSIX_FADV_WILLNEED``, one call per ``piece`` bytes:
+    ``kernel_read_bytes``, as Linux reads no more than that for one call). Returns the
+    calls made; 0 where ``posix_fadvise`` does not exist. A hint: what is not read in
+    time is read when it is used, as without it."""
+    if not hasattr(os, "posix_fadvise"):
+        return 0
+    calls = 0
+    for start in range(offset, offset + length, piece):
+        os.posix_fadvise(fd, start, min(piece, offset + length - start), os.POSIX_FADV_WILLNEED)
+        calls += 1
+    return calls
