@@ -43,11 +43,13 @@ test: $(STAMP) $(DALI)
 # JupyterLab on 127.0.0.1 only, with its token login on (the URL it prints carries the token).
 # As root (containers, CI machines) Jupyter refuses to start without --allow-root.
 # First it installs nbstripout as the git filter for notebooks (scripts/strip_outputs_filter.sh),
-# so outputs saved by JupyterLab never show in git diff/status nor get committed.
+# so outputs saved by JupyterLab never show in git diff/status nor get committed; scripts/lab_config.py
+# has git status compare a saved notebook by its filtered content.
 lab: $(STAMP)
 	@sh scripts/strip_outputs_filter.sh "$(abspath $(PY))" && \
 	  echo "nbstripout: notebook outputs stay on disk but out of git (see README, 'make lab')"
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) \
+	  --config=$(abspath scripts/lab_config.py) notebooks/
 
 bench: $(STAMP)
 	$(PY) -m kit bench spectrogram

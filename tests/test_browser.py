@@ -1,4 +1,5 @@
-"""Notebook 05 in a real browser: JupyterLab (live widgets) and the exported HTML (plotly's own controls).
+"""Notebook 05 in a real browser: JupyterLab (live widgets) and the exported HTML (plotly's own controls);
+notebook 00 run and saved in JupyterLab as `make lab` serves it, leaving git clean.
 
 Headless Chromium from Debian's ``chromium`` package, driven by Playwright for Python launched with
 ``executable_path`` (no browser is ever downloaded). ``make test`` installs the package when it runs as
@@ -8,6 +9,7 @@ root; elsewhere these tests are skipped with the command that enables them. Scre
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -72,21 +74,18 @@ def browser():
             b.close()
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """JupyterLab on 127.0.0.1 with a token, serving a copy of notebook 05 (autosave never touches the repo)."""
-    work = tmp_path / "lab"
-    work.mkdir()
-    shutil.copy(NOTEBOOK, work / NOTEBOOK.name)
+@contextlib.contextmanager
+def _serve_lab(root_dir: Path, log_path: Path, *args: str):
+    """JupyterLab on 127.0.0.1 with a token and the kit's fast mode, serving ``root_dir``; yields url and token."""
     port, token = _free_port(), os.urandom(16).hex()
     env = {**os.environ, "KIT_FAST": "1", "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
-           "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False"]
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
+           "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False", *args]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
-    log = open(tmp_path / "lab.log", "w")
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work)
+    log = open(log_path, "w")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root_dir)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + LAB_START_S
@@ -98,13 +97,12 @@ def lab(tmp_path):
             except (urllib.error.URLError, ConnectionError, OSError):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     log.flush()
-                    pytest.fail(f"JupyterLab did not start within {LAB_START_S} s:\n"
-                                + (tmp_path / "lab.log").read_text()[-3000:])
+                    pytest.fail(f"JupyterLab did not start within {LAB_START_S} s:\n" + log_path.read_text()[-3000:])
                 time.sleep(0.5)
         # Without the token the server refuses: the login is on.
         with pytest.raises(urllib.error.HTTPError):
             urllib.request.urlopen(f"{url}/api/contents", timeout=5)
-        yield {"url": url, "token": token, "work": work}
+        yield {"url": url, "token": token}
     finally:
         proc.terminate()
         try:
@@ -113,6 +111,16 @@ def lab(tmp_path):
             proc.kill()
             proc.wait(timeout=10)
         log.close()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab serving a copy of notebook 05 (autosave never touches the repo)."""
+    work = tmp_path / "lab"
+    work.mkdir()
+    shutil.copy(NOTEBOOK, work / NOTEBOOK.name)
+    with _serve_lab(work, tmp_path / "lab.log") as served:
+        yield {**served, "work": work}
 
 
 _ERRORS_JS = """() => {
@@ -182,15 +190,20 @@ def _dismiss_toasts(page):
         button.click(timeout=5000)
 
 
-def _drive_lab(page, lab, page_errors):
-    page.add_init_script(_LATE_MODULES_JS.replace("${LATE_MS}", str(LATE_MODULE_S * 1000)))
-    page.goto(f"{lab['url']}/lab/tree/{NOTEBOOK.name}?reset&token={lab['token']}")
+def _open_in_lab(page, lab, name):
+    """Opens notebook ``name`` in JupyterLab and waits until its kernel is idle."""
+    page.goto(f"{lab['url']}/lab/tree/{name}?reset&token={lab['token']}")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && window.jupyterapp.shell.currentWidget.sessionContext"
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session"
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
                            timeout=LAB_START_S * 1000)
+
+
+def _drive_lab(page, lab, page_errors):
+    page.add_init_script(_LATE_MODULES_JS.replace("${LATE_MS}", str(LATE_MODULE_S * 1000)))
+    _open_in_lab(page, lab, NOTEBOOK.name)
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_function(_ALL_RUN_JS, timeout=RUN_ALL_S * 1000, polling=1000)
     assert page.evaluate(_ERRORS_JS) == []
@@ -198,7 +211,7 @@ def _drive_lab(page, lab, page_errors):
 
     # The live explorer: its controls, the FigureWidget and the summary line. JupyterLab may
     # render cells lazily: bring the explorer's cell into view first.
-    cell = page.locator(".jp-CodeCell").filter(has_text="plots.epoch_explorer(configs").first
+    cell = page.locator(".jp-CodeCell").filter(has_text=".epoch_explorer(configs").first
     cell.scroll_into_view_if_needed()
     box = cell.locator(".widget-vbox").first
     plot = box.locator(".js-plotly-plot")
@@ -316,3 +329,106 @@ def test_exported_html_of_05_keeps_its_plotly_slider_offline(tmp_path, browser):
     assert page.locator(".jp-OutputArea-output:has-text('Traceback')").count() == 0
     # Plotly.js came from the file, not the network.
     assert page.evaluate("() => typeof window.Plotly") == "object"
+
+
+# --------------------------------------------------------------------------- make lab leaves git clean
+
+QUICKSTART = ROOT / "notebooks" / "00_quickstart.ipynb"  # the quickest notebook
+SAVE_S = 60  # bound of the wait for the saved file
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          capture_output=True, text=True, check=True, timeout=120).stdout
+
+
+@pytest.fixture
+def lab_repo(tmp_path):
+    """JupyterLab as `make lab` runs it (filter installed, scripts/lab_config.py, serving notebooks/) in a
+    temporary git repository holding notebook 00 as committed."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    pytest.importorskip("nbstripout", reason="pip install -e '.[dev]' installs nbstripout")
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / "scripts").mkdir()
+    for rel in (".gitattributes", ".gitignore", "scripts/strip_outputs_filter.sh", "scripts/lab_config.py",
+                f"notebooks/{QUICKSTART.name}"):
+        shutil.copy(ROOT / rel, repo / rel)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "--no-gpg-sign", "-m", "as committed")
+    subprocess.run(["sh", "scripts/strip_outputs_filter.sh", sys.executable], cwd=repo, check=True, timeout=120)
+    assert _git(repo, "status", "--porcelain") == ""
+    with _serve_lab(repo / "notebooks", tmp_path / "lab.log",
+                    f"--config={repo / 'scripts' / 'lab_config.py'}") as served:
+        yield {**served, "repo": repo, "notebook": repo / "notebooks" / QUICKSTART.name}
+
+
+def _saved_with_outputs(path: Path) -> bool:
+    try:
+        nb = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    return all(c["execution_count"] is not None for c in code) and any(c["outputs"] for c in code)
+
+
+#: Where a run in the current notebook stands: every code cell run, any queued or running, the kernel.
+_RUN_STATE_JS = """() => {
+  const w = window.jupyterapp.shell.currentWidget;
+  const code = Array.from(w.content.model.cells).filter(c => c.type === 'code');
+  const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
+  return {done: code.every(c => c.executionCount !== null), running: code.some(c => c.executionState === 'running'),
+          kernel: kernel ? kernel.status : 'none'};
+}"""
+
+
+def _run_all_cells(page, *, attempts=3, stall_s=10):
+    """Runs all cells; again after a run stalled (cells unrun, none queued, the kernel idle for ``stall_s``):
+    a kernel connection dropped on a busy machine cancels the queued cells. Bounded by RUN_ALL_S."""
+    deadline = time.monotonic() + RUN_ALL_S
+    for _ in range(attempts):
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        stalled_since = None
+        while time.monotonic() < deadline:
+            state = page.evaluate(_RUN_STATE_JS)
+            if state["done"] and not state["running"] and state["kernel"] == "idle":
+                return
+            if state["running"] or state["kernel"] != "idle":
+                stalled_since = None
+            elif stalled_since is None:
+                stalled_since = time.monotonic()
+            elif time.monotonic() - stalled_since > stall_s:
+                break
+            time.sleep(1)
+    pytest.fail(f"the cells did not all run in {attempts} attempts within {RUN_ALL_S} s: {page.evaluate(_RUN_STATE_JS)}")
+
+
+def test_lab_run_all_and_save_leaves_git_clean(lab_repo, browser):
+    repo, path = lab_repo["repo"], lab_repo["notebook"]
+    committed = path.read_bytes()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(UPDATE_S * 1000)
+    try:
+        _open_in_lab(page, lab_repo, path.name)
+        _run_all_cells(page)
+        assert page.evaluate(_ERRORS_JS) == []
+        # The save command's promise resolves once the server has written the file and run its hooks.
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        deadline = time.monotonic() + SAVE_S
+        while not _saved_with_outputs(path):
+            assert time.monotonic() < deadline, f"no outputs saved to {path} within {SAVE_S} s"
+            time.sleep(0.5)
+        _dismiss_toasts(page)
+        page.screenshot(path=str(SHOTS / "lab_00_saved.png"))
+    except Exception:
+        page.screenshot(path=str(SHOTS / "lab_00_failure.png"), full_page=True)
+        raise
+    saved = path.read_bytes()
+    assert saved != committed and len(saved) > len(committed)  # the file on disk keeps its outputs
+    assert _git(repo, "status", "--porcelain") == ""
+    assert _git(repo, "diff", "HEAD", "--stat") == ""
+    # What git reads through the filter is the committed blob, byte for byte.
+    assert _git(repo, "hash-object", f"notebooks/{path.name}") == _git(repo, "rev-parse", f"HEAD:notebooks/{path.name}")
