@@ -230,7 +230,8 @@ def append(rows: pd.DataFrame | Iterable[Mapping], *, bench: str, machine: Mappi
         machine: what it was measured on (``this_machine()`` if None).
         run_id: one id shared by the run's rows (a fresh one if None).
         extra: run-level fields copied into each row where the row has no such key
-            (the bench JSON's extras, like ``batch_size``).
+            (the bench JSON's extras, like ``batch_size``; nested values are dropped except
+            ``config``, the bench's validated configuration, kept whole).
         file: the ledger (default ``ledger_path()``).
 
     Returns:
@@ -243,7 +244,8 @@ def append(rows: pd.DataFrame | Iterable[Mapping], *, bench: str, machine: Mappi
     file = Path(file) if file is not None else ledger_path()
     run_id = run_id or new_run_id()
     now = _utc_now()
-    scalars = {k: v for k, v in (extra or {}).items() if not isinstance(v, (dict, list, tuple))}
+    # Run-level fields: scalars, and the bench's config (kit.bench: its validated dataclass as a dict).
+    scalars = {k: v for k, v in (extra or {}).items() if k == "config" or not isinstance(v, (dict, list, tuple))}
     lines = []
     for row in rows:
         obj = {**scalars, **dict(row), "bench": bench, "run_id": run_id, "time": now,
@@ -330,7 +332,7 @@ def _read_bench_json(file: Path) -> list[dict]:
         return []
     when = datetime.fromtimestamp(file.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
     extra = {k: v for k, v in obj.items()
-             if k not in ("bench", "rows", "machine", "run_id") and not isinstance(v, (dict, list))}
+             if k not in ("bench", "rows", "machine", "run_id") and (k == "config" or not isinstance(v, (dict, list)))}
     rows = []
     for number, row in enumerate(obj["rows"]):
         if not isinstance(row, dict):

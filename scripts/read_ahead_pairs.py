@@ -1,7 +1,7 @@
 """Cold whole epochs of the ``memmap`` store in block order, with the kernel asked for each
 window's blocks ahead (``read_ahead``, default 2 windows) and without (``read_ahead=0``), in
 pairs side by side in one process: the store's pages evicted before every epoch
-(``kit.bench.scale.evict``, which also says how much stayed cached). The data is
+(``kit.pagecache.evict``, which also says how much stayed cached). The data is
 ``bench scale``'s (generated and converted once, then reused from ``--workdir``). Prints
 seconds and MB/s per epoch and, per pair, without / with.
 
@@ -14,14 +14,15 @@ import time
 
 
 def cold_epoch(index, files, *, ahead, workdir, dtype, batch_size=256):
-    from kit.bench import scale
+    from kit import pagecache
+    from kit.bench.scale_data import epoch, frame_bytes
     from kit.spectrogram import make_loader
 
     loader = make_loader("memmap", index, batch_size=batch_size, shuffle=True, seed=0, workdir=workdir,
                          store_dtype=dtype, progress=False, order="blocks", read_ahead=ahead)
-    left = scale.evict(files)
-    n, seconds, whole = scale.epoch(loader, expected=len(index), labels=index.labels)  # every frame, once
-    return {"read_ahead": ahead, "epoch_s": seconds, "MB_per_s": n * scale.frame_bytes(dtype) / seconds / 1e6,
+    left = pagecache.evict(files)
+    n, seconds, whole = epoch(loader, expected=len(index), labels=index.labels)  # every frame, once
+    return {"read_ahead": ahead, "epoch_s": seconds, "MB_per_s": n * frame_bytes(dtype) / seconds / 1e6,
             "cached_after_evict": left}
 
 
@@ -38,12 +39,12 @@ def main():
     a = p.parse_args()
     import pandas as pd
 
-    from kit.bench import scale
+    from kit.bench.scale_data import make_data, store_files
     from kit.spectrogram import convert
 
-    index = scale.make_data(a.frames, a.dtype, workdir=a.workdir, progress=True)
+    index = make_data(a.frames, a.dtype, workdir=a.workdir, progress=True)
     folder, manifest = convert(index, "memmap", workdir=a.workdir, store_dtype=a.dtype, progress=True)
-    files = scale.store_files(folder, manifest)
+    files = store_files(folder, manifest)
     rows = []
     for pair in range(1, a.pairs + 1):
         for ahead in (a.ahead, 0):

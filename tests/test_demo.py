@@ -99,6 +99,9 @@ def test_bench_on_own_small_data(own_data, tmp_path, monkeypatch, capsys):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["epoch_examples"] == frames  # projected to the index's own size
+    # The options as the bench ran them (its SpectrogramConfig), beside today's keys.
+    assert result["config"]["variants"] == ["generator", "memmap", "in_memory"]
+    assert result["config"]["data"] == str(csv_path) and result["config"]["num_batches"] == 3
     assert result["batch_size"] == 1 << ((frames // 4).bit_length() - 1)
     rows = {r["variant"]: r for r in result["rows"]}
     assert rows["in_memory"]["batches"] == 3 and rows["in_memory"][f"epoch_s_{frames}"] > 0
@@ -126,7 +129,7 @@ def test_the_bench_reads_reused_stores_back_into_the_page_cache(own_data, tmp_pa
     variant's files back in before timing, so no timed round reads from disk."""
     import os
 
-    from kit.bench import scale
+    from kit import pagecache
     from kit.spectrogram import FrameIndex, convert
 
     csv_path, _ = own_data
@@ -136,10 +139,10 @@ def test_the_bench_reads_reused_stores_back_into_the_page_cache(own_data, tmp_pa
         folder, manifest = convert(index, v, workdir=tmp_path / "w", progress=False)
         files += [folder / s["name"] for s in manifest.shards]
     written = {f: f.stat().st_mtime_ns for f in files}
-    scale.evict(files)
+    pagecache.evict(files)
     read = spectrogram.warm_stores(index, spectrogram.STORED, workdir=tmp_path / "w")
     assert set(read) == set(spectrogram.STORED)
     assert sum(read.values()) == sum(os.path.getsize(f) for f in files)
-    assert scale.cached_fraction(files) == 1.0
+    assert pagecache.cached_fraction(files) == 1.0
     assert {f: f.stat().st_mtime_ns for f in files} == written  # found and read, not rebuilt
     assert spectrogram.warm_stores(index, [], workdir=tmp_path / "w") == {}

@@ -223,3 +223,16 @@ def test_every_bench_command_appends_its_rows(tmp_path):
     assert set(df["run_id"]) == {obj["run_id"]} and set(df["bench"]) == {"timer"}
     assert df["machine"].iloc[0]["cpus"] == os.cpu_count() and df["machine"].iloc[0]["cpu_model"]
     assert len(results.load([ledger, out])) == len(df)  # the JSON of the same run adds nothing
+
+
+def test_the_ledger_keeps_the_bench_config_with_each_row(tmp_path, monkeypatch, capsys):
+    from kit.bench import BenchResult, record
+    from kit.bench.timer import TimerConfig
+
+    ledger = tmp_path / "results.jsonl"
+    monkeypatch.setenv("KIT_RESULTS", str(ledger))
+    config = TimerConfig(steps=7, rounds=2, batch_size=16)
+    record(BenchResult("timer", _rows(), config=config, machine=MACHINE_A))
+    df = results.load(ledger)
+    assert len(df) == 2
+    assert list(df["config"]) == [{"steps": 7, "rounds": 2, "batch_size": 16, "seed": 0}] * 2

@@ -263,7 +263,7 @@ def test_a_memmap_loaders_mapping_is_released_before_a_cold_epoch(spec_index):
     the loader of the warm epoch still mapped frames.npy (TensorFlow keeps its
     numpy_function), and posix_fadvise(DONTNEED) leaves mapped pages cached. Now
     ``evict`` releases the loaders' mappings first, and refuses a file still mapped."""
-    from kit.bench import scale
+    from kit import pagecache
     from kit.spectrogram import convert, make_loader
     from kit.spectrogram.loaders import release_store_mappings
 
@@ -271,15 +271,15 @@ def test_a_memmap_loaders_mapping_is_released_before_a_cold_epoch(spec_index):
     frames = folder / "frames.npy"
     loader = make_loader("memmap", spec_index, batch_size=16, progress=False)
     first = [y.numpy() for _, y in loader]
-    assert scale.mapped([frames]) == [str(frames.resolve())]  # mapped by the loader's batches
-    scale.evict([frames])  # releases it, then drops the pages
-    assert scale.mapped([frames]) == []
+    assert pagecache.mapped([frames]) == [str(frames.resolve())]  # mapped by the loader's batches
+    pagecache.evict([frames])  # releases it, then drops the pages
+    assert pagecache.mapped([frames]) == []
     again = [y.numpy() for _, y in loader]  # a live loader maps its file again
     assert sum(len(y) for y in again) == sum(len(y) for y in first) == len(spec_index)
     assert release_store_mappings() == 1 and release_store_mappings() == 0
     held = np.load(frames, mmap_mode="r")  # a mapping the kit does not hold: refused, not measured
     with pytest.raises(RuntimeError, match="this process still maps it"):
-        scale.evict([frames])
+        pagecache.evict([frames])
     del held
 
 
@@ -508,19 +508,19 @@ def test_free_space_check_refuses_with_one_line(tmp_path, monkeypatch):
 
 
 def test_disk_note_says_when_the_disks_reference_reads_disagree():
-    from kit.bench import scale
+    from kit.bench import scale_report
 
-    assert scale.disk_note([866e6, 1232e6]) is None  # 1.42x apart: steady enough
-    assert scale.disk_note([1232e6]) is None
-    note = scale.disk_note([454e6, 1275e6])
+    assert scale_report.disk_note([866e6, 1232e6]) is None  # 1.42x apart: steady enough
+    assert scale_report.disk_note([1232e6]) is None
+    note = scale_report.disk_note([454e6, 1275e6])
     assert note is not None and "2.8x" in note and "454, 1,275 MB/s" in note
-    assert scale.disk_note([1275e6, 454e6]) is not None  # whichever read was the slow one
+    assert scale_report.disk_note([1275e6, 454e6]) is not None  # whichever read was the slow one
 
 
 def test_cpu_used_counts_this_process_cpu_not_its_waits():
     import time
 
-    from kit.bench import scale
+    from kit.bench import scale_data
 
     def burn(seconds):
         t0 = time.process_time()
@@ -528,29 +528,30 @@ def test_cpu_used_counts_this_process_cpu_not_its_waits():
             pass
         return "done"
 
-    out, wall, cpu, kernel = scale.cpu_used(burn, 0.3)
+    out, wall, cpu, kernel = scale_data.cpu_used(burn, 0.3)
     assert out == "done" and cpu >= 0.25 and wall >= 0.25 and 0 <= kernel <= cpu
-    _, wall, cpu, _ = scale.cpu_used(time.sleep, 0.4)
+    _, wall, cpu, _ = scale_data.cpu_used(time.sleep, 0.4)
     assert wall >= 0.4 and cpu < 0.15  # waiting is not CPU
 
 
 def test_cpu_note_only_for_a_read_that_kept_a_core_busy():
-    from kit.bench import scale
+    from kit.bench import scale_report
 
-    assert scale.cpu_note(0.5, 0.45, 2e9) is None
-    note = scale.cpu_note(0.95, 0.8, 1.25e9)
+    assert scale_report.cpu_note(0.5, 0.45, 2e9) is None
+    note = scale_report.cpu_note(0.95, 0.8, 1.25e9)
     assert "kept 0.95 of a core busy (0.80 in the kernel, about 0.8 CPU-s per GB)" in note
-    assert scale.cpu_note(scale.CPU_BOUND_READ, 0.7, None) is not None
-    assert scale.cpu_note(0.95, 0.8, 1.25e9, seconds=0.05) is None  # too short a read to say
+    assert scale_report.cpu_note(scale_report.CPU_BOUND_READ, 0.7, None) is not None
+    assert scale_report.cpu_note(0.95, 0.8, 1.25e9, seconds=0.05) is None  # too short a read to say
     # Of the faster reference read (the limit), whatever the run measured after it.
     reads = [(12.3e9, 26.3, 19.6, 19.5), (12.3e9, 15.0, 14.25, 12.0)]
-    note = scale.reference_cpu_note(reads)
+    note = scale_report.reference_cpu_note(reads)
     assert "kept 0.95 of a core busy (0.80 in the kernel, about 1.2 CPU-s per GB)" in note, note
-    assert scale.reference_cpu_note([(12.3e9, 15.0, 9.0, 8.0), reads[0]]) is None  # 0.60 of a core
+    assert scale_report.reference_cpu_note([(12.3e9, 15.0, 9.0, 8.0), reads[0]]) is None  # 0.60 of a core
 
 
 def test_bench_scale_command_json(tmp_path):
-    from kit.bench import scale
+    from kit import pagecache
+    from kit.bench import scale_data, scale_report
 
     out = tmp_path / "scale.json"
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user runs it
@@ -563,6 +564,7 @@ def test_bench_scale_command_json(tmp_path):
     assert "is stateful" not in r.stderr, r.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["bench"] == "scale" and "machine" in result
+    assert result["config"]["frames"] == 3000 and result["config"]["workdir"] == str(tmp_path / "w")
     rows = result["rows"]
     keys = {"variant", "state", "frames", "dtype", "epoch_s", "measured", "examples_per_s", "limit",
             "fraction_of_limit"}
@@ -600,9 +602,9 @@ def test_bench_scale_command_json(tmp_path):
         cold = next(r for r in rows if r["variant"] == fmt and r["state"] == "cold" and r["measured"])
         assert cold["fraction_of_limit"] == pytest.approx(
             store_bytes[fmt] / cold["epoch_s"] / result["disk_bytes_per_s"][fmt], rel=1e-6)
-        note = scale.disk_note(reads[fmt])
+        note = scale_report.disk_note(reads[fmt])
         assert (note is not None) == (f"{fmt} store: {note}" in (result["disk_note"] or "")), result["disk_note"]
-    assert (result["disk_note"] is None) == all(scale.disk_note(r) is None for r in reads.values())
+    assert (result["disk_note"] is None) == all(scale_report.disk_note(r) is None for r in reads.values())
     assert "cpu_note" in result
     assert ("store: the disk's reference read, one thread" in r.stdout) == (result["cpu_note"] is not None)
     cores = os.cpu_count()
@@ -627,14 +629,14 @@ def test_bench_scale_command_json(tmp_path):
     # What each warm epoch started with in the page cache (mincore), in the JSON and the warm rows' basis.
     before = result["cached_before_warm"]
     assert set(before) == {"memmap", "tfrecord"} and "reclaim" in result
-    assert result["free_page_reporting"] == scale.free_page_reporting()  # this machine's, named or None
+    assert result["free_page_reporting"] == pagecache.free_page_reporting()  # this machine's, named or None
     assert ("so a cold epoch reads into memory new to it" in r.stdout) == (result["free_page_reporting"] is not None)
     for variant, shares in before.items():
         assert len(shares) == 3 and all(0 <= f <= 1 for f in shares), before
         row = next(r for r in rows if r["variant"] == variant and r["state"] == "warm" and r["measured"])
         listed = ", ".join(f"{f:.1%}" for f in shares)
         assert f"the share of the store's pages cached as each epoch started: {listed}" in row["basis"], row
-        assert ("WARNING" in row["basis"]) == (scale.warm_warning(shares) is not None), row
+        assert ("WARNING" in row["basis"]) == (scale_report.warm_warning(shares) is not None), row
     assert set(result["projection_check"]) == {"memmap", "tfrecord"}
     for fmt, check in result["projection_check"].items():  # the default bench's method, and whole epochs
         row = next(r for r in rows if r["variant"] == fmt and not r["measured"])
@@ -644,15 +646,16 @@ def test_bench_scale_command_json(tmp_path):
     assert result["features"]["kind"] == "stand-in"
     assert result["features"]["reused"] is False
     # A second run finds the data, both stores and the feature cache in place: it needs no space.
-    assert scale.needed_bytes(3000, "float16", workdir=tmp_path / "w") == {
+    assert scale_data.needed_bytes(3000, "float16", workdir=tmp_path / "w") == {
         "data": 0, "memmap": 0, "tfrecord": 0, "features": 0}
-    assert scale.needed_bytes(3000, "float32", workdir=tmp_path / "w")["data"] == 3000 * 96 * 64 * 4
+    assert scale_data.needed_bytes(3000, "float32", workdir=tmp_path / "w")["data"] == 3000 * 96 * 64 * 4
     # A TFRecord store of an older layout is rebuilt beside it: it does not count as built.
     for folder in (tmp_path / "w").glob("spectrogram-tfrecord-*"):
         manifest = json.loads((folder / "manifest.json").read_text())
         manifest["meta"]["options"]["format"] = 3
         (folder / "manifest.json").write_text(json.dumps(manifest))
-    assert scale.needed_bytes(3000, "float16", workdir=tmp_path / "w")["tfrecord"] == int(3000 * 96 * 64 * 2 * 1.02)
+    need = scale_data.needed_bytes(3000, "float16", workdir=tmp_path / "w")
+    assert need["tfrecord"] == int(3000 * 96 * 64 * 2 * 1.02)
 
 
 def _keeps_pages_in_memory(path) -> bool:
@@ -668,19 +671,20 @@ def _keeps_pages_in_memory(path) -> bool:
 
 
 def test_evict_drops_the_pages_and_says_how_many_stayed(tmp_path):
-    from kit.bench import scale
+    from kit import pagecache
+    from kit.bench import scale_report
 
     f = tmp_path / "store.bin"
     f.write_bytes(np.random.default_rng(0).integers(0, 255, 8 << 20, dtype=np.uint8).tobytes())
-    scale.read_through([f])
-    assert scale.cached_fraction([f]) == 1.0  # just read: every page cached
+    pagecache.read_through([f])
+    assert pagecache.cached_fraction([f]) == 1.0  # just read: every page cached
     (tmp_path / "empty").touch()
-    assert scale.cached_fraction([tmp_path / "empty"]) is None  # no pages to ask about
+    assert pagecache.cached_fraction([tmp_path / "empty"]) is None  # no pages to ask about
     if _keeps_pages_in_memory(f):
         pytest.skip(f"{tmp_path} is on tmpfs: its pages are the file, no eviction drops them")
-    left = scale.evict([f])
-    assert left is not None and left < scale.CACHED_AFTER_EVICT, left
-    assert scale.cached_fraction([f]) == left
+    left = pagecache.evict([f])
+    assert left is not None and left < scale_report.CACHED_AFTER_EVICT, left
+    assert pagecache.cached_fraction([f]) == left
 
 
 @pytest.mark.parametrize("ahead", [0, 2, 4])
@@ -690,7 +694,7 @@ def test_the_warming_read_asks_for_its_next_chunks_ahead(tmp_path, monkeypatch, 
     while it reads each one: every chunk asked for before it is read. The chunks asked for
     run on across files: asking within each file only, a TFRecord store's shards were read
     slower than its loader read them, 4 at a time."""
-    from kit.bench import scale
+    from kit import pagecache
 
     chunk = 4096
     sizes = [4096 * 5 + 100, 4096, 4096 * 2 + 1]  # 6 reads (the last short), 1, then 3
@@ -730,8 +734,8 @@ def test_the_warming_read_asks_for_its_next_chunks_ahead(tmp_path, monkeypatch, 
             return n
 
     monkeypatch.setattr(os, "posix_fadvise", advise)
-    monkeypatch.setattr(scale, "open", Reading, raising=False)
-    assert scale.read_through(files, chunk=chunk, ahead=ahead)[0] == sum(sizes)
+    monkeypatch.setattr(pagecache, "open", Reading, raising=False)
+    assert pagecache.read_through(files, chunk=chunk, ahead=ahead)[0] == sum(sizes)
     reads = [e[1:] for e in events if e[0] == "read"]
     everything = [(f.name, o, min(chunk, size - o)) for f, size in zip(files, sizes) for o in range(0, size, chunk)]
     assert reads == everything  # the files in order, each front to back
@@ -755,8 +759,8 @@ def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path
     bound by its copy, and the memmap loader, which copies nothing, ran 1.15x faster than
     that 'limit'). Every chunk of every file is asked for in order, at most ``ahead`` ahead of
     the chunk it waits for, and found in the page cache before the next is asked for."""
+    from kit import pagecache
     from kit import store as kstore
-    from kit.bench import scale
 
     chunk = 4 * 4096
     sizes = [chunk * 3 + 100, 4096, chunk * 2]  # 4 chunks (the last short), 1, then 2
@@ -766,7 +770,7 @@ def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path
         files[-1].write_bytes(np.random.default_rng(k).integers(0, 255, size, dtype=np.uint8).tobytes())
     everything = [(f.name, o) for f, size in zip(files, sizes) for o in range(0, size, chunk)]
     events = []
-    real_ask, real_cached = kstore.ask_to_read, scale.Residency.cached
+    real_ask, real_cached = kstore.ask_to_read, pagecache.Residency.cached
     reads = []
     real_pread = os.pread
 
@@ -784,19 +788,19 @@ def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path
         reads.append(offset)
         return real_pread(fd, n, offset)
 
-    real_init = scale.Residency.__init__
+    real_init = pagecache.Residency.__init__
 
     def init(self, path):
         real_init(self, path)
         self.name = Path(path).name
 
     monkeypatch.setattr(kstore, "ask_to_read", ask)
-    monkeypatch.setattr(scale.Residency, "cached", cached)
-    monkeypatch.setattr(scale.Residency, "__init__", init)
+    monkeypatch.setattr(pagecache.Residency, "cached", cached)
+    monkeypatch.setattr(pagecache.Residency, "__init__", init)
     monkeypatch.setattr(os, "pread", pread)
     if not _keeps_pages_in_memory(tmp_path):
-        scale.evict(files)
-    nbytes, seconds = scale.cache_through(files, chunk=chunk, ahead=ahead)
+        pagecache.evict(files)
+    nbytes, seconds = pagecache.cache_through(files, chunk=chunk, ahead=ahead)
     assert nbytes == sum(sizes) and seconds > 0
     assert [e[1:] for e in events if e[0] == "ask"] == everything  # each chunk asked for once, in order
     found = [e[1:] for e in events if e[0] == "in"]
@@ -808,45 +812,45 @@ def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path
         last = everything[min(j + ahead - 1, len(everything) - 1)]
         assert events.index(("ask", *last)) < events.index(("in", *c)), events
     assert not reads  # the kernel brought every chunk: nothing read by hand
-    assert scale.cached_fraction(files) == 1.0
+    assert pagecache.cached_fraction(files) == 1.0
 
 
 def test_the_disks_reference_read_reads_what_the_kernel_does_not_bring(tmp_path, monkeypatch):
     """A hint may be dropped: a chunk that makes no progress for ``stall_s`` is read by hand,
     so the reference read always ends, with every page in."""
+    from kit import pagecache
     from kit import store as kstore
-    from kit.bench import scale
 
     if _keeps_pages_in_memory(tmp_path):
         pytest.skip(f"{tmp_path} is on tmpfs: its pages are the file, always cached")
     f = tmp_path / "store.bin"
     f.write_bytes(np.random.default_rng(0).integers(0, 255, 5 * 4096 * 4, dtype=np.uint8).tobytes())
-    scale.evict([f])
+    pagecache.evict([f])
     monkeypatch.setattr(kstore, "ask_to_read", lambda *a: 0)  # the kernel is asked nothing
-    nbytes, _ = scale.cache_through([f], chunk=4 * 4096, ahead=2, stall_s=0.05)
+    nbytes, _ = pagecache.cache_through([f], chunk=4 * 4096, ahead=2, stall_s=0.05)
     assert nbytes == f.stat().st_size
-    assert scale.cached_fraction([f]) == 1.0
+    assert pagecache.cached_fraction([f]) == 1.0
 
 
 def test_a_cold_epoch_left_cached_or_outrunning_the_disk_gets_no_verdict():
-    from kit.bench import scale
+    from kit.bench import scale, scale_report
 
     def row(variant, fraction):
         return scale._row(variant, "cold", 1000, "float16", 1.0, True, "", "disk", fraction)
 
     df = pd.DataFrame([row("memmap", 0.8), row("tfrecord", 1.34)])
     # Evicted (mincore says so): memmap's 0.8 stands; tfrecord outran the disk's reference reads.
-    met = scale._targets(df, {}, {"memmap": 0.0, "tfrecord": 0.001})
+    met = scale_report.targets_met(df, {}, {"memmap": 0.0, "tfrecord": 0.001})
     assert met["memmap_cold_fraction_of_disk"] is True and met["tfrecord_cold_fraction_of_disk"] is None
-    assert "the disk's rate moved between its reference reads" in scale.cold_warning(1.34, 0.001)
-    assert scale.cold_warning(0.8, 0.0) is None
+    assert "the disk's rate moved between its reference reads" in scale_report.cold_warning(1.34, 0.001)
+    assert scale_report.cold_warning(0.8, 0.0) is None
     # A third of memmap's pages left cached: its 0.8 is flattered, no verdict, whatever the fraction.
-    met = scale._targets(df, {}, {"memmap": 0.3, "tfrecord": 0.0})
+    met = scale_report.targets_met(df, {}, {"memmap": 0.3, "tfrecord": 0.0})
     assert met["memmap_cold_fraction_of_disk"] is None
-    assert scale.cold_warning(0.8, 0.3) == ("WARNING: 30% of the store's pages stayed cached after the eviction, "
-                                            "so this is not a cold figure")
+    assert scale_report.cold_warning(0.8, 0.3) == (
+        "WARNING: 30% of the store's pages stayed cached after the eviction, so this is not a cold figure")
     # Not known (no mincore): above the disk, either cause is named.
-    assert "were cached, or the disk's rate moved" in scale.cold_warning(1.34, None)
+    assert "were cached, or the disk's rate moved" in scale_report.cold_warning(1.34, None)
 
 
 def test_a_warm_epoch_whose_store_was_dropped_is_flagged():
@@ -855,25 +859,28 @@ def test_a_warm_epoch_whose_store_was_dropped_is_flagged():
     between its warm epochs (10.3, 13.2, 14.5 s). The warm rows say how much of the store
     was cached as each epoch started, and a missed warm target with the pages gone gets no
     verdict."""
-    from kit.bench import scale
+    from kit.bench import scale, scale_report
 
-    assert scale.warm_warning([1.0, 0.999, scale.WARM_CACHED_MIN]) is None
-    note = scale.warm_warning([1.0, 0.61, 0.9], "DAMON pages it out")
+    assert scale_report.warm_warning([1.0, 0.999, scale_report.WARM_CACHED_MIN]) is None
+    note = scale_report.warm_warning([1.0, 0.61, 0.9], "DAMON pages it out")
     assert note.startswith("WARNING: an epoch started with only 61% of the store's pages cached") and \
         note.endswith(": DAMON pages it out"), note
 
     def row(epoch_s, basis=""):
         return scale._row("memmap", "warm", 1000, "float16", epoch_s, True, basis, "memory", 0.5)
 
-    assert scale._targets(pd.DataFrame([row(12.0, "; 100.0%, 99.9%")]), {})["memmap_warm_epoch_s"] is False
-    assert scale._targets(pd.DataFrame([row(12.0, f"; 100.0%, 61.0% ({note})")]), {})["memmap_warm_epoch_s"] is None
-    assert scale._targets(pd.DataFrame([row(8.0, f"; 100.0%, 61.0% ({note})")]), {})["memmap_warm_epoch_s"] is True
+    def met(*rows):
+        return scale_report.targets_met(pd.DataFrame(rows), {})["memmap_warm_epoch_s"]
+
+    assert met(row(12.0, "; 100.0%, 99.9%")) is False
+    assert met(row(12.0, f"; 100.0%, 61.0% ({note})")) is None
+    assert met(row(8.0, f"; 100.0%, 61.0% ({note})")) is True
 
 
 def test_proactive_reclaim_reads_damons_pageout_schemes(tmp_path):
-    from kit.bench import scale
+    from kit import pagecache
 
-    assert scale.proactive_reclaim(str(tmp_path)) is None  # no DAMON at all
+    assert pagecache.proactive_reclaim(str(tmp_path)) is None  # no DAMON at all
     ctx = tmp_path / "kernel/mm/damon/admin/kdamonds/0/contexts/0"
     scheme = ctx / "schemes/0"
     values = {ctx.parent.parent / "state": "on", ctx / "monitoring_attrs/intervals/aggr_us": "5000000",
@@ -884,59 +891,59 @@ def test_proactive_reclaim_reads_damons_pageout_schemes(tmp_path):
     for path, value in values.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(value + "\n")
-    assert scale.proactive_reclaim(str(tmp_path)) == (
+    assert pagecache.proactive_reclaim(str(tmp_path)) == (
         "DAMON (kdamond 0) pages out memory (not anon, only unmapped pages) it has not seen used for 60 s, "
         "up to 134 MB every 1 s")
     (scheme / "action").write_text("stat\n")  # only counts: drops nothing
-    assert scale.proactive_reclaim(str(tmp_path)) is None
+    assert pagecache.proactive_reclaim(str(tmp_path)) is None
     (scheme / "action").write_text("pageout\n")
     (ctx.parent.parent / "state").write_text("off\n")
-    assert scale.proactive_reclaim(str(tmp_path)) is None
+    assert pagecache.proactive_reclaim(str(tmp_path)) is None
     enabled = tmp_path / "module/damon_reclaim/parameters/enabled"
     enabled.parent.mkdir(parents=True)
     enabled.write_text("Y\n")
-    assert "DAMON_RECLAIM" in scale.proactive_reclaim(str(tmp_path))
+    assert "DAMON_RECLAIM" in pagecache.proactive_reclaim(str(tmp_path))
 
 
 def test_free_page_reporting_reads_the_virtio_balloons_features(tmp_path):
     """This project's VM hands freed memory back to its host (a virtio balloon with free page
     reporting): an evicted store's pages go back, and a cold epoch's first read of each page
     costs a fault in the host. The bench names it when it finds it."""
-    from kit.bench import scale
+    from kit import pagecache
 
-    assert scale.free_page_reporting(str(tmp_path)) is None  # no virtio devices at all
+    assert pagecache.free_page_reporting(str(tmp_path)) is None  # no virtio devices at all
     devices = tmp_path / "bus/virtio/devices"
     for name, device, features in (("virtio0", "0x0002", "0" * 5 + "1" + "0" * 10),  # a disk: bit 5 is not reporting
                                    ("virtio1", "0x0005", "0110000100000000")):  # a balloon without reporting
         (devices / name).mkdir(parents=True)
         (devices / name / "device").write_text(device + "\n")
         (devices / name / "features").write_text(features + "\n")
-    assert scale.free_page_reporting(str(tmp_path)) is None
+    assert pagecache.free_page_reporting(str(tmp_path)) is None
     (devices / "virtio1" / "features").write_text("0110010100000000\n")  # this VM's balloon: bit 5 set
-    assert scale.free_page_reporting(str(tmp_path)) == (
+    assert pagecache.free_page_reporting(str(tmp_path)) == (
         "a virtio balloon hands freed memory back to the host (free page reporting)")
     order = tmp_path / "module/page_reporting/parameters/page_reporting_order"
     order.parent.mkdir(parents=True)
     order.write_text("9\n")
     import mmap
 
-    assert scale.free_page_reporting(str(tmp_path)).endswith(f"in blocks of {(mmap.PAGESIZE << 9) / 2**20:g} MB)")
+    assert pagecache.free_page_reporting(str(tmp_path)).endswith(f"in blocks of {(mmap.PAGESIZE << 9) / 2**20:g} MB)")
 
 
 def test_a_cold_figure_faster_than_the_disk_gets_no_verdict():
     # The disk's rate is one read of one file; on a shared VM it moved from 650 to 364 MB/s between
     # runs, and cold reads then came out at 1.6x "the disk": no target is met or missed on that.
-    from kit.bench import scale
+    from kit.bench import scale, scale_report
 
     def row(variant, state, epoch_s, fraction):
         return scale._row(variant, state, 1000, "float16", epoch_s, True, "", "disk", fraction)
 
     df = pd.DataFrame([row("memmap", "cold", 1.0, 1.62), row("tfrecord", "cold", 2.0, 0.69)])
-    met = scale._targets(df, {})
+    met = scale_report.targets_met(df, {})
     assert met["memmap_cold_fraction_of_disk"] is None
     assert met["tfrecord_cold_fraction_of_disk"] is False
     df = pd.DataFrame([row("memmap", "cold", 1.0, 0.83), row("tfrecord", "cold", 2.0, 1.1)])
-    met = scale._targets(df, {})
+    met = scale_report.targets_met(df, {})
     assert met["memmap_cold_fraction_of_disk"] is True and met["tfrecord_cold_fraction_of_disk"] is True
 
 

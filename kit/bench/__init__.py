@@ -1,23 +1,34 @@
 """Benchmarks: variants measured side by side in one run, as DataFrames and JSON.
 
 ``python -m kit bench NAME`` runs one; each lives in its own module here and adds
-its subcommand through ``register``. Results follow one JSON form:
-``{"bench": NAME, "rows": [{...}, ...], "machine": {...}}``, with ``variant`` and
-``examples_per_s`` in loader benches, ratios as ``x_<baseline>`` and projected
-epoch times in seconds as ``epoch_s_<N>``.
+its subcommand through ``register``. Each module has a frozen config dataclass
+(``SpectrogramConfig``, ...) that checks itself, and ``run(config)`` returning a
+``BenchResult``; the command parses its options into that config
+(``config_from_args``), and the demo builds one and calls the same ``run``. ``run``
+also takes the config's fields as arguments, the form notebooks use, and then returns
+the rows (or ``(rows, info)``) as before (``kit.bench.config``).
+
+Results follow one JSON form (``BenchResult.to_json``):
+``{"bench": NAME, "run_id", "rows": [{...}, ...], "machine": {...}, ...info, "config": {...}}``,
+with ``variant`` and ``examples_per_s`` in loader benches, ratios as ``x_<baseline>`` and
+projected epoch times in seconds as ``epoch_s_<N>``.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from kit.results import this_machine as machine  # what benches record; lives with the ledger
+from kit.results import new_run_id, this_machine
 
-__all__ = ["MODULES", "machine", "result", "print_table", "register"]
+machine = this_machine  # what benches record; lives with the ledger
+
+__all__ = ["MODULES", "BenchResult", "machine", "record", "save", "result", "print_table", "register"]
 
 #: bench modules, each with ``register(bench_subparsers)``.
 MODULES = [
@@ -32,11 +43,42 @@ MODULES = [
 ]
 
 
+@dataclass
+class BenchResult:
+    """What a bench's ``run(config)`` returns.
+
+    Attributes:
+        name: the bench (``"spectrogram"``, ``"scale"``, ...).
+        rows: one row per measured thing.
+        config: the bench's config dataclass, as it ran.
+        info: the run-level extras its JSON carries beside the rows (``batch_size``, ...).
+        run_id: one id shared by the run's rows (``kit.results.new_run_id``).
+        machine: what it was measured on (``kit.results.this_machine``, taken when the
+            result is made).
+    """
+
+    name: str
+    rows: pd.DataFrame
+    config: Any = None
+    info: dict = field(default_factory=dict)
+    run_id: str = field(default_factory=new_run_id)
+    machine: dict = field(default_factory=this_machine)
+
+    def to_json(self) -> dict:
+        """``{"bench", "run_id", "rows", "machine", ...info, "config"}``: missing values as
+        None, the config as ``dataclasses.asdict`` gives it (paths as strings)."""
+        from kit.bench.config import as_dict
+
+        rows = self.rows.astype(object).where(pd.notna(self.rows), None).to_dict(orient="records")
+        obj = {"bench": self.name, "run_id": self.run_id, "rows": rows, "machine": self.machine, **self.info}
+        if self.config is not None:
+            obj["config"] = as_dict(self.config)
+        return obj
 
 
-def result(name: str, df: pd.DataFrame, **extra) -> dict:
-    """The JSON object of a bench, ``{"bench", "run_id", "rows", "machine", ...extra}``,
-    and its rows appended to the results ledger (``kit.results``, ``$KIT_RESULTS``).
+def record(res: BenchResult) -> dict:
+    """``res.to_json()``, its rows appended to the results ledger (``kit.results``,
+    ``$KIT_RESULTS``) with its info and config as run-level fields.
 
     Every bench's command ends here, so every ``python -m kit bench ...`` run is in
     the ledger. A ledger that cannot be written is reported, not fatal: the run's
@@ -46,15 +88,30 @@ def result(name: str, df: pd.DataFrame, **extra) -> dict:
 
     from kit import results
 
-    obj = {"bench": name, "run_id": results.new_run_id(), "rows": df.to_dict(orient="records"),
-           "machine": machine(), **extra}
+    obj = res.to_json()
+    extra = {k: v for k, v in obj.items() if k not in ("bench", "run_id", "rows", "machine")}
     try:
-        where = results.append(obj["rows"], bench=name, machine=obj["machine"], run_id=obj["run_id"],
+        where = results.append(obj["rows"], bench=res.name, machine=obj["machine"], run_id=obj["run_id"],
                                extra=extra)
-        print(f"results: {len(df)} row(s) appended to {where}", file=sys.stderr)
+        print(f"results: {len(res.rows)} row(s) appended to {where}", file=sys.stderr)
     except (OSError, ValueError) as e:
         print(f"kit: warning: results not appended to the ledger: {e}", file=sys.stderr)
     return obj
+
+
+def save(res: BenchResult, json_path=None) -> dict:
+    """``record(res)``, then its JSON object written to ``json_path`` (``-``: standard output;
+    None: nowhere), as every bench command's ``--json`` does. Returns the object."""
+    from kit.util import write_json
+
+    obj = record(res)
+    write_json(json_path, obj)
+    return obj
+
+
+def result(name: str, df: pd.DataFrame, **extra) -> dict:
+    """``record`` of a result made without a config: ``{"bench", "run_id", "rows", "machine", ...extra}``."""
+    return record(BenchResult(name, df, info=extra))
 
 
 def print_table(df: pd.DataFrame, columns=None) -> None:
@@ -73,18 +130,6 @@ def register(sub) -> None:
     demo.add_argument("--notebooks", default=None, metavar="NN,NN",
                       help="run only these notebooks (name prefixes, e.g. 00,05); the index lists all")
     demo.set_defaults(func=_demo)
-
-
-def _bench_args(module, **overrides):
-    """A bench command's arguments: its defaults, then ``overrides``."""
-    import argparse
-
-    p = argparse.ArgumentParser()
-    module.add_arguments(p)
-    args = p.parse_args([])
-    for k, v in overrides.items():
-        setattr(args, k, v)
-    return args
 
 
 def _demo(args) -> int:
@@ -118,16 +163,18 @@ def _demo_steps(args) -> int:
     mode = " (fast mode: embedded samples, one short round)" if fast else ""
     print(f"== [1/{steps}] the spectrogram loaders, side by side{mode} (python -m kit bench spectrogram)",
           flush=True)
-    quick = dict(data=samples.embedded("spectrogram"), rounds=1, batches=2, generator_seconds=1.0) if fast else {}
+    quick = dict(data=samples.embedded("spectrogram"), rounds=1, num_batches=2, generator_seconds=1.0) if fast else {}
     with cache.recording() as used:  # the cache entries the benches open
-        spectrogram.main(_bench_args(spectrogram, json=os.path.join(args.reports, "bench_spectrogram.json"),
-                                     **quick))
+        res = spectrogram.run(spectrogram.SpectrogramConfig(**quick))
+        spectrogram.show(res)
+        save(res, os.path.join(args.reports, "bench_spectrogram.json"))
         print(f"\n== [2/{steps}] the segmentation loaders, side by side{mode} (python -m kit bench segmentation)",
               flush=True)
-        quick = dict(data=samples.embedded("segmentation"), rounds=1, batches=2, batch_size=1, size=(64, 64),
+        quick = dict(data=samples.embedded("segmentation"), rounds=1, num_batches=2, batch_size=1, size=(64, 64),
                      seconds=0.5, slow_seconds=1.0) if fast else {}
-        segmentation.main(_bench_args(segmentation, json=os.path.join(args.reports, "bench_segmentation.json"),
-                                      **quick))
+        res = segmentation.run(segmentation.SegmentationConfig(**quick))
+        segmentation.show(res)
+        save(res, os.path.join(args.reports, "bench_segmentation.json"))
     failed = []
     if not args.no_notebooks:
         only = [s.strip() for s in args.notebooks.split(",") if s.strip()] if args.notebooks else None

@@ -15,21 +15,27 @@ Notebook 05 turns these rates into epoch times with ``kit.epoch_model.epoch_tabl
 (``configurations`` pairs each loader with its case's model). On logical CPU devices
 the replicas share the same cores: the 2-replica rows check the code path and give
 no estimate of what two GPUs would do.
+
+``run(CompareConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(fast=..., replicas=...)``,
+the config's fields as keywords, returns its rows (a DataFrame) as before (``kit.bench.config``).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from kit.bench.config import check_int, check_positive, configure, optional_path
 from kit.epoch_model import Scaling
 from kit.util import positive_int
 
-__all__ = ['USER_SCALE', 'MODELS', 'FEATURE_CACHE', 'run', 'saved', 'configurations', 'headline', 'sample', 'register']
+__all__ = ['USER_SCALE', 'MODELS', 'FEATURE_CACHE', 'CompareConfig', 'run', 'saved', 'configurations', 'headline',
+           'sample', 'add_arguments', 'register', 'config_from_args', 'show', 'main']
 
 #: The two users' scale (shared/seeds): 1,000,000 frames on 2 GPUs at global batch 256;
 #: 140 steps of batch 3 per epoch with plain Keras on one device.
@@ -106,32 +112,70 @@ class _Steps:
         self.examples += steps * self.global_batch
 
 
-def run(*, fast: bool = False, replicas=(1, 2), rounds: int = 2, spectrogram_csv=None, segmentation_csv=None,
-        alpha: float = 1.0, workdir=None, log=print) -> pd.DataFrame:
-    """Measures the loaders and the models' steps; one row per loader and per (model, replicas).
+@dataclass(frozen=True)
+class CompareConfig:
+    """What ``run`` measures.
 
-    Args:
+    Attributes:
         fast: the embedded samples, small batches and few steps (a demonstration in
             seconds, for CI); otherwise the benches' default data at the users' batches.
         replicas: replica counts of the compute rows (the largest splits the CPU into
-            logical devices when there is no GPU, so call this before TensorFlow starts).
+            logical devices when there is no GPU, so call ``run`` before TensorFlow starts).
         rounds: interleaved rounds, loaders and models alike.
         spectrogram_csv, segmentation_csv: index CSVs instead of the defaults.
         alpha: the audio backbone's width (1.0: YAMNet's size).
         workdir: where stores and the feature cache go (the kit cache if None).
+    """
+
+    fast: bool = False
+    replicas: tuple[int, ...] = (1, 2)
+    rounds: int = 2
+    spectrogram_csv: Path | None = None
+    segmentation_csv: Path | None = None
+    alpha: float = 1.0
+    workdir: Path | None = None
+
+    def __post_init__(self):
+        replicas = (self.replicas,) if isinstance(self.replicas, int) else tuple(self.replicas)
+        if not replicas or any(isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 1
+                               for r in replicas):
+            raise ValueError(f"replicas must be positive counts, got {self.replicas!r}")
+        object.__setattr__(self, "replicas", tuple(int(r) for r in replicas))
+        optional_path(self, "spectrogram_csv", "segmentation_csv", "workdir")
+        check_int("rounds", self.rounds)
+        check_positive("alpha", self.alpha)
+
+
+def run(config: CompareConfig | None = None, /, *, log=print, **options):
+    """Measures the loaders and the models' steps; one row per loader and per (model, replicas).
+
+    Args:
+        config: a ``CompareConfig``; or, as keywords in ``options``, its fields
+            (``run(fast=..., replicas=...)``).
+        log: where progress lines go.
 
     Returns:
-        Rows with ``case``, ``kind`` (``loader``/``compute``), ``variant`` (the loader
-        or the model), ``replicas``, ``devices``, ``batch_size`` (global),
+        For ``run(config)``, a ``BenchResult`` with ``fast`` in its info; called with the
+        fields, its rows alone: ``case``, ``kind`` (``loader``/``compute``), ``variant``
+        (the loader or the model), ``replicas``, ``devices``, ``batch_size`` (global),
         ``examples_per_s``, ``per_replica_examples_per_s``, ``efficiency`` (compute
         rows), ``examples`` and ``basis``.
     """
+    from kit.bench import BenchResult
+
+    config, as_arguments = configure(CompareConfig, config, (), options)
+    res = BenchResult("compare", _measure(config, log), config, {"fast": config.fast})
+    return res.rows if as_arguments else res
+
+
+def _measure(config: CompareConfig, log) -> pd.DataFrame:
     from kit import distribute, samples, timing
 
+    c = config
+    fast, rounds, spectrogram_csv, segmentation_csv = c.fast, c.rounds, c.spectrogram_csv, c.segmentation_csv
+    alpha, workdir = c.alpha, c.workdir
     t_start = time.perf_counter()
-    counts = sorted({int(r) for r in replicas})
-    if not counts or counts[0] < 1:
-        raise ValueError(f"replicas must be positive counts, got {replicas!r}")
+    counts = sorted(set(c.replicas))
     strategies = {}
     distribute.make_strategy(counts[-1])  # splits the CPU before anything else starts TensorFlow
     for r in counts:
@@ -333,23 +377,36 @@ def sample(rates: pd.DataFrame, case: str | None = None) -> str:
     return f"each loader timed on {int(n.min()):,}-{int(n.max()):,} examples" if len(n) else "rates of unknown size"
 
 
-def register(bench_sub) -> None:
-    p = bench_sub.add_parser("compare", help="loader rates and model step rates (1 vs 2 replicas) for epoch times")
+def add_arguments(p) -> None:
     p.add_argument("--fast", action="store_true", help="the embedded samples, seconds in all")
     p.add_argument("--replicas", default="1,2", help="comma-separated replica counts of the compute rows")
     p.add_argument("--rounds", type=positive_int, default=2,
                    help="interleaved measuring rounds, loaders and models alike (default 2)")
     p.add_argument("--alpha", type=float, default=1.0, help="audio backbone width (1.0: YAMNet's size)")
     p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
-    p.set_defaults(func=_main)
 
 
-def _main(args) -> int:
-    from kit.bench import print_table, result
-    from kit.util import write_json
+def register(bench_sub) -> None:
+    p = bench_sub.add_parser("compare", help="loader rates and model step rates (1 vs 2 replicas) for epoch times")
+    add_arguments(p)
+    p.set_defaults(func=main)
 
-    counts = [int(t) for t in args.replicas.split(",") if t.strip()]
-    df = run(fast=args.fast, replicas=counts, rounds=args.rounds, alpha=args.alpha)
-    print_table(df, ["case", "kind", "variant", "replicas", "batch_size", "examples_per_s", "efficiency"])
-    write_json(args.json, result("compare", df, fast=args.fast))
+
+def config_from_args(args) -> CompareConfig:
+    counts = tuple(int(t) for t in args.replicas.split(",") if t.strip())
+    return CompareConfig(fast=args.fast, replicas=counts, rounds=args.rounds, alpha=args.alpha)
+
+
+def show(res) -> None:
+    from kit.bench import print_table
+
+    print_table(res.rows, ["case", "kind", "variant", "replicas", "batch_size", "examples_per_s", "efficiency"])
+
+
+def main(args) -> int:
+    from kit.bench import save
+
+    res = run(config_from_args(args))
+    show(res)
+    save(res, args.json)
     return 0

@@ -6,13 +6,16 @@ files in one run, the ways of fingerprinting them:
 
 * ``stat``: size and mtime only (the key before content digests);
 * ``sample-cold``: sampled digests (head, tail, 8 blocks), nothing cached, the files
-  evicted from the page cache first (``posix_fadvise(DONTNEED)``);
+  evicted from the page cache first (``kit.pagecache.evict``);
 * ``sample-cached``: the same again in a new process's view: digests from the on-disk
   cache, the files still evicted;
 * ``full-cold``: every byte hashed (``KIT_DIGEST=full``), files evicted first.
 
 Each is also given relative to loading the index cold (``FrameIndex.from_csv``: every
 file's header and, now, its sampled digest), as ``x_index``.
+
+``run(DigestConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(csv, rounds=...)``, the
+config's fields as arguments, returns its rows (a DataFrame) as before (``kit.bench.config``).
 """
 
 from __future__ import annotations
@@ -20,25 +23,45 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
-__all__ = ['run', 'register']
+from kit.bench.config import check_int, configure, optional_path
+
+__all__ = ['DigestConfig', 'run', 'add_arguments', 'register', 'config_from_args', 'show', 'main']
 
 
-def _evict(paths) -> None:
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+@dataclass(frozen=True)
+class DigestConfig:
+    """What ``run`` measures: the files of the index ``csv`` (the spectrogram bench's default
+    data if None), fingerprinted every way once per round, ``rounds`` rounds."""
+
+    csv: Path | None = None
+    _: KW_ONLY
+    rounds: int = 3
+
+    def __post_init__(self):
+        optional_path(self, "csv")
+        check_int("rounds", self.rounds)
 
 
-def run(csv=None, *, rounds: int = 3):
-    """Times each way of fingerprinting the index's files. Returns a DataFrame, one row a way."""
+def run(config: DigestConfig | None = None, /, *args, **options):
+    """Times each way of fingerprinting the index's files, one row a way.
+
+    Returns:
+        A ``BenchResult`` for ``run(config)``; its rows (a DataFrame) for ``run(csv, rounds=...)``.
+    """
+    from kit.bench import BenchResult
+
+    config, as_arguments = configure(DigestConfig, config, args, options)
+    res = BenchResult("digest", _measure(config.csv, config.rounds), config)
+    return res.rows if as_arguments else res
+
+
+def _measure(csv, rounds: int):
     import pandas as pd
 
-    from kit import store
+    from kit import pagecache, store
     from kit.bench.spectrogram import default_data
     from kit.spectrogram import FrameIndex
 
@@ -64,7 +87,7 @@ def run(csv=None, *, rounds: int = 3):
                     os.environ["KIT_CACHE"] = str(cache)
                     store._DIGESTS = store._DigestCache()  # nothing in this process's memory
                     if name != "sample-cached":
-                        _evict(files)
+                        pagecache.evict(files)
                     t0 = time.perf_counter()
                     fn()
                     rows.append({"variant": name, "round": r, "seconds": time.perf_counter() - t0})
@@ -81,22 +104,35 @@ def run(csv=None, *, rounds: int = 3):
     return df
 
 
-def register(bench_sub) -> None:
+def add_arguments(p) -> None:
     from kit.util import positive_int
 
-    p = bench_sub.add_parser("digest", help="cost of the content digest in a store's key")
     p.add_argument("--data", type=Path, default=None,
                    help="index CSV (default: the spectrogram bench data, 200 files x 100 frames)")
     p.add_argument("--rounds", type=positive_int, default=3, help="interleaved measuring rounds (default 3)")
     p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
-    p.set_defaults(func=_main)
 
 
-def _main(args) -> int:
-    from kit.bench import print_table, result
-    from kit.util import write_json
+def register(bench_sub) -> None:
+    p = bench_sub.add_parser("digest", help="cost of the content digest in a store's key")
+    add_arguments(p)
+    p.set_defaults(func=main)
 
-    df = run(args.data, rounds=args.rounds)
-    print_table(df)
-    write_json(args.json, result("digest", df))
+
+def config_from_args(args) -> DigestConfig:
+    return DigestConfig(args.data, rounds=args.rounds)
+
+
+def show(res) -> None:
+    from kit.bench import print_table
+
+    print_table(res.rows)
+
+
+def main(args) -> int:
+    from kit.bench import save
+
+    res = run(config_from_args(args))
+    show(res)
+    save(res, args.json)
     return 0

@@ -12,30 +12,38 @@ With GPUs it uses them (``MirroredStrategy`` over the first N). Without, the CPU
 split into logical devices: a simulation on the same cores. It checks the code path,
 not the hardware: a "speed-up" there only means one replica left some cores idle
 (small models on 2 cores do), never what N accelerators would give.
+
+``run(ScalingConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(replicas=..., ...)``, the
+config's fields as keywords, returns its rows (a DataFrame) as before (``kit.bench.config``).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
-from kit.util import check_int
+from kit.bench.config import check_int, check_one_of, configure, optional_path
 
-__all__ = ["MODELS", "run", "register"]
+__all__ = ["MODELS", "DEVICES", "ScalingConfig", "run", "add_arguments", "register", "config_from_args", "show",
+           "main"]
 
 MODELS = {
     "conv": "a small conv net (compute per example grows with --width)",
     "head": "a Dense head on pooled frames, like training a head on frozen features",
 }
 
+#: Where the replicas go (``kit.distribute.make_strategy``).
+DEVICES = ("auto", "gpu", "cpu")
 
-def run(*, replicas=(1, 2), variant: str = "in_memory", csv=None, per_replica_batch: int = 32,
-        steps: int = 20, rounds: int = 3, model: str = "conv", width: int = 1, devices: str = "auto",
-        workdir=None, seed: int = 0) -> pd.DataFrame:
-    """Measures training throughput per replica count; one row per count.
 
-    Args:
+@dataclass(frozen=True)
+class ScalingConfig:
+    """What ``run`` measures.
+
+    Attributes:
         replicas: the replica counts to compare.
         variant: a ``tf.data`` loader variant of the spectrogram case.
         csv: the spectrogram index (default: the embedded sample, or a generated one
@@ -47,17 +55,66 @@ def run(*, replicas=(1, 2), variant: str = "in_memory", csv=None, per_replica_ba
             little compute per example, like training a head on frozen features).
         width: filter multiplier of the conv model (wider: more compute per example).
         devices: ``auto``, ``gpu`` or ``cpu`` (see ``kit.distribute.make_strategy``).
+        workdir: where a generated index and the stores go (the kit cache if None).
+        seed: of a generated index, the loaders' order and the model.
     """
-    from kit import distribute
-    from kit.spectrogram import VARIANTS
 
-    counts = sorted({check_int("replicas", r) for r in replicas})
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
-    if variant not in VARIANTS or variant == "pydataset":
-        raise ValueError(f"the scaling bench takes a tf.data variant of "
-                         f"{', '.join(v for v in VARIANTS if v != 'pydataset')}, got {variant!r} "
-                         f"(a PyDataset goes to model.fit as is)")
+    replicas: tuple[int, ...] = (1, 2)
+    variant: str = "in_memory"
+    csv: Path | None = None
+    per_replica_batch: int = 32
+    steps: int = 20
+    rounds: int = 3
+    model: str = "conv"
+    width: int = 1
+    devices: str = "auto"
+    workdir: Path | None = None
+    seed: int = 0
+
+    def __post_init__(self):
+        from kit.spectrogram import VARIANTS
+
+        replicas = (self.replicas,) if isinstance(self.replicas, int) else tuple(self.replicas)
+        if not replicas:
+            raise ValueError(f"replicas must name at least one count, got {self.replicas!r}")
+        object.__setattr__(self, "replicas", tuple(check_int("replicas", r) for r in replicas))
+        optional_path(self, "csv", "workdir")
+        check_one_of("model", self.model, tuple(MODELS))
+        if self.variant not in VARIANTS or self.variant == "pydataset":
+            raise ValueError(f"the scaling bench takes a tf.data variant of "
+                             f"{', '.join(v for v in VARIANTS if v != 'pydataset')}, got {self.variant!r} "
+                             f"(a PyDataset goes to model.fit as is)")
+        for name in ("per_replica_batch", "steps", "rounds", "width"):
+            check_int(name, getattr(self, name))
+        check_one_of("devices", self.devices, DEVICES)
+        check_int("seed", self.seed, 0)
+
+
+def run(config: ScalingConfig | None = None, /, **options):
+    """Measures training throughput per replica count; one row per count.
+
+    Returns:
+        A ``BenchResult`` for ``run(config)``; the rows (a DataFrame) for ``run(**options)``,
+        the config's fields as keywords.
+    """
+    config, as_arguments = configure(ScalingConfig, config, (), options)
+    res = _run(config)
+    return res.rows if as_arguments else res
+
+
+def _run(config: ScalingConfig):
+    from kit.bench import BenchResult
+
+    return BenchResult("scaling", _measure(config), config, {"variant": config.variant})
+
+
+def _measure(config: ScalingConfig) -> pd.DataFrame:
+    from kit import distribute
+
+    c = config
+    variant, csv, per_replica_batch, steps, rounds = c.variant, c.csv, c.per_replica_batch, c.steps, c.rounds
+    model, width, devices, workdir, seed = c.model, c.width, c.devices, c.workdir, c.seed
+    counts = sorted(set(c.replicas))
     # Splits the CPU (when there is no GPU) before anything else initialises TensorFlow.
     distribute.make_strategy(counts[-1], devices=devices)
 
@@ -136,10 +193,9 @@ def _devices(strategy) -> str:
     return "GPU" if any("GPU" in d.upper() for d in strategy.extended.worker_devices) else "CPU"
 
 
-def register(bench_sub) -> None:
+def add_arguments(p) -> None:
     from kit.util import positive_int
 
-    p = bench_sub.add_parser("scaling", help="training throughput and efficiency per replica count")
     p.add_argument("--replicas", default="1,2", help="comma-separated replica counts (default 1,2)")
     p.add_argument("--variant", default="in_memory", help="tf.data loader variant (default in_memory)")
     p.add_argument("--csv", default=None, help="spectrogram index CSV (default: the embedded sample, "
@@ -151,10 +207,15 @@ def register(bench_sub) -> None:
     p.add_argument("--model", choices=list(MODELS), default="conv",
                    help="; ".join(f"{k}: {v}" for k, v in MODELS.items()))
     p.add_argument("--width", type=positive_int, default=1, help="filter multiplier of the conv model")
-    p.add_argument("--devices", choices=["auto", "gpu", "cpu"], default="auto",
+    p.add_argument("--devices", choices=list(DEVICES), default="auto",
                    help="auto: GPUs when present, else the CPU split into logical devices (default auto)")
     p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
-    p.set_defaults(func=_main)
+
+
+def register(bench_sub) -> None:
+    p = bench_sub.add_parser("scaling", help="training throughput and efficiency per replica count")
+    add_arguments(p)
+    p.set_defaults(func=main)
 
 
 def _parse_counts(text: str) -> list[int]:
@@ -167,18 +228,28 @@ def _parse_counts(text: str) -> list[int]:
     return counts
 
 
-def _main(args) -> int:
-    from kit.bench import print_table, result
-    from kit.util import write_json
+def config_from_args(args) -> ScalingConfig:
+    return ScalingConfig(replicas=tuple(_parse_counts(args.replicas)), variant=args.variant, csv=args.csv,
+                         per_replica_batch=args.per_replica_batch, steps=args.steps, rounds=args.rounds,
+                         model=args.model, width=args.width, devices=args.devices)
 
-    counts = _parse_counts(args.replicas)
-    df = run(replicas=counts, variant=args.variant, csv=args.csv, per_replica_batch=args.per_replica_batch,
-             steps=args.steps, rounds=args.rounds, model=args.model, width=args.width, devices=args.devices)
+
+def show(res) -> None:
+    from kit.bench import print_table
+
+    df = res.rows
     print_table(df, ["replicas", "devices", "global_batch", "examples_per_s", "step_ms", "speedup",
                      "efficiency", "input_examples_per_s", "input_headroom"])
     if (df["devices"] == "CPU (simulated)").any():
         print("note: simulated replicas are logical devices sharing one CPU's cores: this checks the "
               "multi-replica code path; any speed-up only shows cores one replica left idle, not what "
               "N GPUs would give")
-    write_json(args.json, result("scaling", df, variant=args.variant))
+
+
+def main(args) -> int:
+    from kit.bench import save
+
+    res = run(config_from_args(args))
+    show(res)
+    save(res, args.json)
     return 0

@@ -10,21 +10,28 @@ The optional ``dali`` variant is measured where DALI is installed.
 ``profile`` measures what one pair costs in each stage (decode, float conversion,
 the per-colour loop, the vectorised lookup), in NumPy/OpenCV and in a tf.data map,
 on one core: the figures that explain the ranking.
+
+``run(SegmentationConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(data, palette,
+variants=..., ...)``, the config's fields as arguments, returns its rows (a DataFrame) as
+before (``kit.bench.config``).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from kit.bench.config import check_int, check_names, check_positive, configure, optional_int, optional_path
 from kit.util import warm_page_cache
 
-__all__ = ["EPOCH", "USER_REPORT", "SLOW", "DEFAULT_IMAGES", "DEFAULT_SIZE", "PIPELINES", "default_data",
-           "default_palette", "run", "profile", "pipeline_costs", "add_arguments", "register", "main"]
+__all__ = ["EPOCH", "USER_REPORT", "SLOW", "DEFAULT_IMAGES", "DEFAULT_SIZE", "PIPELINES", "SegmentationConfig",
+           "default_data", "default_palette", "default_variants", "run", "profile", "pipeline_costs",
+           "add_arguments", "register", "config_from_args", "show", "main"]
 
 #: The user's epoch: 140 steps of batch 3.
 EPOCH = 420
@@ -59,15 +66,15 @@ def default_variants(log=print) -> list[str]:
     return [v for v in VARIANTS if v != "dali" or why is None]
 
 
-def run(data=None, palette=None, *, variants=None, batch_size: int = 8, size=DEFAULT_SIZE, rounds: int = 3,
-        num_batches: int = 200, seconds: float = 3.0, slow_seconds: float = 8.0, warmup: int = 2,
-        one_hot: bool = False, ignore_label: int | None = None, workdir=None, log=print) -> pd.DataFrame:
-    """Measures the variants interleaved; one row per variant.
+@dataclass(frozen=True)
+class SegmentationConfig:
+    """What ``run`` measures.
 
-    Args:
+    Attributes:
         data: index CSV; the default bench data if None.
         palette: ``class_dict.csv``; the one next to ``data`` if None.
-        variants: names from ``VARIANTS`` (default all, ``dali`` only where DALI is installed).
+        variants: names from ``VARIANTS`` (a sequence or a comma-separated string; None:
+            all, ``dali`` only where DALI is installed).
         batch_size: pairs per batch.
         size: target size (one int or ``(height, width)``).
         rounds: interleaved rounds.
@@ -77,28 +84,81 @@ def run(data=None, palette=None, *, variants=None, batch_size: int = 8, size=DEF
         warmup: untimed batches before each timed round.
         one_hot: every variant delivers one-hot masks instead of class ids.
         ignore_label: the palette's ignore label.
+        profile: also measure what each stage costs per pair (``profile``, ``pipeline_costs``).
+        workdir: where stores are built (the kit cache if None).
+    """
+
+    data: Path | None = None
+    palette: Path | None = None
+    _: KW_ONLY
+    variants: tuple[str, ...] | None = None
+    batch_size: int = 8
+    size: int | tuple[int, int] = DEFAULT_SIZE
+    rounds: int = 3
+    num_batches: int = 200
+    seconds: float = 3.0
+    slow_seconds: float = 8.0
+    warmup: int = 2
+    one_hot: bool = False
+    ignore_label: int | None = None
+    profile: bool = False
+    workdir: Path | None = None
+
+    def __post_init__(self):
+        from kit.segmentation import VARIANTS
+
+        optional_path(self, "data", "palette", "workdir")
+        check_names(self, "variants", VARIANTS)
+        size = tuple(self.size) if isinstance(self.size, (list, tuple)) else self.size
+        parts = size if isinstance(size, tuple) else (size,)
+        if len(parts) not in (1, 2) or any(isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p <= 0
+                                           for p in parts):
+            raise ValueError(f"size must be a positive int or (height, width), got {self.size!r}")
+        object.__setattr__(self, "size", size)
+        for name in ("batch_size", "rounds", "num_batches"):
+            check_int(name, getattr(self, name))
+        check_int("warmup", self.warmup, 0)
+        check_positive("seconds", self.seconds)
+        check_positive("slow_seconds", self.slow_seconds)
+        optional_int("ignore_label", self.ignore_label, 0)
+
+
+def run(config: SegmentationConfig | None = None, /, *args, log=print, **options):
+    """Measures the variants interleaved; one row per variant.
+
+    Args:
+        config: a ``SegmentationConfig``; or, with ``args`` and ``options``, its fields
+            (``run(data, palette, variants=..., batch_size=...)``).
+        log: where progress lines go.
 
     Returns:
-        ``timing.compare``'s DataFrame with ``x_sequence``, ``epoch_s_420`` and the
-        output form of each row (``x_dtype``, ``y``).
+        For ``run(config)``, a ``BenchResult`` whose rows are ``timing.compare``'s
+        DataFrame with ``x_sequence``, ``epoch_s_420`` and the output form of each row
+        (``x_dtype``, ``y``), and whose info holds the batch, size and epoch (and, with
+        ``config.profile``, the stage costs). Called with the fields, those rows alone.
     """
+    config, as_arguments = configure(SegmentationConfig, config, args, options)
+    res = _run(config, log)
+    return res.rows if as_arguments else res
+
+
+def _run(config: SegmentationConfig, log):
     from kit import timing
+    from kit.bench import BenchResult
     from kit.segmentation import VARIANTS, PairIndex, Palette, default_x_dtype, make_loader
 
-    variants = list(variants or default_variants(log))
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise ValueError(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
-    csv = Path(data) if data is not None else default_data(workdir=workdir)
+    c, workdir, size = config, config.workdir, config.size
+    variants = list(c.variants or default_variants(log))
+    csv = c.data if c.data is not None else default_data(workdir=workdir)
     index = PairIndex.from_csv(csv)
-    pal = Palette.from_csv(palette if palette is not None else default_palette(csv), ignore_label=ignore_label)
-    log(f"data: {csv} ({len(index):,} pairs, {pal.num_classes} classes), size {size}, batch {batch_size}")
+    pal = Palette.from_csv(c.palette if c.palette is not None else default_palette(csv), ignore_label=c.ignore_label)
+    log(f"data: {csv} ({len(index):,} pairs, {pal.num_classes} classes), size {size}, batch {c.batch_size}")
     warm_page_cache(index.images + index.labels)
     loaders = {}
     for v in variants:  # the class_index conversion happens here, before any timing
         t0 = time.perf_counter()
-        ld = make_loader(v, index, pal, batch_size=batch_size, size=size, shuffle=True, seed=0,
-                         workdir=workdir, one_hot=one_hot)
+        ld = make_loader(v, index, pal, batch_size=c.batch_size, size=size, shuffle=True, seed=0,
+                         workdir=workdir, one_hot=c.one_hot)
         # tf.data loaders repeat, so a round is never cut by an epoch's end; a PyDataset
         # round ends at its epoch's end (the slow variants never get that far).
         loaders[v] = ld.repeat() if hasattr(ld, "repeat") else ld
@@ -110,17 +170,22 @@ def run(data=None, palette=None, *, variants=None, batch_size: int = 8, size=DEF
         folder, manifest = convert(index, pal, size=size, workdir=workdir, progress=False)
         warm_page_cache(check_shards(folder, manifest))
         log(f"  read into the page cache: class_index store {sum(s['bytes'] for s in manifest.shards) / 1e6:,.0f} MB")
-    caps = {v: (slow_seconds if v in SLOW else seconds) for v in loaders}
-    log(f"measuring {len(loaders)} variants, {rounds} interleaved rounds of up to {num_batches} batches "
-        f"(capped at {seconds:g} s per round, {slow_seconds:g} s for {', '.join(SLOW)}) ...")
+    caps = {v: (c.slow_seconds if v in SLOW else c.seconds) for v in loaders}
+    log(f"measuring {len(loaders)} variants, {c.rounds} interleaved rounds of up to {c.num_batches} batches "
+        f"(capped at {c.seconds:g} s per round, {c.slow_seconds:g} s for {', '.join(SLOW)}) ...")
     df = timing.compare(loaders, baselines=[b for b in ("sequence",) if b in loaders],
-                        num_batches=num_batches, warmup=warmup, rounds=rounds, max_seconds=caps,
+                        num_batches=c.num_batches, warmup=c.warmup, rounds=c.rounds, max_seconds=caps,
                         epoch_examples=(EPOCH,))
     df.insert(1, "description", [VARIANTS[v] for v in df["variant"]])
     df["x_dtype"] = [default_x_dtype(v) for v in df["variant"]]
-    df["y"] = "one_hot float32" if one_hot else "class ids uint8"
-    df["batch_size"] = batch_size
-    return df
+    df["y"] = "one_hot float32" if c.one_hot else "class ids uint8"
+    df["batch_size"] = c.batch_size
+    info = {"batch_size": c.batch_size, "size": size, "epoch_examples": EPOCH, "y": df["y"].iloc[0]}
+    if c.profile:
+        prof = profile(c.data, c.palette, size=size, workdir=workdir)
+        info["profile"] = prof.to_dict(orient="records")
+        info["pipeline_costs"] = pipeline_costs(prof).to_dict(orient="records")
+    return BenchResult("segmentation", df, config, info)
 
 
 # --------------------------------------------------------------------------- profile
@@ -319,33 +384,37 @@ def register(bench_sub) -> None:
     p.set_defaults(func=main)
 
 
-def main(args) -> int:
-    from kit.bench import print_table, result
-    from kit.util import format_duration, write_json
+def config_from_args(args) -> SegmentationConfig:
+    return SegmentationConfig(args.data, args.palette, variants=args.variants, batch_size=args.batch_size,
+                              size=args.size, rounds=args.rounds, num_batches=args.batches, seconds=args.seconds,
+                              slow_seconds=args.slow_seconds, one_hot=args.one_hot, ignore_label=args.ignore_label,
+                              profile=args.profile, workdir=args.workdir)
 
-    variants = args.variants.split(",") if args.variants else None
-    df = run(args.data, args.palette, variants=variants, batch_size=args.batch_size, size=args.size,
-             rounds=args.rounds, num_batches=args.batches, seconds=args.seconds,
-             slow_seconds=args.slow_seconds, one_hot=args.one_hot, ignore_label=args.ignore_label,
-             workdir=args.workdir)
-    show = df.copy()
-    show["epoch_420"] = [format_duration(s) for s in df[f"epoch_s_{EPOCH}"]]
+
+def show(res) -> None:
+    """Prints a result's table, with the user's epoch as a duration, its basis and, when
+    profiled, the stage costs."""
+    from kit.bench import print_table
+    from kit.util import format_duration
+
+    df = res.rows
+    table = df.copy()
+    table["epoch_420"] = [format_duration(s) for s in df[f"epoch_s_{EPOCH}"]]
     print()
-    print_table(show, ["variant", "examples_per_s", "x_sequence", "epoch_420", "latency_p50_ms",
-                       "latency_p95_ms", "examples", "x_dtype"])
-    print(f"\nbasis: each rate is the pairs read over the seconds timed, summed over {args.rounds} "
+    print_table(table, ["variant", "examples_per_s", "x_sequence", "epoch_420", "latency_p50_ms",
+                        "latency_p95_ms", "examples", "x_dtype"])
+    print(f"\nbasis: each rate is the pairs read over the seconds timed, summed over {res.config.rounds} "
           f"interleaved rounds (column 'examples'); epoch_420 projects the user's epoch (140 steps x 3).")
-    extra = {"batch_size": args.batch_size, "size": args.size, "epoch_examples": EPOCH, "y": df["y"].iloc[0]}
-    if args.profile:
-        prof = profile(args.data, args.palette, size=args.size, workdir=args.workdir)
-        print()
-        print_table(prof)
-        sums = pipeline_costs(prof)
-        print()
-        print_table(sums)
-        extra["profile"] = prof.to_dict(orient="records")
-        extra["pipeline_costs"] = sums.to_dict(orient="records")
-    if args.json and args.json != "-":
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    write_json(args.json, result("segmentation", df, **extra))
+    for key in ("profile", "pipeline_costs"):
+        if key in res.info:
+            print()
+            print_table(pd.DataFrame(res.info[key]))
+
+
+def main(args) -> int:
+    from kit.bench import save
+
+    res = run(config_from_args(args))
+    show(res)
+    save(res, args.json)
     return 0

@@ -6,6 +6,10 @@ found) and, like the data's files, read into the page cache before timing; each 
 is then measured in rounds, in turn, after a warm-up, and compared with
 ``"generator"`` (the user's pattern) and ``"in_memory"`` (the ceiling). Epoch times are
 projected to the user's 1,000,000 frames.
+
+``run(SpectrogramConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(data, variants=...,
+...)``, the config's fields as arguments, returns its rows (a DataFrame) as before
+(``kit.bench.config``).
 """
 
 from __future__ import annotations
@@ -13,21 +17,63 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
-import pandas as pd
-
+from kit.bench.config import check_int, check_names, check_positive, configure, optional_int, optional_path
 from kit.util import warm_page_cache
 
-__all__ = ["EPOCH", "DEFAULT_BATCH", "DEFAULT_FILES", "DEFAULT_FRAMES_PER_FILE", "STORED", "default_data", "plan",
-           "warm_stores", "run",
-           "add_arguments", "register", "defaults", "main"]
+__all__ = ["EPOCH", "DEFAULT_BATCH", "DEFAULT_FILES", "DEFAULT_FRAMES_PER_FILE", "STORED", "SpectrogramConfig",
+           "default_data", "plan", "warm_stores", "run", "add_arguments", "register", "config_from_args", "show",
+           "main"]
 
 EPOCH = 1_000_000
 #: The user's global batch (128 per GPU on 2 GPUs).
 DEFAULT_BATCH = 256
 #: The default bench data: 20,000 frames in 200 files (491 MB as float32).
 DEFAULT_FILES, DEFAULT_FRAMES_PER_FILE = 200, 100
+
+
+@dataclass(frozen=True)
+class SpectrogramConfig:
+    """What ``run`` measures.
+
+    Attributes:
+        data: index CSV; the default bench data if None.
+        variants: names from ``VARIANTS`` (a sequence or a comma-separated string; None: all).
+        batch_size: the global batch; None takes the user's 256, or one that fits the data (``plan``).
+        rounds: interleaved rounds.
+        num_batches: timed batches per variant per round (fewer when an epoch holds fewer).
+        generator_seconds: per-round time cap for the slow variants (the generator
+            would need minutes for ``num_batches`` of 256).
+        warmup: untimed batches before each timed round (fewer when an epoch holds fewer).
+        epoch_examples: the epoch to project to (column ``epoch_s_<N>``): 1,000,000 (the
+            user's) by default, the index's own size when ``data`` is given.
+        workdir: where stores are built (the kit cache if None).
+    """
+
+    data: Path | None = None
+    _: KW_ONLY
+    variants: tuple[str, ...] | None = None
+    batch_size: int | None = None
+    rounds: int = 3
+    num_batches: int = 20
+    generator_seconds: float = 8.0
+    warmup: int = 2
+    epoch_examples: int | None = None
+    workdir: Path | None = None
+
+    def __post_init__(self):
+        from kit.spectrogram import VARIANTS
+
+        optional_path(self, "data", "workdir")
+        check_names(self, "variants", VARIANTS)
+        optional_int("batch_size", self.batch_size)
+        optional_int("epoch_examples", self.epoch_examples)
+        check_int("rounds", self.rounds)
+        check_int("num_batches", self.num_batches)
+        check_int("warmup", self.warmup, 0)
+        check_positive("generator_seconds", self.generator_seconds)
 
 
 def default_data(files: int = DEFAULT_FILES, frames_per_file: int = DEFAULT_FRAMES_PER_FILE,
@@ -80,8 +126,7 @@ def warm_stores(index, variants, *, workdir=None) -> dict:
     own files are, so that no variant's timed rounds read from disk; returns the bytes
     read per variant. A store reused from an earlier run can have left the page cache
     since (another job's reads, a reboot, or a kernel thread that pages out what it has
-    not seen used: this project's VM runs one, and a reused TFRecord store then measured
-    0.22x ``in_memory`` in its first run, 0.53-0.66x in the next two)."""
+    not seen used: ``kit.pagecache.proactive_reclaim`` names one)."""
     from kit.cases import check_shards
     from kit.spectrogram import convert
 
@@ -94,44 +139,43 @@ def warm_stores(index, variants, *, workdir=None) -> dict:
     return read
 
 
-def run(data=None, *, variants=None, batch_size: int | None = DEFAULT_BATCH, rounds: int = 3,
-        num_batches: int = 20, generator_seconds: float = 8.0, warmup: int = 2, epoch_examples: int | None = None,
-        workdir=None, log=print) -> pd.DataFrame:
+def run(config: SpectrogramConfig | None = None, /, *args, log=print, **options):
     """Measures the variants interleaved; one row per variant.
 
     Args:
-        data: index CSV; the default bench data if None.
-        variants: names from ``VARIANTS`` (default all).
-        batch_size: the user's global batch (256); None chooses one that fits the data (``plan``).
-        rounds: interleaved rounds.
-        num_batches: timed batches per variant per round (fewer when an epoch holds fewer).
-        generator_seconds: per-round time cap for the slow variants (the generator
-            would need minutes for ``num_batches`` of 256).
-        warmup: untimed batches before each timed round (fewer when an epoch holds fewer).
-        epoch_examples: the epoch to project to (column ``epoch_s_<N>``): 1,000,000 (the
-            user's) by default, the index's own size when ``data`` is given.
+        config: a ``SpectrogramConfig``; or, with ``args`` and ``options``, its fields
+            (``run(data, variants=..., batch_size=...)``).
+        log: where progress lines go.
 
     Returns:
-        ``timing.compare``'s DataFrame plus ``description``, ``batch_size``, ``batches_announced``
-        (rounds x timed batches per round; ``batches`` is what was measured, fewer where a
-        time cap stopped a round) and ``epoch_examples``.
+        For ``run(config)``, a ``BenchResult`` whose rows are ``timing.compare``'s
+        DataFrame plus ``description``, ``batch_size``, ``batches_announced`` (rounds x
+        timed batches per round; ``batches`` is what was measured, fewer where a time cap
+        stopped a round) and ``epoch_examples``, and whose info holds the batch size and
+        the epoch projected to. Called with the fields, those rows alone.
     """
+    config, as_arguments = configure(SpectrogramConfig, config, args, options)
+    res = _run(config, log)
+    return res.rows if as_arguments else res
+
+
+def _run(config: SpectrogramConfig, log):
     from kit import timing
+    from kit.bench import BenchResult
     from kit.spectrogram import VARIANTS, FrameIndex, make_loader
 
-    variants = list(variants or VARIANTS)
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise ValueError(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
-    csv = Path(data) if data is not None else default_data(workdir=workdir)
+    c, workdir = config, config.workdir
+    variants = list(c.variants or VARIANTS)
+    csv = c.data if c.data is not None else default_data(workdir=workdir)
     index = FrameIndex.from_csv(csv)
     log(f"data: {csv} ({len(index):,} frames of {index.frame_shape} {index.file_dtype}, {len(index.files)} files)")
-    batch_size, warmup, num_batches, note = plan(len(index), batch_size=batch_size, warmup=warmup,
-                                                 num_batches=num_batches, where=str(csv))
+    batch_size, warmup, num_batches, note = plan(len(index), batch_size=c.batch_size, warmup=c.warmup,
+                                                 num_batches=c.num_batches, where=str(csv))
     if note:
         log(f"note: {note}")
+    epoch_examples = c.epoch_examples
     if epoch_examples is None:
-        epoch_examples = EPOCH if data is None else len(index)
+        epoch_examples = EPOCH if c.data is None else len(index)
     warm_page_cache(index.files)
     loaders = {}
     for v in variants:  # conversions happen here, before any timing
@@ -141,19 +185,20 @@ def run(data=None, *, variants=None, batch_size: int | None = DEFAULT_BATCH, rou
     warmed = warm_stores(index, [v for v in loaders if v in STORED], workdir=workdir)
     if warmed:
         log("  read into the page cache: " + ", ".join(f"{v} store {b / 1e6:,.0f} MB" for v, b in warmed.items()))
-    slow = {"generator": generator_seconds, "pydataset": generator_seconds,
-            "numpy_function": generator_seconds}
+    slow = {"generator": c.generator_seconds, "pydataset": c.generator_seconds,
+            "numpy_function": c.generator_seconds}
     baselines = [b for b in ("generator", "in_memory") if b in loaders]
-    log(f"measuring {len(loaders)} variants, {rounds} interleaved rounds of {num_batches} batches of "
-        f"{batch_size} (slow ones capped at {generator_seconds:g} s per round) ...")
+    log(f"measuring {len(loaders)} variants, {c.rounds} interleaved rounds of {num_batches} batches of "
+        f"{batch_size} (slow ones capped at {c.generator_seconds:g} s per round) ...")
     df = timing.compare(loaders, baselines=baselines, num_batches=num_batches, warmup=warmup,
-                        rounds=rounds, max_seconds={k: v for k, v in slow.items() if k in loaders},
+                        rounds=c.rounds, max_seconds={k: v for k, v in slow.items() if k in loaders},
                         epoch_examples=(epoch_examples,))
     df.insert(1, "description", [VARIANTS[v] for v in df["variant"]])
     df["batch_size"] = batch_size
-    df["batches_announced"] = rounds * num_batches
+    df["batches_announced"] = c.rounds * num_batches
     df["epoch_examples"] = epoch_examples
-    return df
+    info = {"batch_size": int(batch_size), "epoch_examples": int(epoch_examples)}
+    return BenchResult("spectrogram", df, config, info)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -182,43 +227,41 @@ def register(bench_sub) -> None:
     p.set_defaults(func=main)
 
 
-def defaults(**overrides) -> argparse.Namespace:
-    """The command's arguments with their defaults (and ``overrides``), for the demo."""
-    p = argparse.ArgumentParser()
-    add_arguments(p)
-    args = p.parse_args([])
-    for k, v in overrides.items():
-        setattr(args, k, v)
-    return args
+def config_from_args(args) -> SpectrogramConfig:
+    return SpectrogramConfig(args.data, variants=args.variants, batch_size=args.batch_size, rounds=args.rounds,
+                             num_batches=args.batches, generator_seconds=args.generator_seconds,
+                             warmup=args.warmup, epoch_examples=args.epoch_examples, workdir=args.workdir)
 
 
-def main(args) -> int:
-    from kit.bench import print_table, result
-    from kit.util import format_duration, write_json
+def show(res) -> None:
+    """Prints a result's table, with the epoch as a duration, and the basis of its rates."""
+    from kit.bench import print_table
+    from kit.util import format_duration
 
-    variants = args.variants.split(",") if args.variants else None
-    df = run(args.data, variants=variants, batch_size=args.batch_size, rounds=args.rounds,
-             num_batches=args.batches, generator_seconds=args.generator_seconds, warmup=args.warmup,
-             epoch_examples=args.epoch_examples, workdir=args.workdir)
+    df, c = res.rows, res.config
     n = int(df["epoch_examples"].iloc[0])
     label = f"epoch_{n // 1000}k" if n >= 10_000 and n % 1000 == 0 else f"epoch_{n}"
-    show = df.copy()
-    show[label] = [format_duration(s) for s in df[f"epoch_s_{n}"]]
+    table = df.copy()
+    table[label] = [format_duration(s) for s in df[f"epoch_s_{n}"]]
     announced = int(df["batches_announced"].iloc[0])
     # Where a time cap cut rounds short, say how many batches the row rests on.
-    show["batches"] = [f"{b} of {announced}" if b < announced else f"{b}" for b in df["batches"]]
+    table["batches"] = [f"{b} of {announced}" if b < announced else f"{b}" for b in df["batches"]]
     print()
-    print_table(show, ["variant", "examples_per_s", "x_generator", "x_in_memory",
+    print_table(table, ["variant", "examples_per_s", "x_generator", "x_in_memory",
                        label, "latency_p50_ms", "latency_p95_ms", "examples", "batches"])
     short = df[df["batches"] < announced]
     print(f"\nbasis: each rate is the examples read over the seconds timed, summed over "
-          f"{args.rounds} interleaved rounds of {announced // args.rounds} batches of {int(df['batch_size'].iloc[0])} "
+          f"{c.rounds} interleaved rounds of {announced // c.rounds} batches of {int(df['batch_size'].iloc[0])} "
           f"(columns 'examples', 'batches'); epochs projected to {n:,} frames.")
     if len(short):
         print(f"fewer batches than announced ({announced}) for {', '.join(short['variant'])}: "
-              f"the per-round time cap (--generator-seconds {args.generator_seconds:g}) stopped them.")
-    if args.json and args.json != "-":
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    write_json(args.json, result("spectrogram", df, batch_size=int(df["batch_size"].iloc[0]),
-                                 epoch_examples=n))
+              f"the per-round time cap (--generator-seconds {c.generator_seconds:g}) stopped them.")
+
+
+def main(args) -> int:
+    from kit.bench import save
+
+    res = run(config_from_args(args))
+    show(res)
+    save(res, args.json)
     return 0

@@ -11,19 +11,58 @@ several rounds with the order rotated. Two figures:
 * ``hook_pct``: the time spent inside the callback's own batch hooks per step, as
   the callback records it (``hook_s``; the batch pull itself excluded: that is input
   wait), as a share of the no-callback step time. This one is stable.
+
+``run(TimerConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(steps=..., ...)``, the
+config's fields as keywords, returns its rows (a DataFrame) as before (``kit.bench.config``).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import pandas as pd
 
-__all__ = ["run", "register"]
+from kit.bench.config import check_int, configure
+
+__all__ = ["TimerConfig", "run", "add_arguments", "register", "config_from_args", "show", "main"]
 
 
-def run(*, steps: int = 100, rounds: int = 12, batch_size: int = 128, seed: int = 0) -> pd.DataFrame:
-    """Returns one row per setting: seconds per step and overhead against no callback."""
+@dataclass(frozen=True)
+class TimerConfig:
+    """What ``run`` measures: ``rounds`` interleaved rounds of ``steps`` training steps of ``batch_size``."""
+
+    steps: int = 100
+    rounds: int = 12
+    batch_size: int = 128
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("steps", "rounds", "batch_size"):
+            check_int(name, getattr(self, name))
+        check_int("seed", self.seed, 0)
+
+
+def run(config: TimerConfig | None = None, /, **options):
+    """Fits with and without the callback, interleaved: one row per setting, seconds per step
+    and overhead against no callback.
+
+    Returns:
+        A ``BenchResult`` for ``run(config)``; the rows (a DataFrame) for ``run(**options)``.
+    """
+    config, as_arguments = configure(TimerConfig, config, (), options)
+    res = _run(config)
+    return res.rows if as_arguments else res
+
+
+def _run(config: TimerConfig):
+    from kit.bench import BenchResult
+
+    rows = _measure(config.steps, config.rounds, config.batch_size, config.seed)
+    return BenchResult("timer", rows, config)
+
+
+def _measure(steps: int, rounds: int, batch_size: int, seed: int) -> pd.DataFrame:
     import keras
     import numpy as np
     import tensorflow as tf
@@ -74,8 +113,7 @@ def run(*, steps: int = 100, rounds: int = 12, batch_size: int = 128, seed: int 
     return pd.DataFrame(rows)
 
 
-def register(bench_sub) -> None:
-    p = bench_sub.add_parser("timer", help="overhead of the StepTimer callback on a training step")
+def add_arguments(p) -> None:
     from kit.util import positive_int
 
     p.add_argument("--steps", type=positive_int, default=100, help="training steps per round (default 100)")
@@ -83,14 +121,28 @@ def register(bench_sub) -> None:
                    help="interleaved rounds with and without the timer (default 12)")
     p.add_argument("--batch-size", type=positive_int, default=128, help="examples per step (default 128)")
     p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
-    p.set_defaults(func=_main)
 
 
-def _main(args) -> int:
-    from kit.bench import print_table, result
-    from kit.util import write_json
+def register(bench_sub) -> None:
+    p = bench_sub.add_parser("timer", help="overhead of the StepTimer callback on a training step")
+    add_arguments(p)
+    p.set_defaults(func=main)
 
-    df = run(steps=args.steps, rounds=args.rounds, batch_size=args.batch_size)
-    print_table(df)
-    write_json(args.json, result("timer", df))
+
+def config_from_args(args) -> TimerConfig:
+    return TimerConfig(steps=args.steps, rounds=args.rounds, batch_size=args.batch_size)
+
+
+def show(res) -> None:
+    from kit.bench import print_table
+
+    print_table(res.rows)
+
+
+def main(args) -> int:
+    from kit.bench import save
+
+    res = run(config_from_args(args))
+    show(res)
+    save(res, args.json)
     return 0

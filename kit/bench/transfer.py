@@ -11,20 +11,26 @@ each round trains a few batches of them; (c) trains whole epochs. The rounds run
 (a), (b), (c) in turn, so a drift of a shared machine hits all three alike. Each
 rate is frames trained over seconds timed, summed over the rounds, and projected to
 an epoch of 1,000,000 frames; the ``examples`` column is the basis.
+
+``run(TransferConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(data, frames=..., ...)``,
+the config's fields as arguments, returns ``(table, info)`` as before (``kit.bench.config``).
 """
 
 from __future__ import annotations
 
 import math
 import tempfile
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from kit.util import check_int, warm_page_cache
+from kit.bench.config import check_int, check_positive, configure, optional_int, optional_path
+from kit.util import warm_page_cache
 
-__all__ = ["EPOCH", "TARGETS", "CANDIDATES", "run", "add_arguments", "register", "main"]
+__all__ = ["EPOCH", "TARGETS", "CANDIDATES", "TransferConfig", "run", "add_arguments", "register",
+           "config_from_args", "show", "main"]
 
 EPOCH = 1_000_000
 #: Targets of the issue, on 2 CPU cores and the default bench data.
@@ -41,14 +47,13 @@ def _subset(index, frames: int | None):
     return index.subset(np.arange(frames))
 
 
-def run(data=None, *, frames: int | None = None, batch_size: int = 256, rounds: int = 2, batches: int = 4,
-        head_epochs: int = 5, loader: str = "auto", weights=None, alpha: float = 1.0, workdir=None,
-        progress: bool = True, log=print) -> tuple[pd.DataFrame, dict]:
-    """Measures (a), (b), (c) and the extraction; returns ``(table, info)``.
+@dataclass(frozen=True)
+class TransferConfig:
+    """What ``run`` measures.
 
-    Args:
+    Attributes:
         data: index CSV; the spectrogram bench's default data (20,000 frames) if None.
-        frames: use only the first ``frames`` rows of the data.
+        frames: use only the first ``frames`` rows of the data (None: all).
         batch_size: the user's global batch (256), for every path.
         rounds: interleaved rounds.
         batches: training batches of (a) and of (b) timed per round.
@@ -57,26 +62,64 @@ def run(data=None, *, frames: int | None = None, batch_size: int = 256, rounds: 
         weights: a backbone weights file (random weights if None).
         alpha: the backbone's width multiplier (1.0: YAMNet's size).
         workdir: where stores and the (temporary) feature cache go.
+    """
+
+    data: Path | None = None
+    _: KW_ONLY
+    frames: int | None = None
+    batch_size: int = 256
+    rounds: int = 2
+    batches: int = 4
+    head_epochs: int = 5
+    loader: str = "auto"
+    weights: Path | None = None
+    alpha: float = 1.0
+    workdir: Path | None = None
+
+    def __post_init__(self):
+        from kit.spectrogram import VARIANTS
+
+        optional_path(self, "data", "weights", "workdir")
+        optional_int("frames", self.frames)
+        for name in ("batch_size", "rounds", "batches", "head_epochs"):
+            check_int(name, getattr(self, name))
+        choices = [v for v in VARIANTS if v != "generator"]  # (a) is the generator
+        if self.loader != "auto" and self.loader not in choices:
+            raise ValueError(f"loader must be 'auto' or one of {', '.join(choices)}, got {self.loader!r}")
+        check_positive("alpha", self.alpha)
+
+
+def run(config: TransferConfig | None = None, /, *args, progress: bool = True, log=print, **options):
+    """Measures (a), (b), (c) and the extraction.
+
+    Args:
+        config: a ``TransferConfig``; or, with ``args`` and ``options``, its fields
+            (``run(data, frames=..., batch_size=...)``).
         progress: show the extraction's progress bar.
         log: where progress lines go.
 
     Returns:
-        The table (one row per path: ``variant``, ``setup``, ``examples_per_s``,
-        ``examples``, ``seconds``, ``epoch_s_1000000``, ``x_generator``, ``x_<b>``,
-        ``basis``) and a dict with the backbone's cost, the loader of (b) and the
-        targets checked.
+        For ``run(config)``, a ``BenchResult``: its rows the table (one row per path:
+        ``variant``, ``setup``, ``examples_per_s``, ``examples``, ``seconds``,
+        ``epoch_s_1000000``, ``x_generator``, ``x_<b>``, ``basis``), its info a dict with
+        the backbone's cost, the loader of (b) and the targets checked. Called with the
+        fields, ``(table, info)``.
     """
+    config, as_arguments = configure(TransferConfig, config, args, options)
+    res = _run(config, progress=progress, log=log)
+    return (res.rows, res.info) if as_arguments else res
+
+
+def _run(config: TransferConfig, *, progress: bool, log):
     from kit import features, store, timing
+    from kit.bench import BenchResult
     from kit.bench.spectrogram import default_data
     from kit.models import audio
-    from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
+    from kit.spectrogram import FrameIndex, convert, make_loader
 
-    for name, v in (("batch_size", batch_size), ("rounds", rounds), ("batches", batches),
-                    ("head_epochs", head_epochs)):
-        check_int(name, v)
-    choices = [v for v in VARIANTS if v != "generator"]  # (a) is the generator
-    if loader != "auto" and loader not in choices:
-        raise ValueError(f"loader must be 'auto' or one of {', '.join(choices)}, got {loader!r}")
+    c = config
+    data, frames, batch_size, rounds, batches = c.data, c.frames, c.batch_size, c.rounds, c.batches
+    head_epochs, loader, weights, alpha, workdir = c.head_epochs, c.loader, c.weights, c.alpha, c.workdir
     csv = Path(data) if data is not None else default_data(workdir=workdir)
     index = _subset(FrameIndex.from_csv(csv), frames)
     n = len(index)
@@ -173,7 +216,7 @@ def run(data=None, *, frames: int | None = None, batch_size: int = 256, rounds: 
            "c_over_b": measured["c_over_b"] >= TARGETS["c_over_b_min"]}
     info = {"backbone": cost.as_dict(), "fastest_loader": fastest, "frames": n, "epoch_examples": EPOCH,
             "targets": TARGETS, "measured": measured, "met": met, "data": str(csv)}
-    return df, info
+    return BenchResult("transfer", df, config, info)
 
 
 def add_arguments(p) -> None:
@@ -202,20 +245,24 @@ def register(bench_sub) -> None:
     p.set_defaults(func=main)
 
 
-def main(args) -> int:
-    from kit.bench import print_table, result
-    from kit.util import format_duration, write_json
+def config_from_args(args) -> TransferConfig:
+    return TransferConfig(args.data, frames=args.frames, batch_size=args.batch_size, rounds=args.rounds,
+                          batches=args.batches, head_epochs=args.head_epochs, loader=args.loader,
+                          weights=args.weights, alpha=args.alpha, workdir=args.workdir)
 
-    df, info = run(args.data, frames=args.frames, batch_size=args.batch_size, rounds=args.rounds,
-                   batches=args.batches, head_epochs=args.head_epochs, loader=args.loader,
-                   weights=args.weights, alpha=args.alpha, workdir=args.workdir,
-                   progress=not args.no_progress)
+
+def show(res) -> None:
+    """Prints a result's table, its basis and the targets met or not."""
+    from kit.bench import print_table
+    from kit.util import format_duration
+
+    df, info = res.rows, res.info
     fastest = info["fastest_loader"]
-    show = df.copy()
-    show["epoch_1M"] = [format_duration(s) for s in df[f"epoch_s_{EPOCH}"]]
+    table = df.copy()
+    table["epoch_1M"] = [format_duration(s) for s in df[f"epoch_s_{EPOCH}"]]
     print()
-    print_table(show, ["setup", "examples_per_s", "epoch_1M", "x_generator", f"x_{fastest}", "examples"])
-    print(f"\nbasis: frames trained (column 'examples') over seconds timed, {args.rounds} interleaved rounds; "
+    print_table(table, ["setup", "examples_per_s", "epoch_1M", "x_generator", f"x_{fastest}", "examples"])
+    print(f"\nbasis: frames trained (column 'examples') over seconds timed, {res.config.rounds} interleaved rounds; "
           f"projected to {EPOCH:,} frames. The extraction row is a one-time cost.")
     m, t, ok = info["measured"], info["targets"], info["met"]
 
@@ -225,8 +272,12 @@ def main(args) -> int:
     print(f"targets: (c) epoch {m['c_epoch_s']:.1f} s <= {t['c_epoch_s_max']:g} s: {mark('c_epoch_s')}; "
           f"(c)/(a) {m['c_over_a']:,.0f}x >= {t['c_over_a_min']:g}x: {mark('c_over_a')}; "
           f"(c)/(b) {m['c_over_b']:,.0f}x >= {t['c_over_b_min']:g}x: {mark('c_over_b')}")
-    if args.json and args.json != "-":
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    out = df.astype(object).where(pd.notna(df), None)
-    write_json(args.json, result("transfer", out, **info))
+
+
+def main(args) -> int:
+    from kit.bench import save
+
+    res = run(config_from_args(args), progress=not args.no_progress)
+    show(res)
+    save(res, args.json)
     return 0

@@ -1,0 +1,159 @@
+"""``python -m kit bench scale``'s verdicts and notes: what a row's basis warns of, which
+targets a run met, and what the command prints about the machine.
+
+The bench itself (``kit.bench.scale``) measures; this module judges. A cold figure that
+was not one (the store's pages stayed cached, or the epoch outran the disk's reference
+reads), a warm figure whose store was dropped between its epochs, a disk whose rate moved
+during the run or a reference read bound by the CPU: each is said in words, and a
+target it touches gets no verdict.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["TARGETS", "COLD_IMPLAUSIBLE", "CACHED_AFTER_EVICT", "DISK_UNSTEADY", "CPU_BOUND_READ",
+           "CPU_NOTE_MIN_S", "WARM_CACHED_MIN", "disk_note", "cpu_note", "reference_cpu_note", "warm_warning",
+           "cold_warning", "targets_met", "show"]
+
+#: Targets of the issue (1,000,000 frames, float16, 2 cores).
+TARGETS = {"memmap_warm_epoch_s_max": 10.0, "cold_fraction_of_disk_min": 0.7, "head_epoch_s_max": 15.0,
+           "projection_error_max": 0.25}
+#: A cold read this many times the disk's measured sequential rate is not a cold figure (or the
+#: disk's rate was measured low): flagged in its basis, and its target left without a verdict.
+COLD_IMPLAUSIBLE = 1.1
+#: A share of the store's pages still cached after its eviction (``kit.pagecache.cached_fraction``)
+#: at which a "cold" epoch is not one: flagged in its basis, and its target left without a verdict.
+CACHED_AFTER_EVICT = 0.05
+#: A store's two reference reads (before and after its cold epoch) this many times apart: the
+#: disk's rate moved during the run, so the cold fractions say as much about the disk as about
+#: the loaders (``disk_note``).
+DISK_UNSTEADY = 1.5
+#: The disk's reference read (one thread) used at least this much of a core: it was bound, or
+#: nearly, by the kernel's work of bringing pages in, not by the disk alone; a loader that
+#: decodes on the same cores shares that CPU (``cpu_note``).
+CPU_BOUND_READ = 0.8
+#: A reference read shorter than this says nothing of its CPU (the clock counts in 10 ms ticks).
+CPU_NOTE_MIN_S = 1.0
+#: A warm epoch that started with less than this share of its store's pages cached was partly
+#: a cold one: flagged in its basis (``warm_warning``).
+WARM_CACHED_MIN = 0.95
+
+
+def disk_note(reads_bytes_per_s) -> str | None:
+    """What to say of the disk's reference reads: None when they agree within
+    ``DISK_UNSTEADY``; otherwise that its rate moved during the run (the cold fractions
+    are against the faster read, and their verdicts stand, but rest on an unsteady disk)."""
+    rates = [float(r) for r in reads_bytes_per_s]
+    if len(rates) < 2 or max(rates) <= DISK_UNSTEADY * min(rates):
+        return None
+    return (f"the disk's reference reads differ {max(rates) / min(rates):.1f}x "
+            f"({', '.join(f'{r / 1e6:,.0f}' for r in rates)} MB/s): its rate moved during the run, so the cold "
+            f"fractions (against the faster read) say as much about the disk as about the loaders")
+
+
+def cpu_note(cores: float, kernel_cores: float, bytes_per_cpu_s: float | None,
+             seconds: float = CPU_NOTE_MIN_S) -> str | None:
+    """What to say of the CPU the disk's (faster) reference read used: None below
+    ``CPU_BOUND_READ`` of a core or for a read shorter than ``CPU_NOTE_MIN_S``; otherwise
+    that the read was bound, or nearly, by the CPU (the kernel's work of bringing pages
+    in: it copies nothing) rather than by the disk alone, so the cold fractions also weigh
+    how much CPU a loader has left for reading beside its own work on the same cores."""
+    if cores < CPU_BOUND_READ or seconds < CPU_NOTE_MIN_S:
+        return None
+    per_gb = f", about {1e9 / bytes_per_cpu_s:.1f} CPU-s per GB" if bytes_per_cpu_s else ""
+    return (f"the disk's reference read, one thread, kept {cores:.2f} of a core busy ({kernel_cores:.2f} in the "
+            f"kernel{per_gb}): it was bound by the CPU bringing pages in as much as by the disk, so a cold loader "
+            f"pays that CPU too, beside its own decoding on the same cores (see each row's cpu_cores)")
+
+
+def reference_cpu_note(reads) -> str | None:
+    """``cpu_note`` of the faster of the disk's reference reads, each ``(bytes, seconds,
+    CPU seconds, of which in the kernel)``."""
+    nbytes, s, cpu, kernel = min(reads, key=lambda r: r[1] / r[0])
+    return cpu_note(cpu / s, kernel / s, nbytes / cpu if cpu > 0 else None, s)
+
+
+
+def warm_warning(cached_before, reclaim: str | None = None) -> str | None:
+    """What a warm row's basis warns of: None when every epoch started with at least
+    ``WARM_CACHED_MIN`` of its store's pages cached; else that some were not, so the warm
+    figure is partly a cold one (and what on this machine drops pages, if known)."""
+    low = min(cached_before)
+    if low >= WARM_CACHED_MIN:
+        return None
+    why = f": {reclaim}" if reclaim else ""
+    return (f"WARNING: an epoch started with only {low:.0%} of the store's pages cached, so this warm figure is "
+            f"partly a cold one; the machine dropped pages between the epochs{why}")
+
+
+def cold_warning(fraction: float, cached_after: float | None) -> str | None:
+    """What a cold epoch's basis warns of: None for a plausible cold figure; else whether
+    the store's pages stayed cached (``cached_after``, the share the eviction left, from
+    ``kit.pagecache.cached_fraction``) or, evicted, the disk's rate moved between its
+    reference reads and the epoch (a fraction above ``COLD_IMPLAUSIBLE``). Either way, no
+    verdict."""
+    if cached_after is not None and cached_after >= CACHED_AFTER_EVICT:
+        return (f"WARNING: {cached_after:.0%} of the store's pages stayed cached after the eviction, so this is "
+                f"not a cold figure")
+    if fraction <= COLD_IMPLAUSIBLE:
+        return None
+    head = f"WARNING: {fraction:.2f}x the disk's sequential read"
+    if cached_after is None:
+        return (f"{head}: the store's pages were cached, or the disk's rate moved between its reference reads "
+                f"and this epoch; no verdict")
+    return (f"{head}, with the store evicted ({cached_after:.1%} of its pages cached after): the disk's rate "
+            f"moved between its reference reads and this epoch, so no verdict")
+
+
+def targets_met(df: pd.DataFrame, checks: dict, cached_after: dict | None = None) -> dict:
+    """Each of ``TARGETS`` met (True), missed (False) or without a verdict (None), from a
+    run's rows, its projection checks and what each eviction left cached (by variant)."""
+    def get(variant, state):
+        sel = df[(df["variant"] == variant) & (df["state"] == state) & df["measured"]]
+        return sel.iloc[0] if len(sel) else None
+
+    met = {}
+    mw = get("memmap", "warm")
+    ok = None if mw is None else bool(mw["epoch_s"] <= TARGETS["memmap_warm_epoch_s_max"])
+    # Missed with the store's pages dropped between the epochs: not a warm figure, no verdict.
+    met["memmap_warm_epoch_s"] = None if ok is False and "WARNING" in mw["basis"] else ok
+    for v in ("memmap", "tfrecord"):
+        c = get(v, "cold")
+        left = (cached_after or {}).get(v)
+        # Above COLD_IMPLAUSIBLE the disk's rate or the eviction failed this run, and with the
+        # store's pages left cached the epoch was not cold: no verdict (cold_warning says which).
+        met[f"{v}_cold_fraction_of_disk"] = (
+            None if c is None or cold_warning(c["fraction_of_limit"], left) is not None else
+            bool(c["fraction_of_limit"] >= TARGETS["cold_fraction_of_disk_min"]))
+    h = get("head_from_cache", "warm")
+    met["head_epoch_s"] = None if h is None else bool(h["epoch_s"] <= TARGETS["head_epoch_s_max"])
+    for k, v in checks.items():
+        met[f"{k}_projection"] = bool(abs(v["error"]) <= TARGETS["projection_error_max"])
+    return met
+
+
+def show(res) -> None:
+    """Prints a scale result: its table, each row's basis, the targets and the notes."""
+    from kit.bench import print_table
+    from kit.bench.scale import COLUMNS
+
+    df, info = res.rows, res.info
+    print()
+    print_table(df, COLUMNS[:-1])
+    print("\nbasis per row:")
+    for r in df.itertuples():
+        print(f"  {r.variant} {r.state}: {r.basis}")
+    if info.get("met"):
+        print("targets: " + ", ".join(f"{k} {'no verdict' if v is None else 'met' if v else 'NOT met'}"
+                                      for k, v in info["met"].items()))
+    for key in ("disk_note", "cpu_note"):
+        if info.get(key):
+            print(f"note: {info[key]}")
+    if info.get("reclaim"):
+        print(f"note: this machine drops cached pages by itself ({info['reclaim']}): each warm row's basis says "
+              f"how much of its store was cached as each epoch started")
+    if info.get("free_page_reporting"):
+        print(f"note: on this machine {info['free_page_reporting']}: an evicted store's pages go back to the host, "
+              f"so a cold epoch reads into memory new to it, and the first read of each page costs CPU that a "
+              f"re-read does not (PYTHONPATH=. python scripts/first_touch.py measures how much)")

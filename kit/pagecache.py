@@ -1,0 +1,355 @@
+"""The page cache: eviction, residency, first-touch and reclaim helpers.
+
+* ``evict`` drops files' pages (``posix_fadvise(DONTNEED)``, no root needed) and says how
+  much stayed; ``Residency`` and ``cached_fraction`` ask which pages are cached
+  (``mincore(2)``); ``mapped`` lists the files this process maps (mapped pages stay cached);
+* ``read_through`` reads files front to back with the next chunks asked for ahead (warming a
+  store), ``cache_through`` brings them into the page cache with nothing copied (the disk's
+  sequential rate);
+* ``first_touch`` copies a file's pages through a fresh mapping: the CPU a reader pays for
+  pages new from the disk, against the same pages again;
+* ``proactive_reclaim`` and ``free_page_reporting`` name what on this machine drops cached
+  pages by itself, or hands freed memory back to its host.
+
+``kit.bench.scale``, ``kit.bench.digest``, notebook 03 and ``scripts/`` use these.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["READ_AHEAD_CHUNKS", "POLL_S", "STALL_S", "mapped", "Residency", "cached_fraction", "evict",
+           "read_through", "cache_through", "first_touch", "proactive_reclaim", "free_page_reporting"]
+
+#: ``read_through`` and ``cache_through`` read 16 MB chunks, the kernel asked for this many ahead.
+READ_AHEAD_CHUNKS = 8
+#: ``cache_through``: how often it asks whether a chunk is cached, and how long a chunk may
+#: make no progress before it is read by hand.
+POLL_S = 0.0005
+STALL_S = 2.0
+
+
+def mapped(paths) -> list[str]:
+    """Those of ``paths`` that this process has memory-mapped (from ``/proc/self/maps``;
+    empty where that file does not exist)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return []
+    return [str(p) for p in paths if f" {Path(p).resolve()}\n" in maps]
+
+
+class Residency:
+    """Which pages of one file are in the page cache: ``mincore(2)`` over a read-only
+    mapping of it (mapping reads nothing). ``cached(offset, length)`` counts the cached
+    pages of a range and all its pages; ``close()`` drops the mapping. Raises OSError
+    where that cannot be asked (no ``mincore``, a mapping refused); an empty file has no
+    pages."""
+
+    def __init__(self, path):
+        import ctypes
+        import mmap
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        try:
+            self._map, self._unmap, self._mincore = libc.mmap, libc.munmap, libc.mincore
+        except AttributeError as e:
+            raise OSError(f"no mmap/mincore here: {e}") from None
+        self._map.restype = ctypes.c_void_p
+        self._map.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_long]
+        self._unmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        self._mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+        self._ctypes, self.page = ctypes, mmap.PAGESIZE
+        self.size = os.path.getsize(path)
+        self._addr = None
+        if not self.size:
+            return
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            addr = self._map(None, self.size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        finally:
+            os.close(fd)  # the mapping keeps the file
+        if addr is None or addr == ctypes.c_void_p(-1).value:
+            raise OSError(f"cannot map {path}")
+        self._addr = addr
+
+    def cached(self, offset: int = 0, length: int | None = None) -> tuple[int, int]:
+        """``(cached pages, pages)`` of ``length`` bytes (to the end) from ``offset``."""
+        if self._addr is None:
+            return 0, 0
+        length = self.size - offset if length is None else min(length, self.size - offset)
+        first = offset // self.page
+        count = (offset + length + self.page - 1) // self.page - first
+        if count <= 0:
+            return 0, 0
+        vec = (self._ctypes.c_ubyte * count)()
+        if self._mincore(self._addr + first * self.page, count * self.page, vec) != 0:
+            raise OSError(self._ctypes.get_errno(), "mincore failed")
+        return int(np.count_nonzero(np.frombuffer(vec, np.uint8) & 1)), count
+
+    def close(self):
+        if self._addr is not None:
+            self._unmap(self._addr, self.size)
+            self._addr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def cached_fraction(paths) -> float | None:
+    """The share of ``paths``' pages in the page cache now (``Residency``). None where
+    that cannot be asked (no ``mincore``, a mapping refused) or the files are empty."""
+    cached = total = 0
+    for p in paths:
+        try:
+            with Residency(p) as r:
+                c, t = r.cached()
+        except OSError:
+            return None
+        cached += c
+        total += t
+    return cached / total if total else None
+
+
+def evict(paths) -> float | None:
+    """Drops ``paths``' pages from the page cache (written back first: dirty pages stay)
+    and returns the share still cached after (``cached_fraction``: None where it cannot
+    be asked). Pages that a process maps stay cached whatever ``posix_fadvise`` says, so
+    the memmap loaders' mappings are released first (``release_store_mappings``); a file
+    still mapped after that is an error, not a cold epoch measured on cached pages."""
+    from kit.spectrogram.loaders import release_store_mappings
+
+    release_store_mappings()
+    gc.collect()
+    still = mapped(paths)
+    if still:
+        raise RuntimeError(f"cannot evict {', '.join(still)} from the page cache: this process still maps it, "
+                           "so a 'cold' epoch would read cached pages")
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    return cached_fraction(paths)
+
+
+class _Chunks:
+    """``paths`` as one stream of ``chunk``-sized pieces, file after file: ``self[j]`` is
+    ``(file index, offset, length)``, and ``ask(j)`` asks the kernel to read piece ``j``
+    into the page cache (``POSIX_FADV_WILLNEED``, in pieces of ``kit.store.kernel_read_bytes``;
+    nothing past the last). ``read_through`` and ``cache_through`` ask ahead with it."""
+
+    def __init__(self, paths, chunk: int):
+        self.paths = [Path(p) for p in paths]
+        sizes = [os.path.getsize(p) for p in self.paths]
+        self.items = [(i, offset, min(chunk, size - offset))
+                      for i, size in enumerate(sizes) for offset in range(0, size, chunk)]
+        self.total = sum(sizes)
+        self._pieces = {}
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, j):
+        return self.items[j]
+
+    def ask(self, j):
+        from kit import store
+
+        if j >= len(self.items):
+            return
+        i, offset, length = self.items[j]
+        if i not in self._pieces:
+            self._pieces[i] = store.kernel_read_bytes(self.paths[i])
+        fd = os.open(self.paths[i], os.O_RDONLY)
+        try:
+            store.ask_to_read(fd, offset, length, self._pieces[i])
+        finally:
+            os.close(fd)  # what was asked for is read all the same
+
+
+def read_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS) -> tuple[int, float]:
+    """Reads ``paths`` front to back, one after the other, in ``chunk`` reads, the kernel
+    asked for the next ``ahead`` chunks (``POSIX_FADV_WILLNEED``) while each is read, so
+    the disk works on many requests at once; returns ``(bytes, seconds)``. The chunks
+    asked for run on into the next files: a store of many shards is read as one stream,
+    with no pause at each shard's end. It warms a store before its warm epochs (its pages
+    read as a reader reads them). It is not the disk's reference read (``cache_through``):
+    one thread copying 16 MB reads into its buffer is bound by that copy as much as by the
+    disk."""
+    chunks = _Chunks(paths, chunk)
+
+    def ask(j):  # the kernel asked for chunk j (of all the files', in order) to be read
+        if ahead:
+            chunks.ask(j)
+
+    buf = bytearray(chunk)
+    view = memoryview(buf)
+    total = done = 0
+    t0 = time.perf_counter()
+    for j in range(min(ahead, len(chunks))):
+        ask(j)
+    for p in chunks.paths:
+        with open(p, "rb", buffering=0) as f:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+            while n := f.readinto(view):
+                total += n
+                done += 1
+                ask(done + ahead - 1)
+    return total, time.perf_counter() - t0
+
+
+def cache_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS,
+                  stall_s: float = STALL_S) -> tuple[int, float]:
+    """The disk's sequential read rate, with nothing copied: asks the kernel to read
+    ``paths`` front to back, one after the other, into the page cache, ``chunk`` at a
+    time (``POSIX_FADV_WILLNEED``, in pieces of ``kit.store.kernel_read_bytes``), and
+    waits (``mincore``) for each chunk's pages to be there, with the next ``ahead`` chunks
+    (on into the next files) asked for while it waits; returns ``(bytes, seconds)``.
+
+    Why not ``read_through``: one thread copying what it reads into its buffer is bound
+    by that copy as much as by the disk, and a loader that maps the pages and copies
+    nothing can then outrun "the disk". A chunk whose pages the kernel does not bring
+    within ``stall_s`` seconds of no progress (a hint may be dropped) is read with
+    ``pread``; ``read_through`` is used where ``mincore`` cannot be asked."""
+    paths = [Path(p) for p in paths]
+    try:
+        residency = [Residency(p) for p in paths]
+    except OSError:
+        return read_through(paths, chunk, ahead)
+    try:
+        chunks = _Chunks(paths, chunk)
+        ask = chunks.ask
+
+        def wait(j):  # until chunk j is cached; read it where the kernel stops bringing it
+            i, offset, length = chunks[j]
+            seen, since = -1, time.perf_counter()
+            while True:
+                cached, pages = residency[i].cached(offset, length)
+                if cached == pages:
+                    return
+                now = time.perf_counter()
+                if cached != seen:
+                    seen, since = cached, now
+                elif now - since > stall_s:
+                    with open(paths[i], "rb", buffering=0) as f:
+                        os.pread(f.fileno(), length, offset)
+                    return
+                time.sleep(POLL_S)
+
+        t0 = time.perf_counter()
+        for j in range(min(max(ahead, 1), len(chunks))):
+            ask(j)
+        for j in range(len(chunks)):
+            wait(j)
+            ask(j + max(ahead, 1))
+        return chunks.total, time.perf_counter() - t0
+    finally:
+        for r in residency:
+            r.close()
+
+
+
+def first_touch(path, nbytes: int, out: np.ndarray, piece: int = 64 << 20) -> tuple[float, float, float]:
+    """Copies the first ``nbytes`` of ``path`` through a new read-only mapping into ``out``
+    (a buffer whose pages are touched already); returns ``(seconds, user CPU-s, kernel
+    CPU-s)``. Right after ``cache_through`` of an evicted file, the copy touches pages no
+    process has read since the disk filled them; a second copy touches the same pages again.
+    The difference is what a cold reader pays per byte beside the disk's own time."""
+    import resource
+
+    mm = np.memmap(path, np.uint8, "r", shape=(nbytes,))
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    for i in range(0, nbytes, piece):
+        out[i:i + piece] = mm[i:i + piece]
+    seconds = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    del mm
+    return seconds, r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
+
+
+def proactive_reclaim(root: str = "/sys") -> str | None:
+    """What on this machine drops cached file pages by itself, in words, or None: DAMON's
+    ``pageout`` schemes (``/sys/kernel/mm/damon/admin``: a kernel thread that samples
+    which memory is used and pages out what it has not seen used for a while, as some
+    cloud VMs run to hand memory back to their host) and the ``damon_reclaim`` module. A
+    warm store's pages can go between its epochs there (``kit.bench.scale_report.warm_warning``)."""
+    base = Path(root)
+    found = []
+
+    def read(path):
+        try:
+            return path.read_text().strip()
+        except OSError:
+            return None
+
+    for kd in sorted(base.glob("kernel/mm/damon/admin/kdamonds/[0-9]*")):
+        if read(kd / "state") != "on":
+            continue
+        for ctx in sorted(kd.glob("contexts/[0-9]*")):
+            try:
+                aggr_us = int(read(ctx / "monitoring_attrs/intervals/aggr_us") or 0)
+            except ValueError:
+                aggr_us = 0
+            for scheme in sorted(ctx.glob("schemes/[0-9]*")):
+                if read(scheme / "action") != "pageout":
+                    continue
+                kinds = [f"{'only' if read(f / 'allow') == 'Y' else 'not'} {read(f / 'type')}"
+                         for f in sorted(scheme.glob("ops_filters/[0-9]*")) if read(f / "type")]
+                what = f"DAMON (kdamond {kd.name}) pages out memory"
+                if kinds:
+                    what += " (" + ", ".join(kinds) + " pages)"
+                try:
+                    age = int(read(scheme / "access_pattern/age/min") or 0) * aggr_us / 1e6
+                    quota = int(read(scheme / "quotas/bytes") or 0)
+                    every = int(read(scheme / "quotas/reset_interval_ms") or 0)
+                except ValueError:
+                    age, quota, every = 0, 0, 0
+                if age:
+                    what += f" it has not seen used for {age:.0f} s"
+                if quota and every:
+                    what += f", up to {quota / 1e6:,.0f} MB every {every / 1e3:g} s"
+                found.append(what)
+    if read(base / "module/damon_reclaim/parameters/enabled") == "Y":
+        found.append("DAMON_RECLAIM (the damon_reclaim module) pages out memory it has not seen used")
+    return "; ".join(found) or None
+
+
+def free_page_reporting(root: str = "/sys") -> str | None:
+    """Whether this machine hands the memory it frees back to its host, in words, or None:
+    a virtio balloon with free page reporting (feature bit 5 in
+    ``/sys/bus/virtio/devices/*/features``). There, an evicted store's pages go back to the
+    host, and the pages a cold epoch then reads into are new to it: the first read of each
+    costs a fault in the host, CPU time a machine without it does not pay
+    (``first_touch``, ``scripts/first_touch.py``, measures the cost)."""
+    import mmap
+
+    base = Path(root)
+    for dev in sorted(base.glob("bus/virtio/devices/*")):
+        try:
+            device = int((dev / "device").read_text().strip(), 16)
+            features = (dev / "features").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        if device != 5 or len(features) <= 5 or features[5] != "1":  # 5: balloon; bit 5: reporting
+            continue
+        what = "a virtio balloon hands freed memory back to the host (free page reporting"
+        try:
+            order = int((base / "module/page_reporting/parameters/page_reporting_order").read_text())
+            what += f", in blocks of {(mmap.PAGESIZE << order) / 2**20:g} MB"
+        except (OSError, ValueError):
+            pass
+        return what + ")"
+    return None

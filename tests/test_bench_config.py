@@ -1,0 +1,227 @@
+"""Benches as functions (issue 32): each bench's frozen config checks itself, ``run(config)``
+returns a ``BenchResult`` whose JSON is the bench JSON plus the config, the keyword form
+notebooks use still returns the rows, and the demo calls ``run`` with a config."""
+
+import argparse
+import dataclasses
+import importlib
+import json
+import math
+import re
+from argparse import Namespace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kit.bench import MODULES, BenchResult
+
+#: bench module -> its config class.
+CONFIGS = {
+    "kit.bench.timer": "TimerConfig",
+    "kit.bench.spectrogram": "SpectrogramConfig",
+    "kit.bench.transfer": "TransferConfig",
+    "kit.bench.segmentation": "SegmentationConfig",
+    "kit.bench.scaling": "ScalingConfig",
+    "kit.bench.digest": "DigestConfig",
+    "kit.bench.compare": "CompareConfig",
+    "kit.bench.scale": "ScaleConfig",
+}
+
+
+def _config(module):
+    return getattr(importlib.import_module(module), CONFIGS[module])
+
+
+def test_every_bench_has_a_config():
+    assert set(CONFIGS) == set(MODULES)
+
+
+@pytest.mark.parametrize("module,field,bad,shown", [
+    ("kit.bench.timer", "batch_size", 0, "got 0"),
+    ("kit.bench.timer", "steps", -3, "got -3"),
+    ("kit.bench.spectrogram", "batch_size", 0, "got 0"),
+    ("kit.bench.spectrogram", "generator_seconds", 0.0, "got 0.0"),
+    ("kit.bench.spectrogram", "warmup", -1, "got -1"),
+    ("kit.bench.spectrogram", "variants", "generator,nope", "unknown variant(s) nope"),
+    ("kit.bench.transfer", "loader", "generator", "got 'generator'"),
+    ("kit.bench.transfer", "head_epochs", 0, "got 0"),
+    ("kit.bench.transfer", "frames", 0, "got 0"),
+    ("kit.bench.segmentation", "size", (0, 64), "got (0, 64)"),
+    ("kit.bench.segmentation", "num_batches", 0, "got 0"),
+    ("kit.bench.segmentation", "slow_seconds", float("inf"), "got inf"),
+    ("kit.bench.segmentation", "variants", ["sequence", "fast"], "unknown variant(s) fast"),
+    ("kit.bench.scaling", "replicas", (1, 0), "got 0"),
+    ("kit.bench.scaling", "model", "big", "got 'big'"),
+    ("kit.bench.scaling", "variant", "pydataset", "got 'pydataset'"),
+    ("kit.bench.scaling", "devices", "tpu", "got 'tpu'"),
+    ("kit.bench.digest", "rounds", 0, "got 0"),
+    ("kit.bench.compare", "replicas", (0, 2), "got (0, 2)"),
+    ("kit.bench.compare", "rounds", True, "got True"),
+    ("kit.bench.scale", "dtype", "int8", "got 'int8'"),
+    ("kit.bench.scale", "frames", 0, "got 0"),
+    ("kit.bench.scale", "random_seconds", -5.0, "got -5.0"),
+])
+def test_a_config_refuses_a_bad_value_naming_it(module, field, bad, shown):
+    config = _config(module)
+    config()  # the defaults are valid
+    with pytest.raises(ValueError) as e:
+        config(**{field: bad})
+    msg = str(e.value)
+    assert shown in msg, msg  # the value
+    if field != "variants":  # and the field (an unknown variant names the variant alone)
+        assert field in msg, msg
+
+
+def test_configs_are_frozen_and_normalised():
+    from kit.bench.segmentation import SegmentationConfig
+    from kit.bench.spectrogram import SpectrogramConfig
+
+    c = SpectrogramConfig("data/index.csv", variants="generator, in_memory", workdir="w")
+    assert c.data == Path("data/index.csv") and c.workdir == Path("w")
+    assert c.variants == ("generator", "in_memory")
+    assert SpectrogramConfig(variants="").variants is None  # none named: every variant
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.rounds = 5
+    assert SegmentationConfig(size=[64, 96]).size == (64, 96)
+    with pytest.raises(TypeError):
+        SpectrogramConfig("a.csv", ["generator"])  # only the data is positional, as run's was
+
+
+@pytest.mark.parametrize("module", list(CONFIGS))
+def test_the_commands_defaults_are_the_configs_defaults(module):
+    """``config_from_args`` of the command's defaults is the config's defaults: the CLI, the
+    demo and a notebook calling ``run`` all start from the same place."""
+    m = importlib.import_module(module)
+    p = argparse.ArgumentParser()
+    m.add_arguments(p)
+    assert m.config_from_args(p.parse_args([])) == _config(module)()
+
+
+def test_config_from_args_reads_the_options():
+    from kit.bench import scaling, segmentation, spectrogram
+
+    p = argparse.ArgumentParser()
+    spectrogram.add_arguments(p)
+    c = spectrogram.config_from_args(p.parse_args(["--batches", "7", "--variants", "memmap,tfrecord",
+                                                   "--batch-size", "32"]))
+    assert (c.num_batches, c.variants, c.batch_size) == (7, ("memmap", "tfrecord"), 32)
+    p = argparse.ArgumentParser()
+    segmentation.add_arguments(p)
+    c = segmentation.config_from_args(p.parse_args(["--size", "64x96", "--profile", "--one-hot"]))
+    assert (c.size, c.profile, c.one_hot) == ((64, 96), True, True)
+    p = argparse.ArgumentParser()
+    scaling.add_arguments(p)
+    assert scaling.config_from_args(p.parse_args(["--replicas", "1,2,4"])).replicas == (1, 2, 4)
+    with pytest.raises(ValueError, match="--replicas expects positive integers, got '0,2'"):
+        scaling.config_from_args(p.parse_args(["--replicas", "0,2"]))
+
+
+def test_bench_result_json_is_todays_form_plus_the_config():
+    from kit.bench.spectrogram import SpectrogramConfig
+
+    rows = pd.DataFrame({"variant": ["a", "b"], "examples_per_s": [10.0, math.nan], "batches": [3, 4]})
+    config = SpectrogramConfig(Path("d/index.csv"), variants=("generator", "memmap"), rounds=2)
+    res = BenchResult("spectrogram", rows, config, {"batch_size": 64, "epoch_examples": 100},
+                      run_id="r1", machine={"host": "h"})
+    obj = res.to_json()
+    assert list(obj) == ["bench", "run_id", "rows", "machine", "batch_size", "epoch_examples", "config"]
+    assert obj["bench"] == "spectrogram" and obj["run_id"] == "r1" and obj["machine"] == {"host": "h"}
+    assert obj["rows"] == [{"variant": "a", "examples_per_s": 10.0, "batches": 3},
+                           {"variant": "b", "examples_per_s": None, "batches": 4}]
+    assert obj["config"] == {**dataclasses.asdict(config), "data": "d/index.csv", "variants": ["generator", "memmap"]}
+    assert json.loads(json.dumps(obj, allow_nan=False)) == obj  # plain JSON
+    # A result made without a config (kit.bench.result) has no config key.
+    assert "config" not in BenchResult("x", rows, run_id="r", machine={}).to_json()
+
+
+def test_save_writes_the_json_and_appends_the_ledger(tmp_path, monkeypatch):
+    from kit import results
+    from kit.bench import save
+    from kit.bench.digest import DigestConfig
+
+    monkeypatch.setenv("KIT_RESULTS", str(tmp_path / "ledger.jsonl"))
+    res = BenchResult("digest", pd.DataFrame({"variant": ["stat"], "seconds": [0.5]}), DigestConfig(rounds=2),
+                      machine={"host": "h"})
+    obj = save(res, tmp_path / "out" / "digest.json")
+    assert json.loads((tmp_path / "out" / "digest.json").read_text()) == obj
+    assert obj["config"] == {"csv": None, "rounds": 2}
+    ledger = results.load(tmp_path / "ledger.jsonl")
+    assert list(ledger["variant"]) == ["stat"] and set(ledger["run_id"]) == {res.run_id}
+
+
+def test_run_takes_a_config_or_its_fields(monkeypatch):
+    from kit.bench import digest, transfer
+    from kit.bench.digest import DigestConfig
+    from kit.bench.transfer import TransferConfig
+
+    seen = []
+
+    def measure(csv, rounds):
+        seen.append((csv, rounds))
+        return pd.DataFrame({"variant": ["stat"], "seconds": [1.0]})
+
+    monkeypatch.setattr(digest, "_measure", measure)
+    res = digest.run(DigestConfig("i.csv", rounds=2))
+    assert isinstance(res, BenchResult) and res.name == "digest" and res.config == DigestConfig("i.csv", rounds=2)
+    rows = digest.run("i.csv", rounds=2)  # the keyword form: the rows, as before configs
+    assert isinstance(rows, pd.DataFrame) and seen == [(Path("i.csv"), 2)] * 2
+    with pytest.raises(TypeError, match="alone"):
+        digest.run(DigestConfig(), rounds=3)
+    with pytest.raises(TypeError, match="takes a DigestConfig"):
+        digest.run(TransferConfig())
+    with pytest.raises(ValueError, match="rounds must be a positive integer, got 0"):
+        digest.run(rounds=0)
+
+    def fake_run(config, *, progress, log):
+        return BenchResult("transfer", pd.DataFrame({"variant": ["x"]}), config, {"fastest_loader": "memmap"},
+                           machine={})
+
+    monkeypatch.setattr(transfer, "_run", fake_run)
+    df, info = transfer.run("i.csv", frames=10, progress=False)  # notebook 07's form: (table, info)
+    assert list(df["variant"]) == ["x"] and info == {"fastest_loader": "memmap"}
+    assert isinstance(transfer.run(TransferConfig(frames=10)), BenchResult)
+
+
+def test_the_demo_calls_each_benchs_run_with_a_config(tmp_path, monkeypatch, capsys):
+    """``python -m kit demo`` builds each loader bench's config and calls its ``run``: no
+    argparse namespace in between; its JSON carries the config."""
+    from kit import bench, samples
+    from kit.bench import segmentation, spectrogram
+    from kit.bench.config import as_dict
+
+    monkeypatch.setenv("KIT_FAST", "1")
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KIT_RESULTS", str(tmp_path / "ledger.jsonl"))
+    calls = []
+
+    def fake(name):
+        def run(config, *args, **kwargs):
+            assert not args and not kwargs, (args, kwargs)
+            calls.append(config)
+            return BenchResult(name, pd.DataFrame({"variant": ["v"], "examples_per_s": [1.0]}), config,
+                               {"batch_size": 1}, machine={"host": "h"})
+        return run
+
+    monkeypatch.setattr(spectrogram, "run", fake("spectrogram"))
+    monkeypatch.setattr(segmentation, "run", fake("segmentation"))
+    monkeypatch.setattr(spectrogram, "show", lambda res: print(f"shown {res.name}"))
+    monkeypatch.setattr(segmentation, "show", lambda res: print(f"shown {res.name}"))
+    code = bench._demo_steps(Namespace(reports=str(tmp_path / "r"), no_notebooks=True, notebooks=None))
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "shown spectrogram" in out and "shown segmentation" in out
+    spec, seg = calls
+    assert spec == spectrogram.SpectrogramConfig(samples.embedded("spectrogram"), rounds=1, num_batches=2,
+                                                 generator_seconds=1.0)
+    assert seg == segmentation.SegmentationConfig(samples.embedded("segmentation"), rounds=1, num_batches=2,
+                                                  batch_size=1, size=(64, 64), seconds=0.5, slow_seconds=1.0)
+    for name, config in (("spectrogram", spec), ("segmentation", seg)):
+        obj = json.loads((tmp_path / "r" / f"bench_{name}.json").read_text())
+        assert obj["bench"] == name and obj["config"] == as_dict(config)
+
+
+def test_no_bench_module_parses_arguments_for_the_demo():
+    source = (Path(__file__).resolve().parent.parent / "kit" / "bench" / "__init__.py").read_text()
+    demo = source[source.index("def _demo_steps"):]
+    assert "parse_args" not in demo and "Namespace" not in demo and not re.search(r"\.main\(", demo)
