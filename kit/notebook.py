@@ -1,20 +1,22 @@
 """The setup every notebook runs first: ``FAST = kit.notebook.setup()``.
 
-One call instead of a setup cell copied into every notebook: TensorFlow's log level,
-the warning filters the kit's loaders call for, the installed versions checked
-against the floors the kit was tested with, the plotly renderer (so that an HTML
-export keeps its figures, offline), and a line on the GPUs (a hint, never a failure).
+One call instead of a setup cell copied into every notebook: TensorFlow's log level
+and its start-up lines kept out of the cell's output, the warning filters the kit's
+loaders call for, the installed versions checked against the floors the kit was tested
+with, the plotly renderer (so that an HTML export keeps its figures, offline), and a
+line on the GPUs (a hint, never a failure).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 from kit.memory import keep_freed_memory
 from kit.util import VERSION_FLOORS
 
-__all__ = ["setup", "versions", "fast"]
+__all__ = ["setup", "versions", "fast", "headline", "FAST_NOTE"]
 
 #: Keras warnings that do not apply to the kit's loaders.
 _IGNORED = (
@@ -26,6 +28,29 @@ _IGNORED = (
 def fast() -> bool:
     """True when ``KIT_FAST=1`` (``make test``): the notebooks shrink to seconds."""
     return os.environ.get("KIT_FAST") == "1"
+
+
+#: How a fast-mode figure is marked, in the notebook and on the index page (``kit.report``).
+FAST_NOTE = "FAST MODE"
+
+
+def headline(text: str, *, sample: str) -> str:
+    """Prints a notebook's headline figure, one line; in fast mode marked as such, with its sample.
+
+    The index page (``kit.report``) shows the first line the cell tagged ``headline`` prints,
+    so that line is this one. Fast mode (``KIT_FAST=1``) measures small samples in seconds:
+    a demonstration of the path, not a figure to quote, and the line says so.
+
+    Args:
+        text: the headline, its figures rounded and with their units.
+        sample: what the figures were measured on ("200 frames, 5 batches a round").
+
+    Returns:
+        The line printed.
+    """
+    line = f"{text} [{FAST_NOTE}: {sample}; a demonstration, not a measurement at scale]" if fast() else text
+    print(line)
+    return line
 
 
 def _older(version: str, floor: str) -> bool:
@@ -51,26 +76,40 @@ def versions() -> dict:
             "numpy": np.__version__}
 
 
-def setup(*, gpu_hint: str | None = None, log_level: str = "2") -> bool:
+def _in_kernel() -> bool:
+    """Whether this is a Jupyter kernel (whose file descriptor 2 goes to the notebook)."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = True) -> bool:
     """Prepares this kernel for a kit notebook; returns ``FAST``.
 
     Sets TensorFlow's C++ log level (unless already set) and its Python logger to
-    errors, keeps freed batch buffers mapped for the next batch
-    (``kit.memory.keep_freed_memory``), filters the Keras warnings that do not apply
-    to kit loaders, sets the plotly renderer (``$PLOTLY_RENDERER``, else one that keeps
-    plotly.js in the output), prints the versions and warns when one is older than
-    the floors the kit was tested with (``kit.util.VERSION_FLOORS``), and prints how
-    many GPUs TensorFlow sees (without initialising it: a strategy can still be made
-    after).
+    errors; in a Jupyter kernel, drops from its stderr the lines TensorFlow prints
+    whatever the level (``kit.report.NOISE``: the absl banner, oneDNN's and the CUDA
+    probes' lines) while every other line, errors included, still shows; keeps freed
+    batch buffers mapped for the next batch (``kit.memory.keep_freed_memory``), filters
+    the Keras warnings that do not apply to kit loaders, sets the plotly renderer
+    (``$PLOTLY_RENDERER``, else one that keeps plotly.js in the output), prints the
+    versions and warns when one is older than the floors the kit was tested with
+    (``kit.util.VERSION_FLOORS``), and prints how many GPUs TensorFlow sees (without
+    initialising it: a strategy can still be made after).
 
     Args:
         gpu_hint: what to print when there is no GPU (a default line otherwise).
-        log_level: ``TF_CPP_MIN_LOG_LEVEL`` (``"2"``: warnings and errors only).
+        log_level: ``TF_CPP_MIN_LOG_LEVEL`` (``"2"``: errors only; ``"0"`` everything).
+        quiet: drop the ``kit.report.NOISE`` lines from the kernel's stderr (False: keep them).
 
     Returns:
         ``fast()``.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", log_level)
+    if quiet and _in_kernel():
+        from kit.report import keep_stderr_quiet
+
+        # Before TensorFlow loads: what it prints at load time ignores the log level.
+        keep_stderr_quiet()
     keep_freed_memory()  # freed batch buffers stay mapped for the next batch (kit.memory)
     for message in _IGNORED:
         warnings.filterwarnings("ignore", message=message)
@@ -88,4 +127,7 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2") -> bool:
     gpus = tf.config.list_physical_devices("GPU")
     print(f"GPUs: {len(gpus)}" if gpus else
           gpu_hint or "No GPU found: everything below runs on the CPU (loader speeds are what matter here).")
+    if fast():
+        print(f"{FAST_NOTE} (KIT_FAST=1): small samples and short measurements, so the notebook runs in seconds; "
+              f"its figures show the path, not your scale. Unset KIT_FAST for the full run.")
     return fast()

@@ -3,15 +3,20 @@ with ``index.html``: the walkthrough in order, what each notebook teaches and it
 
 What a reader of the reports should not have to wade through is kept out:
 
-* TensorFlow's start-up lines (the absl banner, ``cuInit ... (303)``, ``cudart_stub``) and
-  Jupyter's "Kernel is running over TCP": the kernel starts with ``TF_CPP_MIN_LOG_LEVEL=2``,
-  what TensorFlow prints regardless is filtered out of the stream outputs (``NOISE``), and
-  the kernel's own stdout/stderr go to ``<out>/logs/NAME.log`` instead of the terminal;
+* TensorFlow's start-up lines (the absl banner, ``cuInit ... (303)``, ``cudart_stub``, oneDNN's)
+  and Jupyter's "Kernel is running over TCP": the kernel starts with ``TF_CPP_MIN_LOG_LEVEL=2``,
+  what TensorFlow prints regardless (``NOISE``) is dropped at the kernel's file descriptor 2
+  by ``kit.notebook.setup`` (``keep_stderr_quiet``) and from the stream outputs (``clean``),
+  and the kernel's own stdout/stderr go to ``<out>/logs/NAME.log`` instead of the terminal;
 * full tracebacks of the cells that fail on purpose: the HTML shows the error type and
   message, with the traceback in a collapsed ``<details>`` block;
 * progress widgets that need a live front end: ``KIT_PROGRESS=text`` makes the kit's bars
   plain text (``kit.progress``), and carriage-return updates are coalesced so the saved
-  output shows the finished bar.
+  output shows the finished bar;
+* a copy of plotly.js per page and notebook, and anything from a CDN: the pages load one
+  ``plotly.min.js`` beside them (``write_plotlyjs``) and no require.js, MathJax, mermaid or
+  widget script; the saved notebooks keep each figure as plotly's JSON (``slim``), which
+  JupyterLab draws with its own plotly.js. The reports open offline.
 
 Everything written carries a marker (``<meta name="generator" content="kit.report">`` in HTML,
 ``metadata.kit_report`` in notebooks); files in the output folder without it are never
@@ -37,10 +42,15 @@ __all__ = [
     'ReportError',
     'is_noise',
     'quiet_stderr',
+    'keep_stderr_quiet',
     'execute',
     'clean',
     'last_line',
     'to_html',
+    'slim',
+    'PLOTLYJS',
+    'write_plotlyjs',
+    'FAST_BANNER',
     'is_kits',
     'Entry',
     'describe',
@@ -59,8 +69,9 @@ QUIET_ENV = {
     "TF_CPP_MIN_LOG_LEVEL": "2",
     # the kit's progress bars as plain text (see kit.progress)
     "KIT_PROGRESS": "text",
-    # figures carry plotly.js with them, so the HTML export shows them offline too
-    "PLOTLY_RENDERER": "plotly_mimetype+notebook",
+    # figures as plotly's JSON only: the HTML draws them with the shared plotly.min.js
+    # (to_html), JupyterLab with its own; no copy of plotly.js goes into the notebook
+    "PLOTLY_RENDERER": "plotly_mimetype",
 }
 
 #: Lines of stream output that are start-up noise, not results. TF_CPP_MIN_LOG_LEVEL does not
@@ -71,7 +82,10 @@ NOISE = [
     re.compile(r"^[IW]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] "),
     # the CUDA probes' errors on a machine without a usable GPU (other errors stay visible)
     re.compile(r"^E\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] .*"
-               r"(cuInit|Unable to register cu\w+ factory|CUDA error|cuda drivers)"),
+               r"(cuInit|Unable to register cu\w+ factory|CUDA error|cuda drivers"
+               r"|computation placer already registered)"),
+    # a notice logged at error level whenever float16 runs on a CPU without AVX-512 FP16
+    re.compile(r"^E\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] oneDNN supports DT_HALF only"),
     re.compile(r"^To enable the following instructions: .* rebuild TensorFlow"),
     re.compile(r"^\[IPKernelApp\] WARNING \| Kernel is running over TCP"),
 ]
@@ -90,42 +104,93 @@ def is_noise(line: str) -> bool:
     return any(p.match(line) for p in NOISE)
 
 
+#: The filter process of ``quiet_stderr``: stdin is the pipe that replaced fd 2, stdout the
+#: original stderr, argv[1] the ``NOISE`` patterns as JSON. Standard library only (-I -S).
+_FILTER = r"""
+import json, os, re, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the command, which then closes the pipe
+noise = [re.compile(p) for p in json.loads(sys.argv[1])]
+def keep(part):
+    line = part.decode("utf-8", "replace")
+    return not any(p.match(line) for p in noise)
+buf = b""
+while chunk := os.read(0, 1 << 16):
+    *parts, buf = re.split(rb"(?<=[\r\n])", buf + chunk)
+    out = b"".join(p for p in parts if keep(p))
+    if out:
+        os.write(1, out)
+if buf and keep(buf):
+    os.write(1, buf)
+"""
+
+
+class _StderrFilter:
+    """A pipe in place of file descriptor 2, read by a small process that forwards to the
+    original stderr every line that is not ``NOISE``, as it arrives. A process rather than a
+    thread: what is written just before a crash (a fatal ``F`` line, then abort) still arrives."""
+
+    def __init__(self):
+        import subprocess
+
+        sys.stderr.flush()
+        self.saved = os.dup(2)
+        r, w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _FILTER, json.dumps([p.pattern for p in NOISE])],
+                stdin=r, stdout=self.saved, stderr=self.saved, close_fds=True)
+        except BaseException:
+            for fd in (r, w, self.saved):
+                os.close(fd)
+            raise
+        os.close(r)
+        os.dup2(w, 2)
+        os.close(w)
+
+    def close(self, timeout: float) -> None:
+        import subprocess
+
+        sys.stderr.flush()
+        os.dup2(self.saved, 2)  # closes the pipe's last write end here, unless a child holds one
+        os.close(self.saved)
+        try:
+            self.proc.wait(timeout=timeout)  # it has forwarded everything
+        except subprocess.TimeoutExpired:
+            pass  # a child still writes to the pipe: the filter serves it until it exits
+
+
 @contextmanager
 def quiet_stderr():
     """Drops ``NOISE`` lines written to file descriptor 2 while inside, by Python or by C++
     (TensorFlow logs through absl, below ``sys.stderr``); every other byte passes through.
 
-    A pipe replaces fd 2 and a thread forwards what is not noise to the original stderr.
-    Leaving waits at most 5 s for the thread (a child process may hold the pipe open).
+    A pipe replaces fd 2 and a small process forwards what is not noise to the original
+    stderr. Leaving waits at most 5 s for it (a child process may hold the pipe open).
     """
-    import threading
-
-    sys.stderr.flush()
-    saved = os.dup(2)
-    r, w = os.pipe()
-    os.dup2(w, 2)
-    os.close(w)
-
-    def pump():
-        buf = b""
-        with os.fdopen(r, "rb", buffering=0) as src:
-            while chunk := src.read(1 << 16):
-                *parts, buf = re.split(rb"(?<=[\r\n])", buf + chunk)
-                keep = b"".join(p for p in parts if not is_noise(p.decode("utf-8", "replace")))
-                if keep:
-                    os.write(saved, keep)
-        if buf and not is_noise(buf.decode("utf-8", "replace")):
-            os.write(saved, buf)
-
-    thread = threading.Thread(target=pump, name="kit-quiet-stderr", daemon=True)
-    thread.start()
+    f = _StderrFilter()
     try:
         yield
     finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)  # closes the pipe's last write end here: the thread sees its end
-        thread.join(timeout=5)
-        os.close(saved)
+        f.close(timeout=5)
+
+
+_kept: _StderrFilter | None = None
+
+
+def keep_stderr_quiet() -> None:
+    """Drops ``NOISE`` lines from file descriptor 2 for the rest of the process (as
+    ``quiet_stderr``); a second call does nothing. At exit fd 2 is restored and what is
+    in the pipe is forwarded (waiting at most 1 s).
+
+    For a Jupyter kernel, whose fd 2 goes to the notebook: ``kit.notebook.setup`` calls it
+    before TensorFlow loads, so its start-up lines never reach the cell.
+    """
+    global _kept
+    if _kept is None:
+        import atexit
+
+        _kept = _StderrFilter()
+        atexit.register(_kept.close, 1.0)
 
 
 # --------------------------------------------------------------------------- executing
@@ -241,34 +306,144 @@ def _error_html(out) -> str:
             f'<pre style="white-space:pre-wrap">{ansi2html(trace)}</pre></details></div>')
 
 
-def to_html(nb, *, failed: str | None = None) -> str:
-    """The notebook as a standalone HTML page, errors shown as their last line.
+#: The one copy of plotly.js in a reports folder, which its pages load (``write_plotlyjs``).
+PLOTLYJS = "plotly.min.js"
+_PLOTLY_MIME = "application/vnd.plotly.v1+json"
+_JS_MARK = f"/* {GENERATOR}: "
+#: nbconvert's lab page without the scripts it takes from CDNs: require.js (no output here
+#: needs it), MathJax (no notebook has LaTeX), mermaid, and the widget manager (a headless
+#: run draws static figures, see kit.plots.headless).
+_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{% block html_head_js %}{% endblock html_head_js %}
+{% block jupyter_widgets %}{% endblock jupyter_widgets %}
+{% block html_head_js_mathjax %}{% endblock html_head_js_mathjax %}
+{% block html_head_js_mermaidjs %}{% endblock html_head_js_mermaidjs %}
+"""
+_REMOTE_SCRIPT = re.compile(r"""<script\b[^>]*\bsrc=["']?(https?:)?//[^>]*>\s*</script>""", re.IGNORECASE)
+#: What the index and each page of a fast run say at the top.
+FAST_BANNER = "fast mode: small samples, figures are a demonstration, not measurements of your scale"
+
+
+def _text(v) -> str:
+    return "".join(v) if isinstance(v, list) else (v or "")
+
+
+def _is_plotlyjs(html_text: str) -> bool:
+    """Whether an HTML output carries the plotly.js library (plotly's "notebook" renderer
+    shows it once per kernel: about 5 MB)."""
+    return len(html_text) > 100_000 and re.search(r"\*\s*plotly\.js v\d", html_text[:20_000]) is not None
+
+
+def slim(nb):
+    """Keeps plotly.js out of a notebook (in place) and returns it.
+
+    Drops the outputs that carry the library and the HTML beside each figure's plotly
+    JSON (that HTML needs the library), so a figure is its ``application/vnd.plotly.v1+json``
+    output alone: JupyterLab draws it with its own plotly.js, ``to_html`` with the shared one.
+    """
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if _PLOTLY_MIME in data:
+                data.pop("text/html", None)
+            elif out.output_type == "display_data" and _is_plotlyjs(_text(data.get("text/html"))):
+                continue
+            kept.append(out)
+        cell.outputs = kept
+    return nb
+
+
+def _figure_html(fig: dict) -> str:
+    """A figure's plotly JSON as an HTML ``<div>`` drawn by the page's plotly.js (as plotly's
+    notebook renderer draws it, without the library and without MathJax)."""
+    import plotly.io as pio
+
+    fig = dict(fig)
+    config = fig.pop("config", None) or {}
+    return pio.to_html(fig, config=config, include_plotlyjs=False, include_mathjax=False, full_html=False,
+                       auto_play=False, default_width="100%", default_height=525, validate=False)
+
+
+def to_html(nb, *, failed: str | None = None, fast: bool = False, plotlyjs: str = PLOTLYJS) -> str:
+    """The notebook as an HTML page, errors shown as their last line.
+
+    The page loads nothing from the network. Its plotly figures (drawn from their plotly
+    JSON) need plotly.js at ``plotlyjs``, relative to the page: ``run_notebooks`` writes it
+    there (``write_plotlyjs``); a page without figures loads nothing.
 
     Args:
         nb: an executed notebook (not modified).
         failed: a one-line reason; puts a banner at the top saying the run failed.
+        fast: puts a banner at the top saying the run was in fast mode (``FAST_BANNER``).
+        plotlyjs: where the page loads plotly.js from.
     """
     import copy
 
     import nbformat
+    from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
     nb = copy.deepcopy(nb)
+    figures = False
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": _error_html(o)})
-                        if o.output_type == "error" else o for o in cell.get("outputs", [])]
-    body, _ = HTMLExporter().from_notebook_node(nb)
+        outputs = []
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if o.output_type == "error":
+                o = nbformat.v4.new_output("display_data", data={"text/html": _error_html(o)})
+            elif _PLOTLY_MIME in data:
+                data["text/html"] = _figure_html(data[_PLOTLY_MIME])
+                figures = True
+            elif "text/html" in data:
+                if _is_plotlyjs(_text(data["text/html"])):
+                    continue  # the page loads the shared copy instead
+                data["text/html"] = _REMOTE_SCRIPT.sub("", _text(data["text/html"]))
+            outputs.append(o)
+        cell.outputs = outputs
+    exporter = HTMLExporter(extra_loaders=[DictLoader({"kit_report.html.j2": _TEMPLATE})],
+                            template_file="kit_report.html.j2")
+    body, _ = exporter.from_notebook_node(nb)
+    head = _MARK
+    if figures:
+        head += f'\n<script src="{html.escape(plotlyjs)}" charset="utf-8"></script>'
     banner = ""
     if failed:
-        banner = ('<div style="background:#d9534f;color:white;padding:10px;font:16px sans-serif">'
-                  f"This run failed: {html.escape(failed)}. Cells after the failure did not run."
-                  "</div>")
-    body = body.replace("<head>", f"<head>\n{_MARK}", 1)
+        banner += ('<div style="background:#d9534f;color:white;padding:10px;font:16px sans-serif">'
+                   f"This run failed: {html.escape(failed)}. Cells after the failure did not run."
+                   "</div>")
+    if fast:
+        banner += ('<div class="kit-fast" style="background:#fcf8e3;color:#8a6d3b;padding:10px;'
+                   f'font:16px sans-serif;border-bottom:1px solid #faebcc">{html.escape(FAST_BANNER)}.</div>')
+    body = body.replace("<head>", f"<head>\n{head}", 1)
     if banner:
         body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + banner, body, count=1)
     return body
+
+
+def write_plotlyjs(out: str | os.PathLike) -> Path:
+    """Writes ``out/plotly.min.js`` (``PLOTLYJS``) from the installed plotly package: the
+    one copy the pages of ``out`` load. An identical file is left as it is.
+
+    Raises:
+        ReportError: the file there was not written by kit.
+    """
+    import plotly
+    from plotly.offline import get_plotlyjs
+
+    target = Path(out) / PLOTLYJS
+    text = f"{_JS_MARK}plotly.js of the installed plotly {plotly.__version__} */\n{get_plotlyjs()}"
+    if target.exists():
+        if not is_kits(target):
+            raise ReportError(f"{target} was not written by kit; move it away or use another reports folder")
+        if target.read_text(encoding="utf-8", errors="replace") == text:
+            return target
+    _write(target, text)
+    return target
 
 
 def is_kits(path: Path, source: Path | None = None) -> bool:
@@ -296,6 +471,8 @@ def is_kits(path: Path, source: Path | None = None) -> bool:
         return bool(title) and "jp-Notebook" in text and html.escape(title, quote=False) in text
     if path.suffix == ".ipynb":
         return _ipynb_marked(path, source)
+    if path.suffix == ".js":
+        return head.startswith(_JS_MARK)
     return False
 
 
@@ -396,8 +573,12 @@ def _fmt_s(s: float) -> str:
 
 
 def write_index(entries: list[Entry], out: str | os.PathLike, *, title: str = "kit: the walkthrough",
-                extra: str = "") -> Path:
-    """Writes ``out/index.html``: one row per notebook, in order, linking its HTML."""
+                extra: str = "", fast: bool = False) -> Path:
+    """Writes ``out/index.html``: one row per notebook, in order, linking its HTML.
+
+    ``fast``: the notebooks ran in fast mode; the page says so at the top (``FAST_BANNER``)
+    and marks each headline of this run.
+    """
     out = Path(out)
     target = out / "index.html"
     if target.exists() and not is_kits(target):
@@ -413,6 +594,8 @@ def write_index(entries: list[Entry], out: str | os.PathLike, *, title: str = "k
                 figure = html.escape(e.headline)
             else:
                 figure = '<span class="dim">(no headline cell)</span>'
+            if fast and (e.headline_table or e.headline):
+                figure = f'<span class="fastmark">fast mode</span> {figure}'
             status = f'<span class="ok">ran in {_fmt_s(e.seconds)}</span>' if e.seconds is not None else "ok"
         elif e.status == "failed":
             figure = f'<span class="bad">FAILED: {html.escape(e.error or "")}</span>'
@@ -436,10 +619,14 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 8px 10px; vertical-align: top;
 .teach {{ color: #555; font-size: 13px; }} .fig {{ font-family: monospace; font-size: 13px; }}
 .table table {{ font-size: 12px; width: auto; }} .table td, .table th {{ padding: 2px 6px; text-align: right; }}
 .ok {{ color: #2a7a2a; }} .bad {{ color: #c9302c; font-weight: bold; }} .dim {{ color: #999; }}
+.fast {{ background: #fcf8e3; color: #8a6d3b; border: 1px solid #faebcc; padding: 10px 14px; font-size: 17px; }}
+.fastmark {{ background: #f0ad4e; color: white; border-radius: 3px; padding: 0 5px; font: bold 11px sans-serif; }}
 </style></head><body>
+{f'<p class="fast"><strong>{html.escape(FAST_BANNER)}.</strong></p>' if fast else ""}
 <h1>{html.escape(title)}</h1>
 <p>Each notebook was executed headless in this run; the figure beside it is the first output of its
-<code>headline</code> cell, measured in this run. Click a title to read the notebook.</p>
+<code>headline</code> cell, measured in this run{" in fast mode" if fast else ""}.
+Click a title to read the notebook.</p>
 <table><tr><th style="width:42%">notebook: what it teaches</th><th>headline measured in this run</th>
 <th style="white-space:nowrap">status</th></tr>
 {chr(10).join(rows)}
@@ -448,15 +635,13 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 8px 10px; vertical-align: top;
 <p class="dim">Written by kit.report at {time.strftime("%Y-%m-%d %H:%M:%S %Z")}.</p>
 </body></html>
 """
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    tmp.write_text(page)
-    os.replace(tmp, target)
+    _write(target, page)
     return target
 
 
 def _write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -471,7 +656,8 @@ def notebooks(src: str | os.PathLike = "notebooks", only=None) -> list[Path]:
 def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike = "reports", *,
                   fast: bool = False, only=None, timeout: int = 1800, log=print) -> list[Entry]:
     """Executes the notebooks in order into ``out``; writes ``NAME.ipynb``, ``NAME.html``,
-    ``logs/NAME.log`` and ``index.html`` (rewritten after each notebook).
+    ``logs/NAME.log``, ``plotly.min.js`` (the pages' one copy) and ``index.html``
+    (rewritten after each notebook).
 
     A notebook that fails does not stop the others: its HTML shows what ran, with a
     banner saying it failed, and the index marks it failed. The previous run's report of
@@ -503,9 +689,11 @@ def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike =
         for target in (out / p.name, out / p.with_suffix(".html").name):
             if target.exists() and not is_kits(target, p):
                 raise ReportError(f"{target} was not written by kit; move it away or use another reports folder")
-    if (out / "index.html").exists() and not is_kits(out / "index.html"):
-        raise ReportError(f"{out / 'index.html'} was not written by kit; move it away or use another reports folder")
+    for target in (out / "index.html", out / PLOTLYJS):
+        if target.exists() and not is_kits(target):
+            raise ReportError(f"{target} was not written by kit; move it away or use another reports folder")
     out.mkdir(parents=True, exist_ok=True)
+    write_plotlyjs(out)  # the one copy every page loads
 
     entries = []
     for p in every:
@@ -531,9 +719,9 @@ def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike =
             failed = _one_line(err, nb)
         e.seconds = time.perf_counter() - t0
         nb.metadata["kit_report"] = {"generator": GENERATOR, "status": "failed" if failed else "ok",
-                                     "seconds": round(e.seconds, 1)}
-        nbformat.write(nb, nb_path)
-        _write(html_path, to_html(nb, failed=failed))
+                                     "seconds": round(e.seconds, 1), "fast": fast}
+        nbformat.write(slim(nb), nb_path)
+        _write(html_path, to_html(nb, failed=failed, fast=fast))
         e.html = html_path.name
         if failed:
             e.status, e.error = "failed", failed
@@ -543,8 +731,8 @@ def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike =
             e.headline, e.headline_table = headline_output(nb)
             log(f"        done in {_fmt_s(e.seconds)}"
                 + (f": {e.headline}" if e.headline and not e.headline_table else ""))
-        write_index(entries, out)
-    write_index(entries, out)
+        write_index(entries, out, fast=fast)
+    write_index(entries, out, fast=fast)
     return entries
 
 

@@ -286,7 +286,8 @@ def test_exported_html_of_05_keeps_its_plotly_slider_offline(tmp_path, browser):
     assert entry.status == "ok", entry.error
     html = out / entry.html
     assert html.name == "05_compare_epoch_times.html"
-    assert entry.headline and entry.headline.startswith("spectrogram, 1,000,000 frames on 2 replicas")
+    assert entry.headline and entry.headline.startswith("spectrogram, 1,000,000 frames on 2 replica(s)")
+    assert "[FAST MODE: " in entry.headline  # a fast-mode figure says so, with its sample
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(UPDATE_S * 1000)

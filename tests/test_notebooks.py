@@ -6,6 +6,7 @@ import nbformat
 import pytest
 
 from kit import report
+from kit.notebook import FAST_NOTE
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -23,6 +24,9 @@ def test_committed_clean_with_parameters_cell(path):
     first = code[0]
     assert "parameters" in first.metadata.get("tags", []), f"{path.name}: first code cell not tagged"
     assert "KIT_FAST" in first.source
+    tagged = [c for c in code if "headline" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1 and "kit.notebook.headline(" in tagged[0].source, \
+        f"{path.name}: one cell tagged headline, printing through kit.notebook.headline"
     headings = [line for c in nb.cells if c.cell_type == "markdown"
                 for line in c.source.splitlines() if line.startswith("# ")]
     assert len(headings) == 1, f"{path.name}: one H1 expected, found {headings}"
@@ -42,7 +46,11 @@ def _assert_only_tagged_cells_failed(nb, run):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_runs_headless_in_fast_mode_twice(path):
     """The first run builds the notebook's caches and stores in this test's own KIT_CACHE;
-    the second run finds them in place (a second ``make demo`` once failed in 07 there)."""
+    the second run finds them in place (a second ``make demo`` once failed in 07 there).
+    Each run's headline is one rounded line, marked as fast mode with its sample."""
     for run in ("first", "second"):
         nb = report.execute(path, fast=True, timeout=600)
         _assert_only_tagged_cells_failed(nb, run)
+        line, table = report.headline_output(nb)
+        assert line and table is None, f"{run} run: the headline is not one line: {line!r}"
+        assert f"[{FAST_NOTE}: " in line, f"{run} run: a fast-mode headline not marked: {line!r}"

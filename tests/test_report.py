@@ -2,6 +2,9 @@
 the index page with headlines from tagged cells, and failed notebooks never left looking current."""
 
 import html
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -125,6 +128,7 @@ def test_walkthrough_index_headlines_failures_and_stale_reports(tmp_path):
     positions = [index.index(f'href="{n}.html"') for n in ("00_first", "01_second", "02_third")]
     assert positions == sorted(positions)
     assert "learn the first thing." in index and "rate 42 frames/s on True" in index
+    assert report.FAST_BANNER in index and '<span class="fastmark">fast mode</span> rate 42' in index
     # The terminal got the demo's progress only; the kernel's own output went to the log.
     assert all("Kernel is running" not in line and "absl" not in line for line in said)
     assert (out / "logs" / "00_first.log").exists()
@@ -135,6 +139,8 @@ def test_walkthrough_index_headlines_failures_and_stale_reports(tmp_path):
                    for o in c.outputs)  # no widget left behind
     html0 = (out / "00_first.html").read_text()
     assert "<details>" in html0 and "ValueError: deliberate" in html0
+    assert report.FAST_BANNER in html0 and run0.metadata["kit_report"]["fast"] is True
+    assert "<script src=" not in html0  # no figure: nothing to load
 
     # 01 now fails: its old report must not stay as if current.
     _walkthrough(src, fail_01=True)
@@ -230,3 +236,201 @@ def test_every_walkthrough_notebook_tags_one_headline_cell(path):
     tagged = [c for c in nb.cells if "headline" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, f"{path.name}: {len(tagged)} cells tagged headline"
     assert tagged[0].cell_type == "code" and "raises-exception" not in tagged[0].metadata.get("tags", [])
+
+
+# --------------------------------------------------------------------------- quiet, offline reports
+
+def test_tensorflow_lines_that_ignore_the_log_level_are_noise_and_real_errors_are_not():
+    noise = [
+        ("I0000 00:00:1796189918.117149    3688 port.cc:153] oneDNN custom operations are on. You may see "
+         "slightly different numerical results due to floating-point round-off errors."),
+        ("E0000 00:00:1796189924.159666    3688 util.cc:131] oneDNN supports DT_HALF only on platforms with "
+         "AVX-512. Falling back to the default Eigen-based implementation if present."),
+        ("I0000 00:00:1796190004.213379    6261 cpu_feature_guard.cc:227] This TensorFlow binary is optimized "
+         "to use available CPU instructions in performance-critical operations."),
+        ("To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow "
+         "with the appropriate compiler flags."),
+        "W0000 00:00:1796190004.213379    6261 py_utils.cc:38] TF-TRT Warning: Could not find TensorRT",
+        ("E0000 00:00:1796190004.213379    6261 cuda_dnn.cc:8579] Unable to register cuDNN factory: "
+         "Attempting to register factory for plugin cuDNN when one has already been registered"),
+        ("E0000 00:00:1796190004.213379    6261 computation_placer.cc:177] computation placer already "
+         "registered. Please check linkage and avoid linking the same target more than once."),
+    ]
+    assert [line for line in noise if not report.is_noise(line)] == []
+    kept = [REAL_ERROR,
+            "E0000 00:00:1796190004.213379    6261 op_kernel.cc:1857] INVALID_ARGUMENT: slice index 5 out of bounds",
+            "ValueError: oneDNN supports DT_HALF only on platforms with AVX-512",  # not TensorFlow's log line
+            "InvalidArgumentError: cuInit"]
+    assert [line for line in kept if report.is_noise(line)] == []
+
+
+def test_quiet_stderr_drops_noise_written_below_python_and_keeps_the_rest(tmp_path):
+    code = ("import os, sys\nfrom kit import report\nwith report.quiet_stderr():\n"
+            f"    os.write(2, {NOISE.encode()!r})\n"
+            f"    os.write(2, {REAL_ERROR.encode()!r})\n"
+            "    print('python line', file=sys.stderr)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stderr == REAL_ERROR + "python line\n"
+
+
+def _figure_outputs():
+    """The outputs plotly's ``plotly_mimetype+notebook`` renderer leaves in a notebook: the
+    library once (about 5 MB), then per figure its JSON beside HTML that needs that library."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+    from plotly.offline import get_plotlyjs
+
+    fig = go.Figure(go.Bar(x=["generator", "memmap"], y=[7, 7219]), layout={"title": "frames per second"})
+    library = nbformat.v4.new_output("display_data", data={"text/html": f"<script>{get_plotlyjs()}</script>"})
+    bundle = {**pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict()),
+              **pio.renderers["notebook"].to_mimebundle(fig.to_dict())}
+    return library, nbformat.v4.new_output("display_data", data=bundle)
+
+
+def test_a_page_draws_figures_from_their_json_with_one_shared_plotlyjs_and_nothing_from_a_cdn():
+    library, figure = _figure_outputs()
+    assert len(library.data["text/html"]) > 4_000_000 and "cdnjs" in figure.data["text/html"]  # MathJax
+    nb = _nb(nbformat.v4.new_markdown_cell("# 00 · Figures"), _code("fig.show()", outputs=[library, figure]))
+    page = report.to_html(nb)
+    assert len(page) < 1_000_000  # nbconvert's CSS and the figure; no plotly.js
+    assert page.count('<script src="plotly.min.js" charset="utf-8"></script>') == 1
+    assert "Plotly.newPlot" in page and "frames per second" in page
+    srcs = re.findall(r"<script[^>]*\bsrc=\"([^\"]*)\"", page)
+    assert srcs == ["plotly.min.js"]  # no require.js, MathJax, mermaid nor widget manager
+    for remote in ("cdn.", "cdnjs", "unpkg", "jsdelivr", "mathjax/", "require.min.js"):
+        assert remote not in page, remote
+    assert 'src="../shared/plotly.min.js"' in report.to_html(nb, plotlyjs="../shared/plotly.min.js")
+    plain = report.to_html(_nb(_code("print(1)", outputs=[_stream("stdout", "1\n")])))
+    assert "<script src=" not in plain  # no figure, nothing to load
+
+    report.slim(nb)  # what run_notebooks saves: each figure as its plotly JSON alone
+    (out,) = nb.cells[1].outputs
+    assert list(out.data) == ["application/vnd.plotly.v1+json"]
+    saved = nbformat.writes(nb)
+    assert len(saved) < 50_000 and "plotly.js v" not in saved  # the JSON with its template; no library
+    assert "Plotly.newPlot" in report.to_html(nb)  # the page is still drawn from the saved notebook
+
+
+def test_plotlyjs_is_written_once_and_never_over_a_file_the_kit_did_not_write(tmp_path):
+    import plotly
+
+    target = report.write_plotlyjs(tmp_path)
+    assert target == tmp_path / "plotly.min.js" and report.is_kits(target)
+    head = target.read_text()[:200]
+    assert head.startswith("/* kit.report: ") and plotly.__version__ in head and "plotly.js v" in head
+    mtime = target.stat().st_mtime_ns
+    assert report.write_plotlyjs(tmp_path) == target and target.stat().st_mtime_ns == mtime  # left as it is
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "plotly.min.js").write_text("/* my own build */")
+    with pytest.raises(report.ReportError, match="plotly.min.js was not written by kit"):
+        report.write_plotlyjs(mine)
+    src = tmp_path / "notebooks"
+    _walkthrough(src, fail_01=False)
+    with pytest.raises(report.ReportError, match="plotly.min.js was not written by kit"):
+        report.run_notebooks(src, mine, fast=True, timeout=120, log=lambda s: None)
+    assert (mine / "plotly.min.js").read_text() == "/* my own build */" and not (mine / "index.html").exists()
+
+
+def test_the_index_of_a_fast_run_says_so_at_the_top_and_on_each_headline(tmp_path):
+    entries = [report.Entry("00_a", "00 · A", "first", status="ok", headline="7,219 frames/s", seconds=3.0,
+                            html="00_a.html"),
+               report.Entry("01_b", "01 · B", "second", status="ok", headline="x", seconds=4.0, html="01_b.html",
+                            headline_table="<table><tr><td>x</td></tr></table>"),
+               report.Entry("02_c", "02 · C", "third", status="failed", error="ValueError: bad", html="02_c.html"),
+               report.Entry("03_d", "03 · D", "fourth")]
+    page = report.write_index(entries, tmp_path, fast=True).read_text()
+    assert report.FAST_BANNER == ("fast mode: small samples, figures are a demonstration, "
+                                "not measurements of your scale")
+    assert page.index(report.FAST_BANNER) < page.index("<h1>")  # at the top
+    marked = re.findall(r'<span class="fastmark">fast mode</span> (.*?)</td><td style', page)
+    assert marked == ["7,219 frames/s", '<div class="table"><table><tr><td>x</td></tr></table></div>']
+    assert "FAILED: ValueError: bad" in page
+    full = report.write_index(entries, tmp_path, fast=False).read_text()
+    assert report.FAST_BANNER not in full and "fastmark\">" not in full and "7,219 frames/s" in full
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SLIDER = '''import plotly.graph_objects as go
+frames = [go.Frame(name=f"k={k}", data=[go.Scatter(x=[0, 1, 2], y=[0, k, 2 * k])]) for k in (1, 2, 3)]
+steps = [dict(label=f.name, method="animate",
+              args=[[f.name], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
+         for f in frames]
+go.Figure(frames[0].data, frames=frames,
+          layout=dict(title="slope", yaxis=dict(range=[0, 7]), sliders=[dict(active=0, steps=steps)])).show()'''
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_a_report_page_draws_its_figure_and_its_slider_works_offline(tmp_path):
+    """A notebook drawing a plotly figure with a slider (over frames), run as run_notebooks runs
+    the walkthrough, opened in headless Chromium with every request off this machine blocked."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[dev]' installs playwright")
+    src, out = tmp_path / "notebooks", tmp_path / "reports"
+    src.mkdir()
+    nbformat.write(_nb(nbformat.v4.new_markdown_cell("# 00 · Slider\n\n**Goal:** a figure with a slider."),
+                       _code(SLIDER)), src / "00_slider.ipynb")
+    (entry,) = report.run_notebooks(src, out, fast=True, timeout=120, log=lambda s: None)
+    assert entry.status == "ok"
+    saved = nbformat.read(out / "00_slider.ipynb", as_version=4)
+    (fig,) = saved.cells[1].outputs
+    assert list(fig.data) == ["application/vnd.plotly.v1+json"]
+    assert len(fig.data["application/vnd.plotly.v1+json"]["frames"]) == 3
+    assert (out / "00_slider.ipynb").stat().st_size < 50_000 and (out / "00_slider.html").stat().st_size < 1_000_000
+
+    blocked, requested, errors = [], [], []
+
+    def route(r):
+        if r.request.url.startswith("file://"):
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort()
+
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page()
+            page.route("**/*", route)
+            page.on("request", lambda r: requested.append(r.url))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto((out / "00_slider.html").as_uri())
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+            state = "(() => { const g = document.querySelector('.js-plotly-plot'); " \
+                    "return [g.layout.sliders[0].active, Array.from(g.data[0].y)]; })()"
+            assert page.evaluate(state) == [0, [0, 1, 2]]
+            rail = page.locator(".slider-rail-touch-rect").first
+            rail.scroll_into_view_if_needed()
+            box = rail.bounding_box()
+            page.mouse.click(box["x"] + box["width"] - 3, box["y"] + box["height"] / 2)  # the last step
+            page.wait_for_function("document.querySelector('.js-plotly-plot').layout.sliders[0].active === 2",
+                                   timeout=10_000)
+            assert page.evaluate(state) == [2, [0, 3, 6]]  # the frame k=3 drawn
+            page.wait_for_timeout(500)  # the grip's own transition
+            page.screenshot(path=str(tmp_path / "slider.png"))
+            assert blocked == [] and errors == []
+            assert requested == [(out / "00_slider.html").as_uri(), (out / "plotly.min.js").as_uri()]
+            # the route does catch what leaves the machine
+            (out / "control.html").write_text('<img src="https://cdn.jsdelivr.net/npm/x.png">')
+            page.goto((out / "control.html").as_uri())
+            page.wait_for_timeout(500)
+            assert blocked == ["https://cdn.jsdelivr.net/npm/x.png"]
+        finally:
+            browser.close()
+
+
+def test_the_command_line_keeps_tensorflow_startup_lines_out_of_the_terminal(tmp_path):
+    """``python -m kit`` filters stderr (kit/__main__.py): a command that loads TensorFlow
+    prints none of its start-up lines, and an error still prints its line."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["KIT_RESULTS"] = str(tmp_path / "ledger.jsonl")
+    bench = subprocess.run([sys.executable, "-m", "kit", "bench", "timer", "--steps", "3", "--rounds", "1"],
+                           env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert bench.returncode == 0, bench.stderr[-2000:]
+    assert [line for line in bench.stderr.splitlines() if report.is_noise(line)] == []
+    assert "absl" not in bench.stderr and "oneDNN" not in bench.stderr and "cuInit" not in bench.stderr
+    assert "step_timer" in bench.stdout  # it ran a Keras model: TensorFlow loaded
+    bad = subprocess.run([sys.executable, "-m", "kit", "verify", str(tmp_path / "nothing")],
+                         env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert bad.returncode == 2 and bad.stderr.startswith("kit: error: ") and "no manifest.json" in bad.stderr
