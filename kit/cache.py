@@ -56,6 +56,8 @@ __all__ = [
     'fmt_age',
     'summary',
     'table',
+    'record_for_life',
+    'used_by_others',
     'register',
     'main',
 ]
@@ -507,6 +509,45 @@ def recording(folder: str | os.PathLike | None = None):
         yield item[2]
     finally:
         _RECORDING.remove(item)
+
+
+#: A file each process appends the names of the cache entries it opened to, at exit, when set
+#: (``python -m kit demo`` sets it for the notebooks' kernels; ``kit.notebook.setup`` starts it).
+USED_ENV = "KIT_CACHE_USED"
+_FOR_LIFE: list = []
+
+
+def record_for_life(path: str | os.PathLike | None = None) -> bool:
+    """Records the cache entries this process opens until it exits, then appends their names
+    to ``path`` (default ``$KIT_CACHE_USED``), one per line in one write. Returns whether it
+    started (False without a path)."""
+    import atexit
+
+    path = path or os.environ.get(USED_ENV)
+    if not path:
+        return False
+    block = recording()
+    used = block.__enter__()
+    _FOR_LIFE.append(block)  # held: a collected generator would end the recording
+
+    def write() -> None:
+        if used:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, "".join(f"{name}\n" for name in sorted(used)).encode())
+            finally:
+                os.close(fd)
+
+    atexit.register(write)
+    return True
+
+
+def used_by_others(path: str | os.PathLike) -> set[str]:
+    """The names other processes appended to ``path`` (``record_for_life``); empty if none."""
+    try:
+        return {line.strip() for line in Path(path).read_text().splitlines() if line.strip()}
+    except FileNotFoundError:
+        return set()
 
 
 def _line(e: Entry) -> str:

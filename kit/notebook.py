@@ -111,6 +111,9 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = Tr
         # Before TensorFlow loads: what it prints at load time ignores the log level.
         keep_stderr_quiet()
     keep_freed_memory()  # freed batch buffers stay mapped for the next batch (kit.memory)
+    from kit.cache import record_for_life
+
+    record_for_life()  # under `python -m kit demo`: which cache entries this notebook reused
     for message in _IGNORED:
         warnings.filterwarnings("ignore", message=message)
     import plotly.io as pio

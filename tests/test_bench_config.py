@@ -34,7 +34,22 @@ def _config(module):
 
 
 def test_every_bench_has_a_config():
-    assert set(CONFIGS) == set(MODULES)
+    assert set(CONFIGS) | {"kit.bench.loaders"} == set(MODULES)  # loaders: one command per case, below
+
+
+@pytest.mark.parametrize("options,shown", [
+    (dict(case="video"), "unknown case 'video'"),
+    (dict(case="spectrogram", variants="generator,nope"), "unknown variant(s) nope"),
+    (dict(case="spectrogram", batch_size=0), "batch_size must be a positive integer, got 0"),
+    (dict(case="spectrogram", rounds=0), "rounds must be a positive integer, got 0"),
+])
+def test_the_generic_loader_bench_config_refuses_a_bad_value(options, shown):
+    from kit.bench.loaders import LoadersConfig
+
+    assert LoadersConfig(case="segmentation").rounds == 3
+    with pytest.raises(ValueError) as e:
+        LoadersConfig(**options)
+    assert shown in str(e.value)
 
 
 @pytest.mark.parametrize("module,field,bad,shown", [

@@ -40,6 +40,7 @@ MODULES = [
     "kit.bench.digest",
     "kit.bench.compare",
     "kit.bench.scale",
+    "kit.bench.loaders",  # last: a bench for every registered case without one of its own
 ]
 
 
@@ -148,39 +149,68 @@ def _demo(args) -> int:
         return _demo_steps(args)
 
 
+def _demo_bench_spectrogram(fast: bool):
+    from kit import samples
+    from kit.bench import spectrogram
+
+    quick = dict(data=samples.embedded("spectrogram"), rounds=1, num_batches=2, generator_seconds=1.0) if fast else {}
+    return spectrogram, spectrogram.run(spectrogram.SpectrogramConfig(**quick))
+
+
+def _demo_bench_segmentation(fast: bool):
+    from kit import samples
+    from kit.bench import segmentation
+
+    quick = dict(data=samples.embedded("segmentation"), rounds=1, num_batches=2, batch_size=1, size=(64, 64),
+                 seconds=0.5, slow_seconds=1.0) if fast else {}
+    return segmentation, segmentation.run(segmentation.SegmentationConfig(**quick))
+
+
+#: The cases whose demo runs a bench of their own (the user's reports, stores warmed); every other
+#: registered case with embedded samples gets the generic loader bench (``kit.bench.loaders``).
+_DEMO_BENCHES = {"spectrogram": _demo_bench_spectrogram, "segmentation": _demo_bench_segmentation}
+
+
+def _demo_bench_other(name: str, fast: bool):
+    from kit.bench import loaders
+
+    return loaders, loaders.run(loaders.LoadersConfig(case=name, rounds=1 if fast else 3, batches=2 if fast else 10))
+
+
 def _demo_steps(args) -> int:
+    import tempfile
     import time
 
-    from kit import cache, report, samples
-    from kit.bench import segmentation, spectrogram
+    from kit import cache, report
+    from kit.cases import registry
     from kit.timing import format_duration
 
     fast = os.environ.get("KIT_FAST") == "1"
     t0 = time.perf_counter()
     before = cache.scan()  # the end says which of these were reused and what was built
 
-    steps = 2 if args.no_notebooks else 3
+    cases = [c for c in registry.cases() if c.name in _DEMO_BENCHES or c.embedded is not None]
+    steps = len(cases) + (0 if args.no_notebooks else 1)
     mode = " (fast mode: embedded samples, one short round)" if fast else ""
-    print(f"== [1/{steps}] the spectrogram loaders, side by side{mode} (python -m kit bench spectrogram)",
-          flush=True)
-    quick = dict(data=samples.embedded("spectrogram"), rounds=1, num_batches=2, generator_seconds=1.0) if fast else {}
     with cache.recording() as used:  # the cache entries the benches open
-        res = spectrogram.run(spectrogram.SpectrogramConfig(**quick))
-        spectrogram.show(res)
-        save(res, os.path.join(args.reports, "bench_spectrogram.json"))
-        print(f"\n== [2/{steps}] the segmentation loaders, side by side{mode} (python -m kit bench segmentation)",
-              flush=True)
-        quick = dict(data=samples.embedded("segmentation"), rounds=1, num_batches=2, batch_size=1, size=(64, 64),
-                     seconds=0.5, slow_seconds=1.0) if fast else {}
-        res = segmentation.run(segmentation.SegmentationConfig(**quick))
-        segmentation.show(res)
-        save(res, os.path.join(args.reports, "bench_segmentation.json"))
+        for k, case in enumerate(cases, start=1):
+            print(f"{chr(10) if k > 1 else ''}== [{k}/{steps}] the {case.name} loaders, side by side{mode} "
+                  f"(python -m kit bench {case.name})", flush=True)
+            bench = _DEMO_BENCHES.get(case.name)
+            module, res = bench(fast) if bench else _demo_bench_other(case.name, fast)
+            module.show(res)
+            save(res, os.path.join(args.reports, f"bench_{case.name}.json"))
     failed = []
     if not args.no_notebooks:
         only = [s.strip() for s in args.notebooks.split(",") if s.strip()] if args.notebooks else None
-        print(f"\n== [3/{steps}] executing the notebooks{' in fast mode' if fast else ''} into {args.reports}/ "
+        print(f"\n== [{steps}/{steps}] executing the notebooks{' in fast mode' if fast else ''} into {args.reports}/ "
               f"(kernel logs in {args.reports}/logs/)", flush=True)
-        entries = report.run_notebooks("notebooks", args.reports, fast=fast, only=only)
+        with tempfile.TemporaryDirectory(prefix="kit-demo-") as tmp:  # the kernels say what they opened
+            os.environ[cache.USED_ENV] = os.path.join(tmp, "used.txt")
+            try:
+                entries = report.run_notebooks("notebooks", args.reports, fast=fast, only=only)
+            finally:
+                used |= cache.used_by_others(os.environ.pop(cache.USED_ENV))
         failed = [e for e in entries if e.status == "failed"]
     took = format_duration(time.perf_counter() - t0)
     print()
@@ -191,7 +221,7 @@ def _demo_steps(args) -> int:
         print(f"== done in {took}; results in {os.path.join(args.reports, 'bench_*.json')}")
     else:
         print(f"== done in {took}. Open {index} ({Path(index).resolve().as_uri()})")
-    # Reused: what the benches opened (the notebooks' kernels are other processes); built: new or rebuilt.
+    # Reused: what the benches and the notebooks' kernels opened, unchanged; built: new or rebuilt.
     for line in cache.reuse_report(before, cache.scan(), used):
         print(("== the kit cache: " if not line.startswith(" ") else "  ") + line)
     print(f"== {cache.summary()}")

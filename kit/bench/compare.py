@@ -31,18 +31,20 @@ import numpy as np
 import pandas as pd
 
 from kit.bench.config import check_int, check_positive, configure, optional_path
+from kit.cases import registry
 from kit.epoch_model import Scaling
 from kit.util import positive_int
 
-__all__ = ['USER_SCALE', 'MODELS', 'FEATURE_CACHE', 'CompareConfig', 'run', 'saved', 'configurations', 'headline',
+__all__ = ['user_scale', 'MODELS', 'FEATURE_CACHE', 'CompareConfig', 'run', 'saved', 'configurations', 'headline',
            'sample', 'add_arguments', 'register', 'config_from_args', 'show', 'main']
 
-#: The two users' scale (shared/seeds): 1,000,000 frames on 2 GPUs at global batch 256;
-#: 140 steps of batch 3 per epoch with plain Keras on one device.
-USER_SCALE = {
-    "spectrogram": {"examples": 1_000_000, "replicas": 2, "global_batch": 256},
-    "segmentation": {"examples": 420, "replicas": 1, "global_batch": 3},
-}
+
+
+def user_scale() -> dict:
+    """The users' scale per registered case (``kit.cases.registry``: each case declares its own):
+    ``{case: {"examples", "replicas", "global_batch"}}``."""
+    return {c.name: c.scale.as_dict() for c in registry.cases() if c.scale is not None}
+
 #: The model each case trains, and the loader that feeds the head alone.
 MODELS = {
     "backbone+head": "spectrogram: the frozen YAMNet-sized backbone and a Dense head (kit.models.audio)",
@@ -228,7 +230,7 @@ def _measure(config: CompareConfig, log) -> pd.DataFrame:
     # ---- compute: each model's step with its batch in memory, per replica count, interleaved
     rng = np.random.default_rng(0)
     frame = tuple(spec.frame_shape) + (1,)
-    per_replica_spec = max(1, spec_batch // counts[-1]) if fast else USER_SCALE["spectrogram"]["global_batch"] // 2
+    per_replica_spec = max(1, spec_batch // counts[-1]) if fast else registry.get("spectrogram").scale.global_batch // 2
     x_frames = rng.standard_normal((per_replica_spec,) + frame).astype(np.float32)
     y_spec = rng.integers(0, spec.num_classes, per_replica_spec)
     x_emb = rng.standard_normal((per_replica_spec, dim)).astype(np.float32)
@@ -322,7 +324,9 @@ def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> p
     compute = rates[rates["kind"] == "compute"]
     out = []
     for r in loaders.itertuples():
-        model = "unet" if r.case == "segmentation" else ("head" if r.variant == FEATURE_CACHE else "backbone+head")
+        if r.case not in registry.names():
+            continue
+        model = registry.get(r.case).model_for(r.variant)  # the model this case's loader feeds
         c = compute[(compute["case"] == r.case) & (compute["variant"] == model)].sort_values("replicas")
         if c.empty:
             continue

@@ -137,7 +137,7 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
     while time.perf_counter() - t0 < seconds:
         count += int(next(it).shape[0])
     took = time.perf_counter() - t0
-    del it, ds, x
+    del it, ds
     return count, took
 
 

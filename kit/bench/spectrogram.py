@@ -21,15 +21,16 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from kit.bench.config import check_int, check_names, check_positive, configure, optional_int, optional_path
+from kit.cases import registry
 from kit.util import warm_page_cache
 
 __all__ = ["EPOCH", "DEFAULT_BATCH", "DEFAULT_FILES", "DEFAULT_FRAMES_PER_FILE", "STORED", "SpectrogramConfig",
            "default_data", "plan", "warm_stores", "run", "add_arguments", "register", "config_from_args", "show",
            "main"]
 
-EPOCH = 1_000_000
+EPOCH = registry.get("spectrogram").scale.examples  # the users' scale, declared by the case
 #: The user's global batch (128 per GPU on 2 GPUs).
-DEFAULT_BATCH = 256
+DEFAULT_BATCH = registry.get("spectrogram").scale.global_batch
 #: The default bench data: 20,000 frames in 200 files (491 MB as float32).
 DEFAULT_FILES, DEFAULT_FRAMES_PER_FILE = 200, 100
 

@@ -63,10 +63,10 @@ def register(sub) -> None:
     p.add_argument("target", nargs="?", default=None,
                    help="MODULE:FUNCTION returning your tf.data.Dataset, PyDataset or generator function")
     p.add_argument("--model", default=None, help="MODULE:FUNCTION returning your compiled Keras model")
-    p.add_argument("--index", type=Path, default=None, help="a kit index CSV (spectrogram or segmentation)")
+    p.add_argument("--index", type=Path, default=None, help="an index CSV of a registered case (spectrogram, segmentation, ...)")
     p.add_argument("--variant", default=None, help="the kit loader variant to diagnose (with --index)")
     p.add_argument("--batch-size", type=_positive(int), default=None,
-                   help="with --index: examples per batch (default 256 spectrogram, 3 segmentation)")
+                   help="with --index: examples per batch (default: the case's user batch, 256 spectrogram, 3 segmentation)")
     p.add_argument("--max-seconds", type=_positive(float), default=20.0, help="measuring budget (20)")
     p.add_argument("--trace-dir", type=Path, default=None, help="record a profiler trace there")
     p.add_argument("--json", default=None, help="write the diagnosis as JSON to FILE (- for stdout)")
@@ -74,23 +74,11 @@ def register(sub) -> None:
 
 
 def _kit_loader(csv: Path, variant: str | None, batch_size: int | None):
-    if not csv.is_file():
-        raise FileNotFoundError(f"{csv}: index CSV not found")
-    with open(csv, newline="") as f:
-        header = [h.strip() for h in f.readline().split(",")]
-    if "frame" in header:
-        from kit import spectrogram
+    """A kit loader over ``csv``, of the registered case whose index it is (``kit.cases.registry``);
+    the user's own pattern and batch unless ``variant`` / ``batch_size`` say otherwise."""
+    from kit.cases import registry
 
-        index = spectrogram.FrameIndex.from_csv(csv)
-        return spectrogram.make_loader(variant or "generator", index, batch_size=batch_size or 256)
-    if "image" in header:
-        from kit import segmentation
-
-        index = segmentation.PairIndex.from_csv(csv)
-        palette = segmentation.Palette.from_csv(csv.parent / "class_dict.csv")
-        return segmentation.make_loader(variant or "sequence", index, palette, batch_size=batch_size or 3)
-    raise ValueError(f"{csv}: neither a spectrogram index (path,frame,label) nor a segmentation index "
-                     f"(image,label); header is {','.join(header)}")
+    return registry.for_index(csv).loader(csv, variant, batch_size=batch_size)
 
 
 def _command(args) -> int:
