@@ -487,9 +487,9 @@ def _audit(event: str, args: tuple) -> None:
 
 
 @contextmanager
-def recording(folder: str | os.PathLike | None = None):
+def recording(folder: str | os.PathLike | None = None, *, found: set | None = None):
     """Collects the names (as ``Entry.name``) of the cache entries this process opens
-    within the block: a set, filled as files under the cache are opened.
+    within the block: a set (``found``, or a new one), filled as files under the cache are opened.
 
     Python's audit hook (``sys.addaudithook``: the ``open`` and ``sqlite3.connect``
     events) sees what this process opens through Python (``np.load``, ``open``, the
@@ -500,7 +500,7 @@ def recording(folder: str | os.PathLike | None = None):
     global _HOOKED
     r = root(folder)
     prefixes = tuple({os.path.abspath(r) + os.sep, os.path.realpath(r) + os.sep})
-    item = (prefixes, _samples_folder(), set())
+    item = (prefixes, _samples_folder(), set() if found is None else found)
     if not _HOOKED:
         sys.addaudithook(_audit)
         _HOOKED = True
@@ -517,28 +517,35 @@ USED_ENV = "KIT_CACHE_USED"
 _FOR_LIFE: list = []
 
 
-def record_for_life(path: str | os.PathLike | None = None) -> bool:
-    """Records the cache entries this process opens until it exits, then appends their names
-    to ``path`` (default ``$KIT_CACHE_USED``), one per line in one write. Returns whether it
-    started (False without a path)."""
-    import atexit
+class _Appending(set):
+    """A set that appends each new name to a file as it is added (one write per name), so what a
+    process opened is on disk however it ends (a notebook kernel is stopped without running atexit)."""
 
+    def __init__(self, path):
+        super().__init__()
+        self.path = os.fspath(path)
+
+    def add(self, name) -> None:
+        if name in self:
+            return
+        super().add(name)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{name}\n".encode())
+        finally:
+            os.close(fd)
+
+
+def record_for_life(path: str | os.PathLike | None = None) -> bool:
+    """Records the cache entries this process opens from now on, appending each one's name to
+    ``path`` (default ``$KIT_CACHE_USED``) the first time it is opened. Returns whether it started
+    (False without a path)."""
     path = path or os.environ.get(USED_ENV)
     if not path:
         return False
-    block = recording()
-    used = block.__enter__()
+    block = recording(found=_Appending(path))
+    block.__enter__()
     _FOR_LIFE.append(block)  # held: a collected generator would end the recording
-
-    def write() -> None:
-        if used:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, "".join(f"{name}\n" for name in sorted(used)).encode())
-            finally:
-                os.close(fd)
-
-    atexit.register(write)
     return True
 
 

@@ -342,7 +342,7 @@ class EpochExplorer(_Shown):
         if self.figure is None:  # a plain figure until ``live()`` turns it into a FigureWidget
             self.figure = go.Figure(go.Bar(orientation="h", textposition="outside", cliponaxis=False))
             self.figure.update_xaxes(**log_ticks("s"), title_text="seconds per epoch (red: input-bound)")
-            self.figure.update_layout(margin=dict(l=10, r=140, t=50, b=40))
+            self.figure.update_layout(margin=dict(l=10, r=260, t=50, b=40))
         return self.figure
 
     def _sync_controls(self) -> None:
@@ -469,6 +469,6 @@ def epoch_explorer_static(configs: pd.DataFrame, *, examples: int, replicas: int
                                         args=[{"visible": [q == r for q in counts]}]) for r in counts],
                           active=counts.index(replicas), direction="down", x=1, xanchor="right", y=1.18,
                           yanchor="top")],
-        height=260 + 40 * len(order), margin=dict(l=10, r=140, t=90, b=40), showlegend=False)
+        height=260 + 40 * len(order), margin=dict(l=10, r=260, t=90, b=40), showlegend=False)
     fig.update_xaxes(**log_ticks("s"), title_text="seconds per epoch")
     return fig

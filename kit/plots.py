@@ -279,7 +279,7 @@ def epoch_comparison(table: pd.DataFrame, *, title: str = "Projected epoch time 
     fig.update_xaxes(**log_ticks("s"))
     fig.update_xaxes(title_text="seconds per epoch", row=len(cases), col=1)  # under the last panel only
     fig.update_layout(title=title, barmode="overlay", height=140 + 42 * len(table),
-                      margin=dict(l=10, r=120, t=80, b=40), legend=dict(orientation="h", y=-0.08))
+                      margin=dict(l=10, r=260, t=80, b=40), legend=dict(orientation="h", y=-0.08))
     return fig
 
 

@@ -515,7 +515,6 @@ def cached(case: str, *, workdir=None, seed: int = 0, **options) -> Path:
         The path of the index CSV.
     """
     from kit import store
-
     from kit.cases import registry
 
     maker = registry.get(case).make_samples  # an unknown case: one error naming the known ones

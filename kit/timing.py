@@ -28,12 +28,18 @@ import numpy as np
 import pandas as pd
 
 # The epoch-time model lives in kit.epoch_model; its names stay importable from here.
-from kit.epoch_model import (EpochEstimate, Scaling, best_next_change, compute_rate_from_step, epoch_estimate,
-                             epoch_table)
+from kit.epoch_model import (
+    EpochEstimate,
+    Scaling,
+    best_next_change,
+    compute_rate_from_step,
+    epoch_estimate,
+    epoch_table,
+)
 from kit.util import VERSION_FLOORS, check_int, format_duration
 
 __all__ = ["measure", "Measurement", "iterate", "batch_size_of", "rss_mb", "Projection", "project_epoch",
-           "format_duration", "compare", "add_ratios", "StepTimer", "fit", "resume_point", "pydataset_adapter",
+           "format_duration", "compare", "add_ratios", "StepTimer", "fit", "resume_point", "pydataset_adapter",  # noqa: F822 (StepTimer comes from __getattr__: Keras only on first use)
            # the epoch-time model
            "EpochEstimate", "Scaling", "compute_rate_from_step", "epoch_estimate", "epoch_table", "best_next_change"]
 

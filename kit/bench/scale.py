@@ -63,12 +63,29 @@ import numpy as np
 import pandas as pd
 
 from kit.bench.config import check_int, check_one_of, check_positive, configure, optional_int, optional_path
-from kit.cases import registry
-from kit.bench.scale_data import (FRAME_SHAPE, cpu_used, data_folder, epoch, feature_cache, frame_bytes,
-                                  make_data, memory_gather_rate, needed_bytes, store_files)
+from kit.bench.scale_data import (
+    FRAME_SHAPE,
+    cpu_used,
+    data_folder,
+    epoch,
+    feature_cache,
+    frame_bytes,
+    make_data,
+    memory_gather_rate,
+    needed_bytes,
+    store_files,
+)
 from kit.bench.scale_report import TARGETS, cold_warning, disk_note, reference_cpu_note, targets_met, warm_warning
-from kit.pagecache import (READ_AHEAD_CHUNKS, cache_through, cached_fraction, evict, free_page_reporting,
-                           proactive_reclaim, read_through)
+from kit.cases import registry
+from kit.pagecache import (
+    READ_AHEAD_CHUNKS,
+    cache_through,
+    cached_fraction,
+    evict,
+    free_page_reporting,
+    proactive_reclaim,
+    read_through,
+)
 
 __all__ = ["EPOCH", "PROJECTION_FRAMES", "WARM_EPOCHS", "COLUMNS", "ScaleConfig", "run", "order_randomness",
            "epoch_orders", "add_arguments", "register", "config_from_args", "main"]

@@ -277,7 +277,7 @@ def profile(data=None, palette=None, *, pairs: int = 8, size=DEFAULT_SIZE, repea
         _per_pair_ms(loop_one_hot, m8, repeat), "sequence (one_hot)")
     add("NumPy/OpenCV", f"colour loop -> class ids ({len(colours)} colours)", _per_pair_ms(loop_ids, m8, repeat),
         "sequence")
-    pal.lut  # build the table outside the timing
+    _ = pal.lut  # build the table outside the timing
     add("NumPy/OpenCV", "vectorised lookup -> class ids", _per_pair_ms(lambda m: pal.lut[
         (m[..., 0].astype(np.int32) << 16) | (m[..., 1].astype(np.int32) << 8) | m[..., 2]], m8, repeat),
         "conversion (class_index)")

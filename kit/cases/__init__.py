@@ -22,8 +22,16 @@ variant builders, each a ``Variant`` in the case's registry, built by
 from kit.cases.index import CsvIndex
 from kit.cases.loaders import LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, graph_only
 from kit.cases.pydataset import epoch_pydataset, module_getattr, pydataset_class
-from kit.cases.stores import (DEFAULT_READ_BUFFER, TFRECORD_FRAMING, TFRECORD_HEAD, check_shards, check_tfrecord_shard,
-                              read_tfrecords, shard_tags, store_folder)
+from kit.cases.stores import (
+                              DEFAULT_READ_BUFFER,
+                              TFRECORD_FRAMING,
+                              TFRECORD_HEAD,
+                              check_shards,
+                              check_tfrecord_shard,
+                              read_tfrecords,
+                              shard_tags,
+                              store_folder,
+)
 
 __all__ = ["CsvIndex", "LoaderOptions", "VariantOptions", "NoOptions", "Variant", "build_loader", "graph_only",
            "epoch_pydataset", "pydataset_class", "module_getattr", "read_tfrecords", "check_tfrecord_shard",

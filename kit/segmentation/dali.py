@@ -40,7 +40,7 @@ import numpy as np
 from kit.cases import VariantOptions
 from kit.epochs import finish, not_resumable, order_dataset
 from kit.errors import DataError
-from kit.segmentation.index import UNKNOWN, PairIndex, Palette, _PNG_END
+from kit.segmentation.index import _PNG_END, UNKNOWN, PairIndex, Palette
 from kit.util import usable_cpus
 
 __all__ = ["DaliOptions", "available", "make_dali", "lookup_keys"]

@@ -25,9 +25,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kit.cases import (LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, check_shards,
-                       graph_only, module_getattr, pydataset_class, read_tfrecords)
-from kit.epochs import finish, not_resumable, order_batches, order_dataset
+from kit.cases import (
+    LoaderOptions,
+    NoOptions,
+    Variant,
+    VariantOptions,
+    build_loader,
+    check_shards,
+    graph_only,
+    module_getattr,
+    pydataset_class,
+    read_tfrecords,
+)
+from kit.epochs import finish, order_batches, order_dataset
 from kit.errors import DataError
 from kit.segmentation.convert import DEFAULT_SHARD_MB, convert, open_memmap_store, parse_batch
 from kit.segmentation.dali import DaliOptions, make_dali

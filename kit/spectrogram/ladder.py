@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kit.spectrogram.index import FrameIndex, open_frames
 from kit.epochs import num_batches, order_dataset
+from kit.spectrogram.index import FrameIndex, open_frames
 from kit.spectrogram.loaders import LoaderOptions, make_loader
 
 __all__ = ["RUNGS", "ladder"]

@@ -19,12 +19,30 @@ from pathlib import Path
 import numpy as np
 
 from kit import store
-from kit.cases import (TFRECORD_FRAMING, LoaderOptions, NoOptions, Variant, VariantOptions,
-                       build_loader, check_shards, graph_only, module_getattr, pydataset_class, read_tfrecords)
-from kit.epochs import (BLOCK_FRAMES, WINDOW_BLOCKS, block_order_dataset, epoch_order, finish, not_resumable,
-                        order_batches, order_dataset)
-from kit.spectrogram.convert import (DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STORE_DTYPES, records_dtype,
-                                     decode_records)
+from kit.cases import (
+    TFRECORD_FRAMING,
+    LoaderOptions,
+    NoOptions,
+    Variant,
+    VariantOptions,
+    build_loader,
+    check_shards,
+    graph_only,
+    module_getattr,
+    pydataset_class,
+    read_tfrecords,
+)
+from kit.epochs import (
+    BLOCK_FRAMES,
+    WINDOW_BLOCKS,
+    block_order_dataset,
+    epoch_order,
+    finish,
+    not_resumable,
+    order_batches,
+    order_dataset,
+)
+from kit.spectrogram.convert import DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STORE_DTYPES, decode_records, records_dtype
 from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.store import StoreError, load_npy, read_npy_header

@@ -29,18 +29,38 @@ import types
 
 from kit.store import builder, checks, files, folder, keys, manifest
 from kit.store.builder import Shard, build
-from kit.store.checks import check_open, checks_on, register_check, verify
-from kit.store.files import ask_to_read, kernel_read_bytes, load_npy, open_memmap, read_npy_header
-from kit.store.folder import (LOCK, MANIFEST, StoreError, atomic_path, check_free_space, default_workdir, store_kind,
-                              store_lock)
-from kit.store.keys import files_fingerprint, fingerprint
-from kit.store.manifest import FORMAT_VERSION, Manifest, ShardRecord, complete
 
 # Importable from here but not listed: what the tests and bench digest use besides.
-from kit.store.checks import DEEP_CHECKS  # noqa: F401
-from kit.store.files import KERNEL_READ_DEFAULT  # noqa: F401
-from kit.store.folder import PARTIAL, STORE_MARKER, free_bytes  # noqa: F401
-from kit.store.keys import _DIGESTS, _DigestCache  # noqa: F401
+from kit.store.checks import (
+    DEEP_CHECKS,  # noqa: F401
+    check_open,
+    checks_on,
+    register_check,
+    verify,
+)
+from kit.store.files import (
+    KERNEL_READ_DEFAULT,  # noqa: F401
+    ask_to_read,
+    kernel_read_bytes,
+    load_npy,
+    open_memmap,
+    read_npy_header,
+)
+from kit.store.folder import (  # noqa: F401
+    LOCK,
+    MANIFEST,
+    PARTIAL,
+    STORE_MARKER,
+    StoreError,
+    atomic_path,
+    check_free_space,
+    default_workdir,
+    free_bytes,
+    store_kind,
+    store_lock,
+)
+from kit.store.keys import _DIGESTS, _DigestCache, files_fingerprint, fingerprint  # noqa: F401
+from kit.store.manifest import FORMAT_VERSION, Manifest, ShardRecord, complete
 
 # What the kit's modules and notebooks call; the rest lives in the parts above.
 __all__ = [

@@ -19,8 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from kit.store.checks import check_open, checks_on, ends_digest, remember_checked, sha256_file, stat_key
-from kit.store.folder import (MANIFEST, PARTIAL, StoreError, atomic_path, check_apart, check_free_space, claim, inside,
-                              remove_dead_temp_files, store_lock, write_json_atomic)
+from kit.store.folder import (
+    MANIFEST,
+    PARTIAL,
+    StoreError,
+    atomic_path,
+    check_apart,
+    check_free_space,
+    claim,
+    inside,
+    remove_dead_temp_files,
+    store_lock,
+    write_json_atomic,
+)
 from kit.store.manifest import Manifest, ShardRecord, complete
 
 __all__ = ["Shard", "build", "disk_full"]
