@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
+from kit import store
 from kit.cases import registry
+from kit.errors import DataError
+from kit.memory import keep_freed_memory
+from kit.store import StoreError
 from kit.util import non_negative_int
 
 __all__ = ["main", "build_parser", "PLUGINS"]
@@ -75,8 +80,6 @@ def _samples(args) -> int:
 
 
 def _verify(args) -> int:
-    from kit import store
-
     m = store.Manifest.load(args.folder)  # missing or malformed: one line, exit 2
     problems = store.verify(args.folder)
     if problems:
@@ -88,18 +91,12 @@ def _verify(args) -> int:
 
 
 def main(argv=None) -> int:
-    import os
-
     # Before TensorFlow loads (the commands import it): its C++ INFO and WARNING lines off,
     # unless the caller set the level. At WARNING, a memmap loader or the head logs
     # "FAILED_PRECONDITION: PyFunc (ResourceGather) is stateful" at every batch of an
     # iterator under symbolic checkpointing: about 24,000 lines in one `bench scale` run,
     # burying what the command prints. (Notebooks and `make demo` set the same level.)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from kit.errors import DataError
-    from kit.memory import keep_freed_memory
-    from kit.store import StoreError
-
     # Before any batch: freed batch buffers stay mapped for the next one (kit.memory;
     # KIT_MALLOC=default leaves malloc alone). Every bench result records which.
     keep_freed_memory()

@@ -8,10 +8,16 @@ computes every figure from ``kit.epoch_model``, as notebook 05's table does. No 
 
 from __future__ import annotations
 
+import os
+from copy import deepcopy
+from pathlib import Path
+
 import pandas as pd
 import plotly.graph_objects as go
+import traitlets
 
 from kit.cases.registry import unit
+from kit.epoch_model import best_next_change, compute_rate_from_step, epoch_table
 from kit.plots import BOUND_COLOURS, epoch_text, log_ticks
 from kit.util import format_duration
 
@@ -28,8 +34,6 @@ def headless() -> bool:
     runs this kernel. Headless runs (nbclient, nbconvert, ``kit.report``, plain Python)
     get static figures: a widget there shows nothing in the saved notebook or the HTML.
     ``KIT_WIDGETS=1`` / ``0`` forces either way."""
-    import os
-
     force = os.environ.get("KIT_WIDGETS")
     if force in ("0", "1"):
         return force == "0"
@@ -81,10 +85,7 @@ export default () => {
 def _figure_widget_class():
     """plotly's ``FigureWidget`` with the front-end module above; plotly's own where its
     bundle is not where plotly 6/7 keeps it."""
-    from pathlib import Path
-
-    import plotly
-    import plotly.basewidget
+    import plotly.basewidget  # heavy: loads anywidget (seconds); only a live widget needs it
 
     cls = getattr(_figure_widget_class, "cls", None)
     if cls is not None:
@@ -93,8 +94,6 @@ def _figure_widget_class():
     if not bundle.is_file():
         _figure_widget_class.cls = go.FigureWidget
         return go.FigureWidget
-    import traitlets
-
     cls = type("FigureWidget", (go.FigureWidget,), {
         "__module__": __name__,
         "__doc__": "plotly's FigureWidget whose front end never drops a message (see kit.explorer).",
@@ -124,8 +123,6 @@ def _push(widget) -> None:
     each change makes the state right whatever arrived before, for every view drawn
     later (a scrolled-back cell, a second view of the same widget).
     """
-    from copy import deepcopy
-
     widget._widget_data = deepcopy(widget._data)
     widget._widget_layout = deepcopy(widget._layout_obj._props)
     widget.send_state(["_widget_data", "_widget_layout"])
@@ -141,7 +138,7 @@ class _Shown:
         raise NotImplementedError
 
     def _ipython_display_(self):
-        from IPython.display import display
+        from IPython.display import display  # looked up when shown (a kernel has IPython; tests patch it)
 
         display(self.static() if headless() else self.live())
 
@@ -157,7 +154,7 @@ class Choice(_Shown):
         self._widget = None
 
     def live(self):
-        import ipywidgets as widgets
+        import ipywidgets as widgets  # heavy: only the live widgets need ipywidgets (kit.explorer stays light)
 
         if self._widget is None:
             names = list(self.figures)
@@ -248,7 +245,7 @@ class EpochExplorer(_Shown):
                       "replicas": int(start.get("replicas", 1)), "step_ms": None, "step_batch": 128,
                       "efficiency": None, "loaders": tuple(self._rows(case)["variant"])}
         self._widget = None
-        self.figure = None
+        self.figure: go.Figure | go.FigureWidget | None = None
         self.message = ""
         self.best: dict | None = None
 
@@ -258,15 +255,11 @@ class EpochExplorer(_Shown):
 
     def compute_rate(self) -> float | None:
         """The per-replica compute rate typed in ("N ms at batch B"), or None: the measured one."""
-        from kit.epoch_model import compute_rate_from_step
-
         s = self.state
         return compute_rate_from_step(s["step_ms"], s["step_batch"]) if s["step_ms"] else None
 
     def table(self) -> pd.DataFrame:
         """The epoch table of the selected loaders at the current settings (1 to 8 replicas)."""
-        from kit.epoch_model import epoch_table
-
         s = self.state
         rows = self._rows(s["case"])
         rows = rows[rows["variant"].isin(s["loaders"])]
@@ -275,8 +268,6 @@ class EpochExplorer(_Shown):
 
     def summary(self, table: pd.DataFrame) -> str:
         """The regime of the current configuration and the best next change."""
-        from kit.epoch_model import best_next_change
-
         s = self.state
         self.best = None
         if table.empty:
@@ -363,7 +354,7 @@ class EpochExplorer(_Shown):
             self._syncing = False
 
     def live(self):
-        import ipywidgets as widgets
+        import ipywidgets as widgets  # heavy: only the live widgets need ipywidgets (kit.explorer stays light)
 
         if self._widget is not None:
             return self._widget
@@ -438,8 +429,6 @@ def epoch_explorer_static(configs: pd.DataFrame, *, examples: int, replicas: int
     at each replica count is the configurations' ``scaling`` (``efficiency`` overrides it), as in
     ``kit.epoch_model.epoch_table``; an assumed one is said in the bar's text.
     """
-    from kit.epoch_model import epoch_table
-
     if configs.empty:
         raise ValueError("epoch_explorer_static needs at least one configuration")
     case = configs["case"].iloc[0] if "case" in configs.columns else ""

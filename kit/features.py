@@ -26,6 +26,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -306,6 +307,37 @@ def extract_features(backbone, index: FrameIndex, *, loader: str = "memmap", bat
     """
     from kit.spectrogram import make_loader
 
+    dim = _check_options(backbone, index, loader=loader, batch_size=batch_size, part_frames=part_frames, dtype=dtype)
+    part_frames = int(math.ceil(part_frames / batch_size) * batch_size)
+
+    backbone_key = weights_fingerprint(backbone)
+    key = _key(backbone_key, index, dtype, part_frames)
+    folder = Path(out) if out is not None else default_folder(key, workdir)
+    done = store.complete(folder, key)
+    if done is not None:
+        return FeatureCache(folder, done)
+
+    n = len(index)
+    parts, shards = _layout(n, part_frames)
+    meta = {"module": __name__, "count": n, "dim": dim, "dtype": dtype, "parts": parts,
+            "classes": list(index.classes), "frame_shape": list(index.frame_shape),
+            "backbone": backbone.name, "backbone_key": backbone_key,
+            "index_key": index.fingerprint(), "source": str(index.csv_path), "loader": loader,
+            "batch_size": int(batch_size)}
+    # Built before the extraction starts (the memmap variant converts the frames once, with its own bar).
+    frames = make_loader(loader, index, batch_size=batch_size, shuffle=False, workdir=workdir,
+                         progress=bool(progress), **(loader_options or {}))
+    extraction = _Extraction(backbone, index, frames, loader=loader, dtype=dtype, dim=dim)
+    t0 = time.perf_counter()
+    manifest = store.build(folder, kind=KIND, key=key, shards=shards, write=extraction.write, meta=meta,
+                           progress="features" if progress is True else progress)
+    return FeatureCache(folder, manifest, seconds=time.perf_counter() - t0, resumed_rows=n - extraction.computed)
+
+
+def _check_options(backbone, index: FrameIndex, *, loader: str, batch_size: int, part_frames: int,
+                   dtype: str) -> int:
+    """Refuses bad options, or a backbone that does not take the index's frames or does not
+    output embeddings ``(B, D)`` (ValueError); returns ``D``."""
     if loader not in ORDERED_LOADERS:
         raise ValueError(f"loader must be one of {', '.join(ORDERED_LOADERS)} (frames in index order), "
                          f"got {loader!r}")
@@ -319,68 +351,66 @@ def extract_features(backbone, index: FrameIndex, *, loader: str = "memmap", bat
         raise ValueError(f"the backbone takes frames of shape {got}, the index holds {want}")
     if len(backbone.output_shape) != 2:
         raise ValueError(f"the backbone must output embeddings (batch, dim), got {backbone.output_shape}")
-    dim = int(backbone.output_shape[-1])
-    part_frames = int(math.ceil(part_frames / batch_size) * batch_size)
+    return int(backbone.output_shape[-1])
 
-    backbone_key = weights_fingerprint(backbone)
-    key = _key(backbone_key, index, dtype, part_frames)
-    folder = Path(out) if out is not None else default_folder(key, workdir)
-    done = store.complete(folder, key)
-    if done is not None:
-        return FeatureCache(folder, done)
 
-    n = len(index)
+def _layout(n: int, part_frames: int) -> tuple[list[tuple[str, int, int]], list[store.Shard]]:
+    """The cache's part files ``(name, start, stop)`` of ``part_frames`` rows each, and its shards:
+    the labels, then the parts."""
     count = math.ceil(n / part_frames)
     width = max(5, len(str(count)))
     parts = [(f"features-{k:0{width}d}-of-{count:0{width}d}.npy", k * part_frames,
               min(n, (k + 1) * part_frames)) for k in range(count)]
     shards = [store.Shard("labels.npy", 0)] + [store.Shard(name, stop - start, (start, stop))
                                                for name, start, stop in parts]
-    meta = {"module": __name__, "count": n, "dim": dim, "dtype": dtype, "parts": parts,
-            "classes": list(index.classes), "frame_shape": list(index.frame_shape),
-            "backbone": backbone.name, "backbone_key": backbone_key,
-            "index_key": index.fingerprint(), "source": str(index.csv_path), "loader": loader,
-            "batch_size": int(batch_size)}
-    # Built before the extraction starts (the memmap variant converts the frames once, with its own bar).
-    frames = make_loader(loader, index, batch_size=batch_size, shuffle=False, workdir=workdir,
-                         progress=bool(progress), **(loader_options or {}))
-    cursor = _Cursor(frames)
-    run = None
-    computed = [0]
+    return parts, shards
 
-    def write(shard: store.Shard, tmp: Path, advance):
-        nonlocal run
+
+class _Extraction:
+    """Writes the cache's shards for ``store.build``: the labels, and each part's embeddings
+    from the frames ``frames`` delivers in index order (the backbone is compiled on the first
+    part that needs it). ``computed``: the rows embedded in this run (not resumed)."""
+
+    def __init__(self, backbone, index: FrameIndex, frames, *, loader: str, dtype: str, dim: int) -> None:
+        self.backbone, self.index, self.loader, self.dtype, self.dim = backbone, index, loader, dtype, dim
+        self.cursor = _Cursor(frames)
+        self.run: Callable[[np.ndarray], np.ndarray] | None = None
+        self.computed = 0
+
+    def write(self, shard: store.Shard, tmp: Path, advance) -> None:
         if shard.name == "labels.npy":
             with open(tmp, "wb") as f:
-                np.save(f, index.labels.astype(np.int64))
+                np.save(f, self.index.labels.astype(np.int64))
             return
         start, stop = shard.task
-        if run is None:
-            run = _runner(backbone)
-        mm = store.open_memmap(tmp, dtype=dtype, shape=(stop - start, dim))
-        for first, x, y in cursor.between(start, stop):
-            if not np.array_equal(y, index.labels[first:first + len(y)]):
-                raise store.StoreError(f"loader {loader!r} delivered rows {first}..{first + len(y) - 1} "
-                                       "out of index order; the cache would mislabel them")
-            with np.errstate(over="ignore"):  # overflow to inf is caught just below
-                emb = run(np.asarray(x, np.float32)).astype(dtype)
-            bad = ~np.isfinite(emb).all(axis=1)
-            if bad.any():
-                row = first + int(np.flatnonzero(bad)[0])
-                raise ValueError(
-                    f"{index.files[index.file_ids[row]]} frame {index.frames[row]} (index row {row}): "
-                    f"the backbone's embedding is not finite in {dtype}"
-                    + (" (over 65504: extract with dtype='float32')" if dtype == "float16" else ""))
+        if self.run is None:
+            self.run = _runner(self.backbone)
+        run = self.run
+        mm = store.open_memmap(tmp, dtype=self.dtype, shape=(stop - start, self.dim))
+        for first, x, y in self.cursor.between(start, stop):
+            emb = self._embed(run, first, x, y)
             mm[first - start:first - start + len(emb)] = emb
-            computed[0] += len(emb)
+            self.computed += len(emb)
             advance(len(emb))
         mm.flush()
         del mm
 
-    t0 = time.perf_counter()
-    manifest = store.build(folder, kind=KIND, key=key, shards=shards, write=write, meta=meta,
-                           progress="features" if progress is True else progress)
-    return FeatureCache(folder, manifest, seconds=time.perf_counter() - t0, resumed_rows=n - computed[0])
+    def _embed(self, run, first: int, x, y) -> np.ndarray:
+        """``run``'s embeddings of the batch of rows from ``first``, checked to be those rows and finite."""
+        index, dtype = self.index, self.dtype
+        if not np.array_equal(y, index.labels[first:first + len(y)]):
+            raise store.StoreError(f"loader {self.loader!r} delivered rows {first}..{first + len(y) - 1} "
+                                   "out of index order; the cache would mislabel them")
+        with np.errstate(over="ignore"):  # overflow to inf is caught just below
+            emb = run(np.asarray(x, np.float32)).astype(dtype)
+        bad = ~np.isfinite(emb).all(axis=1)
+        if bad.any():
+            row = first + int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{index.files[index.file_ids[row]]} frame {index.frames[row]} (index row {row}): "
+                f"the backbone's embedding is not finite in {dtype}"
+                + (" (over 65504: extract with dtype='float32')" if dtype == "float16" else ""))
+        return emb
 
 
 @store.register_check(KIND)

@@ -13,7 +13,13 @@ import os
 import sys
 import warnings
 
+import numpy as np
+import plotly.io as pio
+
+import kit
+from kit.cache import record_for_life
 from kit.memory import keep_freed_memory
+from kit.report import keep_stderr_quiet
 from kit.util import VERSION_FLOORS
 
 __all__ = ["setup", "versions", "fast", "headline", "FAST_NOTE"]
@@ -66,11 +72,8 @@ def _older(version: str, floor: str) -> bool:
 
 def versions() -> dict:
     """The installed versions of what the kit depends on most: ``{"kit", "tensorflow", "keras", "numpy"}``."""
-    import keras
-    import numpy as np
-    import tensorflow as tf
-
-    import kit
+    import keras  # after setup sets its log level and stderr filter
+    import tensorflow as tf  # after setup sets its log level and stderr filter
 
     return {"kit": kit.__version__, "tensorflow": tf.__version__, "keras": keras.__version__,
             "numpy": np.__version__}
@@ -106,18 +109,13 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = Tr
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", log_level)
     if quiet and _in_kernel():
-        from kit.report import keep_stderr_quiet
-
         # Before TensorFlow loads: what it prints at load time ignores the log level.
         keep_stderr_quiet()
     keep_freed_memory()  # freed batch buffers stay mapped for the next batch (kit.memory)
-    from kit.cache import record_for_life
-
     record_for_life()  # under `python -m kit demo`: which cache entries this notebook reused
     for message in _IGNORED:
         warnings.filterwarnings("ignore", message=message)
-    import plotly.io as pio
-    import tensorflow as tf
+    import tensorflow as tf  # after setup sets its log level and stderr filter
 
     tf.get_logger().setLevel("ERROR")
     pio.renderers.default = os.environ.get("PLOTLY_RENDERER", "plotly_mimetype+notebook")

@@ -3,7 +3,8 @@
 * ``evict`` drops files' pages (``posix_fadvise(DONTNEED)``, no root needed) and says how
   much stayed; ``Residency`` and ``cached_fraction`` ask which pages are cached
   (``mincore(2)``); ``mapped`` lists the files this process maps (mapped pages stay cached);
-* ``read_through`` reads files front to back with the next chunks asked for ahead (warming a
+* ``warm_page_cache`` reads files once, so that what is measured next starts with them cached;
+  ``read_through`` reads files front to back with the next chunks asked for ahead (warming a
   store), ``cache_through`` brings them into the page cache with nothing copied (the disk's
   sequential rate);
 * ``first_touch`` copies a file's pages through a fresh mapping: the CPU a reader pays for
@@ -11,7 +12,8 @@
 * ``proactive_reclaim`` and ``free_page_reporting`` name what on this machine drops cached
   pages by itself, or hands freed memory back to its host.
 
-``kit.bench.scale``, ``kit.bench.digest``, notebook 03 and ``scripts/`` use these.
+``kit.bench``, notebook 03 and ``scripts/`` use these. Standard library and NumPy only: no other
+part of the kit (a module that maps files registers its release with ``on_evict``).
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ import gc
 import os
 import time
 from pathlib import Path
+from typing import Callable, Iterable
 
 import numpy as np
 
-__all__ = ["READ_AHEAD_CHUNKS", "POLL_S", "STALL_S", "mapped", "Residency", "cached_fraction", "evict",
-           "read_through", "cache_through", "first_touch", "proactive_reclaim", "free_page_reporting"]
+__all__ = ["READ_AHEAD_CHUNKS", "POLL_S", "STALL_S", "mapped", "Residency", "cached_fraction", "on_evict", "evict",
+           "warm_page_cache", "read_through", "cache_through", "first_touch", "proactive_reclaim", "free_page_reporting"]
 
 #: ``read_through`` and ``cache_through`` read 16 MB chunks, the kernel asked for this many ahead.
 READ_AHEAD_CHUNKS = 8
@@ -120,15 +123,28 @@ def cached_fraction(paths) -> float | None:
     return cached / total if total else None
 
 
+_ON_EVICT: list[Callable[[], object]] = []
+
+
+def on_evict(callback: Callable[[], object]) -> Callable[[], object]:
+    """Registers ``callback`` for ``evict`` to call before it drops pages: a module whose
+    objects keep files mapped releases the mappings there (the spectrogram memmap loaders
+    register ``release_store_mappings`` when imported). Registering the same callback again
+    does nothing. Returns ``callback``."""
+    if callback not in _ON_EVICT:
+        _ON_EVICT.append(callback)
+    return callback
+
+
 def evict(paths) -> float | None:
     """Drops ``paths``' pages from the page cache (written back first: dirty pages stay)
     and returns the share still cached after (``cached_fraction``: None where it cannot
     be asked). Pages that a process maps stay cached whatever ``posix_fadvise`` says, so
-    the memmap loaders' mappings are released first (``release_store_mappings``); a file
-    still mapped after that is an error, not a cold epoch measured on cached pages."""
-    from kit.spectrogram.loaders import release_store_mappings
-
-    release_store_mappings()
+    the mappings the kit holds are released first (the callbacks of ``on_evict``: the
+    memmap loaders' ``release_store_mappings``); a file still mapped after that is an
+    error, not a cold epoch measured on cached pages."""
+    for release in list(_ON_EVICT):
+        release()
     gc.collect()
     still = mapped(paths)
     if still:
@@ -156,7 +172,7 @@ class _Chunks:
         self.items = [(i, offset, min(chunk, size - offset))
                       for i, size in enumerate(sizes) for offset in range(0, size, chunk)]
         self.total = sum(sizes)
-        self._pieces = {}
+        self._pieces: dict[int, int] = {}  # file index -> the most one ask reads of it
 
     def __len__(self):
         return len(self.items)
@@ -177,6 +193,14 @@ class _Chunks:
             store.ask_to_read(fd, offset, length, self._pieces[i])
         finally:
             os.close(fd)  # what was asked for is read all the same
+
+
+def warm_page_cache(paths: Iterable[str | os.PathLike]) -> None:
+    """Reads every file once, so that what is measured next starts with them in the page cache."""
+    for path in paths:
+        with open(path, "rb") as f:
+            while f.read(1 << 24):
+                pass
 
 
 def read_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS) -> tuple[int, float]:

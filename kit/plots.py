@@ -8,9 +8,15 @@ The interactive layer over them (widgets, the epoch explorer) is ``kit.explorer`
 
 from __future__ import annotations
 
+import base64
+import io
+
+import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+from PIL import Image
+from plotly.subplots import make_subplots
 
 from kit.cases.registry import unit
 from kit.util import format_duration
@@ -126,13 +132,6 @@ def segmentation_pair(image, ids, colours, *, title: str = "An image and its mas
         ids: ``(H, W)`` class ids; ids outside the palette (ignored) are drawn white.
         colours: ``(C, 3)`` palette colours.
     """
-    import base64
-    import io
-
-    import numpy as np
-    from PIL import Image
-    from plotly.subplots import make_subplots
-
     image = np.asarray(image)
     if image.dtype != np.uint8:
         image = np.rint(np.clip(image, 0, 1) * 255).astype(np.uint8)
@@ -254,8 +253,6 @@ def epoch_comparison(table: pd.DataFrame, *, title: str = "Projected epoch time 
         table: ``epoch_table`` rows with ``case``, ``variant``, ``examples``, ``replicas``,
             ``epoch_s`` and ``bound``.
     """
-    from plotly.subplots import make_subplots
-
     cases = list(dict.fromkeys(table["case"]))
     titles = []
     for case in cases:

@@ -10,17 +10,16 @@ from __future__ import annotations
 import os
 import sys
 
+from tqdm.auto import tqdm as auto_bar
+from tqdm.std import tqdm as text_bar
+
 __all__ = ['tqdm']
 
 
 def tqdm(*args, **kwargs):
     """``tqdm.auto.tqdm``, or ``tqdm.std.tqdm`` on standard output when ``KIT_PROGRESS=text``."""
     if os.environ.get("KIT_PROGRESS") == "text":
-        from tqdm.std import tqdm as text_bar
-
         # stdout, not stderr: in a saved notebook stderr is drawn as a red block.
         kwargs.setdefault("file", sys.stdout)
         return text_bar(*args, **kwargs)
-    from tqdm.auto import tqdm as auto_bar
-
     return auto_bar(*args, **kwargs)

@@ -34,11 +34,12 @@ import uuid
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
 from kit.memory import malloc_setting
+from kit.store import default_workdir
 
 __all__ = [
     'DEFAULT_PATH',
@@ -76,7 +77,7 @@ def _cpu_model() -> str | None:
 def this_machine() -> dict:
     """What the figures were measured on: host, CPU model and cores, GPUs, versions, and
     whether malloc kept freed batch buffers (``kit.memory.malloc_setting``)."""
-    info = {
+    info: dict[str, Any] = {
         "host": platform.node(),
         "cpu_model": _cpu_model(),
         "python": platform.python_version(),
@@ -86,7 +87,7 @@ def this_machine() -> dict:
         "malloc": malloc_setting(),
     }
     try:
-        import tensorflow as tf
+        import tensorflow as tf  # heavy and optional: kit.results and --help must not load TensorFlow
 
         info["tensorflow"] = tf.__version__
         gpus = tf.config.list_physical_devices("GPU")
@@ -119,8 +120,6 @@ def ledger_path() -> Path:
     root = project_root()
     if root is not None:
         return root / DEFAULT_PATH
-    from kit.store import default_workdir
-
     return default_workdir() / "results.jsonl"
 
 
@@ -368,6 +367,7 @@ def load(path=None) -> pd.DataFrame:
         ``machine_label`` and ``source`` (the file). Empty (with those columns) when
         there is nothing to read. Torn or foreign lines are skipped with a warning.
     """
+    sources: list[str | os.PathLike]
     if path is None:
         sources = [ledger_path()]
     elif isinstance(path, (str, os.PathLike)):

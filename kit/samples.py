@@ -32,7 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
+from kit import store
+from kit.cases import registry
 from kit.errors import OutputError
 from kit.util import check_int, process_alive
 
@@ -249,7 +252,7 @@ def make_spectrogram(
 
     def build(tmp: Path):
         (tmp / "frames").mkdir()
-        rows = []
+        rows: list[tuple[str, int, str]] = []
         for i in range(spec.files):
             frames, labels = _spectrogram_file(spec, patterns, i)
             rel = f"frames/clip_{i:06d}.npy"
@@ -306,8 +309,6 @@ def make_spectrogram_sharded(
     Returns:
         The path of ``out/index.csv``.
     """
-    from kit import store
-
     spec = SpectrogramSpec(files, frames_per_file, height, width, num_classes, dtype, seed)
     out = Path(out)
     csv_path = out / "index.csv"
@@ -435,8 +436,6 @@ def make_segmentation(
     Returns:
         The path of ``out/index.csv``; ``out/class_dict.csv`` holds the palette.
     """
-    from PIL import Image
-
     images = check_int("images", images)
     size = check_int("size", size)
     seed = check_int("seed", seed, 0)
@@ -478,8 +477,6 @@ def embedded(case: str) -> Path:
     These are what notebooks and tests use by default. They are regenerated with
     ``python -m kit samples ... --out data_samples/<case>`` (see the README).
     """
-    from kit.cases import registry
-
     path = registry.get(case).embedded
     if path is None:
         raise ValueError(f"case {case!r} has no embedded samples")
@@ -514,9 +511,6 @@ def cached(case: str, *, workdir=None, seed: int = 0, **options) -> Path:
     Returns:
         The path of the index CSV.
     """
-    from kit import store
-    from kit.cases import registry
-
     maker = registry.get(case).make_samples  # an unknown case: one error naming the known ones
     root = Path(workdir) if workdir is not None else store.default_workdir()
     name = "-".join([case, *(f"{k}{v}" for k, v in sorted(options.items())), f"s{seed}"])

@@ -20,7 +20,7 @@ __all__ = ["VERSION_FLOORS", "process_alive", "check_int", "positive_int", "non_
 
 
 #: The oldest TensorFlow and Keras the kit was tested with, as pyproject.toml's floors
-#: (a test keeps the two equal): ``kit.timing`` uses Keras's private ``PyDatasetAdapter``
+#: (a test keeps the two equal): ``kit.batches`` uses Keras's private ``PyDatasetAdapter``
 #: and ``kit.distribute`` relies on TensorFlow 2.21's tf.data service.
 VERSION_FLOORS = {"tensorflow": "2.21", "keras": "3.15"}
 
@@ -122,11 +122,11 @@ def usable_cpus() -> int:
 
 
 def warm_page_cache(paths: Iterable[str | os.PathLike]) -> None:
-    """Reads every file once, so that what is measured next starts with them in the page cache."""
-    for path in paths:
-        with open(path, "rb") as f:
-            while f.read(1 << 24):
-                pass
+    """``kit.pagecache.warm_page_cache``, its home (kept here for ``kit.bench.spectrogram``,
+    which imports it from here; imported on call, so this module imports no other part of the kit)."""
+    from kit.pagecache import warm_page_cache as warm
+
+    warm(paths)
 
 
 def process_alive(pid: int) -> bool:

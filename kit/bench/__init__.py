@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from kit import cache, report, results, samples
+from kit.bench.config import as_dict
+from kit.cases import registry
 from kit.results import new_run_id, this_machine
+from kit.util import format_duration, write_json
 
 machine = this_machine  # what benches record; lives with the ledger
 
@@ -68,8 +75,6 @@ class BenchResult:
     def to_json(self) -> dict:
         """``{"bench", "run_id", "rows", "machine", ...info, "config"}``: missing values as
         None, the config as ``dataclasses.asdict`` gives it (paths as strings)."""
-        from kit.bench.config import as_dict
-
         rows = self.rows.astype(object).where(pd.notna(self.rows), None).to_dict(orient="records")
         obj = {"bench": self.name, "run_id": self.run_id, "rows": rows, "machine": self.machine, **self.info}
         if self.config is not None:
@@ -85,10 +90,6 @@ def record(res: BenchResult) -> dict:
     the ledger. A ledger that cannot be written is reported, not fatal: the run's
     result still prints and goes to ``--json``.
     """
-    import sys
-
-    from kit import results
-
     obj = res.to_json()
     extra = {k: v for k, v in obj.items() if k not in ("bench", "run_id", "rows", "machine")}
     try:
@@ -103,8 +104,6 @@ def record(res: BenchResult) -> dict:
 def save(res: BenchResult, json_path=None) -> dict:
     """``record(res)``, then its JSON object written to ``json_path`` (``-``: standard output;
     None: nowhere), as every bench command's ``--json`` does. Returns the object."""
-    from kit.util import write_json
-
     obj = record(res)
     write_json(json_path, obj)
     return obj
@@ -139,8 +138,6 @@ def _demo(args) -> int:
     With ``KIT_FAST=1`` (as ``make test`` sets) the benches run on the embedded samples
     in one short round and the notebooks in fast mode: the same path, in seconds.
     """
-    from kit import report
-
     # Before TensorFlow loads: its C++ INFO and WARNING lines are not the demo's progress,
     # nor is what it prints regardless (the absl banner, the CUDA probes): filtered.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -150,19 +147,18 @@ def _demo(args) -> int:
 
 
 def _demo_bench_spectrogram(fast: bool):
-    from kit import samples
-    from kit.bench import spectrogram
+    from kit.bench import spectrogram  # cycle: kit.bench.spectrogram imports this package
 
-    quick = dict(data=samples.embedded("spectrogram"), rounds=1, num_batches=2, generator_seconds=1.0) if fast else {}
+    quick: dict[str, Any] = (dict(data=samples.embedded("spectrogram"), rounds=1, num_batches=2,
+                                  generator_seconds=1.0) if fast else {})
     return spectrogram, spectrogram.run(spectrogram.SpectrogramConfig(**quick))
 
 
 def _demo_bench_segmentation(fast: bool):
-    from kit import samples
-    from kit.bench import segmentation
+    from kit.bench import segmentation  # cycle: kit.bench.segmentation imports this package
 
-    quick = dict(data=samples.embedded("segmentation"), rounds=1, num_batches=2, batch_size=1, size=(64, 64),
-                 seconds=0.5, slow_seconds=1.0) if fast else {}
+    quick: dict[str, Any] = (dict(data=samples.embedded("segmentation"), rounds=1, num_batches=2, batch_size=1,
+                                  size=(64, 64), seconds=0.5, slow_seconds=1.0) if fast else {})
     return segmentation, segmentation.run(segmentation.SegmentationConfig(**quick))
 
 
@@ -172,19 +168,12 @@ _DEMO_BENCHES = {"spectrogram": _demo_bench_spectrogram, "segmentation": _demo_b
 
 
 def _demo_bench_other(name: str, fast: bool):
-    from kit.bench import loaders
+    from kit.bench import loaders  # cycle: kit.bench.loaders imports this package
 
     return loaders, loaders.run(loaders.LoadersConfig(case=name, rounds=1 if fast else 3, batches=2 if fast else 10))
 
 
 def _demo_steps(args) -> int:
-    import tempfile
-    import time
-
-    from kit import cache, report
-    from kit.cases import registry
-    from kit.timing import format_duration
-
     fast = os.environ.get("KIT_FAST") == "1"
     t0 = time.perf_counter()
     before = cache.scan()  # the end says which of these were reused and what was built

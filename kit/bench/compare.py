@@ -26,6 +26,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -171,107 +172,123 @@ def run(config: CompareConfig | None = None, /, *, log=print, **options):
 
 
 def _measure(config: CompareConfig, log) -> pd.DataFrame:
-    from kit import distribute, samples, timing
-
-    c = config
-    fast, rounds, spectrogram_csv, segmentation_csv = c.fast, c.rounds, c.spectrogram_csv, c.segmentation_csv
-    alpha, workdir = c.alpha, c.workdir
     t_start = time.perf_counter()
-    counts = sorted(set(c.replicas))
+
+    def stamp() -> str:  # how long the run has taken, at the start of a progress line
+        return f"[{time.perf_counter() - t_start:.0f} s]"
+
+    counts = sorted(set(config.replicas))
+    strategies, devices = _strategies(counts)  # first: the CPU is split before anything else starts TensorFlow
+    data = _data(config, log)
+    rows, dim = _loader_rows(config, data, log=log, stamp=stamp)
+    rows += _compute_rows(config, data, dim, counts, strategies, devices, log=log, stamp=stamp)
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class _Data:
+    """Both cases' indexes and the sizes of this run (``fast``: the embedded samples, small batches)."""
+
+    spec: Any  # kit.spectrogram.FrameIndex
+    seg: Any  # kit.segmentation.PairIndex
+    palette: Any  # kit.segmentation.Palette
+    spec_batch: int
+    seg_batch: int
+    num_batches: int  # per loader and round
+    steps: int  # per spectrogram model and round (the head runs 10 times as many)
+    seg_steps: int  # per U-Net round
+    seg_variants: tuple[str, ...]
+
+
+def _strategies(counts: list[int]) -> tuple[dict, str]:
+    """A strategy per replica count, and what their devices are."""
+    from kit import distribute
+
     strategies = {}
     distribute.make_strategy(counts[-1])  # splits the CPU before anything else starts TensorFlow
     for r in counts:
         strategies[r] = distribute.make_strategy(r)
     devices = "CPU (simulated)" if distribute.is_simulated(strategies[counts[-1]]) else (
         "GPU" if any("GPU" in d.upper() for d in strategies[counts[-1]].extended.worker_devices) else "CPU")
+    return strategies, devices
 
-    from kit.models import audio, unet
+
+def _data(c: CompareConfig, log) -> _Data:
+    from kit import samples
     from kit.segmentation import PairIndex, Palette
     from kit.spectrogram import FrameIndex
 
-    if fast:
-        spec_csv = spectrogram_csv or samples.embedded("spectrogram")
-        seg_csv = segmentation_csv or samples.embedded("segmentation")
+    seg_variants: tuple[str, ...]
+    if c.fast:
+        spec_csv = c.spectrogram_csv or samples.embedded("spectrogram")
+        seg_csv = c.segmentation_csv or samples.embedded("segmentation")
         spec_batch, seg_batch, num_batches, steps, seg_steps = 16, 2, 4, 3, 1
         seg_variants = ("sequence", "tfdata_tuned", "class_index")
     else:
         from kit.bench import segmentation as seg_bench
         from kit.bench import spectrogram as spec_bench
 
-        spec_csv = spectrogram_csv or spec_bench.default_data(workdir=workdir)
-        seg_csv = segmentation_csv or seg_bench.default_data(workdir=workdir)
+        spec_csv = c.spectrogram_csv or spec_bench.default_data(workdir=c.workdir)
+        seg_csv = c.segmentation_csv or seg_bench.default_data(workdir=c.workdir)
         spec_batch, seg_batch, num_batches, steps, seg_steps = 256, 3, 20, 10, 3
         seg_variants = ("sequence", "sequence_workers", "tfdata_naive", "tfdata_tuned", "class_index")
     spec = FrameIndex.from_csv(spec_csv)
     seg = PairIndex.from_csv(seg_csv)
     palette = Palette.from_csv(Path(seg_csv).parent / "class_dict.csv")
     log(f"spectrogram: {spec_csv} ({len(spec):,} frames); segmentation: {seg_csv} ({len(seg):,} pairs)")
+    return _Data(spec, seg, palette, spec_batch=spec_batch, seg_batch=seg_batch, num_batches=num_batches,
+                 steps=steps, seg_steps=seg_steps, seg_variants=seg_variants)
 
+
+#: Per-round time caps (seconds) of the loaders slow enough to need one.
+_SLOW_S = {"generator": 8.0, "pydataset": 8.0, "numpy_function": 8.0, "sequence": 8.0, "sequence_workers": 8.0,
+           "tfdata_naive": 8.0}
+
+
+def _loader_rows(c: CompareConfig, data: _Data, *, log, stamp) -> tuple[list[dict], int]:
+    """Each case's loaders measured interleaved (one ``timing.compare`` per case): a row each.
+    Also returns the width of the feature cache's embeddings (the head's input)."""
+    from kit import timing
+
+    loaders, _, dim = _spectrogram_loaders(data.spec, batch_size=data.spec_batch, workdir=c.workdir, alpha=c.alpha,
+                                           log=log)
+    seg_loaders = _segmentation_loaders(data.seg, data.palette, batch_size=data.seg_batch,
+                                        variants=data.seg_variants, workdir=c.workdir)
     rows = []
-    # ---- loaders, interleaved (each case's variants in one compare)
-    loaders, backbone, dim = _spectrogram_loaders(spec, batch_size=spec_batch, workdir=workdir, alpha=alpha, log=log)
-    seg_loaders = _segmentation_loaders(seg, palette, batch_size=seg_batch, variants=seg_variants, workdir=workdir)
-    slow = {"generator": 8.0, "pydataset": 8.0, "numpy_function": 8.0, "sequence": 8.0, "sequence_workers": 8.0,
-            "tfdata_naive": 8.0}
-    for case, ls, batch, n in (("spectrogram", loaders, spec_batch, len(spec)),
-                               ("segmentation", seg_loaders, seg_batch, len(seg))):
-        per_round = max(1, min(num_batches, n // batch - 1))  # one warm-up batch, the rest timed
-        log(f"[{time.perf_counter() - t_start:.0f} s] measuring the {case} loaders: {rounds} interleaved rounds of {per_round} batches of {batch} ...")
-        df = timing.compare(ls, num_batches=per_round, warmup=1, rounds=rounds,
-                            max_seconds={k: v for k, v in slow.items() if k in ls})
+    for case, ls, batch, n in (("spectrogram", loaders, data.spec_batch, len(data.spec)),
+                               ("segmentation", seg_loaders, data.seg_batch, len(data.seg))):
+        per_round = max(1, min(data.num_batches, n // batch - 1))  # one warm-up batch, the rest timed
+        log(f"{stamp()} measuring the {case} loaders: {c.rounds} interleaved rounds of {per_round} batches of {batch} ...")
+        df = timing.compare(ls, num_batches=per_round, warmup=1, rounds=c.rounds,
+                            max_seconds={k: v for k, v in _SLOW_S.items() if k in ls})
         for r in df.itertuples():
             rows.append({"case": case, "kind": "loader", "variant": r.variant, "replicas": None,
                          "devices": "host", "batch_size": batch, "examples_per_s": r.examples_per_s,
                          "round_min": r.round_min, "round_max": r.round_max,
                          "per_replica_examples_per_s": None, "efficiency": None, "examples": int(r.examples),
                          "basis": f"{int(r.examples):,} examples read in {r.batches} batches of {batch} over "
-                                  f"{rounds} interleaved rounds"})
+                                  f"{c.rounds} interleaved rounds"})
+    return rows, dim
 
-    # ---- compute: each model's step with its batch in memory, per replica count, interleaved
-    rng = np.random.default_rng(0)
-    frame = tuple(spec.frame_shape) + (1,)
-    per_replica_spec = max(1, spec_batch // counts[-1]) if fast else registry.get("spectrogram").scale.global_batch // 2
-    x_frames = rng.standard_normal((per_replica_spec,) + frame).astype(np.float32)
-    y_spec = rng.integers(0, spec.num_classes, per_replica_spec)
-    x_emb = rng.standard_normal((per_replica_spec, dim)).astype(np.float32)
+
+def _compute_rows(c: CompareConfig, data: _Data, dim: int, counts: list[int], strategies: dict, devices: str, *,
+                  log, stamp) -> list[dict]:
+    """Each model's training step with its batch in memory, per replica count, the configurations
+    interleaved over the rounds: a row each."""
     # The U-Net is timed on 128x128 (fast) or 256x256 crops and scaled to the users' 512x512 by
     # pixel count (a convolution's cost is per pixel): one 512x512 step of batch 3 takes tens of
     # seconds on 2 CPU cores, too long for the demo. The basis of the row says so.
-    size = 128 if fast else 256
-    x_img = rng.random((seg_batch, size, size, 3), dtype=np.float32)
-    n_classes_seg = len(palette.names)
-    y_img = rng.integers(0, n_classes_seg, (seg_batch, size, size))
-
-    def spec_model(head_only):
-        def build():
-            head = audio.head(spec.num_classes, embedding_dim=dim, seed=0)
-            if head_only:
-                return head
-            bb = audio.backbone(None, input_shape=frame, alpha=alpha)
-            return audio.transfer_model(bb, head)
-        return build
-
-    from kit.models.unet import segmentation_loss
-
-    log(f"[{time.perf_counter() - t_start:.0f} s] building and tracing the models under each replica count ...")
-    jobs = {}
-    for r in counts:
-        if r == counts[0] or not fast:  # fast mode: the backbone at one count (its tracing is the slow part)
-            jobs[("spectrogram", "backbone+head", r)] = (_Steps(strategies[r], spec_model(False), x_frames, y_spec),
-                                                         steps)
-        jobs[("spectrogram", "head", r)] = (_Steps(strategies[r], spec_model(True), x_emb, y_spec), 10 * steps)
-    # The segmentation user trained with plain Keras on one device: one replica.
-    jobs[("segmentation", "unet", 1)] = (_Steps(strategies.get(1) or distribute.make_strategy(1),
-                                                lambda: unet.unet(n_classes_seg, input_shape=(size, size, 3)),
-                                                x_img, y_img, loss=segmentation_loss(), warmup=1), seg_steps)
-    log(f"[{time.perf_counter() - t_start:.0f} s] measuring {len(jobs)} model configurations, {rounds} interleaved rounds ...")
-    for k in range(rounds):
+    size = 128 if c.fast else 256
+    jobs = _jobs(c, data, dim, counts, strategies, size=size, log=log, stamp=stamp)
+    log(f"{stamp()} measuring {len(jobs)} model configurations, {c.rounds} interleaved rounds ...")
+    for k in range(c.rounds):
         order = list(jobs)
         order = order[k % len(order):] + order[:k % len(order)]  # rotate the order each round
         for key in order:
             job, n_steps = jobs[key]
             job.run(n_steps)
-    one = {}
+    one: dict = {}
+    rows = []
     for (case, model, r), (job, n_steps) in jobs.items():
         rate = job.examples / job.seconds if job.seconds > 0 else math.inf
         scaled = ""
@@ -286,9 +303,51 @@ def _measure(config: CompareConfig, log) -> pd.DataFrame:
                      "batch_size": job.global_batch, "examples_per_s": rate,
                      "per_replica_examples_per_s": rate / r,
                      "efficiency": (rate / r) / base if base else None, "examples": job.examples,
-                     "basis": f"{job.examples:,} examples trained in {rounds} rounds of {n_steps} steps of "
+                     "basis": f"{job.examples:,} examples trained in {c.rounds} rounds of {n_steps} steps of "
                               f"{job.global_batch} (in-memory batch, {r} replica(s), {devices}{scaled})"})
-    return pd.DataFrame(rows)
+    return rows
+
+
+def _jobs(c: CompareConfig, data: _Data, dim: int, counts: list[int], strategies: dict, *, size: int, log,
+          stamp) -> dict[tuple[str, str, int], tuple[_Steps, int]]:
+    """The configurations to time, ``(case, model, replicas)``: each a traced ``_Steps`` on a
+    constant random batch, and its steps per round."""
+    from kit import distribute
+    from kit.models import audio, unet
+    from kit.models.unet import segmentation_loss
+
+    spec, rng = data.spec, np.random.default_rng(0)
+    frame = tuple(spec.frame_shape) + (1,)
+    per_replica_spec = (max(1, data.spec_batch // counts[-1]) if c.fast
+                        else registry.scale_of("spectrogram").global_batch // 2)
+    x_frames = rng.standard_normal((per_replica_spec,) + frame).astype(np.float32)
+    y_spec = rng.integers(0, spec.num_classes, per_replica_spec)
+    x_emb = rng.standard_normal((per_replica_spec, dim)).astype(np.float32)
+    x_img = rng.random((data.seg_batch, size, size, 3), dtype=np.float32)
+    n_classes_seg = len(data.palette.names)
+    y_img = rng.integers(0, n_classes_seg, (data.seg_batch, size, size))
+
+    def spec_model(head_only):
+        def build():
+            head = audio.head(spec.num_classes, embedding_dim=dim, seed=0)
+            if head_only:
+                return head
+            bb = audio.backbone(None, input_shape=frame, alpha=c.alpha)
+            return audio.transfer_model(bb, head)
+        return build
+
+    log(f"{stamp()} building and tracing the models under each replica count ...")
+    jobs = {}
+    for r in counts:
+        if r == counts[0] or not c.fast:  # fast mode: the backbone at one count (its tracing is the slow part)
+            jobs[("spectrogram", "backbone+head", r)] = (_Steps(strategies[r], spec_model(False), x_frames, y_spec),
+                                                         data.steps)
+        jobs[("spectrogram", "head", r)] = (_Steps(strategies[r], spec_model(True), x_emb, y_spec), 10 * data.steps)
+    # The segmentation user trained with plain Keras on one device: one replica.
+    jobs[("segmentation", "unet", 1)] = (_Steps(strategies.get(1) or distribute.make_strategy(1),
+                                                lambda: unet.unet(n_classes_seg, input_shape=(size, size, 3)),
+                                                x_img, y_img, loss=segmentation_loss(), warmup=1), data.seg_steps)
+    return jobs
 
 
 def saved(ledger: pd.DataFrame, machine_label: str | None = None) -> pd.DataFrame:
@@ -334,7 +393,8 @@ def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> p
             scaling = Scaling.constant(efficiency)
         else:
             devices = c.iloc[-1].get("devices", "") if "devices" in c.columns else ""
-            scaling = Scaling.measured({int(n): (None if e is None or pd.isna(e) else float(e))
+            # a count without an efficiency (NaN) is skipped, as Scaling.measured skips None
+            scaling = Scaling.measured({int(n): (math.nan if e is None or pd.isna(e) else float(e))
                                         for n, e in zip(c["replicas"], c["efficiency"])},
                                        source=f"{model} on {devices or 'this machine'}")
         out.append({"case": r.case, "variant": r.variant, "model": model, "loader_rate": r.examples_per_s,

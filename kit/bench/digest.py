@@ -26,7 +26,14 @@ import time
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
+import pandas as pd
+
+from kit import pagecache, store
+from kit.bench import BenchResult, print_table, save
 from kit.bench.config import check_int, configure, optional_path
+from kit.bench.spectrogram import default_data
+from kit.spectrogram import FrameIndex
+from kit.util import positive_int
 
 __all__ = ['DigestConfig', 'run', 'add_arguments', 'register', 'config_from_args', 'show', 'main']
 
@@ -51,20 +58,12 @@ def run(config: DigestConfig | None = None, /, *args, **options):
     Returns:
         A ``BenchResult`` for ``run(config)``; its rows (a DataFrame) for ``run(csv, rounds=...)``.
     """
-    from kit.bench import BenchResult
-
     config, as_arguments = configure(DigestConfig, config, args, options)
     res = BenchResult("digest", _measure(config.csv, config.rounds), config)
     return res.rows if as_arguments else res
 
 
 def _measure(csv, rounds: int):
-    import pandas as pd
-
-    from kit import pagecache, store
-    from kit.bench.spectrogram import default_data
-    from kit.spectrogram import FrameIndex
-
     csv = Path(csv) if csv is not None else default_data()
     files = [str(f) for f in FrameIndex.from_csv(csv).files]
     size = sum(os.path.getsize(f) for f in files)
@@ -105,8 +104,6 @@ def _measure(csv, rounds: int):
 
 
 def add_arguments(p) -> None:
-    from kit.util import positive_int
-
     p.add_argument("--data", type=Path, default=None,
                    help="index CSV (default: the spectrogram bench data, 200 files x 100 frames)")
     p.add_argument("--rounds", type=positive_int, default=3, help="interleaved measuring rounds (default 3)")
@@ -124,14 +121,10 @@ def config_from_args(args) -> DigestConfig:
 
 
 def show(res) -> None:
-    from kit.bench import print_table
-
     print_table(res.rows)
 
 
 def main(args) -> int:
-    from kit.bench import save
-
     res = run(config_from_args(args))
     show(res)
     save(res, args.json)

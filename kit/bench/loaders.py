@@ -12,8 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kit import timing
+from kit.bench import BenchResult, print_table, save
 from kit.bench.config import check_int, configure, optional_int, optional_path
 from kit.cases import registry
+from kit.util import positive_int
 
 __all__ = ["LoadersConfig", "run", "register", "config_from_args", "show", "main"]
 
@@ -52,9 +55,6 @@ def run(config: LoadersConfig | None = None, /, **options):
 
 
 def _run(config: LoadersConfig):
-    from kit import timing
-    from kit.bench import BenchResult
-
     case = registry.get(config.case)
     csv = config.data or case.embedded
     if csv is None:
@@ -74,8 +74,6 @@ def _run(config: LoadersConfig):
 
 def register(bench_sub) -> None:
     """A ``bench CASE`` subcommand for each registered case that has no bench of its own."""
-    from kit.util import positive_int
-
     taken = set(bench_sub.choices)
     for case in registry.cases():
         if case.name in taken:
@@ -99,15 +97,11 @@ def config_from_args(args) -> LoadersConfig:
 
 
 def show(res) -> None:
-    from kit.bench import print_table
-
     print_table(res.rows, ["case", "variant", "examples_per_s", "round_min", "round_max",
                            *[c for c in res.rows.columns if c.startswith(("x_", "epoch_s_"))]])
 
 
 def main(args) -> int:
-    from kit.bench import save
-
     res = run(config_from_args(args))
     show(res)
     save(res, args.json)

@@ -58,10 +58,14 @@ import gc
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from kit import features, store, timing
+from kit.bench import BenchResult, save
+from kit.bench import spectrogram as bench_spectrogram
 from kit.bench.config import check_int, check_one_of, check_positive, configure, optional_int, optional_path
 from kit.bench.scale_data import (
     FRAME_SHAPE,
@@ -75,8 +79,19 @@ from kit.bench.scale_data import (
     needed_bytes,
     store_files,
 )
-from kit.bench.scale_report import TARGETS, cold_warning, disk_note, reference_cpu_note, targets_met, warm_warning
+from kit.bench.scale_report import (
+    COLUMNS,
+    TARGETS,
+    cold_warning,
+    disk_note,
+    reference_cpu_note,
+    show,
+    targets_met,
+    warm_warning,
+)
 from kit.cases import registry
+from kit.epochs import block_order_dataset
+from kit.models import audio
 from kit.pagecache import (
     READ_AHEAD_CHUNKS,
     cache_through,
@@ -86,18 +101,17 @@ from kit.pagecache import (
     proactive_reclaim,
     read_through,
 )
+from kit.spectrogram import convert, make_loader
+from kit.util import positive_int
 
 __all__ = ["EPOCH", "PROJECTION_FRAMES", "WARM_EPOCHS", "COLUMNS", "ScaleConfig", "run", "order_randomness",
            "epoch_orders", "add_arguments", "register", "config_from_args", "main"]
 
-EPOCH = registry.get("spectrogram").scale.examples  # the users' scale, declared by the case
+EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
 #: The default spectrogram bench's size: the basis of the projections checked here.
 PROJECTION_FRAMES = 20_000
 #: Whole warm epochs per warm row, their median reported (warm epochs on 2 shared cores vary).
 WARM_EPOCHS = 3
-#: Column order of the rows (the issue's form, then the basis).
-COLUMNS = ["variant", "state", "frames", "dtype", "epoch_s", "measured", "examples_per_s", "limit",
-           "fraction_of_limit", "cpu_cores", "basis"]
 
 
 @dataclass(frozen=True)
@@ -166,8 +180,6 @@ def run(config: ScaleConfig | None = None, /, *, progress=True, log=print, **opt
         For ``run(config)``, a ``BenchResult`` (rows in ``COLUMNS``, and the info);
         called with the fields, ``(rows, info)``.
     """
-    from kit.bench import BenchResult
-
     config, as_arguments = configure(ScaleConfig, config, (), options)
     rows, info = _Run(config, progress=progress, log=log).measure()
     return (rows, info) if as_arguments else BenchResult("scale", rows, config, info)
@@ -178,11 +190,13 @@ class _Run:
 
     def __init__(self, config: ScaleConfig, *, progress, log):
         self.c, self.progress, self.log = config, progress, log
-        self.rows, self.found = [], []  # finished rows; the loaders' epochs (dicts), judged at the end
-        self.disk_reads = {}  # store -> its reference reads (bytes, seconds, CPU seconds, of which in the kernel)
+        self.rows: list[dict] = []  # finished rows
+        self.found: list[dict] = []  # the loaders' epochs, judged at the end
+        # store -> its reference reads (bytes, seconds, CPU seconds, of which in the kernel)
+        self.disk_reads: dict[str, list[tuple]] = {}
 
     def measure(self) -> tuple[pd.DataFrame, dict]:
-        import tensorflow as tf
+        import tensorflow as tf  # heavy: python -m kit --help imports this module
 
         self.prepare()
         info = self.info
@@ -216,9 +230,6 @@ class _Run:
 
     def prepare(self) -> None:
         """The free space checked, the data generated (or found) and both stores converted."""
-        from kit import store
-        from kit.spectrogram import convert
-
         c, log = self.c, self.log
         frames, dtype, seed, workdir = c.frames, c.dtype, c.seed, c.workdir
         root = Path(workdir) if workdir is not None else store.default_workdir()
@@ -233,8 +244,8 @@ class _Run:
         self.index = make_data(frames, dtype, seed=seed, workdir=workdir, workers=c.workers, progress=self.progress)
         log(f"  ready in {time.perf_counter() - t0:.0f} s ({len(self.index.files):,} files)")
         self.n, self.labels = len(self.index), self.index.labels
-        self.info = {"frames": self.n, "dtype": dtype, "batch_size": c.batch_size, "warm_epochs": c.warm_epochs,
-                     "targets": TARGETS}
+        self.info: dict[str, Any] = {"frames": self.n, "dtype": dtype, "batch_size": c.batch_size,
+                                     "warm_epochs": c.warm_epochs, "targets": TARGETS}
         self.stores = {}
         for fmt in ("memmap", "tfrecord"):
             t0 = time.perf_counter()
@@ -251,8 +262,6 @@ class _Run:
         self.disk_reads = {fmt: [] for fmt in self.reference}
 
     def loader(self, fmt, ix=None, **kw):
-        from kit.spectrogram import make_loader
-
         c = self.c
         return make_loader(fmt, self.index if ix is None else ix, batch_size=c.batch_size, shuffle=True,
                            seed=c.seed, workdir=c.workdir, store_dtype=c.dtype, progress=False, **kw)
@@ -317,8 +326,6 @@ class _Run:
 
     def memory_gather(self) -> float:
         """The memory gather limit, from a sample of the store held in RAM: frames per second."""
-        from kit import store
-
         n, batch_size = self.n, self.c.batch_size
         sample_n = min(n, 65_536)
         sample = np.array(store.load_npy(self.frames_file)[:sample_n])
@@ -395,18 +402,15 @@ class _Run:
         whole small epoch, projected the same way, is kept beside it: it carries each epoch's
         start (iterator, order, pipeline fill) 50 times over when projected from 20,000 frames
         to a million. Returns the checks by store."""
-        from kit import timing
-        from kit.bench import spectrogram as bench_spectrogram
-        from kit.spectrogram import convert
-
-        c, n, checks = self.c, self.n, {}
+        c, n = self.c, self.n
+        checks: dict[str, dict] = {}
         if c.projection_frames >= n:
             return checks
         defaults = bench_spectrogram.SpectrogramConfig()
-        bench = {"num_batches": defaults.num_batches, "warmup": defaults.warmup, "rounds": defaults.rounds}
+        rounds = defaults.rounds
         # As the bench, fewer warm-up and timed batches where an epoch holds fewer.
-        _, bench["warmup"], bench["num_batches"], _ = bench_spectrogram.plan(
-            c.projection_frames, batch_size=c.batch_size, warmup=bench["warmup"], num_batches=bench["num_batches"])
+        _, warmup, num_batches, _ = bench_spectrogram.plan(
+            c.projection_frames, batch_size=c.batch_size, warmup=defaults.warmup, num_batches=defaults.num_batches)
         small = self.index.subset(np.arange(c.projection_frames))
         for fmt, kw in (("memmap", {"order": "blocks"}), ("tfrecord", {})):
             convert(small, fmt, workdir=c.workdir, store_dtype=c.dtype, progress=False)
@@ -414,12 +418,13 @@ class _Run:
             epoch(ld, expected=c.projection_frames)  # warms the small store and traces
             times = [epoch(ld, expected=c.projection_frames, labels=small.labels)[1] for _ in range(c.warm_epochs)]
             whole = float(np.median(times)) * n / c.projection_frames
-            small_df = timing.compare({fmt: ld}, epoch_examples=(n,), **bench)
+            small_df = timing.compare({fmt: ld}, epoch_examples=(n,), num_batches=num_batches, warmup=warmup,
+                                      rounds=rounds)
             projected = float(small_df[f"epoch_s_{n}"].iloc[0])
             timed = int(small_df["examples"].iloc[0])
             self.rows.append(_row(fmt, "warm", n, c.dtype, projected, False,
                                   f"projected as the default bench does, from {c.projection_frames:,} frames: "
-                                  f"{bench['rounds']} rounds of {bench['warmup']} warm-up and {bench['num_batches']} "
+                                  f"{rounds} rounds of {warmup} warm-up and {num_batches} "
                                   f"timed batches ({timed:,} frames timed)", "memory", n / projected / self.gather))
             full = next(r for r in self.found if r["variant"] == fmt and r["state"] == "warm")
             checks[fmt] = {"projected_s": projected, "measured_s": full["epoch_s"],
@@ -434,9 +439,6 @@ class _Run:
 
     def head(self) -> None:
         """The head, trained from a feature cache of every frame, warm and cold."""
-        from kit import features, timing
-        from kit.models import audio
-
         c, n, index = self.c, self.n, self.index
         cache, how = feature_cache(index, batch_size=c.batch_size, skip_extraction=c.skip_extraction,
                                     workdir=c.workdir, progress=self.progress, log=self.log)
@@ -474,8 +476,6 @@ class _Run:
 
     def generator(self) -> None:
         """The user's generator, over a bounded sample (its files warm), projected."""
-        from kit.spectrogram import make_loader
-
         c, n = self.c, self.n
         g = min(c.generator_frames, n)
         sample_index = self.index.subset(np.arange(g))
@@ -491,8 +491,6 @@ class _Run:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from kit.util import positive_int
-
     p.add_argument("--frames", type=positive_int, default=EPOCH, help="frames to generate and measure (1,000,000)")
     p.add_argument("--dtype", choices=["float16", "float32"], default="float16",
                    help="of the data and the stores (float16: half the bytes; loaders deliver float32)")
@@ -530,9 +528,6 @@ def config_from_args(args) -> ScaleConfig:
 
 
 def main(args) -> int:
-    from kit.bench import save
-    from kit.bench.scale_report import show
-
     res = run(config_from_args(args), progress=not args.no_progress)
     show(res)
     save(res, args.json)
@@ -577,12 +572,10 @@ def order_randomness(rows: np.ndarray, *, batch_size: int, n: int, previous: np.
 def epoch_orders(order: str, n: int, *, batch_size: int, seed: int = 0, epochs: int = 2, **blocks) -> list:
     """The row order of ``epochs`` successive epochs of the memmap variant's ``order``
     (``"random"`` or ``"blocks"``, with ``block``/``window`` in ``blocks``), as arrays."""
-    from kit.epochs import block_order_dataset
-
     if order == "blocks":
         ds = block_order_dataset(n, batch_size, seed=seed, **blocks)
     elif order == "random":
-        import tensorflow as tf
+        import tensorflow as tf  # heavy: python -m kit --help imports this module
 
         ds = tf.data.Dataset.range(n).shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(batch_size)
     else:

@@ -12,6 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
+from kit import features, samples, store
+from kit.epochs import untuned_options
+from kit.models import audio
+from kit.spectrogram import FrameIndex
+from kit.spectrogram.convert import TFRECORD_FORMAT
+from kit.util import usable_cpus
+
 __all__ = ["FRAMES_PER_FILE", "FRAME_SHAPE", "data_folder", "frame_bytes", "needed_bytes", "make_data",
            "store_files", "epoch", "memory_gather_rate", "cpu_used", "feature_cache"]
 
@@ -20,8 +27,6 @@ FRAME_SHAPE = (96, 64)
 
 
 def data_folder(frames: int, dtype: str, seed: int = 0, workdir=None) -> Path:
-    from kit import store
-
     files = math.ceil(frames / FRAMES_PER_FILE)
     root = Path(workdir) if workdir is not None else store.default_workdir()
     return root / f"bench-scale-{files}x{FRAMES_PER_FILE}-{dtype}-s{seed}"
@@ -38,9 +43,6 @@ def needed_bytes(frames: int, dtype: str, *, seed: int = 0, workdir=None) -> dic
     feature cache at 1,024 float16 values per frame. A TFRecord store of an older layout
     counts as missing: the loader builds one of the current layout beside it.
     """
-    from kit import store
-    from kit.spectrogram.convert import TFRECORD_FORMAT
-
     def current_layout(m) -> bool:
         return m.meta.get("options", {}).get("format") == TFRECORD_FORMAT
 
@@ -67,9 +69,6 @@ def needed_bytes(frames: int, dtype: str, *, seed: int = 0, workdir=None) -> dic
 def make_data(frames: int, dtype: str, *, seed: int = 0, workdir=None, workers=None, progress=True):
     """The bench's data (generated on first use, resumed if interrupted), as a ``FrameIndex``
     of exactly ``frames`` rows."""
-    from kit import samples
-    from kit.spectrogram import FrameIndex
-
     files = math.ceil(frames / FRAMES_PER_FILE)
     csv = samples.make_spectrogram_sharded(data_folder(frames, dtype, seed, workdir), files=files,
                                            frames_per_file=FRAMES_PER_FILE, seed=seed, dtype=dtype,
@@ -105,7 +104,8 @@ def epoch(loader, *, expected: int, labels: np.ndarray | None = None, max_second
     seconds = time.perf_counter() - t0
     if n != expected:
         raise RuntimeError(f"the epoch delivered {n:,} examples, the index holds {expected:,}")
-    if labels is not None and not np.array_equal(counts, np.bincount(labels, minlength=len(counts))):
+    if labels is not None and (counts is None
+                               or not np.array_equal(counts, np.bincount(labels, minlength=len(counts)))):
         raise RuntimeError("the epoch's labels differ from the index's: some frames came twice or never")
     return n, seconds, True
 
@@ -114,10 +114,7 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
     """The memory limit: random batches gathered from ``sample`` held in RAM and cast to
     float32 in a tf.data map (the ``in_memory`` variant's work), for about ``seconds``.
     Returns ``(examples, seconds)``."""
-    import tensorflow as tf
-
-    from kit.epochs import untuned_options
-    from kit.util import usable_cpus
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     with tf.device("/CPU:0"):
         x = tf.Variable(sample, trainable=False)
@@ -153,9 +150,6 @@ def cpu_used(fn, *args, **kwargs):
 def feature_cache(index, *, batch_size, skip_extraction, workdir, progress, log):
     """The feature cache of every frame: extracted by the backbone once (timed, cached), or
     with ``skip_extraction`` that cache when built, else a stand-in of the same shape."""
-    from kit import features
-    from kit.models import audio
-
     backbone = audio.backbone(None, input_shape=tuple(index.frame_shape) + (1,))
     key = features.cache_key(backbone, index)
     folder = features.default_folder(key, workdir)
@@ -183,7 +177,7 @@ def _pooling_backbone(frame_shape):
     """A stand-in for the backbone when the extraction is skipped: frames average-pooled to
     1,024 values (96x64 -> 32x32), which a Dense head can learn from. Only the cache's shape
     matters to the head's epoch time."""
-    import keras
+    import keras  # heavy: python -m kit --help imports this module
 
     h, w = frame_shape
     ph, pw = max(1, h // 32), max(1, w // 32)

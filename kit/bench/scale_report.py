@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["TARGETS", "COLD_IMPLAUSIBLE", "CACHED_AFTER_EVICT", "DISK_UNSTEADY", "CPU_BOUND_READ",
+from kit.bench import print_table
+
+__all__ = ["COLUMNS", "TARGETS", "COLD_IMPLAUSIBLE", "CACHED_AFTER_EVICT", "DISK_UNSTEADY", "CPU_BOUND_READ",
            "CPU_NOTE_MIN_S", "WARM_CACHED_MIN", "disk_note", "cpu_note", "reference_cpu_note", "warm_warning",
            "cold_warning", "targets_met", "show"]
 
+#: Column order of the bench's rows (the issue's form, then the basis); ``kit.bench.scale`` makes them.
+COLUMNS = ["variant", "state", "frames", "dtype", "epoch_s", "measured", "examples_per_s", "limit",
+           "fraction_of_limit", "cpu_cores", "basis"]
 #: Targets of the issue (1,000,000 frames, float16, 2 cores).
 TARGETS = {"memmap_warm_epoch_s_max": 10.0, "cold_fraction_of_disk_min": 0.7, "head_epoch_s_max": 15.0,
            "projection_error_max": 0.25}
@@ -135,9 +140,6 @@ def targets_met(df: pd.DataFrame, checks: dict, cached_after: dict | None = None
 
 def show(res) -> None:
     """Prints a scale result: its table, each row's basis, the targets and the notes."""
-    from kit.bench import print_table
-    from kit.bench.scale import COLUMNS
-
     df, info = res.rows, res.info
     print()
     print_table(df, COLUMNS[:-1])

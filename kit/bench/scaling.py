@@ -25,7 +25,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from kit import distribute, samples, timing
+from kit.bench import BenchResult, print_table, save
 from kit.bench.config import check_int, check_one_of, configure, optional_path
+from kit.models import small_model
+from kit.spectrogram import VARIANTS, FrameIndex, make_loader
+from kit.util import positive_int
 
 __all__ = ["MODELS", "DEVICES", "ScalingConfig", "run", "add_arguments", "register", "config_from_args", "show",
            "main"]
@@ -72,8 +77,6 @@ class ScalingConfig:
     seed: int = 0
 
     def __post_init__(self):
-        from kit.spectrogram import VARIANTS
-
         replicas = (self.replicas,) if isinstance(self.replicas, int) else tuple(self.replicas)
         if not replicas:
             raise ValueError(f"replicas must name at least one count, got {self.replicas!r}")
@@ -103,14 +106,10 @@ def run(config: ScalingConfig | None = None, /, **options):
 
 
 def _run(config: ScalingConfig):
-    from kit.bench import BenchResult
-
     return BenchResult("scaling", _measure(config), config, {"variant": config.variant})
 
 
 def _measure(config: ScalingConfig) -> pd.DataFrame:
-    from kit import distribute
-
     c = config
     variant, csv, per_replica_batch, steps, rounds = c.variant, c.csv, c.per_replica_batch, c.steps, c.rounds
     model, width, devices, workdir, seed = c.model, c.width, c.devices, c.workdir, c.seed
@@ -118,11 +117,7 @@ def _measure(config: ScalingConfig) -> pd.DataFrame:
     # Splits the CPU (when there is no GPU) before anything else initialises TensorFlow.
     distribute.make_strategy(counts[-1], devices=devices)
 
-    import keras
-
-    from kit import samples, timing
-    from kit.models import small_model
-    from kit.spectrogram import FrameIndex, make_loader
+    import keras  # heavy: python -m kit --help imports this module
 
     index = FrameIndex.from_csv(csv or samples.embedded("spectrogram"))
     largest = per_replica_batch * counts[-1]  # the largest global batch
@@ -186,16 +181,12 @@ def _measure(config: ScalingConfig) -> pd.DataFrame:
 
 
 def _devices(strategy) -> str:
-    from kit import distribute
-
     if distribute.is_simulated(strategy):
         return "CPU (simulated)"
     return "GPU" if any("GPU" in d.upper() for d in strategy.extended.worker_devices) else "CPU"
 
 
 def add_arguments(p) -> None:
-    from kit.util import positive_int
-
     p.add_argument("--replicas", default="1,2", help="comma-separated replica counts (default 1,2)")
     p.add_argument("--variant", default="in_memory", help="tf.data loader variant (default in_memory)")
     p.add_argument("--csv", default=None, help="spectrogram index CSV (default: the embedded sample, "
@@ -235,8 +226,6 @@ def config_from_args(args) -> ScalingConfig:
 
 
 def show(res) -> None:
-    from kit.bench import print_table
-
     df = res.rows
     print_table(df, ["replicas", "devices", "global_batch", "examples_per_s", "step_ms", "speedup",
                      "efficiency", "input_examples_per_s", "input_headroom"])
@@ -247,8 +236,6 @@ def show(res) -> None:
 
 
 def main(args) -> int:
-    from kit.bench import save
-
     res = run(config_from_args(args))
     show(res)
     save(res, args.json)

@@ -28,14 +28,14 @@ import pandas as pd
 
 from kit.bench.config import check_int, check_names, check_positive, configure, optional_int, optional_path
 from kit.cases import registry
-from kit.util import warm_page_cache
+from kit.pagecache import warm_page_cache
 
 __all__ = ["EPOCH", "USER_REPORT", "SLOW", "DEFAULT_IMAGES", "DEFAULT_SIZE", "PIPELINES", "SegmentationConfig",
            "default_data", "default_palette", "default_variants", "run", "profile", "pipeline_costs",
            "add_arguments", "register", "config_from_args", "show", "main"]
 
 #: The user's epoch: 140 steps of batch 3.
-EPOCH = registry.get("segmentation").scale.examples  # the users' scale, declared by the case
+EPOCH = registry.scale_of("segmentation").examples  # the users' scale, declared by the case
 #: What the user reported (seed 004), model included: 3 epochs took 126 s with their
 #: DataGenerator and 208 s with their tf.data rewrite.
 USER_REPORT = {"epochs": 3, "pairs_per_epoch": EPOCH, "datagenerator_s": 126.0, "tfdata_s": 208.0}
@@ -234,7 +234,6 @@ def profile(data=None, palette=None, *, pairs: int = 8, size=DEFAULT_SIZE, repea
         the stage is used).
     """
     import cv2
-    import tensorflow as tf
 
     from kit.segmentation import PairIndex, Palette
     from kit.segmentation.index import as_size, crop_or_pad
@@ -246,10 +245,33 @@ def profile(data=None, palette=None, *, pairs: int = 8, size=DEFAULT_SIZE, repea
     n = min(pairs, len(index))
     imgs, labs = list(index.images[:n]), list(index.labels[:n])
     warm_page_cache(imgs + labs)
-    read = lambda p: cv2.cvtColor(cv2.imread(p, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)  # noqa: E731
-    x8 = [crop_or_pad(read(p), size) for p in imgs]
-    m8 = [crop_or_pad(read(p), size) for p in labs]
+    x8 = [crop_or_pad(_read_rgb(cv2, p), size) for p in imgs]
+    m8 = [crop_or_pad(_read_rgb(cv2, p), size) for p in labs]
+    rows = _numpy_stages(imgs, labs, x8, m8, pal, repeat=repeat)
+    rows += _tf_stages(imgs, labs, x8, m8, pal, repeat=repeat)
+    return pd.DataFrame(rows)
+
+
+def _read_rgb(cv2, path: str) -> np.ndarray:
+    """A PNG decoded by OpenCV, as RGB (``cv2`` passed in: imported once, outside the timing)."""
+    bgr = cv2.imread(path, cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise ValueError(f"{path}: OpenCV cannot read this image")
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+
+
+def _stage(library: str, stage: str, ms: float, variants: str) -> dict:
+    return {"library": library, "stage": stage, "ms_per_pair": ms, "variants": variants}
+
+
+def _numpy_stages(imgs: list[str], labs: list[str], x8: list, m8: list, pal, *, repeat: int) -> list[dict]:
+    """``profile``'s NumPy/OpenCV rows: each stage timed in a plain loop, decoding on one OpenCV thread."""
+    import cv2
+
     colours = pal.colours
+
+    def read(p):
+        return _read_rgb(cv2, p)
 
     def loop_one_hot(m):  # the user's one_hot_it
         return np.float32(np.stack([np.all(m == c, axis=-1) for c in colours], axis=-1))
@@ -261,27 +283,31 @@ def profile(data=None, palette=None, *, pairs: int = 8, size=DEFAULT_SIZE, repea
         return ids
 
     rows = []
-
-    def add(library, stage, ms, variants):
-        rows.append({"library": library, "stage": stage, "ms_per_pair": ms, "variants": variants})
-
     cv2.setNumThreads(1)
     try:
-        add("NumPy/OpenCV", "decode image", _per_pair_ms(read, imgs, repeat), "sequence")
-        add("NumPy/OpenCV", "decode mask", _per_pair_ms(read, labs, repeat), "sequence")
+        rows.append(_stage("NumPy/OpenCV", "decode image", _per_pair_ms(read, imgs, repeat), "sequence"))
+        rows.append(_stage("NumPy/OpenCV", "decode mask", _per_pair_ms(read, labs, repeat), "sequence"))
     finally:
         cv2.setNumThreads(-1)
-    add("NumPy/OpenCV", "image to float32 / 255", _per_pair_ms(lambda x: np.float32(x) / 255.0, x8, repeat),
-        "sequence")
-    add("NumPy/OpenCV", f"colour loop -> one-hot float32 ({len(colours)} colours)",
-        _per_pair_ms(loop_one_hot, m8, repeat), "sequence (one_hot)")
-    add("NumPy/OpenCV", f"colour loop -> class ids ({len(colours)} colours)", _per_pair_ms(loop_ids, m8, repeat),
-        "sequence")
+    rows.append(_stage("NumPy/OpenCV", "image to float32 / 255",
+                       _per_pair_ms(lambda x: np.float32(x) / 255.0, x8, repeat), "sequence"))
+    rows.append(_stage("NumPy/OpenCV", f"colour loop -> one-hot float32 ({len(colours)} colours)",
+                       _per_pair_ms(loop_one_hot, m8, repeat), "sequence (one_hot)"))
+    rows.append(_stage("NumPy/OpenCV", f"colour loop -> class ids ({len(colours)} colours)",
+                       _per_pair_ms(loop_ids, m8, repeat), "sequence"))
     _ = pal.lut  # build the table outside the timing
-    add("NumPy/OpenCV", "vectorised lookup -> class ids", _per_pair_ms(lambda m: pal.lut[
+    rows.append(_stage("NumPy/OpenCV", "vectorised lookup -> class ids", _per_pair_ms(lambda m: pal.lut[
         (m[..., 0].astype(np.int32) << 16) | (m[..., 1].astype(np.int32) << 8) | m[..., 2]], m8, repeat),
-        "conversion (class_index)")
+        "conversion (class_index)"))
+    return rows
 
+
+def _tf_stages(imgs: list[str], labs: list[str], x8: list, m8: list, pal, *, repeat: int) -> list[dict]:
+    """``profile``'s TensorFlow rows: each stage in a sequential ``tf.data`` map on one intra-op
+    thread, tf.data's own cost per element subtracted (``_tf_per_pair_ms``)."""
+    import tensorflow as tf
+
+    colours = pal.colours
     paths_img, paths_lab = tf.constant(imgs * repeat), tf.constant(labs * repeat)
     xs = tf.constant(np.stack(x8 * repeat))
     ms = tf.constant(np.stack(m8 * repeat))
@@ -307,7 +333,8 @@ def profile(data=None, palette=None, *, pairs: int = 8, size=DEFAULT_SIZE, repea
         y = tf.cast(y, tf.int32)
         return tf.gather(lut, y[..., 0] * 65536 + y[..., 1] * 256 + y[..., 2])
 
-    total = n * repeat
+    total = len(imgs) * repeat
+    rows = []
     for stage, source, fn, used in [
         ("decode image", paths_img, lambda p: tf.io.decode_png(tf.io.read_file(p), channels=3),
          "tfdata_naive, tfdata_tuned"),
@@ -320,8 +347,8 @@ def profile(data=None, palette=None, *, pairs: int = 8, size=DEFAULT_SIZE, repea
         (f"colour loop -> class ids ({len(colours)} colours)", ms, tf_loop_ids, "tfdata_naive"),
         ("vectorised lookup -> class ids", ms, tf_lookup, "tfdata_tuned"),
     ]:
-        add("TensorFlow", stage, _tf_per_pair_ms(over(source, fn), total), used)
-    return pd.DataFrame(rows)
+        rows.append(_stage("TensorFlow", stage, _tf_per_pair_ms(over(source, fn), total), used))
+    return rows
 
 
 #: The stages each decoding variant runs per pair (stage names as in ``profile``, by prefix).

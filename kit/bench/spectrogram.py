@@ -20,17 +20,20 @@ import time
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
+from kit import samples, timing
+from kit.bench import BenchResult, print_table, save
 from kit.bench.config import check_int, check_names, check_positive, configure, optional_int, optional_path
-from kit.cases import registry
-from kit.util import warm_page_cache
+from kit.cases import check_shards, registry
+from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
+from kit.util import format_duration, non_negative_int, positive_float, positive_int, warm_page_cache
 
 __all__ = ["EPOCH", "DEFAULT_BATCH", "DEFAULT_FILES", "DEFAULT_FRAMES_PER_FILE", "STORED", "SpectrogramConfig",
            "default_data", "plan", "warm_stores", "run", "add_arguments", "register", "config_from_args", "show",
            "main"]
 
-EPOCH = registry.get("spectrogram").scale.examples  # the users' scale, declared by the case
+EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
 #: The user's global batch (128 per GPU on 2 GPUs).
-DEFAULT_BATCH = registry.get("spectrogram").scale.global_batch
+DEFAULT_BATCH = registry.scale_of("spectrogram").global_batch
 #: The default bench data: 20,000 frames in 200 files (491 MB as float32).
 DEFAULT_FILES, DEFAULT_FRAMES_PER_FILE = 200, 100
 
@@ -65,8 +68,6 @@ class SpectrogramConfig:
     workdir: Path | None = None
 
     def __post_init__(self):
-        from kit.spectrogram import VARIANTS
-
         optional_path(self, "data", "workdir")
         check_names(self, "variants", VARIANTS)
         optional_int("batch_size", self.batch_size)
@@ -80,8 +81,6 @@ class SpectrogramConfig:
 def default_data(files: int = DEFAULT_FILES, frames_per_file: int = DEFAULT_FRAMES_PER_FILE,
                  seed: int = 0, workdir=None) -> Path:
     """The bench's sample data under the kit cache, generated on first use. Returns the CSV."""
-    from kit import samples
-
     return samples.cached("spectrogram", files=files, frames_per_file=frames_per_file, seed=seed, workdir=workdir)
 
 
@@ -128,9 +127,6 @@ def warm_stores(index, variants, *, workdir=None) -> dict:
     read per variant. A store reused from an earlier run can have left the page cache
     since (another job's reads, a reboot, or a kernel thread that pages out what it has
     not seen used: ``kit.pagecache.proactive_reclaim`` names one)."""
-    from kit.cases import check_shards
-    from kit.spectrogram import convert
-
     read = {}
     for v in variants:
         folder, manifest = convert(index, v, workdir=workdir, progress=False)  # the loader's store: found, not built
@@ -161,10 +157,6 @@ def run(config: SpectrogramConfig | None = None, /, *args, log=print, **options)
 
 
 def _run(config: SpectrogramConfig, log):
-    from kit import timing
-    from kit.bench import BenchResult
-    from kit.spectrogram import VARIANTS, FrameIndex, make_loader
-
     c, workdir = config, config.workdir
     variants = list(c.variants or VARIANTS)
     csv = c.data if c.data is not None else default_data(workdir=workdir)
@@ -203,8 +195,6 @@ def _run(config: SpectrogramConfig, log):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from kit.util import non_negative_int, positive_float, positive_int
-
     p.add_argument("--data", type=Path, default=None,
                    help="index CSV (default: generate 200 files x 100 frames, 20,000 frames)")
     p.add_argument("--variants", default=None, help="comma-separated subset of the variants")
@@ -236,9 +226,6 @@ def config_from_args(args) -> SpectrogramConfig:
 
 def show(res) -> None:
     """Prints a result's table, with the epoch as a duration, and the basis of its rates."""
-    from kit.bench import print_table
-    from kit.util import format_duration
-
     df, c = res.rows, res.config
     n = int(df["epoch_examples"].iloc[0])
     label = f"epoch_{n // 1000}k" if n >= 10_000 and n % 1000 == 0 else f"epoch_{n}"
@@ -260,8 +247,6 @@ def show(res) -> None:
 
 
 def main(args) -> int:
-    from kit.bench import save
-
     res = run(config_from_args(args))
     show(res)
     save(res, args.json)

@@ -21,9 +21,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
+from kit import timing
+from kit.bench import BenchResult, print_table, save
 from kit.bench.config import check_int, configure
+from kit.models import small_model
+from kit.util import positive_int
 
 __all__ = ["TimerConfig", "run", "add_arguments", "register", "config_from_args", "show", "main"]
 
@@ -56,19 +61,13 @@ def run(config: TimerConfig | None = None, /, **options):
 
 
 def _run(config: TimerConfig):
-    from kit.bench import BenchResult
-
     rows = _measure(config.steps, config.rounds, config.batch_size, config.seed)
     return BenchResult("timer", rows, config)
 
 
 def _measure(steps: int, rounds: int, batch_size: int, seed: int) -> pd.DataFrame:
-    import keras
-    import numpy as np
-    import tensorflow as tf
-
-    from kit import timing
-    from kit.models import small_model
+    import keras  # heavy: python -m kit --help imports this module
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((steps * batch_size, 96, 64, 1), dtype=np.float32)
@@ -89,7 +88,7 @@ def _measure(steps: int, rounds: int, batch_size: int, seed: int) -> pd.DataFram
     }
     for fit in settings.values():  # trace each input form once
         fit()
-    times = {k: [] for k in settings}
+    times: dict[str, list[float]] = {k: [] for k in settings}
     hook_seconds = {k: 0.0 for k in settings}
     names = list(settings)
     for r in range(rounds):
@@ -99,8 +98,8 @@ def _measure(steps: int, rounds: int, batch_size: int, seed: int) -> pd.DataFram
             times[name].append((time.perf_counter() - t0) / steps)
     base = np.asarray(times["no_callback"])
     rows = []
-    for name, ts in times.items():
-        ts = np.asarray(ts)
+    for name, per_round in times.items():
+        ts = np.asarray(per_round)
         paired = 100 * (ts / base - 1)  # each round against the same round's no-callback run
         hook_s = hook_seconds[name] / (rounds * steps)
         rows.append({"variant": name, "step_ms": 1e3 * float(np.median(ts)),
@@ -114,8 +113,6 @@ def _measure(steps: int, rounds: int, batch_size: int, seed: int) -> pd.DataFram
 
 
 def add_arguments(p) -> None:
-    from kit.util import positive_int
-
     p.add_argument("--steps", type=positive_int, default=100, help="training steps per round (default 100)")
     p.add_argument("--rounds", type=positive_int, default=12,
                    help="interleaved rounds with and without the timer (default 12)")
@@ -134,14 +131,10 @@ def config_from_args(args) -> TimerConfig:
 
 
 def show(res) -> None:
-    from kit.bench import print_table
-
     print_table(res.rows)
 
 
 def main(args) -> int:
-    from kit.bench import save
-
     res = run(config_from_args(args))
     show(res)
     save(res, args.json)

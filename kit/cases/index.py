@@ -32,6 +32,14 @@ class CsvIndex:
     #: Required columns; an optional ``split`` column is always allowed.
     COLUMNS: tuple[str, ...] = ()
 
+    # What every subclass has (its dataclass fields): the CSV, its split column, the content key.
+    csv_path: Path
+    split: np.ndarray | None
+    _key: list
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
     @classmethod
     def read_csv(cls, path: str | os.PathLike, *, dtype) -> tuple[pd.DataFrame, Path]:
         """Reads an index CSV: ``(rows, resolved path)``. Raises ``DataError`` on a missing

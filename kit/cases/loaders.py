@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Callable, ClassVar, Mapping
 
 from kit import epochs
+from kit.distribute import SERVICE_TIMEOUT_S, through_service
 from kit.util import check_int
 
 __all__ = ["LoaderOptions", "VariantOptions", "NoOptions", "Variant", "build_loader", "graph_only"]
@@ -93,7 +94,7 @@ class Variant:
 
     description: str
     build: Callable
-    options: type = NoOptions
+    options: type[VariantOptions] = NoOptions
     graph_only: bool | tuple[str, Any] = False
 
     def runs_on_service(self, variant_options: VariantOptions) -> bool:
@@ -153,10 +154,8 @@ def build_loader(registry: Mapping[str, Variant], name: str, index, options: Loa
     if epochs.epoch_of(loader) is None:
         epochs.record(loader, len(index), options.batch_size)
     if service is not None:
-        from kit.distribute.service import through_service
-
-        timeout = {} if service_timeout_s is None else {"timeout_s": service_timeout_s}
-        loader = through_service(loader, service, examples=len(index), **timeout)
+        timeout_s = SERVICE_TIMEOUT_S if service_timeout_s is None else service_timeout_s
+        loader = through_service(loader, service, examples=len(index), timeout_s=timeout_s)
         epochs.not_resumable(loader, f"variant {name!r} is read through tf.data service, whose workers hold "
                                      f"the epoch's position; build it without service= to resume mid-epoch")
     return loader

@@ -21,7 +21,7 @@ __all__ = ["epoch_pydataset", "pydataset_class", "module_getattr"]
 @functools.cache
 def epoch_pydataset():
     """The base class (see the module docstring)."""
-    import keras
+    import keras  # heavy: kit.plots and the CLI import this module
 
     class EpochPyDataset(keras.utils.PyDataset):
         """Batches of an index's rows; reshuffles at every epoch's end.

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["Scale", "SampleOption", "Case", "register", "cases", "get", "names", "for_index", "unit",
+__all__ = ["Scale", "SampleOption", "Case", "register", "cases", "get", "names", "scale_of", "for_index", "unit",
            "unit_of_kind", "BUILTIN"]
 
 #: The modules that declare the kit's own cases (each calls ``register`` when imported).
@@ -161,6 +161,14 @@ def get(name: str) -> Case:
     if name not in _CASES:
         raise ValueError(f"unknown case {name!r}; known: {', '.join(_CASES)}")
     return _CASES[name]
+
+
+def scale_of(name: str) -> Scale:
+    """The users' scale that case ``name`` declares; a case that declares none is one clear error."""
+    scale = get(name).scale
+    if scale is None:
+        raise ValueError(f"case {name!r} declares no users' scale (Case.scale)")
+    return scale
 
 
 def for_index(csv: str | os.PathLike) -> Case:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -136,33 +137,12 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
     """
     import tensorflow as tf
 
-    from kit.epochs import order_dataset, window_seeds
-
-    def permute(window, pair):
-        order = tf.random.experimental.stateless_shuffle(
-            tf.range(tf.shape(tf.nest.flatten(window)[0])[0]), seed=pair)
-        return tf.nest.map_structure(lambda t: tf.gather(t, order), window)
-
-    def permuted(ds, size):  # windows of ``size`` elements, each in its own order this epoch
-        ds = tf.data.Dataset.zip(ds.batch(size), window_seeds(opts.seed))
-        return ds.map(permute, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-
-    def read(files, count, dataset=None):
-        dataset = dataset or (lambda f: _tfrecords(f, read_buffer, end_records))
-        if splittable:  # tf.data service splits the shards among its workers: its parallel interleave
-            return files.interleave(dataset, cycle_length=min(cycle_length, count),
-                                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        # Each shard read ahead in its own thread (prefetch), the shards interleaved in
-        # order. Not interleave(num_parallel_calls=...): under symbolic checkpointing its
-        # save of the elements it opens ahead crashed the process (a segfault in
-        # ParallelInterleaveIterator::WriteFutureElements, TF 2.21) within about 150
-        # loaders started here; as fast on the spectrogram bench data, side by side.
-        # (Under tf.data service this form delivered some records twice.)
-        return files.interleave(lambda f: dataset(f).prefetch(SHARD_PREFETCH),
-                                cycle_length=min(cycle_length, count))
+    from kit.epochs import order_dataset
 
     if parse_framed is not None and not end_records:
         raise ValueError("parse_framed reads shards that end in an empty record: pass end_records=True")
+    read = functools.partial(_read_shards, splittable=splittable, cycle_length=cycle_length, read_buffer=read_buffer,
+                             end_records=end_records)
     tail = list(tail)
     whole = (block is not None and not splittable and opts.batch_size % block == 0
              and opts.batch_size // block >= MIN_RECORDS_PER_BATCH and len(paths) > 0)
@@ -179,12 +159,46 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
     if opts.shuffle and splittable:
         ds = ds.shuffle(shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
     elif opts.shuffle:
-        ds = permuted(ds, shuffle_buffer)
+        ds = _permuted(ds, shuffle_buffer, opts.seed)
     # unbatch + batch, never rebatch: rebatch has no symbolic checkpoint (kit.epochs).
     ds = ds.batch(opts.batch_size)
     if block is not None:
         return ds
     return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)  # the whole batch parsed at once
+
+
+def _read_shards(files, count, dataset=None, *, splittable, cycle_length, read_buffer, end_records):
+    """The records of the shards ``files`` names (``count`` of them), ``cycle_length`` read at once;
+    ``dataset(file)`` reads one shard (default: its TFRecords, ``_tfrecords``)."""
+    import tensorflow as tf
+
+    dataset = dataset or (lambda f: _tfrecords(f, read_buffer, end_records))
+    if splittable:  # tf.data service splits the shards among its workers: its parallel interleave
+        return files.interleave(dataset, cycle_length=min(cycle_length, count),
+                                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    # Each shard read ahead in its own thread (prefetch), the shards interleaved in
+    # order. Not interleave(num_parallel_calls=...): under symbolic checkpointing its
+    # save of the elements it opens ahead crashed the process (a segfault in
+    # ParallelInterleaveIterator::WriteFutureElements, TF 2.21) within about 150
+    # loaders started here; as fast on the spectrogram bench data, side by side.
+    # (Under tf.data service this form delivered some records twice.)
+    return files.interleave(lambda f: dataset(f).prefetch(SHARD_PREFETCH),
+                            cycle_length=min(cycle_length, count))
+
+
+def _permuted(ds, size, seed):
+    """``ds`` in windows of ``size`` elements, each in its own order this epoch (its own seed pair)."""
+    import tensorflow as tf
+
+    from kit.epochs import window_seeds
+
+    def permute(window, pair):
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(tf.shape(tf.nest.flatten(window)[0])[0]), seed=pair)
+        return tf.nest.map_structure(lambda t: tf.gather(t, order), window)
+
+    ds = tf.data.Dataset.zip(ds.batch(size), window_seeds(seed))
+    return ds.map(permute, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
 
 
 def _tfrecords(paths, read_buffer, end_records):

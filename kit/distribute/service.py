@@ -1,56 +1,47 @@
-"""tf.data service: run a loader's pipeline on other processes or machines.
+"""tf.data service, the reading side: a loader's pipeline run by tf.data service workers on other
+processes or machines, read here with its epoch checked and every wait bounded.
 
 * ``through_service``: a tf.data pipeline run by tf.data service workers
   (``python -m kit service dispatcher|worker``), ``distributed_epoch`` mode, the
   epoch's exact length checked on the reading side, and every wait for the next
   batch bounded (``timeout_s``: an error naming the dispatcher and the count);
 * ``service_problems`` / ``python_ops``: why the service cannot run a pipeline;
-* ``run_dispatcher`` / ``run_worker``: the servers, each serving until stopped;
-* ``local_service``: a dispatcher and workers on this machine, each its own process,
-  stopped when the ``with`` block ends (notebook 04 and the tests use it).
+* ``check_dispatcher``: whether a dispatcher answers, within a bound.
 
-TensorFlow is imported inside functions only.
+The servers (``run_dispatcher``, ``run_worker``, ``parse_address``: ``kit.distribute.servers``)
+and a service on this machine (``local_service``: ``kit.distribute.local_servers``) stay
+importable from here. TensorFlow is imported inside functions only.
 """
-
 from __future__ import annotations
 
 import atexit
-import contextlib
-import errno
-import ipaddress
 import queue
-import re
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
 
+# The servers and a local service live in kit.distribute.servers and kit.distribute.local_servers;
+# their names stay importable from here.
+from kit.distribute.local_servers import LocalService, local_service
+from kit.distribute.servers import (
+    BIND_NOTE,
+    DEFAULT_BIND,
+    free_port,
+    parse_address,
+    run_dispatcher,
+    run_worker,
+)
 from kit.epochs import epoch_of
 from kit.util import check_int
 
 __all__ = ["PYTHON_OPS", "UNSPLITTABLE_OPS", "DISPATCHER_TIMEOUT_S", "SERVICE_TIMEOUT_S", "DEFAULT_BIND",
            "parse_address", "python_ops", "service_problems", "through_service", "check_dispatcher",
-           "ServiceTimeoutError", "free_port", "run_dispatcher", "run_worker", "LocalService", "local_service"]
-
-
-_ADDRESS = re.compile(r"^(?:(?P<proto>grpc)://)?(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.\-]+):(?P<port>\d{1,5})$")
+           "ServiceTimeoutError", "free_port", "run_dispatcher", "run_worker", "LocalService", "local_service",
+           "BIND_NOTE"]
 
 #: Ops that call back into Python: a tf.data service worker cannot run them.
 PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc", "GeneratorDataset"})
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """``"grpc://host:port"`` or ``"host:port"`` -> ``(host, port)``; ValueError otherwise."""
-    m = _ADDRESS.match(str(address).strip())
-    port = int(m["port"]) if m else -1
-    if not m or not 0 < port < 65536:
-        raise ValueError(f"expected a service address like grpc://HOST:PORT or HOST:PORT, got {address!r}")
-    return m["host"], port
-
 
 #: Top-level ops that ``distributed_epoch`` cannot split correctly, and why.
 UNSPLITTABLE_OPS = {
@@ -131,7 +122,7 @@ class _Reader:
     threads.
     """
 
-    def __init__(self, dataset):
+    def __init__(self, dataset) -> None:
         from tensorflow.python.eager import cancellation  # TF's own way to cancel a running function
 
         self._dataset = dataset
@@ -378,301 +369,3 @@ def check_dispatcher(host: str, port: int, *, timeout_s: float = DISPATCHER_TIME
 #: The dispatcher's version call (tensorflow/core/protobuf/data/experimental/service/dispatcher.proto);
 #: an empty request is a valid ``GetVersionRequest``.
 _GET_VERSION = "/tensorflow.data.DispatcherService/GetVersion"
-
-
-#: The address the servers are meant for unless ``--bind`` says otherwise: this machine only.
-DEFAULT_BIND = "127.0.0.1"
-
-_WILDCARDS = ("0.0.0.0", "::", "[::]")
-
-#: What ``--bind`` can and cannot do (TensorFlow 2.21's servers listen on every interface).
-BIND_NOTE = ("TensorFlow 2.21 has no listen-address setting: its tf.data service servers listen on all "
-             "interfaces whatever --bind says; --bind is the address the kit checks is this machine's, "
-             "advertises and connects to, so on a machine other hosts can reach, keep the port closed to them "
-             "(a firewall)")
-
-
-def _check_port(port: int | None) -> None:
-    # TensorFlow keeps the port's low 16 bits: 70000 would quietly serve on 4464.
-    if port is None:
-        return
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-        raise ValueError(f"port must be in 1..65535 (or None: any free one), got {port!r}")
-
-
-def _is_loopback(host: str) -> bool:
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _check_bind(bind: str, port: int | None) -> None:
-    """Checks that ``bind`` is an address of this machine and ``port`` is free there (ValueError if not)."""
-    host = str(bind).strip().strip("[]")
-    if not host:
-        raise ValueError("bind must be a host name or an address of this machine (0.0.0.0: all), got ''")
-    try:
-        infos = socket.getaddrinfo(host, port or 0, type=socket.SOCK_STREAM)
-    except socket.gaierror as e:
-        raise ValueError(f"bind: cannot resolve {bind!r} ({e.strerror})") from None
-    family, _, _, _, address = infos[0]
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(address)
-        except OSError as e:
-            if e.errno == errno.EADDRINUSE:
-                raise ValueError(f"port {port} is already in use on {bind}") from None
-            raise ValueError(f"bind: {bind!r} is not an address of this machine ({e.strerror})") from None
-
-
-def _advertised(bind: str) -> str:
-    """The name clients reach a server bound to ``bind`` by."""
-    return socket.getfqdn() if bind.strip() in _WILDCARDS else bind.strip()
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free on ``host`` right now (the OS picks it; bind to it soon)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def _serve(server, banner: str) -> int:
-    """Keeps a started server up until SIGINT/SIGTERM; stops it cleanly."""
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, stop)
-    print(banner, flush=True)
-    try:
-        while True:  # a Python loop, not server.join(): Ctrl-C and SIGTERM get through
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the stop short
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        server.stop()
-        print("stopped", flush=True)
-    return 0
-
-
-def run_dispatcher(*, port: int | None = None, bind: str = DEFAULT_BIND, work_dir: str | None = None,
-                   worker_timeout_s: float | None = None) -> int:
-    """Starts a tf.data service dispatcher in this process and serves until stopped.
-
-    Args:
-        port: the port to listen on, 1..65535 (None: any free one, printed).
-        bind: the address it is meant for (default ``127.0.0.1``: this machine;
-            ``0.0.0.0``: every interface). Checked to be this machine's and printed
-            for workers; TensorFlow 2.21 itself listens on all interfaces (``BIND_NOTE``).
-        work_dir: keep the dispatcher's journal here (fault-tolerant mode: a restarted
-            dispatcher recovers its jobs).
-        worker_timeout_s: after how long without a heartbeat a worker counts as lost.
-    """
-    _check_port(port)
-    _check_bind(bind, port)
-    if worker_timeout_s is not None and not worker_timeout_s > 0:
-        raise ValueError(f"worker_timeout_s must be positive, got {worker_timeout_s}")
-    import tensorflow as tf
-
-    config = tf.data.experimental.service.DispatcherConfig(
-        port=port or 0, work_dir=work_dir, fault_tolerant_mode=work_dir is not None,
-        worker_timeout_ms=None if worker_timeout_s is None else int(worker_timeout_s * 1000))
-    try:
-        server = tf.data.experimental.service.DispatchServer(config)
-    except (tf.errors.OpError, RuntimeError) as e:
-        raise ValueError(f"cannot start a dispatcher on port {port}: {getattr(e, 'message', e)}") from None
-    bound = int(server.target.rsplit(":", 1)[1])
-    host = _advertised(bind)
-    return _serve(server, f"kit service dispatcher: ready at grpc://{host}:{bound} (port {bound}, --bind {bind}); "
-                          f"start workers with `python -m kit service worker --dispatcher {host}:{bound}"
-                          + (" --bind 0.0.0.0`" if bind.strip() in _WILDCARDS else "`")
-                          + ("" if bind.strip() in _WILDCARDS else f"\nkit service dispatcher: note: {BIND_NOTE}"))
-
-
-def run_worker(*, dispatcher: str, port: int | None = None, bind: str | None = None, host: str | None = None,
-               heartbeat_s: float | None = None) -> int:
-    """Starts a tf.data service worker in this process and serves until stopped.
-
-    Args:
-        dispatcher: ``HOST:PORT`` of the dispatcher.
-        port: the port to listen on, 1..65535 (None: any free one). Give a fixed port
-            to workers that a supervisor restarts: a worker back at the same address
-            takes over its task.
-        bind: the address it is meant for (default: ``host`` if given, else
-            ``127.0.0.1``; ``0.0.0.0``: every interface). Checked to be this
-            machine's; TensorFlow 2.21 itself listens on all interfaces (``BIND_NOTE``).
-        host: the name clients reach this worker by (default: ``bind``, or this
-            machine's name when ``bind`` is every interface).
-        heartbeat_s: how often to report to the dispatcher.
-
-    Raises:
-        ValueError: a bad address or port, or a worker meant for this machine only
-            (``127.0.0.1``) serving a dispatcher on another machine.
-    """
-    dhost, dport = parse_address(dispatcher)
-    _check_port(port)
-    bind = bind if bind is not None else host if host is not None else DEFAULT_BIND
-    _check_bind(bind, port)
-    host = host or _advertised(bind)
-    if _is_loopback(host) and not _is_local(dhost):
-        raise ValueError(f"a worker reached at {host} (--bind {bind}) cannot serve the dispatcher at {dhost}:{dport} "
-                         "on another machine: its readers could not reach the worker. Give --bind 0.0.0.0 or "
-                         "this machine's address (and --host, the name others reach it by)")
-    if heartbeat_s is not None and not heartbeat_s > 0:
-        raise ValueError(f"heartbeat_s must be positive, got {heartbeat_s}")
-    import tensorflow as tf
-
-    config = tf.data.experimental.service.WorkerConfig(
-        dispatcher_address=f"{dhost}:{dport}", worker_address=f"{host}:%port%", port=port or 0,
-        heartbeat_interval_ms=None if heartbeat_s is None else int(heartbeat_s * 1000))
-    server = tf.data.experimental.service.WorkerServer(config, start=False)
-    print(f"kit service worker: waiting for dispatcher {dhost}:{dport} ...", flush=True)
-    # start() holds the interpreter until the dispatcher answers, however long: let Ctrl-C
-    # end the process meanwhile (Python's own handler could not run).
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    try:
-        server.start()
-    except (tf.errors.OpError, RuntimeError) as e:
-        raise ValueError(f"cannot start a worker on port {port}: {getattr(e, 'message', e)}") from None
-    bound = server._address.rsplit(":", 1)[1]
-    return _serve(server, f"kit service worker: ready at {host}:{bound} (--bind {bind}), serving dispatcher "
-                          f"{dhost}:{dport}"
-                          + ("" if bind.strip() in _WILDCARDS else f"\nkit service worker: note: {BIND_NOTE}"))
-
-
-def _is_local(host: str) -> bool:
-    """Whether ``host`` names this machine (a loopback address, or one a socket can bind to here)."""
-    if _is_loopback(host):
-        return True
-    try:
-        infos = socket.getaddrinfo(host.strip("[]"), 0, type=socket.SOCK_STREAM)
-    except socket.gaierror:
-        return False
-    for family, _, _, _, address in infos:
-        with socket.socket(family, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(address)
-                return True
-            except OSError:
-                continue
-    return False
-
-
-
-# --------------------------------------------------------------------------- a local service
-
-
-@dataclass
-class LocalService:
-    """A dispatcher and workers on this machine, each a ``python -m kit service`` process.
-
-    Attributes:
-        target: ``grpc://BIND:PORT`` of the dispatcher, for ``service=``.
-        dispatcher_port: its port.
-        worker_ports: each worker's fixed port.
-        processes: the dispatcher's process, then the workers'.
-        bind: the address the servers are meant for (``--bind``).
-        ready: each server's "ready" line, the dispatcher's first.
-    """
-
-    target: str
-    dispatcher_port: int
-    worker_ports: list[int]
-    processes: list = field(default_factory=list)
-    startup_s: float = 120.0
-    env: dict | None = None
-    bind: str = DEFAULT_BIND
-    ready: list = field(default_factory=list)
-
-    def start_worker(self, i: int) -> None:
-        """(Re)starts worker ``i`` at its port, as a supervisor would, and waits until it serves."""
-        proc = _start(["worker", "--dispatcher", f"{self.bind}:{self.dispatcher_port}", "--port",
-                       str(self.worker_ports[i]), "--bind", self.bind, "--heartbeat-s", "0.5"], self.env)
-        self.processes[1 + i] = proc
-        self.ready.append(_wait_ready(proc, self.startup_s))
-
-    def kill_worker(self, i: int) -> None:
-        """Kills worker ``i`` (SIGKILL: no goodbye to the dispatcher)."""
-        proc = self.processes[1 + i]
-        proc.kill()
-        proc.wait(30)
-
-    def stop(self) -> None:
-        """Stops every process (SIGTERM, then SIGKILL after 30 s)."""
-        for proc in self.processes:
-            if proc is not None and proc.poll() is None:
-                proc.terminate()
-        for proc in self.processes:
-            if proc is None:
-                continue
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(30)
-
-
-def _start(args: list[str], env: dict | None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "kit", "service", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, env=env)
-
-
-def _wait_ready(proc: subprocess.Popen, timeout_s: float) -> str:
-    """The server's "ready" line, read within ``timeout_s`` (a thread reads, so the wait is bounded)."""
-    import queue
-    import threading
-
-    lines: queue.Queue = queue.Queue()
-
-    def pump():  # reads to the end, so a chatty server never blocks on a full pipe
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    seen, deadline = [], time.monotonic() + timeout_s
-    while True:
-        try:
-            line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
-        except queue.Empty:
-            raise RuntimeError(f"a tf.data service server did not start within {timeout_s:.0f} s; it printed:\n"
-                               + "".join(seen[-20:])) from None
-        if line is None:
-            raise RuntimeError(f"a tf.data service server exited ({proc.wait(30)}) before it was ready; it "
-                               "printed:\n" + "".join(seen[-20:]))
-        seen.append(line)
-        if "ready" in line:
-            return line.strip()
-
-
-@contextlib.contextmanager
-def local_service(workers: int = 2, *, bind: str = DEFAULT_BIND, startup_s: float = 120.0,
-                  env: dict | None = None):
-    """A dispatcher and ``workers`` workers on this machine, each its own process.
-
-    Yields a ``LocalService`` (``.target`` for ``make_loader(..., service=...)``); every
-    process is stopped when the block ends, whatever happens. Each wait is bounded by
-    ``startup_s``. ``bind``: the servers' ``--bind`` (an address of this machine;
-    default ``127.0.0.1``). ``env``: the processes' environment (default: this one's).
-    """
-    check_int("workers", workers)
-    if bind.strip() in _WILDCARDS:
-        raise ValueError(f"local_service needs one address of this machine to reach its servers at, got {bind!r}")
-    _check_bind(bind, None)
-    dport = free_port(bind)
-    service = LocalService(f"grpc://{bind}:{dport}", dport, [free_port(bind) for _ in range(workers)],
-                           startup_s=startup_s, env=env, bind=bind)
-    service.processes = [_start(["dispatcher", "--port", str(dport), "--bind", bind], env)] + [None] * workers
-    try:
-        service.ready.append(_wait_ready(service.processes[0], startup_s))
-        for i in range(workers):
-            service.start_worker(i)
-        yield service
-    finally:
-        service.stop()

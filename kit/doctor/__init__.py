@@ -122,7 +122,8 @@ def diagnose(source, model=None, *, max_seconds: float = 20.0, trace_dir=None,
     rates: dict[str, Any] = {"batch_size": batch_size, "example_bytes": example_bytes, **loader}
     free, parallel_gain, parallel_basis = rules.parallel(n_cores, loader["cores_busy"], load)
     rates["cores_available"] = free
-    verdict, summary, found, fits = "loader only", rules.loader_summary(loader), [], {}
+    verdict, summary, fits = "loader only", rules.loader_summary(loader), {}
+    found: list[Finding] = []
     if copy is not None:
         fits = measure_fits(copy, source, batch, max_seconds=0.6 * max_seconds)
         rates.update(fits)

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from kit.cases import registry
 from kit.doctor.sources import is_dataset, is_model, is_pydataset, one_line
 
 
@@ -76,8 +77,6 @@ def register(sub) -> None:
 def _kit_loader(csv: Path, variant: str | None, batch_size: int | None):
     """A kit loader over ``csv``, of the registered case whose index it is (``kit.cases.registry``);
     the user's own pattern and batch unless ``variant`` / ``batch_size`` say otherwise."""
-    from kit.cases import registry
-
     return registry.for_index(csv).loader(csv, variant, batch_size=batch_size)
 
 

@@ -34,7 +34,7 @@ def pipeline_graph(ds) -> dict:
         whose functions (at any depth) call Python; ``ops``: name -> the op types a chain
         node's functions run; ``functions``: name -> FunctionDef.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     variant = tf.data.experimental.to_variant(ds)
     # external_state_policy=1 (IGNORE): Python functions are what we look for, not an error.
@@ -99,7 +99,7 @@ def _func_attrs(node) -> list[str]:
 
 def _const(nodes, node, position: int):
     """The value of a node's ``position``-th input when that input is a Const."""
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     inputs = [i.split(":")[0] for i in node.input if not i.startswith("^")]
     if position >= len(inputs):

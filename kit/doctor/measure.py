@@ -87,7 +87,7 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
 
 def clone(model):
     """A compiled copy of ``model`` with its weights (the doctor trains the copy)."""
-    import keras
+    import keras  # heavy: python -m kit --help imports this module
 
     config = model.get_compile_config() if getattr(model, "compiled", False) else None
     if not config:
@@ -120,8 +120,8 @@ def compiled_copy(model, batch, name: str):
 
 def deadline_callback(seconds: float, min_steps: int, trace: bool = False):
     """A Keras callback that stops training after ``seconds`` and at least ``min_steps`` steps."""
-    import keras
-    import tensorflow as tf
+    import keras  # heavy: python -m kit --help imports this module
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     class Deadline(keras.callbacks.Callback):
         def __init__(self):
@@ -231,7 +231,7 @@ def frozen_prefix(model):
 
 def _split(prefix, rest, x):
     """The model as a chain: its frozen part and its head, checked to give the model's output."""
-    import keras
+    import keras  # heavy: python -m kit --help imports this module
 
     def chain(layers, shape):
         inp = keras.Input(shape)
@@ -277,7 +277,7 @@ def per_element_map_overhead(batch_size: int) -> float:
     A trivial map over ``max(1024, 8 * batch_size)`` elements, per example then per batch,
     interleaved; the fastest of two rounds of each (the machine's noise only adds time).
     """
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     n = max(1024, 8 * batch_size)
     per_example = tf.data.Dataset.range(n).map(lambda v: v + 1).batch(batch_size)
@@ -301,7 +301,7 @@ def record_trace(model, source, trace_dir, *, steps: int = 5) -> Path:
     Open it with ``tensorboard --logdir TRACE_DIR`` and the Profile tab (``pip install
     'kit[profile]'``): the input-pipeline page shows each step's wait for input.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)
@@ -352,7 +352,7 @@ def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float 
         timed_fit(copy, replay(batch, 2), max_seconds=0.0, min_steps=1)  # compiles the step timed below
         copies[name] = (source, copy)
     each = max_seconds / (rounds * len(runs))
-    results = {name: [] for name in runs}
+    results: dict[str, list[dict]] = {name: [] for name in runs}
     for _ in range(rounds):
         for name, (source, copy) in copies.items():
             results[name].append(timed_fit(copy, source, max_seconds=each))

@@ -24,7 +24,7 @@ def small_model(frame_shape, classes: int, *, seed: int = 0, width: int = 1, hea
         head_only: only a Dense head on pooled frames: little compute per example, like
             training a head on a frozen backbone (the spectrogram user's case).
     """
-    import keras
+    import keras  # heavy: kit.models stays light (--help imports it)
 
     width = check_int("width", width)
     keras.utils.set_random_seed(seed)

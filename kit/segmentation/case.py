@@ -6,19 +6,16 @@ from pathlib import Path
 
 from kit import samples
 from kit.cases.registry import Case, SampleOption, Scale, register
+from kit.segmentation.index import PairIndex, Palette
+from kit.segmentation.loaders import make_loader
 from kit.util import positive_int
 
 
 def _open(csv: Path):
-    from kit.segmentation.index import PairIndex
-
     return PairIndex.from_csv(csv)
 
 
 def _loader(variant: str, csv: Path, index, *, batch_size: int, **options):
-    from kit.segmentation.index import Palette
-    from kit.segmentation.loaders import make_loader
-
     palette = Palette.from_csv(Path(csv).parent / "class_dict.csv")  # the palette lives beside the index
     return make_loader(variant, index, palette, batch_size=batch_size, **options)
 

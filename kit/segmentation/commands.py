@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kit.segmentation import PairIndex, Palette, convert
+from kit.segmentation.convert import DEFAULT_SHARD_MB
 from kit.util import non_negative_int, positive_float, positive_int, size_arg
 
 __all__ = ["register"]
@@ -29,9 +31,6 @@ def register(sub) -> None:
 
 
 def _convert(args) -> int:
-    from kit.segmentation import PairIndex, Palette, convert
-    from kit.segmentation.convert import DEFAULT_SHARD_MB
-
     index = PairIndex.from_csv(args.index)
     palette_csv = args.palette if args.palette is not None else args.index.parent / "class_dict.csv"
     palette = Palette.from_csv(palette_csv, ignore_label=args.ignore_label)

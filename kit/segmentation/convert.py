@@ -131,7 +131,8 @@ def _memmap(index, palette, size, folder, key, meta, per_shard, workers, progres
 
 def open_memmap_store(folder: Path, manifest: store.Manifest):
     """Memory-maps a memmap store: ``(images, labels, starts)``, one array per shard."""
-    images, labels = [], []
+    images: list[np.ndarray] = []
+    labels: list[np.ndarray] = []
     for s in manifest.shards:
         arr = store.load_npy(Path(folder) / s.name)
         (images if s.name.startswith("images-") else labels).append(arr)
@@ -172,7 +173,7 @@ def _bad_ids(ids: np.ndarray, manifest: store.Manifest) -> str | None:
 
 def _tfrecord(index, palette, size, folder, key, meta, per_shard, seed, workers, progress,
               extra) -> store.Manifest:
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     order = np.random.default_rng(seed).permutation(len(index))
     pieces = _pieces(order, per_shard)
@@ -197,7 +198,7 @@ def _tfrecord(index, palette, size, folder, key, meta, per_shard, seed, workers,
 
 def parse_batch(serialized, size):
     """Parses a batch of serialized records at once: ``(B, H, W, 3)`` uint8, ``(B, H, W)`` uint8."""
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     feats = tf.io.parse_example(serialized, {"x": tf.io.FixedLenFeature([], tf.string),
                                              "y": tf.io.FixedLenFeature([], tf.string)})

@@ -31,10 +31,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from PIL import Image, UnidentifiedImageError
 
 from kit import store, validate
 from kit.cases import CsvIndex
 from kit.errors import DataError
+from kit.progress import tqdm
 
 __all__ = ["PairIndex", "Palette", "crop_or_pad", "read_rgb", "as_size", "MODES", "UNKNOWN"]
 
@@ -85,8 +87,6 @@ def read_rgb(path: str | os.PathLike) -> np.ndarray:
     Raises:
         DataError: naming the file, when it is missing, not an image, truncated or corrupt.
     """
-    from PIL import Image, UnidentifiedImageError
-
     try:
         with Image.open(path) as im:
             _check_mode(path, im.mode)
@@ -374,8 +374,6 @@ class PairIndex(CsvIndex):
             DataError: the first problem, naming the CSV line, the file (and the colour
                 and its pixel count).
         """
-        from kit.progress import tqdm
-
         for i in tqdm(range(len(self)), desc="check", unit="pair", disable=not progress):
             try:
                 read_rgb(self.images[i])
@@ -386,8 +384,6 @@ class PairIndex(CsvIndex):
 
 def _header(path: str, where: str, what: str) -> tuple[int, int]:
     """(width, height) of an image file from its header; checks mode and that it is complete."""
-    from PIL import Image, UnidentifiedImageError
-
     try:
         with Image.open(path) as im:
             fmt, mode, size = im.format, im.mode, im.size

@@ -21,7 +21,7 @@ epoch when ``shuffle`` is set. ``VARIANTS`` lists them.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -66,7 +66,8 @@ class PairOptions(LoaderOptions):
         one_hot: masks as one-hot float32 instead of class ids.
     """
 
-    palette: Palette | None = None
+    # Keyword-only: it has no default, and follows LoaderOptions' fields that have one.
+    palette: Palette = field(kw_only=True)
     size: tuple[int, int] = (512, 512)
     x_dtype: str = "float32"
     one_hot: bool = False
@@ -188,7 +189,7 @@ def _cv2_rgb(path: str, where: str) -> np.ndarray:
     three channels and drops alpha, like the other decoders; EXIF rotation is ignored,
     as Pillow and TensorFlow ignore it.
     """
-    import cv2
+    import cv2  # optional and heavy: only the sequence variants decode with OpenCV
 
     bgr = cv2.imread(path, cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
     if bgr is None:
@@ -214,7 +215,7 @@ def _colour_loop(mask: np.ndarray, path: str, where: str, palette: Palette, opts
         if y.shape[:2] != (h, w):
             region = crop_or_pad(np.zeros(y.shape[:2], bool), opts.size, True)
             y = crop_or_pad(y, opts.size, 0.0)
-            if palette.pad_id < c:
+            if palette.pad_id is not None and palette.pad_id < c:  # set wherever padding is (check_size)
                 y[region, palette.pad_id] = 1.0
         return y
     ids = np.full(mask.shape[:2], palette.unknown_id, np.uint8)
@@ -234,7 +235,7 @@ def _raise_unknown(palette, mask, unknown, path, where):
 
 def _sequence(index: PairIndex, opts: PairOptions, vopts: SequenceOptions):
     try:
-        import cv2  # noqa: F401
+        import cv2  # noqa: F401  # optional: probed for a clear error
     except ImportError:
         raise ImportError("the sequence variants decode with OpenCV, as the user's DataGenerator: "
                           "pip install opencv-python-headless") from None
@@ -268,7 +269,7 @@ __getattr__ = module_getattr(__name__, {"PairSequence": _PairBatches})
 
 def _crop_tf(x, size):
     """Centred crop to at most ``size`` (the offsets of ``crop_or_pad``)."""
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     h, w = tf.shape(x)[0], tf.shape(x)[1]
     top, left = tf.maximum(h - size[0], 0) // 2, tf.maximum(w - size[1], 0) // 2
@@ -277,7 +278,7 @@ def _crop_tf(x, size):
 
 def _pad_tf(x, size, fill):
     """Centred pad to ``size`` with ``fill`` (after ``_crop_tf``)."""
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     h, w = tf.shape(x)[0], tf.shape(x)[1]
     ph, pw = size[0] - h, size[1] - w
@@ -287,7 +288,7 @@ def _pad_tf(x, size, fill):
 
 
 def _codes_tf(rgb):
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     rgb = tf.cast(rgb, tf.int32)
     return rgb[..., 0] * 65536 + rgb[..., 1] * 256 + rgb[..., 2]
@@ -295,7 +296,7 @@ def _codes_tf(rgb):
 
 def _assert_known(y, unknown, code, path, where, palette: Palette):
     """Fails the pipeline, naming the file, a colour not in the palette and its pixel count."""
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     def fail():
         first = tf.boolean_mask(code, unknown)[0]
@@ -315,7 +316,7 @@ def _assert_known(y, unknown, code, path, where, palette: Palette):
 
 def _post(opts: PairOptions, num_classes: int):
     """Per-batch ``x`` cast (uint8 to float32 in [0, 1]) and ``one_hot``, or None if neither."""
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     if opts.x_dtype == "uint8" and not opts.one_hot:
         return None
@@ -331,7 +332,7 @@ def _post(opts: PairOptions, num_classes: int):
 
 
 def _paths(index: PairIndex):
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     return (tf.constant(list(index.images)), tf.constant(list(index.labels)),
             tf.constant([index.where(i) for i in range(len(index))]))
@@ -341,7 +342,7 @@ def _paths(index: PairIndex):
 
 
 def _tfdata_naive(index: PairIndex, opts: PairOptions, vopts: NaiveOptions):
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     palette = opts.palette
     h, w = opts.size
@@ -393,7 +394,7 @@ def _tfdata_naive(index: PairIndex, opts: PairOptions, vopts: NaiveOptions):
 
 
 def _tfdata_tuned(index: PairIndex, opts: PairOptions, vopts: NoOptions):
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     palette = opts.palette
     images, labels, wheres = _paths(index)
@@ -434,7 +435,7 @@ def _tfdata_tuned(index: PairIndex, opts: PairOptions, vopts: NoOptions):
 
 
 def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     palette = opts.palette
     folder, manifest = convert(index, palette, vopts.format, vopts.folder, size=opts.size, workdir=opts.workdir,
@@ -473,7 +474,7 @@ def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
 
 
 def _with_post(ds, opts, palette):
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     post = _post(opts, palette.num_classes)
     return ds if post is None else ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)

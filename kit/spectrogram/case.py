@@ -6,18 +6,16 @@ from pathlib import Path
 
 from kit import samples
 from kit.cases.registry import Case, SampleOption, Scale, register
+from kit.spectrogram.index import FrameIndex
+from kit.spectrogram.loaders import make_loader
 from kit.util import positive_int
 
 
 def _open(csv: Path):
-    from kit.spectrogram.index import FrameIndex
-
     return FrameIndex.from_csv(csv)
 
 
 def _loader(variant: str, csv: Path, index, *, batch_size: int, **options):
-    from kit.spectrogram.loaders import make_loader
-
     return make_loader(variant, index, batch_size=batch_size, **options)
 
 

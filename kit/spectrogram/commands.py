@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
+from kit import distribute, samples
+from kit.models import small_model
+from kit.spectrogram import FrameIndex, convert, make_loader
+from kit.spectrogram.convert import DEFAULT_SHARD_MB
 from kit.util import non_negative_int, positive_float, positive_int, write_json
 
 __all__ = ["register"]
@@ -40,9 +45,6 @@ def register(sub) -> None:
 
 
 def _convert(args) -> int:
-    from kit.spectrogram import FrameIndex, convert
-    from kit.spectrogram.convert import DEFAULT_SHARD_MB
-
     if args.to == "memmap" and args.shard_mb is not None:
         raise ValueError("--shard-mb applies to --to tfrecord only")
     index = FrameIndex.from_csv(args.index)
@@ -56,12 +58,6 @@ def _convert(args) -> int:
 
 
 def _multiworker(args) -> int:
-    import functools
-
-    from kit import distribute, samples
-    from kit.models import small_model
-    from kit.spectrogram import FrameIndex, make_loader
-
     frames = FrameIndex.from_csv(args.csv or samples.embedded("spectrogram"))
     make = functools.partial(make_loader, args.variant, shuffle=False, progress=False)
     out = distribute.run_multiworker(

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from kit import store, validate
-from kit.cases import check_tfrecord_shard, shard_tags, store_folder
+from kit.cases import TFRECORD_FRAMING, TFRECORD_HEAD, check_tfrecord_shard, shard_tags, store_folder
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.util import usable_cpus
 
@@ -215,7 +215,7 @@ def _check_memmap(folder: Path, manifest: store.Manifest, shard: store.ShardReco
 
 
 def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check, dtype, k) -> store.Manifest:
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     n = len(index)
     frame_bytes = int(np.prod(index.frame_shape)) * np.dtype(dtype).itemsize
@@ -288,9 +288,7 @@ def decode_records(records, frame_shape, dtype: str = "float32", *, framed: bool
     its CRC, then the next record's length as 8 bytes (0 for the shard's empty end
     record) and that length's CRC. The stated length must be the record's, or 0: a store
     of another layout fails, it is never misread. The CRCs are not computed."""
-    import tensorflow as tf
-
-    from kit.cases import TFRECORD_FRAMING, TFRECORD_HEAD
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     dt = tf.as_dtype(dtype)
     frame_bytes = int(np.prod(frame_shape)) * dt.size

@@ -141,7 +141,8 @@ class FrameIndex(CsvIndex):
         resolved = np.unique(np.asarray([str(f) for f in files]), return_inverse=True)[1][file_ids]
         validate.check_unique_rows([resolved, frames], raw.to_numpy(), line, "frame")
 
-        shape = dtype = None
+        shape: tuple[int, int] | None = None
+        dtype = None
         file_frames = np.empty(len(files), np.int64)
         for k, (f, row) in enumerate(zip(files, first_rows)):
             try:
@@ -155,7 +156,7 @@ class FrameIndex(CsvIndex):
             if arr.dtype not in DTYPES:
                 raise DataError(f"{line(int(row))}: {f}: dtype {arr.dtype}; expected float32 or float16")
             if shape is None:
-                shape, dtype = arr.shape[1:], arr.dtype
+                shape, dtype = (int(arr.shape[1]), int(arr.shape[2])), arr.dtype
             elif arr.shape[1:] != shape or arr.dtype != dtype:
                 raise DataError(
                     f"{line(int(row))}: {f}: frames are {arr.shape[1:]} {arr.dtype}, but "
@@ -170,11 +171,12 @@ class FrameIndex(CsvIndex):
                 f"{line(i)}: frame {frames[i]} is out of range for {files[file_ids[i]]}, "
                 f"which holds {limit[i]} frames (0..{limit[i] - 1})"
             )
+        assert shape is not None  # read_csv refuses an index without rows: one file at least was read
         split = cls.split_column(df)
         key = [rel.tolist(), frames.tolist(), labels.tolist(), list(classes),
                store.files_fingerprint(files)]
         return cls(csv_path, files, file_ids.astype(np.int64), frames, labels, classes,
-                   tuple(int(s) for s in shape), np.dtype(dtype), file_frames, split, key)
+                   shape, np.dtype(dtype), file_frames, split, key)
 
     def _take(self, rows: np.ndarray, split, key: list) -> "FrameIndex":
         return FrameIndex(self.csv_path, self.files, self.file_ids[rows], self.frames[rows],

@@ -13,6 +13,7 @@ that yields the same batches as the loader variants:
 from __future__ import annotations
 
 import numpy as np
+import tensorflow as tf
 
 from kit.epochs import num_batches, order_dataset
 from kit.spectrogram.index import FrameIndex, open_frames
@@ -24,8 +25,6 @@ RUNGS = ("map", "+prefetch", "+parallel map", "+vectorise")
 
 
 def _per_frame(index: FrameIndex, opts: LoaderOptions, *, parallel: bool, prefetch: bool):
-    import tensorflow as tf
-
     h, w = index.frame_shape
     maps = {}
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import store
+from kit import pagecache, store
 from kit.cases import (
     TFRECORD_FRAMING,
     LoaderOptions,
@@ -233,7 +233,7 @@ def _numpy_function(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
     h, w = index.frame_shape
     files = index.files
     file_ids, frames, labels = index.file_ids, index.frames, index.labels
-    maps = {}
+    maps: dict[int, np.ndarray] = {}  # file id -> its frames, opened on first use
 
     def read_one(i):
         # `i` arrives as a NumPy int: look the row up in plain arrays (the answer's
@@ -372,6 +372,9 @@ def release_store_mappings() -> int:
             m.array = None
             released += 1
     return released
+
+
+pagecache.on_evict(release_store_mappings)  # pages a loader maps would stay cached through an eviction
 
 
 def open_store_frames(path) -> np.ndarray:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kit.progress import tqdm
 from kit.store.checks import check_open, checks_on, ends_digest, remember_checked, sha256_file, stat_key
 from kit.store.folder import (
     MANIFEST,
@@ -181,8 +182,6 @@ def _write_shards(folder: Path, partial: Path, todo: list[Shard], write, records
                   workers: int, *, desc: str, progress, total: int, initial: int) -> dict[str, list]:
     """Writes each shard of ``todo`` (``workers`` at a time), adding its record to ``records``
     and to ``partial``. Returns ``{name: stat_key + [sha256]}`` of the shards written."""
-    from kit.progress import tqdm
-
     bar = tqdm(total=total, initial=initial, desc=desc, unit="ex", disable=not progress, smoothing=0.1)
     lock = threading.Lock()
     checked: dict[str, list] = {}

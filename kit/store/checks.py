@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from kit.store.folder import MANIFEST, StoreError, write_json_atomic
 from kit.store.manifest import Manifest, ShardRecord
 
@@ -127,8 +129,6 @@ def check_open(folder: str | os.PathLike, manifest: Manifest, *, full: bool | No
     todo = [(p, s) for p, s in todo if seen.get(s.name) != stat_key(p) + [s.sha256]]
     if not todo:
         return
-    from tqdm.auto import tqdm
-
     ok = {}
     with tqdm(total=sum(s.bytes for _, s in todo), unit="B", unit_scale=True, desc="checking store",
               disable=not progress) as bar:

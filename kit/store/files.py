@@ -13,6 +13,8 @@ import os
 import threading
 from pathlib import Path
 
+import numpy as np
+
 __all__ = ["KERNEL_READ_DEFAULT", "ask_to_read", "kernel_read_bytes", "load_npy", "open_memmap",
            "read_npy_header"]
 
@@ -31,8 +33,6 @@ def open_memmap(path: str | os.PathLike, *, dtype, shape):
     kills the process with SIGBUS and no message. Reserving the blocks first turns that
     into an ``OSError`` (ENOSPC) here, which ``build`` reports in one line.
     """
-    import numpy as np
-
     mm = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
     with open(path, "r+b") as f:
         try:
@@ -47,8 +47,6 @@ def open_memmap(path: str | os.PathLike, *, dtype, shape):
 def read_npy_header(f) -> tuple:
     """``(shape, fortran_order, dtype)`` of the ``.npy`` file open in ``f``, parsed under
     ``load_npy``'s lock; ``f`` is left at the first byte of the array's data."""
-    import numpy as np
-
     fmt = np.lib.format
     with _NPY_HEADER_LOCK:
         version = fmt.read_magic(f)
@@ -72,8 +70,6 @@ def load_npy(path: str | os.PathLike, *, mmap: bool = True):
         FileNotFoundError, ValueError: as ``np.load`` (ValueError for a file that is not a
             ``.npy`` array or that holds Python objects).
     """
-    import numpy as np
-
     if mmap:
         with _NPY_HEADER_LOCK:
             return np.load(path, mmap_mode="r", allow_pickle=False)

@@ -7,6 +7,7 @@ its folder; ``store_lock`` lets one builder at a time in.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -185,8 +186,6 @@ def store_lock(folder: str | os.PathLike, *, shared: bool = False, timeout: floa
     Raises:
         StoreError: the lock stayed held by another process for ``timeout`` seconds.
     """
-    import fcntl
-
     timeout = LOCK_TIMEOUT_S if timeout is None else float(timeout)
     if timeout < 0:
         raise ValueError(f"lock timeout must be non-negative, got {timeout}")

@@ -10,9 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import threading
 from collections.abc import Sequence
 from typing import Any
+
+from tqdm.auto import tqdm
 
 from kit.store.folder import default_workdir
 
@@ -72,8 +75,6 @@ class _DigestCache:
         self._lock = threading.Lock()
 
     def _db(self):
-        import sqlite3
-
         path = default_workdir() / "digests.sqlite3"
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, timeout=30)  # a bounded wait on another writer
@@ -81,8 +82,6 @@ class _DigestCache:
         return db
 
     def get_many(self, keys: list[tuple]) -> dict[tuple, str]:
-        import sqlite3
-
         with self._lock:
             found = {k: self._mem[k] for k in keys if k in self._mem}
         missing = [k for k in keys if k not in found]
@@ -99,8 +98,6 @@ class _DigestCache:
         return found
 
     def put_many(self, items: dict[tuple, str]) -> None:
-        import sqlite3
-
         with self._lock:
             self._mem.update(items)
         if items:
@@ -134,8 +131,6 @@ def files_fingerprint(paths: Sequence[str | os.PathLike], *, digest: str | None 
     known = _DIGESTS.get_many([k for _, _, k in stats])
     todo = [(p, k) for p, _, k in stats if k not in known]
     if todo:
-        from tqdm.auto import tqdm
-
         new = {}
         for p, k in tqdm(todo, desc="digests", unit="file", disable=not progress or len(todo) < 100):
             new[k] = content_digest(p, mode)
