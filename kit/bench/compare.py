@@ -99,6 +99,7 @@ class _Steps:
         self.model.fit(self.data, steps_per_epoch=warmup, epochs=1, verbose=0)  # trace and warm up
         self.examples = 0
         self.seconds = 0.0
+        self.rates: list[float] = []  # each run's examples/s: the spread over the rounds
 
         class Ends(keras.callbacks.Callback):
             def on_train_batch_end(cb, batch, logs=None):
@@ -111,8 +112,10 @@ class _Steps:
         ends.times = []
         # steps + 1 steps, timed from the end of the first: fit's own set-up is not a step.
         self.model.fit(self.data, steps_per_epoch=steps + 1, epochs=1, verbose=0, callbacks=[ends])
-        self.seconds += ends.times[-1] - ends.times[0]
+        took = ends.times[-1] - ends.times[0]
+        self.seconds += took
         self.examples += steps * self.global_batch
+        self.rates.append(steps * self.global_batch / took if took > 0 else math.inf)
 
 
 @dataclass(frozen=True)
@@ -291,18 +294,26 @@ def _compute_rows(c: CompareConfig, data: _Data, dim: int, counts: list[int], st
     rows = []
     for (case, model, r), (job, n_steps) in jobs.items():
         rate = job.examples / job.seconds if job.seconds > 0 else math.inf
+        scale = 1.0
         scaled = ""
         if case == "segmentation" and size != 512:
-            rate *= (size / 512) ** 2
+            scale = (size / 512) ** 2
             scaled = f", measured at {size}x{size} and scaled to 512x512 by pixel count"
+        rate *= scale
+        rounds = [x * scale / r for x in job.rates]  # per replica, each round
         if r == counts[0]:
-            one[(case, model)] = rate / r
-        base = one.get((case, model))
+            one[(case, model)] = (rate / r, rounds)
+        base, base_rounds = one.get((case, model), (None, None))
+        # each round's efficiency: this count's round against one replica's run in the same round
+        effs = [x / b for x, b in zip(rounds, base_rounds)] if base_rounds else []
         rows.append({"case": case, "kind": "compute", "variant": model, "replicas": r,
                      "devices": devices,
                      "batch_size": job.global_batch, "examples_per_s": rate,
                      "per_replica_examples_per_s": rate / r,
-                     "efficiency": (rate / r) / base if base else None, "examples": job.examples,
+                     "round_min": min(rounds) * r, "round_max": max(rounds) * r,
+                     "efficiency": (rate / r) / base if base else None,
+                     "efficiency_min": min(effs) if effs else None, "efficiency_max": max(effs) if effs else None,
+                     "examples": job.examples,
                      "basis": f"{job.examples:,} examples trained in {c.rounds} rounds of {n_steps} steps of "
                               f"{job.global_batch} (in-memory batch, {r} replica(s), {devices}{scaled})"})
     return rows
@@ -400,9 +411,19 @@ def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> p
         out.append({"case": r.case, "variant": r.variant, "model": model, "loader_rate": r.examples_per_s,
                     "loader_round_min": getattr(r, "round_min", None), "loader_round_max": getattr(r, "round_max", None),
                     "compute_rate": float(c.iloc[0]["per_replica_examples_per_s"]), "scaling": scaling,
+                    # the spread over the rounds: one replica's slowest and fastest round, and the
+                    # efficiency's at the largest measured count
+                    "compute_round_min": _get(c.iloc[0], "round_min"), "compute_round_max": _get(c.iloc[0], "round_max"),
+                    "efficiency_min": _get(c.iloc[-1], "efficiency_min"),
+                    "efficiency_max": _get(c.iloc[-1], "efficiency_max"),
                     "loader_examples": getattr(r, "examples", None),
                     "loader_basis": r.basis, "compute_basis": c.iloc[0]["basis"]})
     return pd.DataFrame(out)
+
+
+def _get(row, column):
+    value = row.get(column) if hasattr(row, "get") else None
+    return None if value is None or pd.isna(value) else float(value)
 
 
 def headline(table: pd.DataFrame) -> str:
@@ -418,10 +439,27 @@ def headline(table: pd.DataFrame) -> str:
     case, examples, replicas = t["case"].iloc[0], int(t["examples"].iloc[0]), int(t["replicas"].iloc[0])
     slowest, fastest = t["epoch_s"].idxmax(), t["epoch_s"].idxmin()
 
-    def spread(v):  # an input-bound epoch follows its loader's rate: its slowest and fastest round
-        lo, hi = (pd.to_numeric(t.get(c, pd.Series(dtype=float)), errors="coerce").get(v)
-                  for c in ("loader_round_min", "loader_round_max"))
-        if t.loc[v, "bound"] != "input" or lo is None or hi is None or not (lo > 0 and hi > 0):
+    def num(v, column):
+        x = pd.to_numeric(t[column], errors="coerce").get(v) if column in t.columns else None
+        return x if x is not None and x > 0 else None
+
+    def spread(v):
+        """The epoch over the slowest and the fastest round: of the loader where it bounds the epoch,
+        else of the compute (one replica's rounds, and the efficiency's where it was measured)."""
+        if t.loc[v, "bound"] == "input":
+            lo, hi = num(v, "loader_round_min"), num(v, "loader_round_max")
+        else:
+            lo, hi = num(v, "compute_round_min"), num(v, "compute_round_max")
+            if lo is not None and hi is not None and t.loc[v, "efficiency_kind"] == "measured" and replicas > 1:
+                e_lo, e_hi = num(v, "efficiency_min"), num(v, "efficiency_max")
+                if e_lo is None or e_hi is None:
+                    return ""
+                lo, hi = lo * e_lo, hi * e_hi
+            if lo is not None and hi is not None:
+                eff = 1.0 if t.loc[v, "efficiency_kind"] == "measured" and replicas > 1 else t.loc[v, "efficiency"]
+                loader = t.loc[v, "loader_rate"]
+                lo, hi = min(loader, replicas * lo * eff), min(loader, replicas * hi * eff)
+        if lo is None or hi is None:
             return ""
         return f" (rounds {format_duration(examples / hi)}-{format_duration(examples / lo)})"
 

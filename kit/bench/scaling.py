@@ -143,22 +143,24 @@ def _measure(config: ScalingConfig) -> pd.DataFrame:
         setups[r] = dict(strategy=strategy, model=net, data=data, global_batch=global_batch,
                          input_rate=feed.examples_per_s)
 
-    seconds = {r: 0.0 for r in counts}
+    seconds: dict[int, list[float]] = {r: [] for r in counts}  # each round's seconds
     for k in range(rounds):
         for r in counts[k % len(counts):] + counts[:k % len(counts)]:  # rotate the order
             # steps + 1 steps, timed from the end of the first (``steady_s``): the fit call's
             # own set-up (iterator, callbacks) is not a training step.
             fitted = timing.fit(setups[r]["model"], setups[r]["data"], steps_per_epoch=steps + 1, wait=False)
-            seconds[r] += float(fitted["steady_s"].sum())
+            seconds[r].append(float(fitted["steady_s"].sum()))
     rows = []
     base_r = counts[0]
     base_rate = None
+    # Examples per step on average: an epoch's last batch may be partial (the loader repeats).
+    per_step = {r: len(index) / math.ceil(len(index) / setups[r]["global_batch"]) for r in counts}
     for r in counts:
         s = setups[r]
-        step_s = seconds[r] / (steps * rounds)
-        # Examples per step on average: an epoch's last batch may be partial (the loader repeats).
-        per_step = len(index) / math.ceil(len(index) / s["global_batch"])
-        rate = per_step / step_s
+        step_s = sum(seconds[r]) / (steps * rounds)
+        rate = per_step[r] / step_s
+        # each round's speed-up against the smallest count's run in the same round: the spread
+        per_round = [(per_step[r] / x) / (per_step[base_r] / b) for x, b in zip(seconds[r], seconds[base_r])]
         base_rate = rate if r == base_r else base_rate
         speedup = rate / base_rate
         rows.append({
@@ -171,6 +173,8 @@ def _measure(config: ScalingConfig) -> pd.DataFrame:
             "examples_per_s": rate,
             "step_ms": 1e3 * step_s,
             "speedup": speedup,
+            "speedup_min": min(per_round),
+            "speedup_max": max(per_round),
             "efficiency": speedup / (r / base_r),
             "input_examples_per_s": s["input_rate"],
             "input_headroom": s["input_rate"] / rate,
