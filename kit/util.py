@@ -11,12 +11,11 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
 __all__ = ["VERSION_FLOORS", "process_alive", "check_int", "positive_int", "non_negative_int", "size_arg", "write_json",
-           "format_duration", "usable_cpus", "warm_page_cache"]
+           "format_duration", "usable_cpus"]
 
 
 #: The oldest TensorFlow and Keras the kit was tested with, as pyproject.toml's floors
@@ -119,14 +118,6 @@ def usable_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-def warm_page_cache(paths: Iterable[str | os.PathLike]) -> None:
-    """``kit.pagecache.warm_page_cache``, its home (kept here for ``kit.bench.spectrogram``,
-    which imports it from here; imported on call, so this module imports no other part of the kit)."""
-    from kit.pagecache import warm_page_cache as warm
-
-    warm(paths)
 
 
 def process_alive(pid: int) -> bool:

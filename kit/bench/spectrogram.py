@@ -24,8 +24,9 @@ from kit import samples, timing
 from kit.bench import BenchResult, print_table, save
 from kit.bench.config import check_int, check_names, check_positive, configure, optional_int, optional_path
 from kit.cases import check_shards, registry
+from kit.pagecache import warm_page_cache
 from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
-from kit.util import format_duration, non_negative_int, positive_float, positive_int, warm_page_cache
+from kit.util import format_duration, non_negative_int, positive_float, positive_int
 
 __all__ = ["EPOCH", "DEFAULT_BATCH", "DEFAULT_FILES", "DEFAULT_FRAMES_PER_FILE", "STORED", "SpectrogramConfig",
            "default_data", "plan", "warm_stores", "run", "add_arguments", "register", "config_from_args", "show",

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from kit import timing
-from kit.timing import _known_length
+from kit.batches import known_length as _known_length
 
 
 def is_dataset(obj) -> bool:
