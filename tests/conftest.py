@@ -1,6 +1,9 @@
-"""Shared fixtures. Every test runs with its own kit cache, so nothing leaks between tests."""
+"""Shared fixtures. Every test runs with its own kit cache, so nothing leaks between tests; data a
+test only reads (the embedded samples, a tiny segmentation source, a small backbone) is built once
+per process and shared."""
 
 import os
+import shutil
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -12,6 +15,9 @@ def _kit_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(tmp_path_factory.mktemp("kit-cache")))
     # Bench runs append to the results ledger: into the test's own, never reports/.
     monkeypatch.setenv("KIT_RESULTS", str(tmp_path_factory.mktemp("kit-results") / "results.jsonl"))
+
+
+# ------------------------------------------------------------------------- spectrogram
 
 
 @pytest.fixture(scope="session")
@@ -28,16 +34,114 @@ def spec_index(spec_csv):
     return FrameIndex.from_csv(spec_csv)
 
 
-#: Test files whose tests run longest (each notebook twice, a browser, child processes): they
-#: start first, so the two pytest-xdist workers (make test) end together on short tests instead
-#: of one of them idling while the other finishes a notebook.
-LONGEST_FIRST = ("test_notebooks.py::test_runs_headless", "test_browser.py", "test_distribute.py",
-                 "test_scale.py", "test_demo.py")
+@pytest.fixture
+def spec(tmp_path):
+    """A tiny spectrogram sample: 2 files x 3 frames, and its index (the test's own: it may damage it)."""
+    from kit import samples
+    from kit.spectrogram import FrameIndex
+
+    csv = samples.make_spectrogram(tmp_path / "data", files=2, frames_per_file=3, seed=1)
+    return FrameIndex.from_csv(csv)
 
 
+# ------------------------------------------------------------------------- segmentation
+
+
+@pytest.fixture(scope="session")
+def tiny_src(tmp_path_factory):
+    """5 generated pairs at 64x64 (fast), shared; tests copy it (``data``) before damaging it."""
+    from kit import samples
+
+    return samples.make_segmentation(tmp_path_factory.mktemp("seg") / "tiny", images=5, size=64).parent
+
+
+@pytest.fixture
+def data(tmp_path, tiny_src):
+    """The test's own copy of ``tiny_src``."""
+    dst = tmp_path / "data"
+    shutil.copytree(tiny_src, dst)
+    return dst
+
+
+@pytest.fixture
+def index(data):
+    from kit.segmentation import PairIndex
+
+    return PairIndex.from_csv(data / "index.csv")
+
+
+@pytest.fixture
+def palette(data):
+    from kit.segmentation import Palette
+
+    return Palette.from_csv(data / "class_dict.csv")
+
+
+# ------------------------------------------------------------------------- models
+
+
+@pytest.fixture(scope="session")
+def small():
+    """A cheap backbone (alpha 0.25: 256-d embedding) for the feature cache's mechanics."""
+    from kit.models import audio
+
+    return audio.backbone(alpha=0.25, seed=0)
+
+
+@pytest.fixture(scope="session")
+def learnable(tmp_path_factory):
+    """700 frames of 5 classes with distinct spectral patterns: 400 train, 300 validation."""
+    import numpy as np
+
+    from kit import samples
+    from kit.spectrogram import FrameIndex
+
+    csv = samples.make_spectrogram(tmp_path_factory.mktemp("learnable") / "d", files=14,
+                                   frames_per_file=50, seed=3)
+    index = FrameIndex.from_csv(csv)
+    train = np.arange(len(index)) < 400
+    return index, train, ~train
+
+
+# ------------------------------------------------------------------------- the order tests run in
+
+
+def _rank(item):
+    """Where a test starts in the run: the longest first, so that the two pytest-xdist workers
+    (make test) end together on short tests instead of one idling while the other finishes a
+    notebook. The notebooks (each run twice: 20 to 90 s on the 2-core machine, the later ones the
+    longer), then the browser, then the other tests marked slow, then the rest. (test_distribute.py
+    starts first on one worker whatever its rank: its tests are one xdist group, the largest.)"""
+    where = item.nodeid.split("/")[-1]
+    if where.startswith("test_notebooks.py::test_runs_headless"):
+        return (0, [-ord(c) for c in item.name])  # 08 before 07 ... before 00
+    if where.startswith("test_browser.py"):
+        return (1, [])
+    return (2 if item.get_closest_marker("slow") else 3, [])
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own hook
 def pytest_collection_modifyitems(config, items):
-    def rank(item):
-        where = item.nodeid.split("/")[-1]
-        return next((k for k, prefix in enumerate(LONGEST_FIRST) if where.startswith(prefix)), len(LONGEST_FIRST))
+    items.sort(key=_rank)  # stable: the order within each group is kept
+    _xdist_groups(config, items)
 
-    items.sort(key=rank)  # stable: the order within each group is kept
+
+def _xdist_groups(config, items):
+    """``--dist loadgroup`` sends the tests of one ``xdist_group`` to one worker by a suffix on their
+    node ids ("test_x@distribute"), which pytest-xdist 3.8 writes to ``item._nodeid``; pytest 9.2
+    keeps node ids in ``item._id`` and ignores that, so every group was split between the workers
+    and test_distribute.py's module fixtures (a MirroredStrategy child, a tf.data service) started
+    on both (pytest-dev/pytest-xdist#1386). The suffix is written where pytest reads it; with a
+    pytest-xdist that does so itself, nothing is left to do."""
+    if not getattr(config.option, "loadgroup", False):  # set on the workers of --dist loadgroup
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest before 9.2: pytest-xdist's suffix works
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix) and isinstance(getattr(item, "_id", None), NodeId):
+            item._id = NodeId.parse(item.nodeid + suffix)

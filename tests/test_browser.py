@@ -50,6 +50,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     sync_playwright = None
 
 pytestmark = [
+    pytest.mark.slow,  # JupyterLab, a kernel and Chromium for each test: make check leaves them out
     pytest.mark.skipif(sync_playwright is None,
                        reason="Playwright for Python is missing: pip install -e '.[dev]' (never `playwright install`)"),
     pytest.mark.skipif(not os.path.exists(CHROMIUM),

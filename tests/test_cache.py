@@ -107,6 +107,7 @@ def _kit(*args, env):
     return subprocess.run([sys.executable, "-m", "kit", *args], capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow
 def test_command_lists_and_cleans(filled):
     root, outside = filled
     env = dict(os.environ)
@@ -233,6 +234,7 @@ def _holding(db: Path, statements: str):
     return holder
 
 
+@pytest.mark.slow
 def test_a_digest_database_in_use_is_left_alone(generated, monkeypatch):
     """Another process midway through a write, or a read, holds the database: clean leaves
     it (a writer: listed as in use; a reader: waited for BUSY_WAIT_S, then skipped and said
@@ -259,6 +261,7 @@ def test_a_digest_database_in_use_is_left_alone(generated, monkeypatch):
     assert not (root / DIGESTS).exists() and not (root / (DIGESTS + "-journal")).exists()
 
 
+@pytest.mark.slow
 def test_a_store_being_built_is_left_alone(tmp_path, monkeypatch):
     """A store whose build lock another holder has (a build, or a reader checking it at
     open) is skipped after BUSY_WAIT_S, however old its manifest."""

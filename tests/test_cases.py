@@ -1,4 +1,4 @@
-"""The shared case layer: typed options, build_loader, the epoch record, shard checks; kit.util."""
+"""The shared case layer (kit.cases): typed options, build_loader, shard checks, TFRecord framing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from kit import epochs, store, util
+from kit import epochs, store
 from kit.cases import LoaderOptions, Variant, VariantOptions, build_loader, check_shards, shard_tags, store_folder
 
 
@@ -68,18 +68,6 @@ def test_service_is_refused_for_python_pipelines_before_building():
     assert built == []
 
 
-def test_epoch_record_of_a_tf_data_loader(spec_index):
-    from kit.spectrogram import make_loader
-
-    loader = make_loader("in_memory", spec_index, batch_size=10)
-    rec = epochs.epoch_of(loader)
-    assert (rec.examples, rec.batch_size, rec.batches) == (len(spec_index), 10, 10)
-    assert rec.body is not None and int(rec.body.cardinality()) == 10
-    assert sum(len(y) for _, y in rec.body.as_numpy_iterator()) == len(spec_index)
-    assert epochs.epoch_of(loader.repeat()) is None  # a derived pipeline is not the loader
-    assert epochs.epoch_of(3) is None
-
-
 def test_shard_checks_and_names(tmp_path):
     assert shard_tags(3) == ["00000-of-00003", "00001-of-00003", "00002-of-00003"]
     assert store_folder("demo", "tfrecord", "abcdef0123456789ff", tmp_path) == tmp_path / "demo-tfrecord-abcdef0123456789"
@@ -96,16 +84,56 @@ def test_shard_checks_and_names(tmp_path):
         check_shards(folder, m)
 
 
-def test_util_helpers(tmp_path, capsys):
-    assert util.check_int("n", np.int64(3)) == 3
-    with pytest.raises(ValueError, match=r"warmup must be a non-negative integer, got -1"):
-        util.check_int("warmup", -1, 0)
-    with pytest.raises(ValueError, match="n must be a positive integer, got 1.5"):
-        util.check_int("n", 1.5)
-    assert [util.format_duration(s) for s in (3.21, 600, 7200 * 3, float("inf"))] == ["3.2 s", "10.0 min",
-                                                                                         "6.0 h", "inf"]
-    assert util.size_arg("384x512") == (384, 512) and util.size_arg("64") == 64
-    util.write_json(tmp_path / "sub" / "r.json", {"a": np.float32(1.5)})
-    assert (tmp_path / "sub" / "r.json").read_text() == '{\n "a": 1.5\n}\n'
-    util.write_json("-", [1])
-    assert capsys.readouterr().out == "[\n 1\n]\n"
+def test_framed_records_are_what_fixed_length_reading_gives_and_their_length_is_checked(tmp_path):
+    """A format-4 shard (records, then an empty end record) read from its first record's
+    data in pieces of a record and its framing gives each record's data first, then the
+    next record's stated length; ``_framed`` frames the tail's record as the last piece
+    (the CRCs aside); ``decode_records(framed=True)`` decodes the pieces and refuses a
+    stated length that is neither the record's nor 0."""
+    import tensorflow as tf
+
+    from kit.cases.stores import TFRECORD_FRAMING, TFRECORD_HEAD, _framed
+    from kit.spectrogram.convert import decode_records
+
+    frames = np.arange(4 * 3 * 4, dtype=np.float32).reshape(4, 3, 4)
+    data = [frames[i:i + 2].tobytes() + np.array([7 + i, 8 + i], np.int64).tobytes() for i in (0, 2)]
+    path = tmp_path / "one.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as w:
+        for d in data + [b""]:
+            w.write(d)
+    pieces = [p.numpy() for p in tf.data.FixedLengthRecordDataset(
+        str(path), len(data[0]) + TFRECORD_FRAMING, header_bytes=TFRECORD_HEAD,
+        footer_bytes=TFRECORD_FRAMING - TFRECORD_HEAD)]
+    assert [p[:len(data[0])] for p in pieces] == data
+    assert [np.frombuffer(p[-12:-4], np.int64)[0] for p in pieces] == [len(data[0]), 0]
+    built = _framed(tf.constant(data[1])).numpy()
+    assert len(built) == len(pieces[1]) and built[:-16] == data[1] and built[-12:-4] == pieces[1][-12:-4]
+    x, y = decode_records(tf.constant(pieces), (3, 4), framed=True)
+    assert np.array_equal(x.numpy()[..., 0], frames) and list(y.numpy()) == [7, 8, 9, 10]
+    x, y = decode_records(tf.constant([pieces[0], built]), (3, 4), framed=True)
+    assert np.array_equal(x.numpy()[..., 0], frames) and list(y.numpy()) == [7, 8, 9, 10]
+    wrong = pieces[0][:-12] + np.int64(len(data[0]) + 8).tobytes() + pieces[0][-4:]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="states another length"):
+        decode_records(tf.constant([wrong]), (3, 4), framed=True)
+
+
+def test_a_tfrecord_shard_without_its_end_record_or_with_records_after_it_fails_its_check(tmp_path):
+    """The deep check of a format-4 shard: one empty end record, last, and none other."""
+    import tensorflow as tf
+
+    from kit.cases import check_tfrecord_shard
+    from kit.spectrogram.convert import decode_records
+
+    record = np.zeros((2, 3, 4), np.float32).tobytes() + np.array([1, 2], np.int64).tobytes()
+
+    def check(*records):
+        path = tmp_path / "s.tfrecord"
+        with tf.io.TFRecordWriter(str(path)) as w:
+            for r in records:
+                w.write(r)
+        return check_tfrecord_shard(path, 4, lambda r: decode_records(r, (3, 4)), batch=None, end_record=True)
+
+    assert check(record, record, b"") is None
+    assert "no empty end record" in check(record, record)
+    assert "after the empty end record" in check(record, b"", record)
+    assert "manifest says 4" in check(record, b"")

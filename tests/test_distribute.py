@@ -188,6 +188,7 @@ def test_pipelines_the_service_cannot_run_are_refused():
         distribute.through_service(cached, "grpc://localhost:5050")
 
 
+@pytest.mark.slow
 def test_every_graph_only_spectrogram_variant_is_checked(spec_index, tmp_path):
     from kit.spectrogram import make_loader
 
@@ -208,6 +209,7 @@ def mirrored(children, child_env, tmp_path_factory):
     return _run_script(children, child_env, "mirrored", tmp_path_factory.mktemp("mirrored") / "out.json")
 
 
+@pytest.mark.slow
 def test_strategy_on_cpu_is_labelled_a_simulation(mirrored):
     assert mirrored["replicas"] == [2, 1]
     assert mirrored["describe"][0].startswith("MirroredStrategy: 2 replica(s) in sync, 2 CPU device(s)")
@@ -215,12 +217,14 @@ def test_strategy_on_cpu_is_labelled_a_simulation(mirrored):
     assert mirrored["simulated"] == [True, False]
 
 
+@pytest.mark.slow
 def test_make_strategy_too_late_says_so(mirrored):
     assert mirrored["too_late"].startswith("too late to split the CPU into 3 logical devices: TensorFlow "
                                            "has already initialised its devices in this process (2 logical")
     assert "make_strategy(3) before any other TensorFlow work" in mirrored["too_late"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["generator", "numpy_function", "memmap", "tfrecord", "in_memory"])
 @pytest.mark.parametrize("pattern", ["global", "per_replica"])
 def test_every_tf_data_variant_feeds_two_replicas_exactly_once(mirrored, variant, pattern):
@@ -231,6 +235,7 @@ def test_every_tf_data_variant_feeds_two_replicas_exactly_once(mirrored, variant
     assert got["steps"] == 6  # 96 frames / global batch 16
 
 
+@pytest.mark.slow
 def test_pydataset_and_generator_train_through_fit(mirrored):
     for name in ("pydataset", "generator"):
         fit = mirrored["fit"][name]
@@ -238,6 +243,7 @@ def test_pydataset_and_generator_train_through_fit(mirrored):
         assert all(np.isfinite(fit["loss"])), name
 
 
+@pytest.mark.slow
 def test_two_replicas_equal_one_replica(mirrored):
     eq = mirrored["equivalence"]
     for key in ("fit/global", "fit/per_replica", "loop/global", "loop/per_replica"):
@@ -245,6 +251,7 @@ def test_two_replicas_equal_one_replica(mirrored):
         assert eq[key]["max_abs_diff"] < 1e-5, key  # ... identically on 2 replicas and on 1
 
 
+@pytest.mark.slow
 def test_scaling_bench_reports_each_replica_count(mirrored):
     out = mirrored["scaling"]
     assert out["bench"] == "scaling" and out["variant"] == "in_memory"
@@ -274,6 +281,7 @@ def service_read(service, children, child_env, tmp_path_factory):
                        service.target)
 
 
+@pytest.mark.slow
 def test_service_epoch_yields_every_example_exactly_once(service_read):
     out = service_read
     for name in ("tfrecord", "in_memory"):
@@ -284,12 +292,14 @@ def test_service_epoch_yields_every_example_exactly_once(service_read):
     assert out["segmentation"]["pairs"] == out["segmentation"]["expected"]
 
 
+@pytest.mark.slow
 def test_service_short_epoch_is_never_silent(service_read):
     raised, warned = service_read["short/raise"], service_read["short/warn"]
     assert raised["seen"] == 96 and warned["seen"] == 96 and warned["error"] is None
     assert "tf.data service delivered 96 examples this epoch where 100 were expected" in raised["error"]
 
 
+@pytest.mark.slow
 def test_service_worker_killed_mid_epoch(service, children, child_env, tmp_path):
     """What tf.data service guarantees when a worker dies mid-epoch (distributed_epoch).
 
@@ -323,6 +333,7 @@ def test_service_worker_killed_mid_epoch(service, children, child_env, tmp_path)
 DEAD_TIMEOUT_S = 4  # the reader's bound in the test below: short, the whole test stays fast
 
 
+@pytest.mark.slow
 def test_service_every_worker_killed_mid_epoch_raises_within_the_timeout(children, child_env, tmp_path):
     """Issue 13 item 9: every worker killed and none restarted blocked the reader forever.
 
@@ -361,6 +372,7 @@ def test_service_every_worker_killed_mid_epoch_raises_within_the_timeout(childre
     assert out["threads_left"] == []
 
 
+@pytest.mark.slow
 def test_fit_over_a_service_with_no_worker_raises_within_the_timeout(children, child_env, tmp_path):
     """Issue 13 item 9, through Keras: ``model.fit`` on a loader read through a service whose
     only worker is gone raises the reader's timeout error instead of waiting for ever."""
@@ -375,6 +387,7 @@ def test_fit_over_a_service_with_no_worker_raises_within_the_timeout(children, c
     assert out["threads_left"] == []
 
 
+@pytest.mark.slow
 def test_a_process_ending_mid_epoch_on_a_service_exits(children, child_env, tmp_path):
     """A process that ends while its service read waits for a batch ends at once. It did not
     (found while chasing a rare hang of the model.fit test above, at the fit child's exit):
@@ -411,6 +424,7 @@ def _child_service_exit(_, target, go):
 # ------------------------------------------------------------------------- MultiWorkerMirroredStrategy
 
 
+@pytest.mark.slow
 def test_multi_worker_two_processes_reach_the_same_weights(children, child_env, tmp_path):
     ports = [distribute.free_port(), distribute.free_port()]
     workers = ",".join(f"127.0.0.1:{p}" for p in ports)

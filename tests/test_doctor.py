@@ -89,6 +89,7 @@ TFDATA = [python_in_pipeline, serial_map, map_before_batch, serial_interleave, n
           small_shuffle_buffer]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", TFDATA, ids=lambda f: f.__name__)
 def test_tfdata_defect_is_the_top_finding_and_gone_when_fixed(make):
     planted = doctor.diagnose(make(False), max_seconds=SECONDS)
@@ -112,6 +113,7 @@ def test_pipeline_structure_names_the_ops():
 # --------------------------------------------------------------------------- measured findings
 
 
+@pytest.mark.slow
 def test_read_amplification(tmp_path):
     frames, files = 64, 4  # 4 files of 64 frames of 4 kB: the planted loader reads 64x
     paths = []
@@ -154,6 +156,7 @@ def _pydataset(workers):
     return Batches(workers=workers)
 
 
+@pytest.mark.slow
 def test_pydataset_single_worker():
     d = doctor.diagnose(_pydataset(1), max_seconds=SECONDS)
     assert d.top == "pydataset_single_worker", str(d)
@@ -188,6 +191,7 @@ def _slow_batches():
         yield X[i:i + B], Y[i:i + B]
 
 
+@pytest.mark.slow
 def test_input_bound_then_not_when_the_loader_is_fast():
     slow = doctor.diagnose(_slow_batches, _model(), max_seconds=2)
     assert slow.verdict == "input-bound" and slow.codes[0] == "input_bound", str(slow)
@@ -199,6 +203,7 @@ def test_input_bound_then_not_when_the_loader_is_fast():
     assert "input_bound" not in fast.codes, str(fast)
 
 
+@pytest.mark.slow
 def test_frozen_backbone_recomputed_and_compute_bound():
     model = _model(frozen_width=2048)
     before = [w.copy() for w in model.get_weights()]
@@ -212,6 +217,7 @@ def test_frozen_backbone_recomputed_and_compute_bound():
     assert "input_bound" not in d.codes
 
 
+@pytest.mark.slow
 def test_the_kits_own_story_gets_the_lessons_of_notebooks_01_to_07(spec_index):
     """The user's generator and transfer model: the feature cache first (07), then reading (01-03)."""
     from kit import spectrogram

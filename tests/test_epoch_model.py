@@ -1,11 +1,14 @@
-"""The epoch-time model of kit.timing, against hand-computed cases."""
+"""kit.epoch_model, against hand-computed cases: the epoch estimate, the table, the scaling
+(efficiency 1 at one replica, measured where measured, assumed elsewhere), the best next change."""
 
 import math
 
 import pandas as pd
 import pytest
+from helpers import compare_rates
 
-from kit import timing
+from kit import epoch_model, timing
+from kit.bench import compare
 
 
 def test_compute_rate_from_step():
@@ -111,3 +114,31 @@ def test_best_next_change():
     assert best["gain"] == pytest.approx((1e6 / 7) / (1e6 / 5120))
     fastest = t["epoch_s"].idxmin()
     assert timing.best_next_change(t, fastest) is None
+
+
+def test_at_one_replica_the_epoch_is_examples_over_the_slower_rate():
+    configs = compare.configurations(compare_rates())
+    t = epoch_model.epoch_table(configs, examples=1_000_000, replicas=1)
+    assert (t["efficiency"] == 1.0).all() and (t["efficiency_kind"] == "exact").all()
+    for r in t.itertuples():
+        assert r.epoch_s == pytest.approx(1_000_000 / min(r.loader_rate, r.compute_rate), rel=1e-9)
+
+
+def test_efficiency_is_measured_where_measured_and_assumed_elsewhere():
+    s = epoch_model.Scaling.measured({1: 1.0, 2: 0.536})
+    assert s.efficiency(1) == 1.0 and s.efficiency(2) == 0.536
+    serial = 1 / 0.536 - 1  # Amdahl through one point: 1/e - 1 = s (n - 1)
+    assert s.serial == pytest.approx(serial)
+    assert s.efficiency(8) == pytest.approx(1 / (1 + serial * 7))
+    assert list(s.kind([1, 2, 8])) == ["exact", "measured", "assumed"]
+    assert "Amdahl" in s.basis(8) and "2 replicas" in s.basis(8)
+    # two measured points: the least-squares serial share, each measured point kept as measured
+    two = epoch_model.Scaling.measured({2: 0.9, 4: 0.7})
+    x, y = [1, 3], [1 / 0.9 - 1, 1 / 0.7 - 1]
+    assert two.serial == pytest.approx((x[0] * y[0] + x[1] * y[1]) / (x[0] ** 2 + x[1] ** 2))
+    assert two.efficiency(4) == 0.7 and two.efficiency(3) == pytest.approx(1 / (1 + two.serial * 2))
+    # a superlinear measurement counts as linear; nothing measured above one: linear, assumed
+    assert epoch_model.Scaling.measured({2: 1.2}).efficiency(8) == 1.0
+    assert epoch_model.Scaling.measured({1: 1.0}).basis(4).startswith("assumed: linear")
+    with pytest.raises(ValueError, match="efficiency must be in"):
+        epoch_model.Scaling.constant(1.5)

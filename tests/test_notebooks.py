@@ -43,6 +43,7 @@ def _assert_only_tagged_cells_failed(nb, run):
             assert not bad, f"{run} run: {c.source}\n{bad[0].get('ename')}: {bad[0].get('evalue')}" if bad else ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_runs_headless_in_fast_mode_twice(path):
     """The first run builds the notebook's caches and stores in this test's own KIT_CACHE;

@@ -22,6 +22,8 @@ NOISE = (
     "Failed call to cuInit: UNKNOWN ERROR (303)\n"
     "[IPKernelApp] WARNING | Kernel is running over TCP without encryption.\n"
 )
+
+
 REAL_ERROR = "E0000 00:00:1796029931.187428    5561 example.cc:9] a real error stays visible\n"
 
 
@@ -93,8 +95,6 @@ def test_progress_bar_is_plain_text_on_stdout_when_headless(monkeypatch, capsys)
     assert "demo: 100%" in capsys.readouterr().out
 
 
-# --------------------------------------------------------------------------- a small walkthrough
-
 def _walkthrough(src: Path, *, fail_01: bool):
     """Three tiny notebooks (no TensorFlow): a headline computed at run time, a deliberate
     failure, a progress bar, start-up noise on stderr; ``fail_01`` makes 01 fail for real."""
@@ -116,6 +116,7 @@ def _walkthrough(src: Path, *, fail_01: bool):
         nbformat.write(nb, src / f"{name}.ipynb")
 
 
+@pytest.mark.slow
 def test_walkthrough_index_headlines_failures_and_stale_reports(tmp_path):
     src, out = tmp_path / "notebooks", tmp_path / "reports"
     _walkthrough(src, fail_01=False)
@@ -169,47 +170,6 @@ def test_a_report_file_the_kit_did_not_write_is_refused(tmp_path):
     assert not (out / "00_first.html").exists()  # refused before running anything
 
 
-# --------------------------------------------------------------------------- make lab's git filter
-
-@pytest.mark.skipif(subprocess.run(["git", "--version"], capture_output=True).returncode != 0,
-                    reason="needs git")
-def test_lab_filter_keeps_an_executed_notebook_out_of_git(tmp_path):
-    pytest.importorskip("nbstripout", reason="pip install -e '.[dev]' installs nbstripout")
-    root = Path(__file__).resolve().parent.parent
-    repo = tmp_path / "repo"
-    (repo / "notebooks").mkdir(parents=True)
-    (repo / ".gitattributes").write_text((root / ".gitattributes").read_text())
-    committed = root / "notebooks" / "00_quickstart.ipynb"
-    target = repo / "notebooks" / committed.name
-    target.write_bytes(committed.read_bytes())
-
-    def git(*args):
-        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
-
-    git("init", "-q")
-    git("-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "clean notebook")
-    subprocess.run(["sh", str(root / "scripts" / "strip_outputs_filter.sh"), sys.executable], cwd=repo, check=True)
-    # What a JupyterLab run saves: outputs, counts, the kernel's language details, cell metadata.
-    nb = nbformat.read(target, as_version=4)
-    for i, c in enumerate(x for x in nb.cells if x.cell_type == "code"):
-        c.execution_count = i + 1
-        c.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a result\n" * 50)]
-        c.metadata["execution"] = {"iopub.execute_input": "2026-11-30T09:00:00Z"}
-        c.metadata["scrolled"] = True
-    nb.metadata["language_info"] = {"name": "python", "version": "3.11.7", "mimetype": "text/x-python",
-                                    "codemirror_mode": {"name": "ipython", "version": 3},
-                                    "file_extension": ".py", "nbconvert_exporter": "python",
-                                    "pygments_lexer": "ipython3"}
-    nbformat.write(nb, target)
-    assert "a result" in target.read_text()  # the file on disk keeps its outputs
-    assert git("diff", "--no-textconv", "--stat") == ""  # compared through the clean filter
-    # git status lists the file until it is staged (its size differs from the index's); staging
-    # it through the filter stages nothing: no output can be committed.
-    git("add", "-A")
-    assert git("status", "--porcelain") == "" and git("diff", "--cached", "--stat") == ""
-
-
 def test_headline_of_a_table_keeps_the_table():
     table = nbformat.v4.new_output("execute_result", execution_count=1, data={
         "text/plain": "  variant  examples_per_s\n0  memmap  1234.5\n1  in_memory  2345.6",
@@ -237,8 +197,6 @@ def test_every_walkthrough_notebook_tags_one_headline_cell(path):
     assert len(tagged) == 1, f"{path.name}: {len(tagged)} cells tagged headline"
     assert tagged[0].cell_type == "code" and "raises-exception" not in tagged[0].metadata.get("tags", [])
 
-
-# --------------------------------------------------------------------------- quiet, offline reports
 
 def test_tensorflow_lines_that_ignore_the_log_level_are_noise_and_real_errors_are_not():
     noise = [
@@ -351,6 +309,8 @@ def test_the_index_of_a_fast_run_says_so_at_the_top_and_on_each_headline(tmp_pat
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
 SLIDER = '''import plotly.graph_objects as go
 frames = [go.Frame(name=f"k={k}", data=[go.Scatter(x=[0, 1, 2], y=[0, k, 2 * k])]) for k in (1, 2, 3)]
 steps = [dict(label=f.name, method="animate",
@@ -360,6 +320,7 @@ go.Figure(frames[0].data, frames=frames,
           layout=dict(title="slope", yaxis=dict(range=[0, 7]), sliders=[dict(active=0, steps=steps)])).show()'''
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
 def test_a_report_page_draws_its_figure_and_its_slider_works_offline(tmp_path):
     """A notebook drawing a plotly figure with a slider (over frames), run as run_notebooks runs
@@ -420,6 +381,7 @@ def test_a_report_page_draws_its_figure_and_its_slider_works_offline(tmp_path):
             browser.close()
 
 
+@pytest.mark.slow
 def test_the_command_line_keeps_tensorflow_startup_lines_out_of_the_terminal(tmp_path):
     """``python -m kit`` filters stderr (kit/__main__.py): a command that loads TensorFlow
     prints none of its start-up lines, and an error still prints its line."""

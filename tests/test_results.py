@@ -39,6 +39,7 @@ def test_default_path_and_env(monkeypatch, tmp_path):
     assert results.ledger_path() == ROOT / "notebooks" / "rel.jsonl"
 
 
+@pytest.mark.slow
 def test_one_ledger_from_the_root_and_from_notebooks_in_child_processes():
     """What a bench started at the root and a notebook kernel started in notebooks/ resolve."""
     env = {k: v for k, v in os.environ.items() if k != "KIT_RESULTS"}
@@ -209,6 +210,7 @@ def test_latest_picks_the_newest_run_per_machine(tmp_path):
     assert list(latest["run_id"]) == ["new"] and list(latest["examples_per_s"]) == [2.0]
 
 
+@pytest.mark.slow
 def test_every_bench_command_appends_its_rows(tmp_path):
     """The hook: ``python -m kit bench timer`` (the quickest bench) lands in $KIT_RESULTS."""
     ledger = tmp_path / "ledger.jsonl"

@@ -1,14 +1,20 @@
-"""kit.samples: deterministic, learnable, atomic, and the CLI's handling of bad counts."""
+"""kit.samples: deterministic synthetic data for both cases, its command, and never writing over
+what the kit did not make (issue 13, item 1)."""
+
+from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from helpers import dead_pid, kit_cli, one_error_line
 from PIL import Image
 
 from kit import samples
+from kit.errors import OutputError
 
 
 def _read_index(path):
@@ -127,6 +133,7 @@ def _kit(*args):
     return subprocess.run([sys.executable, "-m", "kit", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_cli_writes_samples(tmp_path):
     r = _kit("samples", "spectrogram", "--out", str(tmp_path / "s"), "--files", "2",
              "--frames-per-file", "3", "--seed", "4")
@@ -185,3 +192,77 @@ def test_sharded_generator_same_frames_resumes_and_reuses(tmp_path, monkeypatch)
     assert samples.make_spectrogram_sharded(out, files=4, frames_per_file=3, seed=2, dtype="float16",
                                             progress=False) == csv_path
     assert calls == []  # reused
+
+
+def test_samples_refuses_an_existing_path_it_did_not_make(tmp_path):
+    """Item 1: a user's file or folder at --out is never replaced, not even with force."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("only copy")
+    afile = tmp_path / "notes.txt"
+    afile.write_text("only copy too")
+    for out in (mine, afile):
+        for force in (False, True):
+            with pytest.raises(OutputError, match="refusing"):
+                samples.make_spectrogram(out, files=1, frames_per_file=2, force=force)
+    assert (mine / "thesis.txt").read_text() == "only copy"
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.txt"]
+    assert afile.read_text() == "only copy too"
+    with pytest.raises(OutputError, match="refusing"):
+        samples.make_segmentation(mine, images=1, size=32, force=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "notes.txt"]  # no temp left
+
+
+def test_samples_force_replaces_only_its_own_marked_folder(tmp_path):
+    """Item 1: a marked folder is reused with the same options, replaced only with force."""
+    out = tmp_path / "s"
+    csv = samples.make_spectrogram(out, files=1, frames_per_file=2, seed=0)
+    mark = json.loads((out / samples.MARKER).read_text())
+    assert mark["kind"] == "spectrogram-samples" and mark["options"]["files"] == 1
+    first = (out / "frames/clip_000000.npy").stat().st_mtime_ns
+    assert samples.make_spectrogram(out, files=1, frames_per_file=2, seed=0) == csv  # reused as is
+    assert (out / "frames/clip_000000.npy").stat().st_mtime_ns == first
+    with pytest.raises(OutputError, match="--force"):
+        samples.make_spectrogram(out, files=2, frames_per_file=2, seed=0)
+    samples.make_spectrogram(out, files=2, frames_per_file=2, seed=0, force=True)
+    assert len((out / "index.csv").read_text().splitlines()) == 1 + 4
+    empty = tmp_path / "empty"
+    empty.mkdir()  # an empty folder has nothing to lose
+    samples.make_segmentation(empty, images=1, size=32)
+    assert (empty / samples.MARKER).exists()
+
+
+@pytest.mark.slow
+def test_samples_cli_refuses_with_one_line(tmp_path):
+    """Item 1 through the CLI: one line, exit 2, the user's file intact."""
+    victim = tmp_path / "x"
+    victim.write_text("keep me")
+    for extra in ([], ["--force"]):
+        r = kit_cli("samples", "spectrogram", "--out", str(victim), "--files", "1", "--frames-per-file", "2",
+                 *extra)
+        assert "refusing" in one_error_line(r)
+    assert victim.read_text() == "keep me"
+
+
+def test_temp_folders_of_killed_sample_runs_are_removed(tmp_path):
+    """Item 11: a new samples run removes the temporary folder a killed run left."""
+    stale = tmp_path / f".s.tmp-{dead_pid()}-abc123"
+    stale.mkdir()
+    (stale / "index.csv").write_text("half")
+    samples.make_spectrogram(tmp_path / "s", files=1, frames_per_file=2)
+    assert not stale.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
+def test_cached_samples_are_made_once_and_reused(tmp_path, capsys):
+    csv = samples.cached("spectrogram", files=2, frames_per_file=3, workdir=tmp_path)
+    assert csv == tmp_path / "samples" / "spectrogram-files2-frames_per_file3-s0" / "index.csv"
+    assert "generating sample data" in capsys.readouterr().out
+    mtime = csv.stat().st_mtime_ns
+    assert samples.cached("spectrogram", files=2, frames_per_file=3, workdir=tmp_path) == csv
+    assert capsys.readouterr().out == "" and csv.stat().st_mtime_ns == mtime  # reused, not rewritten
+    seg = samples.cached("segmentation", images=2, size=32, workdir=tmp_path, seed=1)
+    assert seg.parent.name == "segmentation-images2-size32-s1" and (seg.parent / "class_dict.csv").exists()
+    # the message names the bad case and the known ones
+    with pytest.raises(ValueError, match=r"(?=.*'video')(?=.*spectrogram, segmentation)"):
+        samples.cached("video", workdir=tmp_path)

@@ -38,6 +38,7 @@ def test_third_case_is_three_small_files():
     assert sum(len(f.read_text().splitlines()) for f in FILES) < 150
 
 
+@pytest.mark.slow
 def test_third_case_samples_bench_and_doctor_on_the_command_line(tmp_path):
     r = _kit("samples", "--help", cwd=tmp_path)
     assert r.returncode == 0 and "tabular" in r.stdout, r.stderr

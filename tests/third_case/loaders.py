@@ -1,17 +1,17 @@
 """The toy case's two loader variants, and its declaration in the kit's case registry."""
 
 import numpy as np
-import tensorflow as tf
+from third_case import samples  # tests/ is on the path: KIT_CASES=third_case.loaders
+from third_case.index import RowIndex
 
 from kit.cases.registry import Case, SampleOption, Scale, register
-
-from third_case.index import RowIndex  # noqa: E402  (tests/ is on the path: KIT_CASES=third_case.loaders)
-from third_case import samples  # noqa: E402
 
 VARIANTS = {"python": "one np.load per row, in a Python generator", "in_memory": "all rows in RAM, tf.data"}
 
 
 def make_loader(name: str, index: RowIndex, *, batch_size: int, seed: int = 0, **options):
+    import tensorflow as tf  # here, not at import: `python -m kit samples` imports this module too
+
     if name not in VARIANTS:
         raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
     width = int(np.load(index.tables[0], allow_pickle=False).shape[1])

@@ -11,8 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from test_segmentation import (SIZE, _damage, _epoch, _load, _match, _paint_unknown, data, index,  # noqa: F401
-                               palette, tiny_src)
+from helpers import SIZE, damage, paint_unknown, seg_epoch, seg_match
 
 from kit.bench import segmentation as seg_bench
 from kit.segmentation import VARIANTS, PairIndex, Palette, make_loader
@@ -49,7 +48,6 @@ def test_two_lookup_tables_equal_the_palette_lut(tmp_path, ignore_label):
     assert np.array_equal(_two_tables(pal, rgb), want)
 
 
-
 def test_a_missing_dali_says_what_to_install(monkeypatch, index, palette):
     """Where DALI is not installed: one line saying what to install; the bench leaves dali out, saying so."""
     monkeypatch.setitem(sys.modules, "nvidia.dali", None)  # as where it is not installed
@@ -80,16 +78,17 @@ def test_every_pair_once_per_epoch_whatever_the_last_batch(index, palette, tmp_p
     for _ in range(2):
         sizes = [len(x) for x, _ in loader]
         assert sizes == [min(batch_size, 5 - i) for i in range(0, 5, batch_size)]
-        rows = _match(_epoch(loader), index, palette, SIZE, x_dtype="uint8", one_hot=False)
+        rows = seg_match(seg_epoch(loader), index, palette, SIZE, x_dtype="uint8", one_hot=False)
         assert sorted(rows) == [0, 1, 2, 3, 4]
 
 
+@pytest.mark.slow
 @needs_dali
 def test_epoch_orders_are_deterministic_by_seed(index, palette, tmp_path):
     def orders(seed, shuffle=True):
         loader = make_loader("dali", index, palette, batch_size=2, size=SIZE, seed=seed, shuffle=shuffle,
                              x_dtype="uint8")
-        return [tuple(_match(_epoch(loader), index, palette, SIZE, x_dtype="uint8", one_hot=False))
+        return [tuple(seg_match(seg_epoch(loader), index, palette, SIZE, x_dtype="uint8", one_hot=False))
                 for _ in range(3)]
 
     a = orders(4)
@@ -102,35 +101,36 @@ def test_epoch_orders_are_deterministic_by_seed(index, palette, tmp_path):
 def test_a_file_cut_short_after_indexing_is_named_with_its_line(index, palette, data):
     import tensorflow as tf
 
-    _damage(data, "truncated")
+    damage(data, "truncated")
     loader = make_loader("dali", index, palette, batch_size=2, size=SIZE, shuffle=False)
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"index.csv line 4: image .*img_00002.png: truncated file \(its end marker is missing\)"):
-        _epoch(loader)
+        seg_epoch(loader)
 
 
 @needs_dali
 def test_a_file_removed_after_indexing_is_named(index, palette, data):
     import tensorflow as tf
 
-    _damage(data, "missing_mask")
+    damage(data, "missing_mask")
     with pytest.raises(tf.errors.NotFoundError, match=r"img_00002_L.png"):
-        _epoch(make_loader("dali", index, palette, batch_size=2, size=SIZE, shuffle=False))
+        seg_epoch(make_loader("dali", index, palette, batch_size=2, size=SIZE, shuffle=False))
 
 
 @needs_dali
 def test_a_colour_not_in_the_palette_gets_the_reference_message(data, palette):
     import tensorflow as tf
 
-    _paint_unknown(data)
+    paint_unknown(data)
     idx = PairIndex.from_csv(data / "index.csv")
     for batch_size in (2, 5):
         with pytest.raises(tf.errors.InvalidArgumentError,
                            match=r"index.csv line 5: .*img_00003_L.png: colour \(1, 2, 3\) is not in the palette "
                                  r".*: 7 pixels; 2 unknown colours, 8 pixels in all"):
-            _epoch(make_loader("dali", idx, palette, batch_size=batch_size, size=SIZE, shuffle=False))
+            seg_epoch(make_loader("dali", idx, palette, batch_size=batch_size, size=SIZE, shuffle=False))
 
 
+@pytest.mark.slow
 @needs_dali
 def test_model_fit_takes_the_dali_loader(index, palette):
     import keras

@@ -1,28 +1,16 @@
-"""kit.plots for notebook 05: the epoch figures, the live explorer's update path, the static
-twins, headless display, and the axes (powers of ten with units, integer epochs)."""
+"""kit.explorer: the live explorer's update path and widgets, the static twins, headless display;
+every view of notebook 05 states the same epoch time (issue 29, item 1)."""
 
-import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 import pytest
+from helpers import SCALE, compare_rates, epoch_configs
 
-from kit import explorer, plots, timing
-
-SCALE = {"spectrogram": {"examples": 1_000_000, "replicas": 2},
-         "segmentation": {"examples": 420, "replicas": 1}}
-
-
-def _configs():
-    return pd.DataFrame({
-        "case": ["spectrogram"] * 3 + ["segmentation"] * 2,
-        "variant": ["generator", "memmap", "feature_cache", "sequence", "class_index"],
-        "loader_rate": [7.0, 300_000.0, 200_000.0, 17.0, 3000.0],
-        "compute_rate": [2560.0, 2560.0, 80_000.0, 5.0, 5.0],
-        "efficiency": [1.0] * 5, "loader_basis": "l", "compute_basis": "c"})
+from kit import epoch_model, explorer, plots
+from kit.bench import compare
 
 
 def test_explorer_starts_at_the_users_scale_and_states_the_regime():
-    ex = explorer.epoch_explorer(_configs(), scale=SCALE)
+    ex = explorer.epoch_explorer(epoch_configs(), scale=SCALE)
     bar = ex.figure.data[0]
     # 1e6 frames, 2 replicas: generator 1e6/7; memmap 1e6/5120; feature cache 1e6/160000.
     assert list(bar.y) == ["generator", "memmap", "feature_cache"]
@@ -34,7 +22,7 @@ def test_explorer_starts_at_the_users_scale_and_states_the_regime():
 
 
 def test_explorer_update_path_changes_the_figure_in_place():
-    ex = explorer.epoch_explorer(_configs(), scale=SCALE)
+    ex = explorer.epoch_explorer(epoch_configs(), scale=SCALE)
     fig = ex.figure
     ex.update(examples=1000, loaders=("memmap",))
     assert ex.figure is fig  # the same FigureWidget, redrawn
@@ -52,7 +40,7 @@ def test_explorer_update_path_changes_the_figure_in_place():
 
 
 def test_explorer_widgets_drive_the_same_update():
-    ex = explorer.epoch_explorer(_configs(), scale=SCALE)
+    ex = explorer.epoch_explorer(epoch_configs(), scale=SCALE)
     drawn = list(ex.figure.data[0].x)
     box = ex.live()
     assert box is ex.live()  # built once
@@ -70,7 +58,7 @@ def test_explorer_widgets_drive_the_same_update():
 
 
 def test_static_explorer_precomputes_every_slider_and_dropdown_value():
-    spec = _configs()[lambda d: d["case"] == "spectrogram"]
+    spec = epoch_configs()[lambda d: d["case"] == "spectrogram"]
     fig = explorer.epoch_explorer_static(spec, examples=1_000_000, replicas=2)
     slider = fig.layout.sliders[0]
     labels = [s.label for s in slider.steps]
@@ -94,7 +82,7 @@ def test_headless_display_is_a_static_figure(monkeypatch):
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.delenv("KIT_WIDGETS", raising=False)
     assert explorer.headless()
-    ex = explorer.epoch_explorer(_configs(), scale=SCALE)
+    ex = explorer.epoch_explorer(epoch_configs(), scale=SCALE)
     ex._ipython_display_()
     choice = explorer.interactive({"a": go.Figure(go.Bar(y=[1])), "b": go.Figure(go.Scatter(y=[2]))})
     choice._ipython_display_()
@@ -121,95 +109,7 @@ def test_interactive_static_twin_switches_with_plotly_dropdown():
     assert len(c.figure.data) == 2 and c.figure.layout.title.text == "B"
 
 
-def test_epoch_comparison_and_replicas_figures():
-    t = pd.concat([timing.epoch_table(_configs()[lambda d: d["case"] == case], examples=s["examples"],
-                                      replicas=s["replicas"]) for case, s in SCALE.items()])
-    fig = plots.epoch_comparison(t)
-    xs = sorted(x for tr in fig.data for x in tr.x)
-    assert xs == pytest.approx(sorted(t["epoch_s"]))
-    assert {tr.name for tr in fig.data} == {"input-bound", "compute-bound"}
-    spec = timing.epoch_table(_configs()[lambda d: d["case"] == "spectrogram"], examples=1_000_000,
-                              replicas=range(1, 9))
-    fig = plots.epoch_vs_replicas(spec)
-    gen = [tr for tr in fig.data if tr.name == "generator"][0]
-    assert list(gen.y) == pytest.approx([1e6 / 7] * 8)  # flat: the loader is the ceiling
-    assert fig.layout.xaxis.dtick == 1 and fig.layout.xaxis.tickformat == "d"
-
-
-def test_machines_figure_groups_by_machine():
-    rates = pd.DataFrame({"variant": ["memmap", "memmap"], "examples_per_s": [1e5, 1e6],
-                          "machine_label": ["laptop", "server"]})
-    fig = plots.machines(rates, examples=1_000_000)
-    assert [tr.name for tr in fig.data] == ["laptop", "server"]
-    assert [tr.x[0] for tr in fig.data] == pytest.approx([10.0, 1.0])
-
-
-def test_log_axes_label_powers_of_ten_only_with_units():
-    ax = plots.log_ticks("s")
-    vals = np.log10(ax["tickvals"])
-    assert np.allclose(vals, np.round(vals))  # only powers of ten: no minor labels
-    labels = dict(zip(np.round(vals).astype(int), ax["ticktext"]))
-    assert labels[0] == "1 s" and labels[2] == "100 s" and labels[3] == "1,000 s" and labels[-1] == "0.1 s"
-    assert labels[6] == "10⁶ s"
-    assert plots._power_label(3, "/s") == "1,000/s"
-    df = pd.DataFrame({"variant": ["a", "b"], "examples_per_s": [10.0, 1e5], "epoch_s_1000": [100.0, 0.01]})
-    assert plots._power_label(1, "x") == "10x"
-    gains = plots.gains(pd.DataFrame({"fix": ["f"], "expected_gain": [1.5], "measured_gain": [21.0]}))
-    for fig in (plots.throughput(df), plots.epoch_time(df, "epoch_s_1000"), plots.latency({"a": [1.0, 30.0]}), gains):
-        assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == ax["tickvals"]
-    epochs = pd.DataFrame({"epoch": [0, 1, 2], "input_share": [0.5, 0.6, 0.7]})
-    assert plots.input_share(epochs).layout.xaxis.dtick == 1
-
-
-def _rates():
-    rows = [
-        {"case": "spectrogram", "kind": "loader", "variant": "generator", "examples_per_s": 7.0, "basis": "g"},
-        {"case": "spectrogram", "kind": "loader", "variant": "feature_cache", "examples_per_s": 2e5, "basis": "f"},
-        {"case": "segmentation", "kind": "loader", "variant": "sequence", "examples_per_s": 17.0, "basis": "s"},
-    ]
-    for model, rate in (("backbone+head", 300.0), ("head", 80_000.0)):
-        rows.append({"case": "spectrogram", "kind": "compute", "variant": model, "replicas": 1,
-                     "per_replica_examples_per_s": rate, "efficiency": 1.0, "basis": f"{model} x1"})
-        rows.append({"case": "spectrogram", "kind": "compute", "variant": model, "replicas": 2,
-                     "per_replica_examples_per_s": rate * 0.8, "efficiency": 0.8, "basis": f"{model} x2"})
-    rows.append({"case": "segmentation", "kind": "compute", "variant": "unet", "replicas": 1,
-                 "per_replica_examples_per_s": 5.0, "efficiency": 1.0, "basis": "unet"})
-    return pd.DataFrame(rows)
-
-
-def test_configurations_pair_each_loader_with_its_cases_model():
-    from kit.bench import compare
-
-    c = compare.configurations(_rates()).set_index("variant")
-    assert c.loc["generator", "model"] == "backbone+head" and c.loc["generator", "compute_rate"] == 300.0
-    assert c.loc["feature_cache", "model"] == "head" and c.loc["feature_cache", "compute_rate"] == 80_000.0
-    gen = c.loc["generator", "scaling"]  # measured 0.8 at 2 replicas; 1 at one; Amdahl beyond
-    assert gen.efficiency(1) == 1.0 and gen.efficiency(2) == 0.8
-    assert gen.efficiency(8) == pytest.approx(1 / (1 + 0.25 * 7))  # 1/0.8 - 1 = 0.25 per extra replica
-    assert gen.basis(2).startswith("measured") and gen.basis(8).startswith("assumed: Amdahl")
-    seq = c.loc["sequence", "scaling"]  # the U-Net was measured at one replica only: linear, assumed
-    assert c.loc["sequence", "model"] == "unet" and seq.efficiency(4) == 1.0 and seq.basis(4).startswith("assumed")
-    assert c.loc["generator", "loader_basis"] == "g" and c.loc["generator", "compute_basis"] == "backbone+head x1"
-    half = compare.configurations(_rates(), efficiency=0.5)["scaling"]
-    assert all(s.efficiency(1) == 1.0 and s.efficiency(2) == 0.5 and s.efficiency(8) == 0.5 for s in half)
-
-
-def test_saved_comparison_skips_fast_runs_and_other_machines(tmp_path):
-    from kit import results
-    from kit.bench import compare
-
-    ledger = tmp_path / "results.jsonl"
-    here = {"host": "here", "cpus": 2}
-    results.append(_rates(), bench="compare", machine=here, run_id="full", extra={"fast": False}, file=ledger)
-    results.append(_rates(), bench="compare", machine=here, run_id="quick", extra={"fast": True}, file=ledger)
-    results.append(_rates(), bench="compare", machine={"host": "there"}, run_id="other", file=ledger)
-    df = results.load(ledger)
-    got = compare.saved(df, results.machine_label(here))
-    assert set(got["run_id"]) == {"full"} and len(got) == len(_rates())
-    assert compare.saved(df.iloc[:0]).empty
-    assert compare.saved(df, "nobody").empty
-
-
+@pytest.mark.slow
 def test_widgets_in_a_headless_run_leave_static_figures(tmp_path):
     """Issue 15: ``explorer.interactive`` once made a headless run wait out the cell timeout and saved
     no figure. Run headless (as ``kit.report`` does), each widget leaves a plotly figure at once."""
@@ -242,7 +142,7 @@ def test_live_figure_loads_plotly_js_in_the_background_and_sends_the_whole_figur
 
     import plotly.basewidget
 
-    ex = explorer.epoch_explorer(_configs(), scale=SCALE)
+    ex = explorer.epoch_explorer(epoch_configs(), scale=SCALE)
     ex.live()
     w = ex.figure
     assert isinstance(w, go.FigureWidget) and type(w) is not go.FigureWidget  # a subclass of plotly's
@@ -256,3 +156,43 @@ def test_live_figure_loads_plotly_js_in_the_background_and_sends_the_whole_figur
     assert state["_widget_data"][0]["x"] == pytest.approx(list(w.data[0].x))
     assert "100,000,000" in state["_widget_layout"]["title"]["text"]
     assert ex.figure is w  # updated in place
+
+
+EXAMPLES = {"spectrogram": 1_000_000, "segmentation": 420}
+
+
+def _bars(trace) -> dict:
+    return dict(zip(trace.y, trace.x))
+
+
+@pytest.mark.parametrize("replicas", [1, 2, 8])
+def test_table_explorers_replica_figure_headline_and_best_change_agree(replicas):
+    configs = compare.configurations(compare_rates())
+    for case, examples in EXAMPLES.items():
+        rows = configs[configs["case"] == case]
+        # the notebook's table (cell "Projected epoch time")
+        table = epoch_model.epoch_table(rows, examples=examples, replicas=replicas).set_index("variant")["epoch_s"]
+        # the live explorer, moved to this case, size and replica count
+        ex = explorer.epoch_explorer(configs, scale={case: {"examples": examples, "replicas": replicas}})
+        ex.update(case=case, examples=examples, replicas=replicas)
+        live = _bars(ex.figure.data[0])
+        # the static explorer: the trace of this replica count, at this size
+        static = explorer.epoch_explorer_static(rows, examples=examples, replicas=replicas)
+        static_bars = _bars(static.data[replicas - 1])
+        # epoch against replicas: each loader's line at this count
+        by_r = plots.epoch_vs_replicas(epoch_model.epoch_table(rows, examples=examples, replicas=range(1, 9)))
+        lines = {t.name: dict(zip(t.x, t.y)) for t in by_r.data if t.mode == "lines+markers"}
+        for variant, seconds in table.items():
+            assert live[variant] == pytest.approx(seconds, rel=1e-3)
+            assert static_bars[variant] == pytest.approx(seconds, rel=1e-3)
+            assert lines[variant][replicas] == pytest.approx(seconds, rel=1e-3)
+        # the headline (index page): the slowest and the fastest loader's epochs
+        line = compare.headline(epoch_model.epoch_table(rows, examples=examples, replicas=replicas))
+        for variant in (table.idxmax(), table.idxmin()):
+            assert f"{variant} {epoch_model.format_duration(table[variant])}" in line
+        # the explorer's best next change: its target is a row of the same model
+        if ex.best is not None:
+            full = epoch_model.epoch_table(rows, examples=examples, replicas=range(1, 9))
+            target = full.loc[ex.best["row"]]
+            assert ex.best["to_s"] == pytest.approx(target["epoch_s"], rel=1e-3)
+            assert ex.best["from_s"] == pytest.approx(table[ex.state["loaders"][0]], rel=1e-3)

@@ -1,122 +1,26 @@
-"""kit.notebook.setup and kit.samples.cached: what every notebook starts with."""
+"""`make lab` leaves git clean: the notebook filter (scripts/strip_outputs_filter.sh) and the save
+hook (scripts/lab_config.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
-
-from kit import samples, util
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def test_version_floors_match_pyproject():
-    import tomllib
-
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    floors = {m[1]: m[2] for d in deps if (m := re.match(r"([a-z_-]+)>=([\d.]+)", d))}
-    assert {k: floors[k] for k in util.VERSION_FLOORS} == util.VERSION_FLOORS
-
-
-def test_setup_returns_fast_and_prints_versions_and_gpus():
-    code = ("import os, warnings; os.environ['KIT_FAST'] = '1'; import kit.notebook as n; fast = n.setup(); "
-            "import plotly.io as pio; print('FAST', fast, os.environ['TF_CPP_MIN_LOG_LEVEL'], pio.renderers.default); "
-            "print('filtered', any(f[0] == 'ignore' and f[1] and f[1].pattern == '.*shuffle=True.*' "
-            "for f in warnings.filters)); from kit.memory import malloc_setting; "
-            "print('kept', malloc_setting()['kept_by_kit'])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
-                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(Path.home())}).stdout
-    lines = out.strip().splitlines()
-    assert re.match(r"kit [\d.]+, tensorflow [\d.]+, keras [\d.]+, numpy [\d.]+$", lines[0])
-    assert lines[1].startswith("GPUs: ") or lines[1].startswith("No GPU found")
-    printed = lines[-3:]  # what the code above printed after setup()'s own lines
-    assert printed[0] == "FAST True 2 plotly_mimetype+notebook"
-    assert printed[1] == "filtered True"
-    glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
-    assert printed[2] == f"kept {glibc}"  # freed batch buffers kept mapped (kit.memory), where glibc
-
-
-def test_setup_warns_about_an_old_version(monkeypatch, capsys):
-    import kit.notebook as nb
-
-    monkeypatch.setattr(nb, "VERSION_FLOORS", {"keras": "99.0"})
-    with pytest.warns(UserWarning, match=r"keras .* is older than 99.0, the oldest the kit was tested with"):
-        nb.setup()
-    assert nb._older("3.15.1", "3.15") is False and nb._older("3.9", "3.15") is True
-
-
-def test_cached_samples_are_made_once_and_reused(tmp_path, capsys):
-    csv = samples.cached("spectrogram", files=2, frames_per_file=3, workdir=tmp_path)
-    assert csv == tmp_path / "samples" / "spectrogram-files2-frames_per_file3-s0" / "index.csv"
-    assert "generating sample data" in capsys.readouterr().out
-    mtime = csv.stat().st_mtime_ns
-    assert samples.cached("spectrogram", files=2, frames_per_file=3, workdir=tmp_path) == csv
-    assert capsys.readouterr().out == "" and csv.stat().st_mtime_ns == mtime  # reused, not rewritten
-    seg = samples.cached("segmentation", images=2, size=32, workdir=tmp_path, seed=1)
-    assert seg.parent.name == "segmentation-images2-size32-s1" and (seg.parent / "class_dict.csv").exists()
-    # the message names the bad case and the known ones
-    with pytest.raises(ValueError, match=r"(?=.*'video')(?=.*spectrogram, segmentation)"):
-        samples.cached("video", workdir=tmp_path)
-
-
-def test_a_kernel_shows_no_tensorflow_startup_lines_but_real_errors(monkeypatch):
-    """What JupyterLab shows: the raw outputs of a kernel whose first cell is setup() (no
-    ``kit.report.clean`` after). TensorFlow's load-time lines, oneDNN's DT_HALF notice and the
-    CUDA probes never reach a cell; a line TensorFlow logs at error level and an exception do."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    from kit import report
-
-    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)  # as a plainly started JupyterLab
-    monkeypatch.setenv("KIT_FAST", "1")
-    real = "E0000 00:00:1796029931.187428    5561 example.cc:9] a real error stays visible\n"
-    noise = "I0000 00:00:1796029920.050937    5561 cudart_stub.cc:31] Could not find cuda drivers\n"
-    cell = nbformat.v4.new_code_cell
-    nb = nbformat.v4.new_notebook(cells=[
-        cell("import kit.notebook\nFAST = kit.notebook.setup()"),
-        cell("import tensorflow as tf\n"
-             "y = tf.keras.layers.Dense(2, dtype='float16')(tf.zeros((1, 3), tf.float16))  # DT_HALF on oneDNN\n"
-             "print(FAST, y.shape)"),
-        # C++ writes to fd 2, below sys.stderr: one line that is noise, one that is not
-        cell(f"import os, time\nos.write(2, {noise.encode()!r})\nos.write(2, {real.encode()!r})\n"
-             "time.sleep(0.3)  # fd 2 reaches the notebook through a pipe"),
-        cell("tf.constant([1, 2])[5]", metadata={"tags": ["raises-exception"]}),
-    ])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    # ipykernel sends what is written to fd 2 to the notebook except under pytest: as outside it
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT)}}).execute(env=env)
-
-    stderr = ["".join(o.text for o in c.outputs if o.output_type == "stream" and o.name == "stderr")
-              for c in nb.cells]
-    for text in stderr:
-        assert not any(report.is_noise(line) for line in text.splitlines()), text
-        for word in ("absl", "oneDNN", "DT_HALF", "cudart", "cuInit", "TF-TRT", "This TensorFlow binary"):
-            assert word not in text, text
-    assert stderr == ["", "", real, ""]
-    assert "".join(o.get("text", "") for o in nb.cells[1].outputs) == "True (1, 2)\n"
-    (err,) = [o for o in nb.cells[3].outputs if o.output_type == "error"]
-    assert err.ename == "InvalidArgumentError" and "out of bounds" in err.evalue
-    page = report.to_html(report.clean(nb))
-    assert "a real error stays visible" in page and "InvalidArgumentError" in page
-
-
-# --------------------------------------------------------------------------- make lab leaves git clean
 
 def _git(repo, *args):
     return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
                           capture_output=True, text=True, check=True, timeout=120).stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 @pytest.mark.filterwarnings("ignore:Overriding existing post_save_hook")  # jupyter_server validates it twice
 def test_a_jupyterlab_save_of_a_run_notebook_leaves_git_clean(tmp_path):
@@ -185,6 +89,7 @@ def test_a_jupyterlab_save_of_a_run_notebook_leaves_git_clean(tmp_path):
     assert changed[1:] == ["+    " + json.dumps(last["source"][-1], ensure_ascii=False)] and len(changed) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
 def test_a_committed_notebook_passes_the_lab_filter_unchanged(path):
@@ -195,3 +100,43 @@ def test_a_committed_notebook_passes_the_lab_filter_unchanged(path):
     assert filtered == path.read_bytes(), (
         f"{path.name} is not as the filter writes it (key order, outputs or metadata); rewrite it with: "
         f"sh scripts/strip_outputs_filter.sh --clean PYTHON {path.relative_to(ROOT)} > tmp && mv tmp ...")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(subprocess.run(["git", "--version"], capture_output=True).returncode != 0,
+                    reason="needs git")
+def test_lab_filter_keeps_an_executed_notebook_out_of_git(tmp_path):
+    pytest.importorskip("nbstripout", reason="pip install -e '.[dev]' installs nbstripout")
+    root = Path(__file__).resolve().parent.parent
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / ".gitattributes").write_text((root / ".gitattributes").read_text())
+    committed = root / "notebooks" / "00_quickstart.ipynb"
+    target = repo / "notebooks" / committed.name
+    target.write_bytes(committed.read_bytes())
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "clean notebook")
+    subprocess.run(["sh", str(root / "scripts" / "strip_outputs_filter.sh"), sys.executable], cwd=repo, check=True)
+    # What a JupyterLab run saves: outputs, counts, the kernel's language details, cell metadata.
+    nb = nbformat.read(target, as_version=4)
+    for i, c in enumerate(x for x in nb.cells if x.cell_type == "code"):
+        c.execution_count = i + 1
+        c.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a result\n" * 50)]
+        c.metadata["execution"] = {"iopub.execute_input": "2026-11-30T09:00:00Z"}
+        c.metadata["scrolled"] = True
+    nb.metadata["language_info"] = {"name": "python", "version": "3.11.7", "mimetype": "text/x-python",
+                                    "codemirror_mode": {"name": "ipython", "version": 3},
+                                    "file_extension": ".py", "nbconvert_exporter": "python",
+                                    "pygments_lexer": "ipython3"}
+    nbformat.write(nb, target)
+    assert "a result" in target.read_text()  # the file on disk keeps its outputs
+    assert git("diff", "--no-textconv", "--stat") == ""  # compared through the clean filter
+    # git status lists the file until it is staged (its size differs from the index's); staging
+    # it through the filter stages nothing: no output can be committed.
+    git("add", "-A")
+    assert git("status", "--porcelain") == "" and git("diff", "--cached", "--stat") == ""
