@@ -33,12 +33,16 @@ demo: $(STAMP) $(DALI)
 	$(PY) -m kit demo --reports reports
 
 # The browser tests need Debian's chromium (never a downloaded browser): installed here when root.
-# Two pytest-xdist processes: every test has its own kit cache and ports, so they run side by side;
-# the longest tests start first (tests/conftest.py), so the two end together on short ones, and
+# pytest-xdist processes: every test has its own kit cache and ports, so they run side by side; the
+# longest tests start first (tests/conftest.py), so they end together on short ones, and
 # test_distribute.py runs whole on one of them (its module fixtures start once: --dist loadgroup).
+# Three of them on two cores: part of each one's time goes on waiting (kernels, JupyterLab, servers
+# and child processes starting), which a third fills (times: README). make check's tests hardly
+# wait: two are as fast there.
 # ruff (kit/ and tests/) and mypy (kit/) run first; a finding of theirs fails the target once the
 # tests have run, so pytest's summary still closes the output (.ci/run).
-PYTEST := KIT_FAST=1 $(PY) -m pytest -n 2 --dist loadgroup
+TEST_WORKERS ?= 3
+PYTEST := KIT_FAST=1 $(PY) -m pytest --dist loadgroup
 RUFF   := $(VENV)/bin/ruff check kit tests
 MYPY   := $(VENV)/bin/mypy kit
 define lint_then
@@ -49,12 +53,12 @@ endef
 test: $(STAMP) $(DALI)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || true; }
-	$(call lint_then,$(PYTEST))
+	$(call lint_then,$(PYTEST) -n $(TEST_WORKERS))
 
 # While editing, in under 3 minutes on 2 cores: the tests not marked slow (the notebooks, the
 # browser, child processes, the benches end to end: see `slow` in pyproject.toml), ruff and mypy.
 check: $(STAMP)
-	$(call lint_then,$(PYTEST) -m 'not slow')
+	$(call lint_then,$(PYTEST) -n 2 -m 'not slow')
 
 lint: $(STAMP)
 	$(RUFF) && $(MYPY)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from kit import store
+from kit.store import folder as store_folder
 
 
 def _kit(*args, env=None):
@@ -20,7 +21,7 @@ def test_free_space_check_refuses_with_one_line(tmp_path, monkeypatch):
     from kit.bench import scale
 
     store.check_free_space(tmp_path, 1, what="a byte")  # there is a byte free
-    monkeypatch.setattr(store, "free_bytes", lambda path: 3 * 10**9)
+    monkeypatch.setattr(store_folder, "free_bytes", lambda path: 3 * 10**9)
     with pytest.raises(store.StoreError) as e:
         scale.run(frames=1_000_000, dtype="float16", workdir=tmp_path / "w", log=lambda *a: None)
     msg = str(e.value)

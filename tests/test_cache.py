@@ -140,7 +140,7 @@ DIGESTS = "digests.sqlite3"
 def _digests(root: Path):
     """The kit's digest database, written by the kit's own writer (``store.files_fingerprint``)."""
     files = sorted((samples.embedded("spectrogram").parent / "frames").glob("*.npy"))[:3]
-    store._DIGESTS = store._DigestCache()
+    store.forget_digests()
     store.files_fingerprint(files)
     assert (root / DIGESTS).is_file()
 

@@ -234,7 +234,9 @@ def test_corrupt_shard_fails_loudly_not_short(spec_index, tmp_path, monkeypatch)
         make_loader("tfrecord", spec_index, batch_size=8, folder=folder, progress=False)
     # ... and damage in the middle of a shard, with the check at open turned off, still
     # fails loudly when read rather than giving a shorter epoch.
-    monkeypatch.setenv("KIT_CHECK_STORES", "0")
+    from kit.store import builder
+    for where in (store, builder):
+        monkeypatch.setattr(where, "check_open", lambda *a, **k: None)
     convert(spec_index, "tfrecord", tmp_path / "tf2", shard_mb=0.5, progress=False)
     victim2 = tmp_path / "tf2" / m.shards[1]["name"]
     data = bytearray(victim2.read_bytes())
@@ -364,7 +366,9 @@ def test_memmap_labels_come_from_the_index(spec, monkeypatch):
     with pytest.raises(store.StoreError, match="labels.npy"):  # the check at open finds it ...
         make_loader("memmap", spec, batch_size=4, progress=False)
     # ... and were it missed (checks turned off), the loader still never reads labels.npy.
-    monkeypatch.setattr(store, "check_open", lambda *a, **k: None)
+    from kit.store import builder
+    for where in (store, builder):
+        monkeypatch.setattr(where, "check_open", lambda *a, **k: None)
     ys = np.concatenate([y.numpy() for _, y in make_loader("memmap", spec, batch_size=4, shuffle=False,
                                                             progress=False)])
     np.testing.assert_array_equal(ys, spec.labels)

@@ -13,7 +13,7 @@ import pytest
 from helpers import dead_pid, flip, kit_cli, one_error_line, rewrite_keeping_size_and_mtime
 
 from kit import store
-from kit.store import checks, keys
+from kit.store import checks, folder, keys
 from kit.store.folder import claim
 
 
@@ -346,17 +346,23 @@ def test_a_format_1_manifest_without_ends_loads_and_is_written_back_the_same(tmp
     assert _dumped(m) == text
 
 
-def test_names_set_on_kit_store_reach_the_part_that_uses_them(tmp_path, monkeypatch):
-    """bench digest and the tests set ``kit.store._DIGESTS`` and patch ``kit.store.free_bytes``:
-    the part that uses each name sees the new value, and the old one comes back after."""
-    fresh = keys._DigestCache()
-    monkeypatch.setattr(store, "_DIGESTS", fresh)
-    assert keys._DIGESTS is fresh and store._DIGESTS is fresh
-    monkeypatch.setattr(store, "free_bytes", lambda path: 10)
+def test_forget_digests_makes_the_next_fingerprint_read_the_database(tmp_path, monkeypatch):
+    """bench digest's ways and the tests start from an empty in-memory digest cache."""
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
+    f = tmp_path / "a.npy"
+    np.save(f, np.arange(10))
+    first = store.files_fingerprint([f])
+    held = keys._DIGESTS
+    store.forget_digests()
+    assert keys._DIGESTS is not held
+    assert store.files_fingerprint([f]) == first
+
+
+def test_free_space_is_read_where_the_check_uses_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(folder, "free_bytes", lambda path: 10)
     with pytest.raises(store.StoreError, match="needs 0.0 GB free under"):
         store.check_free_space(tmp_path, 11)
     monkeypatch.undo()
-    assert keys._DIGESTS is store._DIGESTS is not fresh
     store.check_free_space(tmp_path, 11)
 
 

@@ -84,7 +84,7 @@ def _measure(csv, rounds: int):
                     # what "sample-cold" just wrote, as a second process would.
                     cache = Path(tmp) / ("sample" if name.startswith("sample") else name)
                     os.environ["KIT_CACHE"] = str(cache)
-                    store._DIGESTS = store._DigestCache()  # nothing in this process's memory
+                    store.forget_digests()  # nothing in this process's memory
                     if name != "sample-cached":
                         pagecache.evict(files)
                     t0 = time.perf_counter()

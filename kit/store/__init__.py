@@ -24,10 +24,6 @@ The parts, one concept each:
 
 from __future__ import annotations
 
-import sys
-import types
-
-from kit.store import builder, checks, files, folder, keys, manifest
 from kit.store.builder import Shard, build
 
 # Importable from here but not listed: what the tests and bench digest use besides.
@@ -59,7 +55,7 @@ from kit.store.folder import (  # noqa: F401
     store_kind,
     store_lock,
 )
-from kit.store.keys import _DIGESTS, _DigestCache, files_fingerprint, fingerprint  # noqa: F401
+from kit.store.keys import files_fingerprint, fingerprint, forget_digests
 from kit.store.manifest import FORMAT_VERSION, Manifest, ShardRecord, complete
 
 # What the kit's modules and notebooks call; the rest lives in the parts above.
@@ -67,6 +63,7 @@ __all__ = [
     # keys
     "fingerprint",
     "files_fingerprint",
+    "forget_digests",
     # the folder
     "StoreError",
     "default_workdir",
@@ -96,23 +93,3 @@ __all__ = [
     "kernel_read_bytes",
     "ask_to_read",
 ]
-
-_PARTS = (keys, folder, manifest, files, checks, builder)
-
-
-class _Facade(types.ModuleType):
-    """``kit.store`` re-exports what its parts define. A name set here (a test's monkeypatch,
-    ``kit.store._DIGESTS = kit.store._DigestCache()`` in bench digest) is set in every part
-    that holds the same object too, so the parts' code sees it, as when the store was one module."""
-
-    def __setattr__(self, name: str, value) -> None:
-        old = self.__dict__.get(name, _UNSET)
-        if old is not _UNSET and not isinstance(old, types.ModuleType):
-            for part in _PARTS:
-                if part.__dict__.get(name, _UNSET) is old:
-                    setattr(part, name, value)
-        super().__setattr__(name, value)
-
-
-_UNSET = object()
-sys.modules[__name__].__class__ = _Facade

@@ -19,7 +19,8 @@ from tqdm.auto import tqdm
 
 from kit.store.folder import default_workdir
 
-__all__ = ["DIGEST_MODES", "content_digest", "digest_mode", "files_fingerprint", "fingerprint"]
+__all__ = ["DIGEST_MODES", "content_digest", "digest_mode", "files_fingerprint", "fingerprint",
+           "forget_digests"]
 
 #: How ``files_fingerprint`` reads each file's content (``$KIT_DIGEST`` sets the default):
 #: ``"sample"`` hashes the head, the tail and a few fixed blocks (a rewrite with the
@@ -109,9 +110,15 @@ class _DigestCache:
                 pass
 
 
-#: This process's digest cache. ``kit.store._DIGESTS = kit.store._DigestCache()`` forgets
-#: what is in memory (bench digest, tests): ``kit.store`` passes the assignment on to here.
+#: This process's digest cache (``forget_digests`` empties it).
 _DIGESTS = _DigestCache()
+
+
+def forget_digests() -> None:
+    """Forget the digests this process holds in memory, so the next ``files_fingerprint`` reads
+    the database (or the files) as a new process would: bench digest's ways, tests."""
+    global _DIGESTS
+    _DIGESTS = _DigestCache()
 
 
 def files_fingerprint(paths: Sequence[str | os.PathLike], *, digest: str | None = None,
