@@ -1,7 +1,8 @@
 """``python -m kit``: samples, convert, verify, bench, demo (and what later modules add).
 
 Errors in the input (bad counts, bad data) print one line ``kit: error: ...`` and
-exit with status 2; a failed ``verify`` exits with status 1.
+exit with status 2 (a command with ``--debug``, such as ``doctor``, shows the traceback
+instead); a failed ``verify`` exits with status 1.
 """
 
 from __future__ import annotations
@@ -102,12 +103,17 @@ def main(argv=None) -> int:
     keep_freed_memory()
 
     args = build_parser().parse_args(argv)
+    debug = getattr(args, "debug", False)  # a command's --debug: the full traceback, not one line
     try:
         return args.func(args)
     except (DataError, StoreError, ValueError, FileNotFoundError) as e:
+        if debug:
+            raise
         print(f"kit: error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a path that is a folder, not a folder, unwritable, ...
+        if debug:
+            raise
         where = f"{e.filename}: " if e.filename else ""
         print(f"kit: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2

@@ -1,4 +1,10 @@
-"""The ``python -m kit doctor`` command: loading the user's ``MODULE:FUNCTION`` or a kit loader, and printing."""
+"""The ``python -m kit doctor`` command: loading the user's ``MODULE:FUNCTION`` or a kit loader, and printing.
+
+Whatever the user's code raises (importing, building, or reading the pipeline in the middle of
+the measurements; building the model, or the model refusing the batches) ends as one line
+``kit: error: source 'mymod:make' raised InvalidArgumentError: Input is empty.`` (or
+``model 'mymod:build': ...``) and exit status 2; ``--debug`` shows the full traceback instead.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import sys
 from pathlib import Path
 
 from kit.cases import registry
-from kit.doctor.sources import is_dataset, is_model, is_pydataset, one_line
+from kit.doctor.sources import ModelError, describe_error, is_dataset, is_model, is_pydataset
 
 
 def load_attr(spec: str, what: str):
@@ -27,7 +33,7 @@ def load_attr(spec: str, what: str):
     try:
         module = importlib.import_module(module_name)
     except Exception as e:  # noqa: BLE001  (whatever the user's module raises, name it)
-        raise ValueError(f"{what} {spec!r}: module {module_name!r} does not import: {one_line(e)}") from None
+        raise ValueError(f"{what} {spec!r}: module {module_name!r} does not import: {describe_error(e)}") from e
     obj = module
     for part in attr.split("."):
         try:
@@ -38,8 +44,17 @@ def load_attr(spec: str, what: str):
         try:
             obj = obj()
         except Exception as e:  # noqa: BLE001
-            raise ValueError(f"{what} {spec!r} raised {one_line(e)}") from None
+            raise ValueError(f"{what} {spec!r} raised {describe_error(e)}") from e
     return obj
+
+
+def reading_error(e: BaseException, name: str) -> str:
+    """The one line for an error raised while ``diagnose`` read the source ``name``: the doctor's own
+    message where it names the source already (``source 'm:f' yielded no batches``), else
+    ``source 'm:f' raised InvalidArgumentError: Input is empty.``."""
+    if isinstance(e, ValueError) and name in str(e):
+        return " ".join(str(e).split())
+    return f"{name} raised {describe_error(e)}"
 
 
 def _positive(kind):
@@ -68,9 +83,15 @@ def register(sub) -> None:
     p.add_argument("--variant", default=None, help="the kit loader variant to diagnose (with --index)")
     p.add_argument("--batch-size", type=_positive(int), default=None,
                    help="with --index: examples per batch (default: the case's user batch, 256 spectrogram, 3 segmentation)")
-    p.add_argument("--max-seconds", type=_positive(float), default=20.0, help="measuring budget (20)")
+    # 120 s (issue 30; was 20): room for a real model's first compile and a cold first epoch; within
+    # it the doctor skips what does not fit and says so.
+    p.add_argument("--max-seconds", type=_positive(float), default=120.0,
+                   help="the measuring budget in seconds (default 120): the doctor keeps within it and "
+                        "says what it skipped to do so")
     p.add_argument("--trace-dir", type=Path, default=None, help="record a profiler trace there")
     p.add_argument("--json", default=None, help="write the diagnosis as JSON to FILE (- for stdout)")
+    p.add_argument("--debug", action="store_true",
+                   help="on an error, show the full traceback (yours and the kit's) instead of one line")
     p.set_defaults(func=_command)
 
 
@@ -97,7 +118,12 @@ def _command(args) -> int:
         model = load_attr(args.model, "model")
         if not is_model(model):
             raise ValueError(f"model {args.model!r} returned a {type(model).__name__}, not a Keras model")
-    d = diagnose(source, model, max_seconds=args.max_seconds, trace_dir=args.trace_dir, name=name)
+    try:
+        d = diagnose(source, model, max_seconds=args.max_seconds, trace_dir=args.trace_dir, name=name)
+    except ModelError as e:  # not compiled, not copyable, not taking the batches
+        raise ValueError(f"model {args.model!r}: {e}" if args.model else str(e)) from e
+    except Exception as e:  # noqa: BLE001  (whatever the pipeline raises while it is read, name it)
+        raise ValueError(reading_error(e, name)) from e
     print(d)
     if args.json is not None:
         text = json.dumps(d.as_dict(), indent=1, default=float)

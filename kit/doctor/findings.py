@@ -3,100 +3,145 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
-#: code -> (what it means, the fix with the kit call or notebook that teaches it)
+#: code -> (what it means, its kind, the general fix and where the kit teaches it: "learn more").
+#: Kinds: ``symptom`` (what limits the step), ``correctness`` (the data the model sees is wrong),
+#: ``speed``, ``order`` (shuffle quality). A finding's ``fix`` is the change in the user's own code.
 CODES = {
     "input_bound": (
-        "the training step waits for input",
+        "the training step waits for input, or shares its CPU with the loader", "symptom",
         "Apply the input findings below, top first; the model's own rate is the ceiling they can "
         "reach. Notebook 01 shows the wait with kit.timing.StepTimer.",
     ),
     "compute_bound": (
-        "the loader keeps up; the model's step is the limit",
+        "the loader keeps up; the model's step is the limit", "symptom",
         "Speed up the step, not the loader: mixed precision, jit_compile=True, a larger batch, "
         "more devices (notebook 04); a frozen backbone runs once in a feature cache (notebook 07).",
     ),
+    "random_before_cache": (
+        "a random op before cache(): every epoch sees the first epoch's random draws", "correctness",
+        "Cache what is deterministic (decoded, resized) and augment after the cache: "
+        "ds.map(decode).cache().map(augment) (notebook 02).",
+    ),
+    "shuffle_before_cache": (
+        "shuffle() before cache(): the order freezes after the first epoch", "correctness",
+        "Cache first, then shuffle: ds.map(decode).cache().shuffle(n) (notebook 02).",
+    ),
     "python_in_pipeline": (
-        "Python code inside the tf.data graph",
-        "Move the Python work into tf.data ops, or convert the data once into a store the graph "
-        "reads (python -m kit convert, kit.spectrogram.make_loader('memmap'|'tfrecord', ...); "
-        "notebooks 02-03). from_generator/py_function/numpy_function run one at a time under the GIL.",
+        "Python code inside the tf.data graph", "speed",
+        "Move the Python work into tf.data ops (tf.io.read_file, tf.io.decode_*, tf.image.*), or "
+        "convert the data once into a format the graph reads (TFRecord; notebooks 02-03). "
+        "from_generator/py_function/numpy_function run under the GIL.",
     ),
     "serial_map": (
-        "Dataset.map without num_parallel_calls",
-        "ds.map(f, num_parallel_calls=tf.data.AUTOTUNE) (notebook 02's ladder).",
+        "a map TensorFlow leaves serial", "speed",
+        "ds.map(f, num_parallel_calls=tf.data.AUTOTUNE) (notebook 02's ladder). TensorFlow parallelises "
+        "stateless maps by itself; a map drawing random numbers or calling Python it leaves serial.",
     ),
     "map_before_batch": (
-        "a per-example map before batch",
-        "Batch first, then map a function written for the whole batch: ds.batch(B).map(f_batched, "
-        "num_parallel_calls=tf.data.AUTOTUNE) (notebook 02's 'vectorise' rung; the kit's tfrecord "
-        "variant parses whole batches).",
+        "a per-example map that gives the same output on whole batches", "speed",
+        "Batch first, then map the whole batch: ds.batch(B).map(f, num_parallel_calls=tf.data.AUTOTUNE) "
+        "(notebook 02's 'vectorise' rung).",
     ),
     "serial_interleave": (
-        "Dataset.interleave without num_parallel_calls",
+        "Dataset.interleave without num_parallel_calls", "speed",
         "ds.interleave(f, cycle_length=..., num_parallel_calls=tf.data.AUTOTUNE) (notebook 03's "
         "TFRecord reader).",
     ),
     "no_prefetch": (
-        "the pipeline does not end with prefetch",
-        "End the pipeline with .prefetch(tf.data.AUTOTUNE), so the next batch is prepared while the "
-        "model trains on this one (notebook 02).",
+        "no prefetch at the end, and TensorFlow injects none", "speed",
+        "End the pipeline with .prefetch(tf.data.AUTOTUNE) (notebook 02).",
+    ),
+    "options_off": (
+        "tf.data's automatic optimisations turned off in the pipeline's options", "speed",
+        "Leave tf.data.Options' optimisations and autotune at their defaults (notebook 02).",
+    ),
+    "no_cache": (
+        "decoded data that fits in memory, decoded again every epoch", "speed",
+        "ds.map(decode).cache() before shuffle, augmentation and batch (notebook 02); beyond memory, "
+        "convert once to a store (notebook 03).",
     ),
     "read_amplification": (
-        "far more bytes read than the examples hold",
+        "far more bytes read than the examples hold", "speed",
         "Read each file once per epoch, not once per example: memory-map it (np.load(path, "
-        "mmap_mode='r')) or convert once (python -m kit convert spectrogram --to memmap|tfrecord; "
-        "notebooks 01 and 03).",
-    ),
-    "small_shuffle_buffer": (
-        "an example shuffle buffer much smaller than the dataset",
-        "Shuffle row ids (cheap) over the whole dataset before reading, or raise the buffer towards "
-        "the dataset size; shuffle file order too (the kit's loaders shuffle ids: kit.epochs).",
+        "mmap_mode='r')) or convert it once (notebooks 01 and 03).",
     ),
     "pydataset_single_worker": (
-        "a keras.utils.PyDataset with one worker",
-        "PyDataset(workers=<CPU cores>, use_multiprocessing=True) when __getitem__ is Python-bound "
-        "(notebook 06: the sequence_workers variant); or move the work into tf.data.",
+        "a keras.utils.PyDataset with one worker", "speed",
+        "super().__init__(workers=N, use_multiprocessing=...) in your PyDataset: threads when it waits "
+        "on files, processes when __getitem__ is Python-bound (notebook 06).",
     ),
     "frozen_backbone_recomputed": (
-        "frozen layers recomputed on every step",
-        "Run the frozen layers once into a feature cache and train the rest from it: "
-        "kit.features.extract_features + kit.features.train_head (notebook 07); valid while the "
-        "frozen part stays frozen and examples are not augmented.",
+        "frozen layers recomputed on every step", "speed",
+        "Run the frozen layers once into a feature cache and train the rest from it (notebook 07: "
+        "kit.features.extract_features + train_head); valid while the frozen part stays frozen and "
+        "examples are not augmented.",
+    ),
+    "augment_before_frozen_backbone": (
+        "random augmentation computed ahead of a frozen backbone", "speed",
+        "A feature cache needs the backbone's input fixed: drop the augmentation (or augment the "
+        "features after the backbone), then cache the backbone's output once (notebook 07).",
+    ),
+    "small_shuffle_buffer": (
+        "an example shuffle buffer much smaller than the dataset", "order",
+        "Shuffle file names or row ids (cheap) over the whole dataset before reading, or raise the "
+        "buffer towards the dataset size (the kit's loaders shuffle ids: kit.epochs).",
     ),
 }
+
+#: What a finding's gain is: measured here (the doctor applied the fix and timed it), predicted
+#: (a fix it cannot apply: a range with its basis), or checked and found to give nothing here.
+STATUSES = ("measured", "predicted", "no gain")
 
 #: Codes that name the symptom (what limits the step) rather than a cause: listed first.
 SYMPTOMS = ("input_bound", "compute_bound")
 
 #: The columns of ``Diagnosis.findings``, one row per ``Finding``.
-COLUMNS = ("code", "evidence", "fix", "expected_gain", "basis")
+COLUMNS = ("code", "kind", "status", "evidence", "fix", "expected_gain", "gain_low", "gain_high",
+           "loader_gain", "basis", "learn_more")
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One finding: what was found, the measured number that shows it, and what its fix should give.
+    """One finding: what was found, the measured number that shows it, its fix and what the fix gives.
 
     Attributes:
         code: one of ``CODES``.
-        evidence: the measured number that shows it.
-        expected_gain: the factor the fix should give (NaN: not measured).
+        evidence: the measured number (or the op in the pipeline) that shows it.
+        expected_gain: the end-to-end factor on training (the loader's alone without a model);
+            NaN: not measured.
         basis: how that factor was obtained.
+        status: ``measured``, ``predicted`` or ``no gain`` (``STATUSES``).
+        fix: the change in the user's code (default: the code's general fix).
+        gain_low, gain_high: the range of ``expected_gain`` (measured rounds, or the prediction's).
+        loader_gain: the fix's gain on the loader alone (measured), where it differs.
+        rewrite: the ``kit.doctor.rewrite.Rewrite`` that applied it, if the doctor did.
     """
 
     code: str
     evidence: str
     expected_gain: float
     basis: str
+    status: str = "measured"
+    fix: str = ""
+    gain_low: float = math.nan
+    gain_high: float = math.nan
+    loader_gain: float = math.nan
+    rewrite: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.code not in CODES:
             raise ValueError(f"code must be one of {', '.join(CODES)}, got {self.code!r}")
-        gain = float(self.expected_gain) if self.expected_gain is not None else math.nan
-        object.__setattr__(self, "expected_gain", gain)
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {self.status!r}")
+        for name in ("expected_gain", "gain_low", "gain_high", "loader_gain"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, float(value) if value is not None else math.nan)
+        if not self.fix:
+            object.__setattr__(self, "fix", CODES[self.code][2])
 
     @property
     def meaning(self) -> str:
@@ -104,14 +149,21 @@ class Finding:
         return CODES[self.code][0]
 
     @property
-    def fix(self) -> str:
-        """The change, with the kit call or notebook that teaches it."""
+    def kind(self) -> str:
+        """``symptom``, ``correctness``, ``speed`` or ``order``."""
         return CODES[self.code][1]
+
+    @property
+    def learn_more(self) -> str:
+        """The code's general fix, with the kit call or notebook that teaches it."""
+        return CODES[self.code][2]
 
     def row(self) -> dict:
         """The finding as a row of ``Diagnosis.findings`` (``COLUMNS``)."""
-        return {"code": self.code, "evidence": self.evidence, "fix": self.fix,
-                "expected_gain": self.expected_gain, "basis": self.basis}
+        return {"code": self.code, "kind": self.kind, "status": self.status, "evidence": self.evidence,
+                "fix": self.fix, "expected_gain": self.expected_gain, "gain_low": self.gain_low,
+                "gain_high": self.gain_high, "loader_gain": self.loader_gain, "basis": self.basis,
+                "learn_more": self.learn_more}
 
 
 @dataclass(frozen=True)
@@ -148,6 +200,8 @@ class Measured:
         fit_rate: examples/s of the real fit (None without a model).
         ceiling_rate: examples/s of the model on one batch replayed from memory (None without a model).
         cap: the cap on input gains.
+        model_cores: the CPU cores the model's own step kept busy (None without a model).
+        example_bytes: the bytes of one example as delivered.
     """
 
     batch_size: int
@@ -159,19 +213,39 @@ class Measured:
     fit_rate: float | None = None
     ceiling_rate: float | None = None
     cap: Cap = Cap()
+    model_cores: float | None = None
+    example_bytes: float = 0.0
+
+    @property
+    def headroom(self) -> float:
+        """The compute ceiling over the real fit (inf without a model): what any input fix can give."""
+        return self.cap.factor
+
+    @property
+    def io_wait(self) -> bool:
+        """The loader alone mostly waits (on files, the network, sleep) rather than computing:
+        it kept under half a core busy."""
+        return self.cores_busy < 0.5
+
+    def free_cores(self) -> float:
+        """Cores left for more loader work while the model trains: this process's cores less the
+        model step's own and the loader's (at least none)."""
+        return max(0.0, self.cores - (self.model_cores or 0.0) - self.cores_busy)
 
 
 def table(findings: list[Finding]) -> pd.DataFrame:
-    """The findings as a DataFrame (``COLUMNS``): the symptom first, then by expected gain, not
-    measured last; ties in the order of ``CODES``."""
+    """The findings as a DataFrame (``COLUMNS``): the symptom first, then correctness, then speed by
+    expected gain (not measured after), then order, then the fixes checked and found to give nothing;
+    ties in the order of ``CODES``."""
     df = pd.DataFrame([f.row() for f in findings], columns=list(COLUMNS))
     if len(df):
         order = {c: i for i, c in enumerate(CODES)}
-        df["_symptom"] = df["code"].isin(SYMPTOMS)
+        kinds = {"symptom": 0, "correctness": 1, "speed": 2, "order": 3}
+        df["_group"] = [4 if st == "no gain" else kinds[k] for k, st in zip(df["kind"], df["status"])]
         df["_rank"] = df["code"].map(order)
         df["_gain"] = df["expected_gain"].fillna(-1.0)
-        df = df.sort_values(["_symptom", "_gain", "_rank"], ascending=[False, False, True])
-        df = df.drop(columns=["_symptom", "_rank", "_gain"]).reset_index(drop=True)
+        df = df.sort_values(["_group", "_gain", "_rank"], ascending=[True, False, True])
+        df = df.drop(columns=["_group", "_rank", "_gain"]).reset_index(drop=True)
     return df
 
 

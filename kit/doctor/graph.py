@@ -1,9 +1,8 @@
-"""A tf.data pipeline's structure, read from its serialized graph, and the rules that find its defects."""
+"""A tf.data pipeline's structure, read from its serialized graph: its chain of ops, their functions, what TensorFlow does anyway."""
 
 from __future__ import annotations
 
-from kit.doctor.findings import Finding, Measured
-from kit.doctor.measure import per_element_map_overhead
+from kit.doctor.findings import Finding
 
 #: An example shuffle buffer under this share of the dataset is reported.
 SHUFFLE_SHARE = 0.1
@@ -140,85 +139,52 @@ def _dataset_examples(ds, chain, nodes, first_batch) -> int | None:
     return card * int(size) if size is not None else None
 
 
-# --------------------------------------------------------------------------- the rules
+# --------------------------------------------------------------------------- what the graph says
 
 
-def structure_findings(graph: dict, ds, measured: Measured) -> tuple[list[Finding], dict]:
-    """The findings in a tf.data pipeline's structure (``graph`` read from ``ds``).
+def fn_names(graph: dict, node) -> list[str]:
+    """The user's names of the functions a chain node calls (``decode``, ``lambda``)."""
+    from kit.doctor.rewrite import user_name
 
-    Returns:
-        The findings, and the numbers measured on the way (``map_call_overhead_us`` where a
-        map runs before batch) for the caller to add to its rates.
-    """
-    findings = [*_python(graph, measured), *_serial(graph, measured)]
-    early, rates = _map_before_batch(graph, measured)
-    findings += [*early, *_no_prefetch(graph, measured), *_small_shuffle(graph, ds)]
-    return findings, rates
+    return [user_name(f) for f in _func_attrs(node) if f in graph["functions"]]
 
 
-def _python(graph, m: Measured) -> list[Finding]:
-    if not graph["python"]:
-        return []
-    where = ", ".join(_label(graph["nodes"][n], graph) for n in graph["python"])
-    return [Finding("python_in_pipeline", f"Python called from {where}", m.cap(m.parallel_gain),
-                    m.cap.explain(f"Python holds the GIL: {m.parallel_basis}"))]
+def fn_label(graph: dict, node) -> str:
+    names = fn_names(graph, node)
+    return names[0] if names else node.op
 
 
-def _serial(graph, m: Measured) -> list[Finding]:
-    chain, out = graph["chain"], []
-    serial_maps = [n for n in chain if n.op == "MapDataset"]
-    if serial_maps:
-        out.append(Finding("serial_map", f"{len(serial_maps)} MapDataset without num_parallel_calls "
-                           f"(pipeline: {' -> '.join(labels(graph))})", m.cap(m.parallel_gain),
-                           m.cap.explain(m.parallel_basis)))
-    serial_inter = [n for n in chain if n.op == "InterleaveDataset"]
-    if serial_inter:
-        out.append(Finding("serial_interleave", f"{len(serial_inter)} InterleaveDataset without "
-                           f"num_parallel_calls", m.cap(m.parallel_gain), m.cap.explain(m.parallel_basis)))
-    return out
+def random_nodes(graph: dict) -> list[str]:
+    """Chain nodes whose functions draw random numbers."""
+    from kit.doctor.rewrite import is_random
+
+    return [n.name for n in graph["chain"] if is_random(graph["ops"][n.name])]
 
 
-def _map_before_batch(graph, m: Measured) -> tuple[list[Finding], dict]:
-    chain = graph["chain"]
-    first_batch = _first_batch_at(chain)
-    if first_batch is None:
-        return [], {}
-    early = [n for n in chain[:first_batch] if n.op in _MAP_OPS and n.name not in graph["python"]]
-    if not early:
-        return [], {}
-    overhead = per_element_map_overhead(m.batch_size)
-    ops = sum(_map_op_count(graph, n) for n in early)
-    L = m.loader_rate
-    share = min(0.9, overhead * ops * L)
-    return [Finding(
-        "map_before_batch",
-        f"{len(early)} per-example map(s) of {ops} op(s) before {chain[first_batch].op}; a one-op map "
-        f"called per example costs {overhead * 1e6:.1f} us here beyond one call per batch (measured)",
-        m.cap(1 / (1 - share)),
-        m.cap.explain(f"that cost x {ops} op(s) x {L:,.1f} examples/s is {share:.0%} of the loader's time, "
-                      f"which batching first divides by the batch size (small per-example ops: an estimate)"))
-    ], {"map_call_overhead_us": overhead * 1e6}
+def effective_options(ds) -> dict:
+    """What TensorFlow will do with this pipeline: its options, with TF's defaults where unset
+    (``map_parallelization``: stateless maps run in parallel; ``inject_prefetch``: a prefetch at the
+    end; ``parallel_batch``; autotune)."""
+    o = ds.options()
+    opt = o.experimental_optimization
+
+    def on(value) -> bool:
+        return True if value is None else bool(value)
+
+    return {"map_parallelization": on(opt.map_parallelization) and on(opt.apply_default_optimizations),
+            "inject_prefetch": on(opt.inject_prefetch) and on(opt.apply_default_optimizations),
+            "parallel_batch": on(opt.parallel_batch) and on(opt.apply_default_optimizations),
+            "autotune": on(o.autotune.enabled)}
 
 
-def _no_prefetch(graph, m: Measured) -> list[Finding]:
-    chain = graph["chain"]
-    last_prefetch = max((i for i, n in enumerate(chain) if n.op == "PrefetchDataset"), default=None)
-    work_after = [n for n in chain[(last_prefetch + 1 if last_prefetch is not None else 0):]
-                  if n.op not in _PASSIVE_OPS]
-    if not work_after:
-        return []
-    L, F, C = m.loader_rate, m.fit_rate, m.ceiling_rate
-    if F and C:
-        gain = max(1.0, min(L, C) / F)
-        why = (f"overlap: the slower of loader alone ({L:,.1f}/s) and compute ceiling ({C:,.1f}/s) "
-               f"over the real fit ({F:,.1f}/s)")
-    else:
-        gain, why = 1.0, "no model given: nothing to overlap the loader with"
-    return [Finding("no_prefetch", f"the last op doing work, {_label(work_after[-1], graph)}, "
-                    f"is not followed by a prefetch", gain, why)]
+def dataset_examples(ds, graph: dict) -> int | None:
+    """Examples in one epoch, where the graph says (None: infinite or unknown)."""
+    chain, nodes = graph["chain"], graph["nodes"]
+    return _dataset_examples(ds, chain, nodes, _first_batch_at(chain))
 
 
-def _small_shuffle(graph, ds) -> list[Finding]:
+def small_shuffle(graph, ds) -> list[Finding]:
+    """An example shuffle buffer much smaller than the dataset (an order finding)."""
     chain, nodes = graph["chain"], graph["nodes"]
     first_batch = _first_batch_at(chain)
     shuffles = [i for i, n in enumerate(chain) if n.op in _SHUFFLE_OPS
@@ -235,4 +201,4 @@ def _small_shuffle(graph, ds) -> list[Finding]:
                     f"shuffle buffer {int(buffer):,} examples for a dataset of about {n:,} "
                     f"({int(buffer) / n:.1%})", 1.0,
                     "order quality, not speed: an example moves at most about a buffer's "
-                    "length from its place on disk")]
+                    "length from its place on disk", fix=f".shuffle({n:,}) or shuffle the file list first")]

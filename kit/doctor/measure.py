@@ -85,20 +85,66 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
 # --------------------------------------------------------------------------- the model's fits
 
 
-def clone(model):
-    """A compiled copy of ``model`` with its weights (the doctor trains the copy)."""
+def clone(model, batch=None):
+    """A compiled copy of ``model`` with its weights (the doctor trains the copy).
+
+    Functional and Sequential models are copied with ``keras.models.clone_model``; a layer that
+    does not rebuild from its config but holds no weights (a ``Lambda`` over a Python lambda,
+    which Keras refuses to deserialize) is shared with the copy. A subclassed model is rebuilt
+    from its config (``type(model).from_config(model.get_config())``), built on ``batch``'s inputs
+    where it needs to be, and given the model's weights.
+
+    Raises:
+        ModelError: (a ``ValueError``) the model is not compiled, or cannot be copied (the message
+            says what to pass instead).
+    """
     import keras  # heavy: python -m kit --help imports this module
+
+    from kit.doctor.sources import ModelError, as_xy, describe_error
 
     config = model.get_compile_config() if getattr(model, "compiled", False) else None
     if not config:
-        raise ValueError(f"model {getattr(model, 'name', model)!r} is not compiled; compile it "
+        raise ModelError(f"Keras model {getattr(model, 'name', model)!r} is not compiled; compile it "
                          f"(the doctor trains a copy of it)")
+    kind = type(model).__name__
+    graph = isinstance(model, keras.Sequential) or any(c.__name__ == "Functional" for c in type(model).__mro__)
+
+    def layer_copy(layer):
+        try:
+            return layer.__class__.from_config(layer.get_config())
+        except (ValueError, TypeError, NotImplementedError):
+            if layer.weights:
+                raise
+            return layer  # no state: the copy can share it
+
+    copy, failed = None, None
+    for clone_function in (None, layer_copy) if graph else (None,):
+        try:
+            copy = keras.models.clone_model(model, clone_function=clone_function)
+            break
+        except (ValueError, TypeError, NotImplementedError, KeyError) as e:
+            failed = failed or e
+    if copy is None:
+        if graph:
+            raise ModelError(f"Keras model {model.name!r} cannot be copied (keras.models.clone_model: "
+                             f"{describe_error(failed)})") from failed
+        raise ModelError(f"Keras model {model.name!r} is a subclassed model ({kind}) that the doctor cannot "
+                         f"copy: {kind}.from_config(model.get_config()) failed ({describe_error(failed)}); "
+                         f"give {kind} a get_config() returning its __init__ arguments, or pass a "
+                         f"Functional or Sequential model") from failed
+    weights = model.get_weights()
+    if len(copy.weights) != len(weights) and batch is not None:
+        try:
+            copy(as_xy(batch)[0], training=False)  # builds a subclassed copy's layers
+        except Exception as e:  # noqa: BLE001  (Keras raises many types; all mean the same here)
+            raise ModelError(f"Keras model {model.name!r} ({kind}) rebuilt from its config does not run "
+                             f"on the batches ({describe_error(e)})") from e
     try:
-        copy = keras.models.clone_model(model)
-    except (ValueError, TypeError, NotImplementedError) as e:
-        raise ValueError(f"model {model.name!r} cannot be copied (keras.models.clone_model: {e}); "
-                         f"the doctor needs a Functional or Sequential model") from None
-    copy.set_weights(model.get_weights())
+        copy.set_weights(weights)
+    except ValueError as e:
+        raise ModelError(f"Keras model {model.name!r} ({kind}) rebuilt from its config does not take its "
+                         f"weights ({describe_error(e)}); its get_config() leaves something out, or pass "
+                         f"a Functional or Sequential model") from e
     copy.compile_from_config(config)
     return copy, config
 
@@ -107,14 +153,17 @@ def compiled_copy(model, batch, name: str):
     """A copy of ``model`` trained one step on ``batch``, which compiles the step the timings reuse.
 
     Raises:
-        ValueError: the model does not take the batches of the source ``name`` (their shapes named).
+        ModelError: (a ``ValueError``) the model is not compiled, cannot be copied, or does not
+            take the batches of the source ``name`` (their shapes named).
     """
-    copy, _ = clone(model)
+    from kit.doctor.sources import ModelError, describe_error
+
+    copy, _ = clone(model, batch)
     try:
         timed_fit(copy, replay(batch, 2), max_seconds=0.0, min_steps=1)
     except Exception as e:  # noqa: BLE001  (Keras raises many types; all mean the same here)
-        raise ValueError(f"model {model.name!r} does not take the batches of {name} "
-                         f"({shapes(batch)}): {one_line(e)}") from None
+        raise ModelError(f"Keras model {model.name!r} does not take the batches of {name} "
+                         f"({shapes(batch)}): {describe_error(e)}") from e
     return copy
 
 
@@ -193,20 +242,35 @@ def pooled_share(runs) -> float:
     return wait / s if s > 0 else math.nan
 
 
-def measure_fits(copy, source, batch, *, max_seconds: float) -> dict:
+def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2) -> dict:
     """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved
-    (ceiling, real, ceiling, real), each run a quarter of ``max_seconds``.
+    (ceiling, real, ceiling, real ...), each run ``max_seconds / (2 * rounds)``.
 
     Returns:
-        ``ceiling_examples_per_s``, ``fit_examples_per_s``, ``input_share`` (of the real fit) and
-        ``fit_steps``.
+        ``ceiling_examples_per_s``, ``fit_examples_per_s``, ``input_share`` (of the real fit),
+        ``fit_steps``, ``model_cores`` (CPU cores the step kept busy on replayed batches) and
+        ``headroom`` (ceiling over real fit).
     """
     ceiling_runs, real_runs = [], []
-    for _ in range(2):
-        ceiling_runs.append(timed_fit(copy, replay(batch), max_seconds=max_seconds / 4))
-        real_runs.append(timed_fit(copy, source, max_seconds=max_seconds / 4))
-    return {"ceiling_examples_per_s": pooled(ceiling_runs), "fit_examples_per_s": pooled(real_runs),
-            "input_share": pooled_share(real_runs), "fit_steps": sum(len(r["steps"]) for r in real_runs)}
+    cpu = wall = 0.0
+    for _ in range(rounds):
+        c0, t0 = _cpu_s(), time.perf_counter()
+        ceiling_runs.append(timed_fit(copy, replay(batch), max_seconds=max_seconds / (2 * rounds)))
+        cpu, wall = cpu + _cpu_s() - c0, wall + time.perf_counter() - t0
+        real_runs.append(timed_fit(copy, source, max_seconds=max_seconds / (2 * rounds)))
+    ceiling, fit = pooled(ceiling_runs), pooled(real_runs)
+    return {"ceiling_examples_per_s": ceiling, "fit_examples_per_s": fit,
+            "input_share": pooled_share(real_runs), "fit_steps": sum(len(r["steps"]) for r in real_runs),
+            "model_cores": cpu / wall if wall > 0 else math.nan,
+            "headroom": ceiling / fit if fit > 0 else math.nan}
+
+
+def fit_rate(copy):
+    """``rate(source, seconds)`` for ``kit.doctor.trial.ab``: examples/s of ``copy`` trained on it."""
+    def rate(source, seconds: float) -> float:
+        return timed_fit(copy, source, max_seconds=seconds)["examples_per_s"]
+
+    return rate
 
 
 # --------------------------------------------------------------------------- the frozen prefix
@@ -266,30 +330,6 @@ def head_rate(copy, prefix, rest, batch, *, max_seconds: float) -> tuple[float |
         return None, why
     head.compile_from_config(copy.get_compile_config())
     return pooled([timed_fit(head, replay((features, *ys)), max_seconds=max_seconds)]), ""
-
-
-# --------------------------------------------------------------------------- calibration
-
-
-def per_element_map_overhead(batch_size: int) -> float:
-    """Seconds one per-example map call costs here beyond the same map run once per batch.
-
-    A trivial map over ``max(1024, 8 * batch_size)`` elements, per example then per batch,
-    interleaved; the fastest of two rounds of each (the machine's noise only adds time).
-    """
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
-    n = max(1024, 8 * batch_size)
-    per_example = tf.data.Dataset.range(n).map(lambda v: v + 1).batch(batch_size)
-    batched = tf.data.Dataset.range(n).batch(batch_size).map(lambda v: v + 1)
-    best = {"per_example": math.inf, "batched": math.inf}
-    for _ in range(2):
-        for name, ds in (("per_example", per_example), ("batched", batched)):
-            t0 = time.perf_counter()
-            for _ in ds:
-                pass
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return max(0.0, (best["per_example"] - best["batched"]) / n)
 
 
 # --------------------------------------------------------------------------- trace

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -25,6 +26,11 @@ class Diagnosis:
             ``evidence``, ``fix``, ``expected_gain``, ``basis``.
         pipeline: the tf.data ops from source to output, where the source is tf.data.
         trace_dir: where the profiler trace went, if one was recorded.
+        fixed: the best measured pipeline (a ``tf.data.Dataset`` with every fix that gained and
+            every correctness fix applied, checked to yield the same elements), or None.
+        changes: the ``kit.doctor.rewrite.Rewrite`` s applied in ``fixed``.
+        tried: one row per fix the doctor tried (check, loader and fit gains, outcome).
+        skipped: what the doctor left out to keep to its time budget.
     """
 
     verdict: str
@@ -33,6 +39,10 @@ class Diagnosis:
     findings: pd.DataFrame
     pipeline: list = field(default_factory=list)
     trace_dir: str | None = None
+    fixed: Any = None
+    changes: list = field(default_factory=list)
+    tried: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
 
     @property
     def codes(self) -> list[str]:
@@ -50,10 +60,27 @@ class Diagnosis:
         row = self.findings.loc[self.findings["code"] == code, "expected_gain"]
         return float(row.iloc[0]) if len(row) else math.nan
 
+    @property
+    def top3(self) -> list[str]:
+        """The first three findings that are causes and gave (or are predicted to give) something:
+        neither the symptom nor 'checked: no gain here'."""
+        rows = self.findings[(self.findings["kind"] != "symptom") & (self.findings["status"] != "no gain")]
+        return list(rows["code"])[:3]
+
+    def code_change(self, source: str = "your pipeline") -> str:
+        """The changes in ``fixed`` as lines to apply to the user's code."""
+        if not self.changes:
+            return ""
+        lines = [f"# The changes the doctor measured on {source}, best first:"]
+        lines += [f"#   {r.change}:  {r.snippet}" for r in self.changes]
+        return "\n".join(lines)
+
     def as_dict(self) -> dict:
         return {"verdict": self.verdict, "summary": self.summary, "rates": self.rates,
                 "findings": self.findings.to_dict(orient="records"), "pipeline": self.pipeline,
-                "trace_dir": self.trace_dir}
+                "trace_dir": self.trace_dir, "changes": [{"code": r.code, "change": r.change, "fix": r.snippet}
+                                                         for r in self.changes],
+                "tried": self.tried, "skipped": self.skipped}
 
     def __str__(self) -> str:
         lines = [f"verdict: {self.verdict}", f"  {self.summary}"]
@@ -62,19 +89,41 @@ class Diagnosis:
         if self.findings.empty:
             lines.append("no findings")
         for i, r in enumerate(self.findings.itertuples(index=False), start=1):
-            lines.append(f"{i}. {r.code}: expected gain {fmt_gain(r.expected_gain)} ({r.basis})")
+            lines.append(f"{i}. {r.code} [{r.kind}, {r.status}]: {_gain_text(r)} ({r.basis})")
             lines.append(f"   evidence: {r.evidence}")
             lines.append(f"   fix: {r.fix}")
+            if r.fix != r.learn_more:
+                lines.append(f"   learn more: {r.learn_more}")
+        if self.changes:
+            lines.append("Diagnosis.fixed applies: " + "; ".join(r.change for r in self.changes))
+        if self.skipped:
+            lines.append("skipped to keep to the time budget: " + "; ".join(self.skipped))
         if self.trace_dir:
             lines.append(f"profiler trace: {self.trace_dir} (tensorboard --logdir {self.trace_dir})")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        table = self.findings.assign(expected_gain=self.findings["expected_gain"].map(fmt_gain))
+        table = self.findings.assign(expected_gain=[_gain_text(r) for r in self.findings.itertuples(index=False)])
+        table = table.drop(columns=["gain_low", "gain_high", "loader_gain", "learn_more"])
         parts = [f"<p><b>verdict: {html.escape(self.verdict)}</b>: {html.escape(self.summary)}</p>"]
         if self.pipeline:
             parts.append(f"<p>tf.data pipeline: <code>{html.escape(' → '.join(self.pipeline))}</code></p>")
         parts.append(table.to_html(index=False, escape=True) if len(table) else "<p>no findings</p>")
+        if self.changes:
+            parts.append("<p><code>Diagnosis.fixed</code> applies: "
+                         + html.escape("; ".join(r.change for r in self.changes)) + "</p>")
+        if self.skipped:
+            parts.append("<p>skipped to keep to the time budget: " + html.escape("; ".join(self.skipped)) + "</p>")
         if self.trace_dir:
             parts.append(f"<p>profiler trace: <code>{html.escape(self.trace_dir)}</code></p>")
         return "\n".join(parts)
+
+
+def _gain_text(r) -> str:
+    """``expected gain 1.8x (1.6-2.0x)``; for a loader fix with a model, the loader's gain beside it."""
+    text = f"expected gain {fmt_gain(r.expected_gain)}"
+    if math.isfinite(r.gain_low) and math.isfinite(r.gain_high) and r.gain_high > r.gain_low:
+        text += f" ({fmt_gain(r.gain_low)}-{fmt_gain(r.gain_high)})"
+    if math.isfinite(r.loader_gain) and abs(r.loader_gain - r.expected_gain) > 0.005:
+        text += f", loader alone {fmt_gain(r.loader_gain)}"
+    return text

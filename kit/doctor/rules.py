@@ -9,28 +9,37 @@ import numpy as np
 from kit.doctor.findings import Cap, Finding, Measured
 from kit.doctor.sources import is_pydataset
 
-#: Verdict thresholds on the share of each step spent waiting for input.
-INPUT_BOUND_SHARE = 0.25
-COMPUTE_BOUND_SHARE = 0.10
+#: Verdict thresholds on the headroom, the compute ceiling over the real fit measured side by side:
+#: a loader that makes the step wait and one that takes its CPU both show in it.
+INPUT_BOUND_HEADROOM = 1.3
+COMPUTE_BOUND_HEADROOM = 1.1
 #: Read amplification worth reporting: this many times the example bytes, and at
 #: least this many surplus bytes read in the measured window (noise: stray reads).
 AMPLIFICATION_FACTOR = 4.0
 AMPLIFICATION_MIN_BYTES = 1 << 20
+#: Threads a PyDataset waiting on files can usefully run (beyond them the disk is the limit).
+IO_WORKERS = 4
 
 
 def cores_available(cores: int, busy: float, load: float) -> float:
-    """Cores a parallel loader could use: this machine's, less what other processes keep busy
-    (the one-minute load average beyond this loader's own cores), at least one."""
+    """Cores a parallel loader could use without a model: this machine's, less what other processes
+    keep busy (the one-minute load average beyond this loader's own cores), at least one."""
     others = max(0.0, load - busy) if math.isfinite(load) else 0.0
     return float(min(cores, max(1.0, cores - others)))
 
 
-def parallel(cores: int, busy: float, load: float) -> tuple[float, float, str]:
-    """What parallel work could give: ``(cores available, gain, basis)``."""
-    free = cores_available(cores, busy, load)
-    basis = (f"the loader kept {busy:.2f} of {cores} CPU cores busy; parallel work can use the "
-             f"{free:.1f} the rest of the machine leaves free (load average {load:.1f})")
-    return free, max(1.0, free / max(busy, 1.0)), basis
+def parallel(cores: int, busy: float, load: float, model_cores: float | None = None) -> tuple[float, float, str]:
+    """What more parallel loader work could give: ``(cores available, gain, basis)``. With a model,
+    the cores its own step keeps busy (measured on replayed batches) are not available."""
+    if model_cores is not None and math.isfinite(model_cores):
+        free = max(0.0, cores - model_cores)
+        basis = (f"the loader alone kept {busy:.2f} of {cores} CPU cores busy and the model's step "
+                 f"{model_cores:.2f}; more loader threads can use the {free:.1f} the step leaves")
+    else:
+        free = cores_available(cores, busy, load)
+        basis = (f"the loader kept {busy:.2f} of {cores} CPU cores busy; parallel work can use the "
+                 f"{free:.1f} the rest of the machine leaves free (load average {load:.1f})")
+    return free, max(1.0, free / max(busy, 1e-3)) if busy >= 0.5 else max(1.0, float(IO_WORKERS)), basis
 
 
 def cap(fits: dict) -> Cap:
@@ -38,7 +47,14 @@ def cap(fits: dict) -> Cap:
     if not fits:
         return Cap()
     factor = max(1.0, fits["ceiling_examples_per_s"] / fits["fit_examples_per_s"])
-    return Cap(factor, f"capped at the compute ceiling, {factor:,.1f}x the real fit")
+    return Cap(factor, f"at most the headroom, the compute ceiling over the real fit: {factor:,.2f}x")
+
+
+def predicted(m: Measured, low: float, high: float) -> tuple[float, float, float]:
+    """A predicted loader gain range made end-to-end: ``(expected, low, high)``, each capped by the
+    headroom; expected is the range's geometric middle."""
+    lo, hi = m.cap(max(1.0, low)), m.cap(max(1.0, high))
+    return math.sqrt(lo * hi), lo, hi
 
 
 def loader_summary(loader: dict) -> str:
@@ -48,7 +64,8 @@ def loader_summary(loader: dict) -> str:
 
 
 def verdict(fits: dict, loader_rate: float) -> tuple[str, str, list[Finding]]:
-    """The verdict from the share of each step spent waiting for input: ``(verdict, summary, findings)``.
+    """The verdict from the headroom (compute ceiling over real fit, measured side by side), with the
+    share of each step spent waiting beside it: ``(verdict, summary, findings)``.
 
     Args:
         fits: what ``measure.measure_fits`` returned.
@@ -56,22 +73,28 @@ def verdict(fits: dict, loader_rate: float) -> tuple[str, str, list[Finding]]:
     """
     F, C, share, L = (fits["fit_examples_per_s"], fits["ceiling_examples_per_s"], fits["input_share"],
                       loader_rate)
-    summary = (f"the fit ran at {F:,.1f} examples/s with steps waiting for input {share:.0%} of "
-               f"the time; the model alone (one batch replayed from memory) at {C:,.1f}/s; the "
-               f"loader alone at {L:,.1f}/s")
-    if share >= INPUT_BOUND_SHARE:
+    H = C / F if F > 0 else math.inf
+    summary = (f"the fit ran at {F:,.1f} examples/s; the model alone (one batch replayed from memory) at "
+               f"{C:,.1f}/s: headroom {H:,.2f}x; steps waited for input {share:.0%} of the time; the "
+               f"loader alone delivers {L:,.1f}/s; the model's step kept {fits.get('model_cores', math.nan):.1f} "
+               f"cores busy")
+    if H >= INPUT_BOUND_HEADROOM:
+        how = ("the step waits for input" if share >= 0.5 * (1 - 1 / H)
+               else "the loader takes the step's CPU more than it makes it wait")
         return "input-bound", summary, [Finding(
-            "input_bound", f"steps wait for input {share:.0%} of the time; fit {F:,.1f} examples/s against "
-            f"a ceiling of {C:,.1f}/s", cap(fits).factor, "compute ceiling over real fit, measured side by side")]
-    if share <= COMPUTE_BOUND_SHARE:
+            "input_bound", f"the fit runs at {1 / H:.0%} of the compute ceiling ({F:,.1f} against {C:,.1f} "
+            f"examples/s): {how} (waiting {share:.0%} of each step)", H,
+            "compute ceiling over real fit, measured side by side")]
+    if H < COMPUTE_BOUND_HEADROOM:
         return "compute-bound", summary, [Finding(
-            "compute_bound", f"steps wait for input only {share:.0%} of the time; the loader alone delivers "
+            "compute_bound", f"the fit runs at {1 / H:.0%} of the compute ceiling; the loader alone delivers "
             f"{L:,.1f}/s against a fit of {F:,.1f}/s", max(1.0, L / F),
             "loader alone over real fit: how much faster the step may get before input limits it")]
     return "balanced", summary, []
 
 
-def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: str) -> Finding:
+def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: str,
+                    augmented: str = "") -> Finding:
     """The frozen prefix's finding: the head's rate on cached features over the real fit.
 
     Args:
@@ -79,30 +102,36 @@ def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: s
         fits: what ``measure.measure_fits`` returned.
         head_rate: examples/s of the rest trained on the prefix's output (None: not measured).
         why: why it was not measured.
+        augmented: what draws random numbers ahead of the frozen layers ('' when nothing does):
+            then the features differ every epoch and cannot be cached as they are.
     """
     params = sum(int(np.prod(w.shape)) for layer in prefix for w in layer.weights)
     names = f"{prefix[0].name}" + (f" .. {prefix[-1].name}" if len(prefix) > 1 else "")
     evidence = f"{len(prefix)} frozen layer(s) ({names}, {params:,} weights) run on every step"
+    code = "augment_before_frozen_backbone" if augmented else "frozen_backbone_recomputed"
+    if augmented:
+        evidence += f", behind random augmentation ({augmented})"
     if head_rate is None:
-        return Finding("frozen_backbone_recomputed", evidence, math.nan,
-                       f"not measured: the model does not split into frozen part + head ({why})")
+        return Finding(code, evidence, math.nan,
+                       f"not measured: the model does not split into frozen part + head ({why})", status="predicted")
+    gain = head_rate / fits["fit_examples_per_s"]
+    caveat = (" once the augmentation is dropped or moved after the backbone (cached features are fixed)"
+              if augmented else "")
     return Finding(
-        "frozen_backbone_recomputed",
+        code,
         f"{evidence}; the rest trains at {head_rate:,.1f} examples/s on their cached output, the whole model "
         f"at {fits['ceiling_examples_per_s']:,.1f}/s on the same batch",
-        head_rate / fits["fit_examples_per_s"],
-        "the layers after the frozen part trained on its output replayed from memory (a feature cache's "
-        "ceiling), over the real fit; the one-off extraction pass is not counted")
+        gain,
+        "predicted: the layers after the frozen part trained on its output replayed from memory (a feature "
+        f"cache's ceiling), over the real fit{caveat}; the one-off extraction pass is not counted",
+        status="predicted", gain_low=min(gain, fits["ceiling_examples_per_s"] / fits["fit_examples_per_s"]),
+        gain_high=gain)
 
 
-def read_amplification(loader: dict, example_bytes: float, *, capped: Cap) -> tuple[float | None, list[Finding]]:
-    """Bytes read per example over the example's bytes: ``(factor or None, findings)``.
-
-    Args:
-        loader: what ``measure.measure_loader`` returned.
-        example_bytes: the bytes of one example as delivered.
-        capped: the cap on input gains.
-    """
+def read_amplification(loader: dict, example_bytes: float, m: Measured) -> tuple[float | None, list[Finding]]:
+    """Bytes read per example over the example's bytes: ``(factor or None, findings)``. The gain is
+    predicted as a range: from none (reading is not what the loader waits on) to reading ``k`` times
+    less, capped by the headroom."""
     per_example = max(loader.get("rchar_per_example", 0.0), loader.get("read_bytes_per_example", 0.0))
     if not (per_example and example_bytes):
         return None, []
@@ -110,21 +139,66 @@ def read_amplification(loader: dict, example_bytes: float, *, capped: Cap) -> tu
     surplus = (per_example - example_bytes) * loader.get("window_examples", 0)
     if not (k >= AMPLIFICATION_FACTOR and surplus >= AMPLIFICATION_MIN_BYTES):
         return k, []
+    gain, low, high = predicted(m, 1.0, k)
     return k, [Finding(
         "read_amplification",
         f"{per_example / 1e3:,.1f} kB read (/proc/self/io) per example of {example_bytes / 1e3:,.1f} kB: "
-        f"{k:,.1f}x", capped(k),
-        capped.explain(f"reading {k:,.1f}x less, if reading dominates the loader (an upper bound)"))]
+        f"{k:,.1f}x", gain,
+        m.cap.explain(f"predicted: between no gain (if reading is not what the loader waits on) and reading "
+                      f"{k:,.1f}x less"), status="predicted", gain_low=low, gain_high=high,
+        fix="open each file once and slice it (np.load(path, mmap_mode='r')[i]), or convert it once "
+            "(python -m kit convert spectrogram --to memmap, for frames in .npy files)")]
 
 
 def pydataset_workers(source, m: Measured) -> list[Finding]:
-    """A ``keras.utils.PyDataset`` with one worker."""
+    """A ``keras.utils.PyDataset`` with one worker: a predicted range, from what the loader waits on
+    (files: threads overlap the waits; CPU: only the cores the model's step leaves)."""
     if not is_pydataset(source):
         return []
     workers = getattr(source, "workers", 1) or 1
     if workers > 1:
         return []
+    if m.io_wait:
+        low, high = 2.0, float(IO_WORKERS)
+        why = (f"the loader alone kept {m.cores_busy:.2f} cores busy: it waits (on files) more than it "
+               f"computes, and {IO_WORKERS} threads overlap {IO_WORKERS} waits")
+        fix = f"super().__init__(workers={IO_WORKERS}, use_multiprocessing=False) in your PyDataset (threads: it waits on files)"
+    else:
+        free = m.free_cores() if m.model_cores is not None else m.parallel_gain * m.cores_busy
+        low, high = 1.0, max(1.0, (m.cores_busy + free) / max(m.cores_busy, 1e-3))
+        why = (f"the loader alone kept {m.cores_busy:.2f} cores busy computing; the model's step "
+               f"keeps {m.model_cores or 0.0:.2f} of {m.cores}: more workers can use {free:.1f}")
+        fix = (f"super().__init__(workers={max(2, int(m.cores))}, use_multiprocessing=True) in your PyDataset "
+               "(processes: __getitem__ computes in Python)")
+    gain, lo, hi = predicted(m, low, high)
     return [Finding(
         "pydataset_single_worker",
         f"workers={workers}, use_multiprocessing={getattr(source, 'use_multiprocessing', False)}; "
-        f"{m.cores_busy:.2f} of {m.cores} cores busy", m.cap(m.parallel_gain), m.cap.explain(m.parallel_basis))]
+        f"{m.cores_busy:.2f} of {m.cores} cores busy", gain, m.cap.explain(f"predicted: {why}"),
+        status="predicted", gain_low=lo, gain_high=hi, fix=fix)]
+
+
+def python_source(graph: dict | None, m: Measured) -> list[Finding]:
+    """Python feeding a tf.data pipeline where the doctor cannot try a fix (``from_generator``, a
+    Python map already parallel): predicted from threads on the free cores (the GIL's share) up to
+    the whole headroom (the Python work gone from the loader)."""
+    if graph is None:
+        return []
+    from kit.doctor.graph import fn_label
+
+    chain = graph["chain"]
+    where = [n for n in chain if n.name in graph["python"] and n.op != "MapDataset"]
+    if not where:
+        return []
+    labels = [("from_generator" if "GeneratorDataset" in graph["ops"][n.name] else f".map({fn_label(graph, n)})")
+              for n in where]
+    low = m.parallel_gain if not m.io_wait else 1.0
+    high = m.cap.factor if math.isfinite(m.cap.factor) else max(low, m.parallel_gain)
+    gain, lo, hi = predicted(m, low, high)
+    return [Finding(
+        "python_in_pipeline", f"Python called from {', '.join(labels)}", gain,
+        m.cap.explain(f"predicted: from what threads on the free cores give ({m.parallel_basis}) to the "
+                      "whole headroom (the Python work replaced by tf.data ops or a store the graph reads)"),
+        status="predicted", gain_low=lo, gain_high=hi,
+        fix="replace the generator by tf.data ops over the files (tf.data.Dataset.from_tensor_slices(paths)"
+            ".map(read_and_decode, num_parallel_calls=tf.data.AUTOTUNE)), or convert once to TFRecord")]

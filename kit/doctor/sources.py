@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -93,38 +94,108 @@ def loop(source, sizes: list):
             return
 
 
+def _leaves(batch) -> list:
+    """A batch's arrays, in order: tuples, lists and dicts (``{"image": x, "meta": m}``) followed."""
+    if isinstance(batch, dict):
+        return [leaf for v in batch.values() for leaf in _leaves(v)]
+    if isinstance(batch, (tuple, list)):
+        return [leaf for v in batch for leaf in _leaves(v)]
+    return [batch]
+
+
 def nbytes(batch) -> int:
-    """Bytes of a batch's arrays (tuples, lists and dicts followed)."""
-    leaves = batch if isinstance(batch, (tuple, list)) else [batch]
+    """Bytes of a batch's arrays (tuples, lists and dicts followed; a ragged or sparse tensor's values)."""
     total = 0
-    for leaf in leaves:
-        if isinstance(leaf, dict):
-            total += sum(nbytes(v) for v in leaf.values())
-        elif isinstance(leaf, (tuple, list)):
-            total += nbytes(leaf)
-        else:
-            total += int(np.asarray(leaf).nbytes)
+    for leaf in _leaves(batch):
+        leaf = getattr(leaf, "flat_values", getattr(leaf, "values", leaf))  # RaggedTensor, SparseTensor
+        total += int(np.asarray(leaf).nbytes)
     return total
 
 
 def as_xy(batch):
-    """``(x, (y, ...))``: a batch's inputs and the rest."""
+    """``(x, (y, ...))``: a batch's inputs and the rest (targets, sample weights), as Keras reads
+    ``x``, ``(x,)``, ``(x, y)`` and ``(x, y, w)``; ``x`` may itself be a tuple or a dict of inputs."""
     if isinstance(batch, (tuple, list)) and len(batch) >= 2:
-        return batch[0], batch[1:]
+        return batch[0], tuple(batch[1:])
+    if isinstance(batch, (tuple, list)) and len(batch) == 1:
+        return batch[0], ()
     return batch, ()
 
 
 def shapes(batch) -> str:
-    """A batch's shapes for an error message: ``batches of 16x16, 16``."""
-    def shape(leaf):
-        return "x".join(str(d) for d in np.shape(leaf)) or "scalar"
+    """A batch's shapes for an error message: ``batches of 16x16, 16``; nested inputs in brackets,
+    ``batches of {image: 16x8x8x3, meta: 16x4}, 16`` or ``batches of (16x4, 16x2), 16``."""
+    def shape(v) -> str:
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {shape(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, (tuple, list)):
+            return "(" + ", ".join(shape(x) for x in v) + ")"
+        return "x".join(str(d) for d in np.shape(v)) or "scalar"
 
-    leaves = batch if isinstance(batch, (tuple, list)) else [batch]
-    return "batches of " + ", ".join(shape(v) if not isinstance(v, (dict, tuple, list)) else type(v).__name__
-                                     for v in leaves)
+    parts = batch if isinstance(batch, (tuple, list)) else [batch]
+    return "batches of " + ", ".join(shape(v) for v in parts)
 
 
-def one_line(e: BaseException) -> str:
-    """An exception as one line of at most 300 characters, its type first."""
-    text = " ".join(str(e).split())
-    return f"{type(e).__name__}: {text[:300]}{'...' if len(text) > 300 else ''}"
+class ModelError(ValueError):
+    """The model, not the source, is at fault: not compiled, not copyable, or not taking the batches.
+
+    The message names the Keras model (``model.name``); ``python -m kit doctor`` puts the
+    ``MODULE:FUNCTION`` that returned it in front.
+    """
+
+
+# TensorFlow's wrapping around an op's message: "{{function_node __wrapped__...}} ", the
+# "Graph execution error:" / "Detected at node ..." / stack-trace preamble, "[[{{node X}}]]"
+# lines, a trailing " [Op:IteratorGetNext] name: ".
+_TF_PREFIX = re.compile(r"\{\{function_node [^}]*\}\}\s*")
+_TF_SUFFIX = re.compile(r"\s*(\[\[[^\]]*\]\]\s*)*(\[Op:[^\]]*\])?\s*(name:\s*\S*)?\s*$")
+_TF_PREAMBLE = re.compile(r"^(Graph execution error:|Detected at node |<stack traces unavailable>|"
+                          r"\d+ root error\(s\) found|\[\[|File \"|Traceback \(most recent call last\))")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Keras colours its layer errors on a terminal
+
+
+def _tf_message(text: str) -> str:
+    """The first meaningful line of a TensorFlow error: the op's own message."""
+    for line in _TF_PREFIX.sub("", text).splitlines():
+        root = re.match(r"\s*\(\d+\) [A-Z_]+: ", line)  # "  (0) INVALID_ARGUMENT: " of a root error
+        if root:
+            line = line[root.end():]
+        elif not line.strip() or line[:1].isspace() or _TF_PREAMBLE.match(line):
+            continue
+        return _TF_SUFFIX.sub("", line).strip() or line.strip()
+    return " ".join(text.split())
+
+
+def _python_message(text: str) -> str:
+    """A Python error's first paragraph on one line, without terminal colours; Keras's
+    "Exception encountered when calling X.call()." skipped for the paragraph that says what."""
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", _ANSI.sub("", text))]
+    paragraphs = [p for p in paragraphs if p]
+    said = [p for p in paragraphs if not p.startswith("Exception encountered when calling")]
+    return (said or paragraphs or [""])[0]
+
+
+def describe_error(e: BaseException) -> str:
+    """An exception as one line of at most 300 characters, its type first: ``RuntimeError: no data``.
+
+    A TensorFlow error gives its first meaningful line, without the ``{{function_node ...}}``,
+    graph-execution and ``[Op:...]`` noise: ``InvalidArgumentError: Input is empty.``; an error
+    raised in Python inside the pipeline (``py_function``, ``from_generator``) gives the Python
+    error's line (``ValueError: bad file``). Other errors give their first paragraph on one line.
+    """
+    name = type(e).__name__
+    text = str(e)
+    if type(e).__module__.startswith("tensorflow"):
+        text = _tf_message(getattr(e, "message", None) or text)
+        python = re.search(r"(?:^|: )([A-Za-z_][\w.]*(?:Error|Exception)): (.*)$", text)
+        if python:  # Python's own error, raised inside the pipeline: "... Map: ValueError: bad file"
+            name, text = python.group(1).rsplit(".", 1)[-1], python.group(2)
+    else:
+        text = _python_message(text)
+    if not text:
+        return name
+    return f"{name}: {text[:300]}{'...' if len(text) > 300 else ''}"
+
+
+#: The earlier name of ``describe_error``.
+one_line = describe_error

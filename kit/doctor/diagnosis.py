@@ -1,0 +1,294 @@
+"""``diagnose``: measure the loader, the fits and every fix the doctor can apply, within one time budget, and rank what was found."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kit.doctor import rewrite as rw
+from kit.doctor import rules, trial
+from kit.doctor.candidates import Candidate, candidates
+from kit.doctor.findings import Finding, Measured, table
+from kit.doctor.graph import dataset_examples, labels, pipeline_graph, random_nodes, small_shuffle
+from kit.doctor.measure import (
+    compiled_copy,
+    cores,
+    fit_rate,
+    frozen_prefix,
+    head_rate,
+    load_average,
+    measure_fits,
+    measure_loader,
+    record_trace,
+)
+from kit.doctor.report import Diagnosis
+from kit.doctor.sources import check_source, first_batch, is_dataset, nbytes, one_line
+
+#: Shares of the budget: the loader alone, the fits (ceiling and real), the frozen head; the rest
+#: goes to the fixes (checks, the loader A/B, then the end-to-end A/B of the ones that gained).
+LOADER_SHARE, FITS_SHARE, HEAD_SHARE = 0.08, 0.22, 0.05
+TRIAL_ROUNDS = 3
+
+
+@dataclass
+class Budget:
+    """The doctor's time: a deadline, and what was skipped to keep to it."""
+
+    seconds: float
+    start: float = field(default_factory=time.perf_counter)
+    skipped: list[str] = field(default_factory=list)
+
+    def left(self) -> float:
+        return max(0.0, self.start + self.seconds - time.perf_counter())
+
+    def take(self, seconds: float, what: str, *, least: float = 0.05) -> float:
+        """``seconds`` or what is left; 0 (and ``what`` noted as skipped) when under ``least``."""
+        got = min(seconds, self.left())
+        if got < least:
+            self.skipped.append(what)
+            return 0.0
+        return got
+
+
+@dataclass
+class Tried:
+    """One fix tried: the candidate, its check, its gains."""
+
+    candidate: Candidate
+    check: trial.Check | None = None
+    loader: trial.Gain | None = None
+    fit: trial.Gain | None = None
+    outcome: str = ""
+    dataset: Any = None
+
+    def row(self) -> dict:
+        c = self.candidate
+        return {"code": c.code, "change": c.rewrite.change, "fix": c.rewrite.snippet,
+                "same_output": None if self.check is None else self.check.same,
+                "checked": "" if self.check is None else self.check.how,
+                "loader_gain": self.loader.median if self.loader else math.nan,
+                "loader_low": self.loader.low if self.loader else math.nan,
+                "loader_high": self.loader.high if self.loader else math.nan,
+                "fit_gain": self.fit.median if self.fit else math.nan,
+                "fit_low": self.fit.low if self.fit else math.nan,
+                "fit_high": self.fit.high if self.fit else math.nan,
+                "outcome": self.outcome}
+
+
+def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
+             name: str = "source") -> Diagnosis:
+    """Measures a batch source (and a model training on it), tries the fixes it can apply, and
+    ranks what it found.
+
+    Args:
+        source: a ``tf.data.Dataset``, a ``keras.utils.PyDataset`` or a function returning a
+            fresh generator of batches (read several times).
+        model: a compiled Keras model taking these batches, or None for the loader alone. The
+            doctor trains a copy.
+        max_seconds: the whole run's budget, model building and compiling included; what did not
+            fit is listed in ``Diagnosis.skipped``.
+        trace_dir: record a TensorFlow profiler trace of a few training steps there.
+        name: how error messages name the source.
+
+    Returns:
+        A ``Diagnosis``; ``Diagnosis.fixed`` is the best measured pipeline (tf.data sources).
+
+    Raises:
+        ValueError: the source is not a re-readable batch source, or the model does not take its
+            batches (the message names which).
+    """
+    if not (isinstance(max_seconds, (int, float)) and max_seconds > 0):
+        raise ValueError(f"max_seconds must be positive, got {max_seconds!r}")
+    budget = Budget(float(max_seconds))
+    check_source(source, name)
+    batch, batch_size = first_batch(source, name)
+    example_bytes = nbytes(batch) / batch_size
+    n_cores, load = cores(), load_average()
+    graph = pipeline_graph(source) if is_dataset(source) else None
+    copy = compiled_copy(model, batch, name) if model is not None else None
+
+    loader = measure_loader(source, max_seconds=max(0.2, budget.take(
+        (LOADER_SHARE if copy is not None else 0.2) * max_seconds, "the loader alone", least=0.0)))
+    rates: dict[str, Any] = {"batch_size": batch_size, "example_bytes": example_bytes, **loader}
+    fits: dict = {}
+    found: list[Finding] = []
+    verdict, summary = "loader only", rules.loader_summary(loader)
+    if copy is not None:
+        seconds = budget.take(FITS_SHARE * max_seconds, "the compute ceiling and the real fit", least=0.0)
+        fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds))
+        rates.update({k: v for k, v in fits.items()})
+        verdict, summary, found = rules.verdict(fits, loader["loader_examples_per_s"])
+    m = _measured(batch_size, example_bytes, n_cores, load, loader, fits)
+    rates["cores_available"] = m.free_cores() if fits else rules.cores_available(n_cores, m.cores_busy, load)
+    if copy is not None:
+        found += _frozen(copy, batch, fits, graph, budget, max_seconds)
+    amplification, more = rules.read_amplification(loader, example_bytes, m)
+    if amplification is not None:
+        rates["read_amplification"] = amplification
+    found += more + rules.pydataset_workers(source, m) + rules.python_source(graph, m)
+    tried: list[Tried] = []
+    fixed, changes = None, []
+    if graph is not None:
+        found += small_shuffle(graph, source)
+        examples = dataset_examples(source, graph)
+        cands = candidates(graph, source, examples=examples, example_bytes=example_bytes)
+        tried = _try_all(cands, source, copy, m, budget)
+        found += [f for t in tried if (f := _finding(t, m)) is not None]
+        fixed, changes, fixed_gain = _best(tried, source, copy, budget)
+        if fixed_gain is not None:
+            rates["fixed_fit_gain" if copy is not None else "fixed_loader_gain"] = fixed_gain.median
+        rates["random_ops"] = len(random_nodes(graph))
+    if trace_dir is not None:
+        trace_dir = str(record_trace(copy, source, trace_dir))
+    return Diagnosis(verdict=verdict, summary=summary, rates=rates, findings=table(found),
+                     pipeline=labels(graph) if graph is not None else [], trace_dir=trace_dir,
+                     fixed=fixed, changes=changes, tried=[t.row() for t in tried], skipped=budget.skipped)
+
+
+def _measured(batch_size, example_bytes, n_cores, load, loader, fits) -> Measured:
+    free, gain, basis = rules.parallel(n_cores, loader["cores_busy"], load, fits.get("model_cores"))
+    return Measured(batch_size=batch_size, loader_rate=loader["loader_examples_per_s"], cores=n_cores,
+                    cores_busy=loader["cores_busy"], parallel_gain=gain, parallel_basis=basis,
+                    fit_rate=fits.get("fit_examples_per_s"), ceiling_rate=fits.get("ceiling_examples_per_s"),
+                    cap=rules.cap(fits), model_cores=fits.get("model_cores"), example_bytes=example_bytes)
+
+
+def _frozen(copy, batch, fits, graph, budget: Budget, max_seconds: float) -> list[Finding]:
+    prefix, rest = frozen_prefix(copy)
+    if not prefix:
+        return []
+    seconds = budget.take(HEAD_SHARE * max_seconds, "the frozen backbone's head on cached features")
+    if not seconds:
+        return [rules.frozen_backbone(prefix, fits, head_rate=None, why="skipped to keep to the budget",
+                                      augmented=_augmented(prefix, graph))]
+    rate, why = head_rate(copy, prefix, rest, batch, max_seconds=seconds)
+    return [rules.frozen_backbone(prefix, fits, head_rate=rate, why=why, augmented=_augmented(prefix, graph))]
+
+
+def _augmented(prefix, graph) -> str:
+    """What draws random numbers ahead of the frozen layers: random layers in the model's prefix,
+    or random maps in the pipeline ('' when nothing does)."""
+    layers = [layer.name for layer in prefix if type(layer).__name__.startswith("Random")]
+    if layers:
+        return f"the model's {', '.join(layers)}"
+    if graph is not None and random_nodes(graph):
+        return "the pipeline's random map(s)"
+    return ""
+
+
+# --------------------------------------------------------------------------- the fixes, tried
+
+
+def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget) -> list[Tried]:
+    """Each candidate applied, checked against the original and measured A/B on the loader, in an
+    equal share of half the time left; then, in the rest, the ones that gained (and the
+    correctness fixes) measured A/B on the fit."""
+    tried = [Tried(c) for c in cands]
+    if not tried:
+        return tried
+    each = 0.6 * budget.left() / len(tried)
+    for t in tried:
+        _check_and_time(t, source, budget, each)
+    gainers = [t for t in tried if t.loader is not None and (t.loader.real or t.candidate.correctness)]
+    if copy is not None and gainers:
+        rate = fit_rate(copy)
+        share = budget.left() / (1 + len(gainers))  # the last share: the fixed pipeline, all together
+        for t in gainers:
+            seconds = budget.take(share / (2 * (TRIAL_ROUNDS - 1)),
+                                  f"the end-to-end A/B of {t.candidate.rewrite.change}", least=0.2)
+            if seconds:
+                t.fit = trial.ab(source, t.dataset, seconds=seconds, rounds=TRIAL_ROUNDS - 1, rate=rate)
+    return tried
+
+
+def _check_and_time(t: Tried, source, budget: Budget, each: float) -> None:
+    """Applies, checks and times one candidate in about ``each`` seconds: up to a third on the
+    check, a fifth on a cache's first epoch, the rest on the A/B."""
+    c = t.candidate
+    end = time.perf_counter() + each
+    try:
+        fixed = t.dataset = c.rewrite.apply(source)
+        t.check = trial.same_elements(source, fixed, ordered=c.ordered, random=c.random or c.correctness,
+                                      seconds=max(0.3, min(each / 3, budget.left())))
+    except Exception as e:  # noqa: BLE001  (a rewrite TensorFlow refuses is an outcome, not a crash)
+        t.outcome = f"cannot apply here: {one_line(e)}"
+        return
+    if t.check.same is False:
+        t.outcome = f"changes the data ({t.check.how}): not applied"
+        return
+    if c.rewrite.warm_epoch and not trial.warm(fixed, max(0.3, min(each / 5, budget.left()))):
+        t.outcome = "not measured: its first epoch (which fills the cache) is longer than the budget allows"
+        budget.skipped.append(f"the A/B of {c.rewrite.change}")
+        return
+    seconds = budget.take(max(0.0, end - time.perf_counter()) / (2 * TRIAL_ROUNDS),
+                          f"the A/B of {c.rewrite.change}", least=0.03)
+    if not seconds:
+        t.outcome = "not measured: out of time"
+        return
+    t.loader = trial.ab(source, fixed, seconds=seconds, rounds=TRIAL_ROUNDS)
+    t.outcome = ("gain" if t.loader.real else "no gain here") if not c.correctness else "correctness fix"
+
+
+def _finding(t: Tried, m: Measured) -> Finding | None:
+    """The finding a tried fix makes: a measured gain, a correctness fix, or 'checked: no gain here'."""
+    c = t.candidate
+    if t.loader is None and not c.correctness:
+        if t.outcome.startswith("not measured"):  # tried, but out of time: said, with no gain claimed
+            return Finding(c.code, c.evidence, math.nan, t.outcome, status="predicted", fix=c.rewrite.snippet,
+                           rewrite=c.rewrite)
+        return None
+    loader = t.loader
+    if t.fit is not None:
+        gain, low, high = t.fit.median, t.fit.low, t.fit.high
+        basis = (f"measured: the fit on the fixed pipeline over the original, interleaved, "
+                 f"{t.fit.text()}; the loader alone {loader.text() if loader else 'not measured'}")
+    elif loader is not None:
+        gain, low, high = m.cap(loader.median), m.cap(loader.low), m.cap(loader.high)
+        basis = m.cap.explain(f"measured on the loader alone, interleaved with the original, {loader.text()}")
+    else:
+        gain = low = high = math.nan
+        basis = t.outcome
+    if t.check is not None and t.check.same:
+        basis += f"; checked: {t.check.how}"
+    status = "measured"
+    if not c.correctness and (loader is None or not loader.real or (t.fit is not None and not t.fit.real)):
+        status = "no gain"
+        basis = f"checked: no gain here ({basis})"
+    return Finding(c.code, c.evidence, gain, basis, status=status, fix=c.rewrite.snippet, gain_low=low,
+                   gain_high=high, loader_gain=loader.median if loader else math.nan, rewrite=c.rewrite)
+
+
+def _best(tried: list[Tried], source, copy, budget: Budget):
+    """The fixed pipeline: every fix that gained and every correctness fix, together, checked; the
+    single best one where together they fail. Returns ``(dataset or None, rewrites, gain or None)``."""
+    keep = [t for t in tried if t.loader is not None
+            and (t.candidate.correctness or (t.loader.real and (t.fit is None or t.fit.real)))]
+    if not keep:
+        return None, [], None
+    keep.sort(key=lambda t: (not t.candidate.correctness, -(t.fit or t.loader).median))  # type: ignore[union-attr]
+    rewrites = [t.candidate.rewrite for t in keep]
+    random = any(t.candidate.random or t.candidate.correctness for t in keep)
+    ordered = all(t.candidate.ordered for t in keep)
+    try:
+        fixed = rw.apply(source, rewrites)
+        check = trial.same_elements(source, fixed, ordered=ordered, random=random,
+                                    seconds=max(0.5, budget.left() / 4))
+        if check.same is False:
+            raise ValueError(check.how)
+    except Exception:  # noqa: BLE001  (together they fail: the best one alone, already checked)
+        rewrites = rewrites[:1]
+        fixed = rw.apply(source, rewrites)
+    gain = None
+    seconds = budget.take(0.6 * budget.left() / (2 * (TRIAL_ROUNDS - 1)),
+                          "the end-to-end A/B of the fixed pipeline", least=0.2)
+    if seconds and len(rewrites) > 1:
+        if any(r.warm_epoch for r in rewrites):
+            trial.warm(fixed, seconds)
+        gain = trial.ab(source, fixed, seconds=seconds, rounds=TRIAL_ROUNDS - 1,
+                        rate=fit_rate(copy) if copy is not None else trial._rate)
+    elif len(rewrites) == 1:
+        only = next(t for t in keep if t.candidate.rewrite is rewrites[0])
+        gain = only.fit or only.loader
+    return fixed, rewrites, gain

@@ -1,0 +1,345 @@
+"""Rewriting a tf.data pipeline: the fixes the doctor applies by itself, each a new ``Dataset`` built from the original's graph.
+
+A pipeline is read as a serialized graph (``DatasetToGraphV2``), changed node by node and read back
+(``DatasetFromGraph``) in this process, so its Python functions (``py_function``, ``from_generator``)
+still run. What options cannot express is a graph change here: a serial map or interleave made
+parallel, a ``cache()`` inserted or moved, a prefetch appended. Each ``Rewrite`` carries the change in
+the user's own terms (their function's name, as the graph names it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+# Ops whose functions draw random numbers: a map running one is not repeatable, and TensorFlow's
+# map_parallelization leaves such (stateful) maps serial.
+RANDOM_OPS = frozenset({
+    "RandomUniform", "RandomUniformInt", "RandomStandardNormal", "TruncatedNormal", "RandomShuffle",
+    "Multinomial", "RandomGamma", "RandomPoisson", "RandomPoissonV2", "RngReadAndSkip", "RngSkip",
+    "StatefulUniform", "StatefulUniformInt", "StatefulUniformFullInt", "StatefulStandardNormalV2",
+    "StatefulTruncatedNormal", "StatefulRandomBinomial", "RandomCrop",
+})
+SHUFFLE_OPS = frozenset({"ShuffleDataset", "ShuffleDatasetV2", "ShuffleDatasetV3",
+                         "ShuffleAndRepeatDataset", "ShuffleAndRepeatDatasetV2"})
+BATCH_OPS = frozenset({"BatchDataset", "BatchDatasetV2", "PaddedBatchDataset", "PaddedBatchDatasetV2",
+                       "ParallelBatchDataset"})
+CACHE_OPS = frozenset({"CacheDataset", "CacheDatasetV2"})
+MAP_OPS = frozenset({"MapDataset", "ParallelMapDataset", "ParallelMapDatasetV2"})
+AUTOTUNE = -1
+
+
+def is_random(op_types) -> bool:
+    """Whether a function running these op types draws random numbers (stateful random ops, or
+    stateless ones fed from a variable that advances, as Keras' seed generators do)."""
+    ops = set(op_types)
+    if ops & RANDOM_OPS:
+        return True
+    stateless = any(o.startswith("StatelessRandom") for o in ops)
+    return stateless and bool(ops & {"AssignAddVariableOp", "AssignVariableOp"})
+
+
+def user_name(fn_name: str) -> str:
+    """The Python name a traced tf.data function came from: ``__inference_Dataset_map_decode_11``
+    -> ``decode`` (``lambda`` for a lambda)."""
+    name = re.sub(r"^__inference_", "", fn_name)
+    name = re.sub(r"_\d+$", "", name)
+    name = re.sub(r"^(Dataset_)?(map|flat_map|interleave|filter|scan)_", "", name)
+    name = re.sub(r"^(tf_data_)?(experimental_)?", "", name)
+    return name or fn_name
+
+
+# --------------------------------------------------------------------------- graph in, graph out
+
+
+def graph_def(ds):
+    """The pipeline's ``GraphDef``, with device placements cleared (a ``py_function`` node keeps a
+    malformed one that would not read back)."""
+    import tensorflow as tf  # heavy: python -m kit --help imports this package
+
+    serialized = tf.raw_ops.DatasetToGraphV2(input_dataset=tf.data.experimental.to_variant(ds),
+                                            external_state_policy=1, strip_device_assignment=True)
+    g = tf.compat.v1.GraphDef()
+    g.ParseFromString(serialized.numpy())
+    for f in g.library.function:
+        for n in f.node_def:
+            n.device = ""
+            if "_device" in n.attr:
+                del n.attr["_device"]
+    return g
+
+
+def from_graph(g, element_spec):
+    """A ``Dataset`` read back from ``g`` in this process (its Python functions still registered)."""
+    import tensorflow as tf  # heavy
+    from tensorflow.python.ops import gen_experimental_dataset_ops  # DatasetFromGraph has no tf.raw_ops alias here
+
+    variant = gen_experimental_dataset_ops.dataset_from_graph(g.SerializeToString())
+    return tf.data.experimental.from_variant(variant, element_spec)
+
+
+def _dataset_inputs(node) -> list[str]:
+    return [i for i in node.input if not i.startswith("^")]
+
+
+def chain_names(g) -> list[str]:
+    """The dataset nodes from source to output, following each node's first input."""
+    nodes = {n.name: n for n in g.node}
+    out = next((n for n in g.node if n.op == "_Retval"), None)
+    name = out.input[0].split(":")[0] if out is not None and out.input else None
+    chain = []
+    while name is not None and name in nodes:
+        chain.append(name)
+        inputs = [i.split(":")[0] for i in _dataset_inputs(nodes[name])]
+        name = next((i for i in inputs if "Dataset" in nodes[i].op), None) if inputs else None
+    return chain[::-1]
+
+
+def _const(g, name: str, value, dtype: str):
+    import tensorflow as tf  # heavy
+
+    node = g.node.add()
+    node.name = _fresh(g, name)
+    node.op = "Const"
+    node.attr["dtype"].type = tf.as_dtype(dtype).as_datatype_enum
+    node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value, dtype=dtype))
+    return node.name
+
+
+def _fresh(g, stem: str) -> str:
+    names = {n.name for n in g.node}
+    i = 0
+    while f"kit_doctor/{stem}_{i}" in names:
+        i += 1
+    return f"kit_doctor/{stem}_{i}"
+
+
+def _node(g, name: str):
+    return next(n for n in g.node if n.name == name)
+
+
+def _rewire(g, old: str, new: str, *, skip: str) -> None:
+    """Every input naming ``old`` (but ``skip``'s own) now names ``new``."""
+    for n in g.node:
+        if n.name == skip:
+            continue
+        for i, inp in enumerate(n.input):
+            if inp.split(":")[0] == old and not inp.startswith("^"):
+                n.input[i] = new
+
+
+def _after(g, name: str, op: str, extra_inputs: list[str], attrs: dict | None = None) -> str:
+    """A new dataset node of type ``op`` reading ``name``'s output; what read ``name`` reads it."""
+    src = _node(g, name)
+    node = g.node.add()
+    node.name = _fresh(g, op)
+    node.op = op
+    node.input.extend([name, *extra_inputs])
+    node.attr["output_types"].CopyFrom(_types(src))
+    node.attr["output_shapes"].CopyFrom(src.attr["output_shapes"])
+    for key, value in (attrs or {}).items():
+        if isinstance(value, bool):
+            node.attr[key].b = value
+        else:
+            node.attr[key].s = value.encode()
+    _rewire(g, name, node.name, skip=node.name)
+    return node.name
+
+
+def _types(node):
+    """A dataset node's element types (source ops such as TensorSliceDataset call them Toutput_types)."""
+    return node.attr["output_types"] if "output_types" in node.attr else node.attr["Toutput_types"]
+
+
+def _remove(g, name: str) -> None:
+    """Takes a one-input dataset node out of the chain (what read it reads its input)."""
+    node = _node(g, name)
+    _rewire(g, name, _dataset_inputs(node)[0], skip=name)
+    g.node.remove(node)
+
+
+# --------------------------------------------------------------------------- the rewrites
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One fix the doctor can apply by itself.
+
+    Attributes:
+        code: the finding it fixes.
+        change: what it does, in a few words.
+        snippet: the change in the user's code.
+        edit: changes a ``GraphDef`` in place (None: ``post`` only).
+        post: applied to the rebuilt ``Dataset`` (options, a final prefetch).
+        warm_epoch: reads a whole epoch before it is timed (a cache fills on its first epoch).
+    """
+
+    code: str
+    change: str
+    snippet: str
+    edit: Callable | None = None
+    post: Callable | None = None
+    warm_epoch: bool = False
+    names: tuple = field(default=())
+
+    def apply(self, ds):
+        """The pipeline with this fix (a new ``Dataset``; ``ds`` is left as it is)."""
+        return apply(ds, [self])
+
+
+def apply(ds, rewrites) -> object:
+    """``ds`` with every rewrite in ``rewrites`` applied, in order: one graph read back once."""
+    rewrites = list(rewrites)
+    out = ds
+    if any(r.edit is not None for r in rewrites):
+        g = graph_def(ds)
+        for r in rewrites:
+            if r.edit is not None:
+                r.edit(g)
+        out = from_graph(g, ds.element_spec)
+    for r in rewrites:
+        if r.post is not None:
+            out = r.post(out)
+    return out
+
+
+def parallel_map(name: str, fn: str) -> Rewrite:
+    """``MapDataset`` ``name`` as a ``ParallelMapDatasetV2`` with autotuned parallelism, order kept."""
+
+    def edit(g):
+        node = _node(g, name)
+        if node.op != "MapDataset":  # already parallel (another rewrite made it so)
+            return
+        controls = [i for i in node.input if i.startswith("^")]
+        data = _dataset_inputs(node)
+        calls = _const(g, "num_parallel_calls", AUTOTUNE, "int64")
+        del node.input[:]
+        node.input.extend([*data, calls, *controls])
+        node.op = "ParallelMapDatasetV2"
+        if "force_synchronous" in node.attr:
+            del node.attr["force_synchronous"]
+        node.attr["deterministic"].s = b"default"
+
+    return Rewrite("serial_map", f"run {fn} in parallel",
+                   f".map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", edit=edit, names=(name,))
+
+
+def parallel_interleave(name: str, fn: str) -> Rewrite:
+    """``InterleaveDataset`` ``name`` as a ``ParallelInterleaveDatasetV4``, order kept."""
+
+    def edit(g):
+        node = _node(g, name)
+        controls = [i for i in node.input if i.startswith("^")]
+        data = _dataset_inputs(node)
+        extra = [_const(g, "buffer_output_elements", AUTOTUNE, "int64"),
+                 _const(g, "prefetch_input_elements", AUTOTUNE, "int64"),
+                 _const(g, "num_parallel_calls", AUTOTUNE, "int64")]
+        del node.input[:]
+        node.input.extend([*data, *extra, *controls])
+        node.op = "ParallelInterleaveDatasetV4"
+        node.attr["deterministic"].s = b"default"
+
+    return Rewrite("serial_interleave", f"read {fn}'s datasets in parallel",
+                   f".interleave({fn}, cycle_length=..., num_parallel_calls=tf.data.AUTOTUNE)",
+                   edit=edit, names=(name,))
+
+
+def insert_cache(after: str, what: str, *, reshuffle: bool = False, count: int | None = None,
+                 code: str = "no_cache") -> Rewrite:
+    """An in-memory ``cache()`` after node ``after``; with ``reshuffle``, a shuffle over the whole
+    cached data (``count`` elements) after it, reshuffled each epoch (an earlier shuffle would
+    otherwise freeze in the cache)."""
+
+    def edit(g):
+        cached = _after(g, after, "CacheDataset", [_const(g, "filename", "", "string")])
+        if reshuffle:
+            _after(g, cached, "ShuffleDataset",
+                   [_const(g, "buffer_size", max(1, count or 1), "int64"), _const(g, "seed", 0, "int64"),
+                    _const(g, "seed2", 0, "int64")], {"reshuffle_each_iteration": True})
+
+    tail = f".shuffle({count})" if reshuffle else ""
+    return Rewrite(code, f"cache after {what}" + (", then shuffle the cached data each epoch" if reshuffle else ""),
+                   f"{what}.cache(){tail}", edit=edit, warm_epoch=True, names=(after,))
+
+
+def move_cache(cache: str, before: str, what: str, code: str) -> Rewrite:
+    """The ``cache()`` node ``cache`` taken out and put back just before node ``before`` (which then
+    runs on every epoch: a random map stays random, a shuffle reshuffles)."""
+
+    def edit(g):
+        _remove(g, cache)
+        target = _dataset_inputs(_node(g, before))[0].split(":")[0]
+        _after(g, target, "CacheDataset", [_const(g, "filename", "", "string")])
+
+    return Rewrite(code, f"cache before {what}", f".cache() before {what}", edit=edit, warm_epoch=True,
+                   names=(cache, before))
+
+
+def final_prefetch() -> Rewrite:
+    """``.prefetch(tf.data.AUTOTUNE)`` at the end."""
+    return Rewrite("no_prefetch", "prefetch at the end", ".prefetch(tf.data.AUTOTUNE)",
+                   post=lambda ds: ds.prefetch(AUTOTUNE))
+
+
+def options_fix(changes: dict[str, bool], text: str) -> Rewrite:
+    """``tf.data.Options`` set on the pipeline: ``changes`` maps dotted option names
+    (``experimental_optimization.map_parallelization``) to values."""
+
+    def post(ds):
+        import tensorflow as tf  # heavy
+
+        o = tf.data.Options()
+        for dotted, value in changes.items():
+            target = o
+            *path, last = dotted.split(".")
+            for part in path:
+                target = getattr(target, part)
+            setattr(target, last, value)
+        return ds.with_options(o)
+
+    lines = "; ".join(f"options.{k} = {v!r}" for k, v in changes.items())
+    return Rewrite("options_off", text, f"options = tf.data.Options(); {lines}; ds = ds.with_options(options)",
+                   post=post)
+
+
+
+
+def map_after_batch(map_name: str, batch_name: str, fn: str) -> Rewrite:
+    """The map ``map_name`` just before batch ``batch_name`` moved after it (run once per batch on
+    the whole batch), made parallel: valid only where it gives the same output, which the trial
+    checks on an epoch."""
+
+    def edit(g):
+        import tensorflow as tf  # heavy
+
+        m, b = _node(g, map_name), _node(g, batch_name)
+        src = _dataset_inputs(m)[0].split(":")[0]
+        src_shapes = _node(g, src).attr["output_shapes"]
+        b_types, b_shapes = copy_attr(b.attr["output_types"]), copy_attr(b.attr["output_shapes"])
+        # batch now reads the map's input; the map reads the batch; what read the batch reads the map.
+        _rewire(g, batch_name, map_name, skip=map_name)
+        b.input[0] = src
+        m.input[0] = batch_name
+        b.attr["output_types"].CopyFrom(_types(_node(g, src)))
+        shapes = b.attr["output_shapes"].list.shape
+        del shapes[:]
+        for s in src_shapes.list.shape:
+            batched = tf.TensorShape([None]).concatenate(tf.TensorShape(s))
+            shapes.add().CopyFrom(batched.as_proto())
+        m.attr["output_types"].CopyFrom(b_types)
+        m.attr["output_shapes"].CopyFrom(b_shapes)
+        if m.op == "MapDataset":
+            edit_parallel = parallel_map(map_name, fn).edit
+            if edit_parallel is not None:
+                edit_parallel(g)
+
+    return Rewrite("map_before_batch", f"batch first, then run {fn} on whole batches",
+                   f".batch(B).map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", edit=edit,
+                   names=(map_name, batch_name))
+
+
+def copy_attr(value):
+    out = type(value)()
+    out.CopyFrom(value)
+    return out

@@ -1,0 +1,168 @@
+"""Trying a fix: does the fixed pipeline yield the same elements, and is it faster, measured interleaved with the original?"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from kit import timing
+
+#: A fix counts as a gain only when every round was faster and the median by at least this much.
+MIN_GAIN = 1.05
+
+
+def _leaves(element) -> list[np.ndarray]:
+    import tensorflow as tf  # heavy: python -m kit --help imports this package
+
+    return [np.asarray(v) for v in tf.nest.flatten(element)]
+
+
+def example_digests(element, *, labels_only: bool = False) -> list[str]:
+    """One digest per example of a batch (its leaves' rows, or only the last leaf's with
+    ``labels_only``); one for the whole element when its leaves do not share a first dimension."""
+    leaves = _leaves(element)
+    if labels_only:  # the labels (the last leaf); with none, only the count of examples
+        leaves = leaves[-1:] if len(leaves) > 1 else [np.zeros(len(leaves[0]) if leaves[0].ndim else 1)]
+    rows = {int(v.shape[0]) if v.ndim else -1 for v in leaves}
+    if len(rows) != 1 or -1 in rows:
+        h = hashlib.blake2b(digest_size=12)
+        for v in leaves:
+            h.update(np.ascontiguousarray(v).tobytes())
+        return [h.hexdigest()]
+    n = next(iter(rows))
+    out = []
+    for i in range(n):
+        h = hashlib.blake2b(digest_size=12)
+        for v in leaves:
+            h.update(np.ascontiguousarray(v[i]).tobytes())
+        out.append(h.hexdigest())
+    return out
+
+
+def epoch_digests(ds, *, labels_only: bool, deadline: float) -> list[str] | None:
+    """The digests of one epoch of ``ds`` in order, or None when it did not end by ``deadline``
+    (``time.perf_counter()``) or does not end (infinite)."""
+    if int(ds.cardinality()) == -1:  # INFINITE
+        return None
+    out: list[str] = []
+    for element in ds:
+        out += example_digests(element, labels_only=labels_only)
+        if time.perf_counter() > deadline:
+            return None
+    return out
+
+
+@dataclass(frozen=True)
+class Check:
+    """Whether a fixed pipeline yields what the original yields.
+
+    Attributes:
+        same: True (checked, the same), False (checked, different) or None (not checked).
+        how: what was compared, or why nothing was.
+    """
+
+    same: bool | None
+    how: str
+
+
+# The original's digests, read once for all the candidates of one diagnosis (keyed by the object).
+_ORIGINAL: dict = {}
+_ORIGINAL_OF: dict = {}
+
+
+def same_elements(original, fixed, *, ordered: bool, random: bool, seconds: float) -> Check:
+    """One epoch of each compared, example by example: the same sequence where the original is
+    deterministic (``ordered``), the same multiset where it shuffles; where it draws random
+    numbers (augmentation), the labels' multiset (the last leaf of each element) and the count."""
+    deadline = time.perf_counter() + seconds
+    key = (id(original), random)
+    a = _ORIGINAL.get(key)
+    if a is None or _ORIGINAL_OF.get(key) is not original:
+        a = epoch_digests(original, labels_only=random, deadline=deadline)
+        if a is not None:
+            _ORIGINAL.clear()
+            _ORIGINAL_OF.clear()
+            _ORIGINAL[key], _ORIGINAL_OF[key] = a, original
+    try:
+        b = epoch_digests(fixed, labels_only=random, deadline=deadline + seconds) if a is not None else None
+    except Exception as e:  # noqa: BLE001  (TensorFlow's many error types: the fix does not run here)
+        return Check(False, f"the fixed pipeline fails: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
+    if a is None or b is None:
+        return Check(None, f"not checked: an epoch did not end within {seconds:.0f} s (or never ends)")
+    what = "labels and count (the pipeline draws random numbers)" if random else "examples"
+    if ordered and not random:
+        same = a == b
+        return Check(same, f"{len(a):,} {what} in the same order" if same else
+                     f"the {what} differ or come in another order ({len(a):,} against {len(b):,})")
+    same = Counter(a) == Counter(b)
+    return Check(same, f"the same {len(a):,} {what} per epoch (as a multiset)" if same else
+                 f"the {what} differ ({len(a):,} against {len(b):,} per epoch)")
+
+
+def _rate(ds, seconds: float) -> float:
+    """Examples/s of ``ds`` read for ``seconds`` (epoch after epoch), the first batch left out."""
+    sizes: list[int] = []
+
+    def batches():
+        while True:
+            empty = True
+            for b in ds:
+                empty = False
+                sizes.append(timing.batch_size_of(b))
+                yield b
+            if empty:
+                return
+
+    m = timing.measure(batches(), warmup=1, max_seconds=seconds)
+    return m.examples_per_s
+
+
+def warm(ds, seconds: float) -> bool:
+    """Reads one epoch of ``ds`` (a cache fills); False when it did not end within ``seconds``."""
+    deadline = time.perf_counter() + seconds
+    for _ in ds:
+        if time.perf_counter() > deadline:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Gain:
+    """A fix's measured gain over the original, interleaved rounds.
+
+    Attributes:
+        median: the median of the rounds' ratios (fixed over original in the same round).
+        low, high: the slowest and fastest round's ratio.
+        rounds: how many rounds.
+    """
+
+    median: float
+    low: float
+    high: float
+    rounds: int
+
+    @property
+    def real(self) -> bool:
+        """A gain beyond the noise: every round faster and the median at least ``MIN_GAIN``."""
+        return self.low > 1.0 and self.median >= MIN_GAIN
+
+    def text(self) -> str:
+        return f"{self.median:,.2f}x (rounds {self.low:,.2f}-{self.high:,.2f}x, {self.rounds} rounds)"
+
+
+def ab(original, fixed, *, seconds: float, rounds: int = 3, rate=_rate) -> Gain:
+    """The fixed pipeline against the original, A, B, A, B ... over ``rounds`` rounds of
+    ``seconds`` each side; ``rate(source, seconds)`` measures one side."""
+    ratios = []
+    for _ in range(rounds):
+        a = rate(original, seconds)
+        b = rate(fixed, seconds)
+        ratios.append(b / a if a > 0 else math.nan)
+    ratios = [r for r in ratios if math.isfinite(r)] or [math.nan]
+    return Gain(statistics.median(ratios), min(ratios), max(ratios), len(ratios))
