@@ -415,3 +415,44 @@ def test_cli_is_a_real_command(tmp_path):
                        env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     assert r.returncode == 2
     assert r.stderr.strip().splitlines()[-1].startswith("kit: error: source 'broken_module:dataset'")
+
+
+APPLY = """
+import time
+
+import numpy as np
+
+
+def make():
+    import tensorflow as tf
+
+    def decode(x):
+        def slow(a):
+            time.sleep(0.001)
+            return a * 2.0
+        return tf.ensure_shape(tf.numpy_function(slow, [x], tf.float32), [16])
+
+    x = np.arange(256 * 16, dtype=np.float32).reshape(256, 16)
+    return tf.data.Dataset.from_tensor_slices(x).map(decode).batch(32)
+"""
+
+
+@pytest.mark.slow
+def test_cli_apply_writes_a_module_returning_the_fixed_pipeline(tmp_path, monkeypatch, capsys):
+    (tmp_path / "applyme.py").write_text(APPLY)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    rc, out, err = _run(capsys, "applyme:make", "--max-seconds", "6", "--apply", "--out", str(tmp_path / "fixed.py"))
+    assert rc == 0, err
+    assert "wrote " in out and (tmp_path / "fixed.py").is_file()
+    text = (tmp_path / "fixed.py").read_text()
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in text or ".cache()" in text, text
+    import importlib
+
+    fixed = importlib.import_module("fixed").make_dataset()
+    original = importlib.import_module("applyme").make()
+    a = np.concatenate(list(original.as_numpy_iterator()))
+    b = np.concatenate(list(fixed.as_numpy_iterator()))
+    assert sorted(map(tuple, a)) == sorted(map(tuple, b))
+    rc, out, err = _run(capsys, "applyme:make", "--apply")
+    assert rc == 2 and "--apply and --out FILE go together" in err

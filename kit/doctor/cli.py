@@ -90,6 +90,11 @@ def register(sub) -> None:
                         "says what it skipped to do so")
     p.add_argument("--trace-dir", type=Path, default=None, help="record a profiler trace there")
     p.add_argument("--json", default=None, help="write the diagnosis as JSON to FILE (- for stdout)")
+    p.add_argument("--apply", action="store_true",
+                   help="with --out: write the fixed pipeline (every measured fix applied) as a module")
+    p.add_argument("--out", type=Path, default=None,
+                   help="with --apply: the .py file to write; its make_dataset() returns the fixed pipeline "
+                        "and its comments list the changes to make in your code")
     p.add_argument("--debug", action="store_true",
                    help="on an error, show the full traceback (yours and the kit's) instead of one line")
     p.set_defaults(func=_command)
@@ -108,6 +113,10 @@ def _command(args) -> int:
         raise ValueError("give either MODULE:FUNCTION or --index CSV (one of them)")
     if args.variant is not None and args.index is None:
         raise ValueError("--variant goes with --index")
+    if args.apply != (args.out is not None):
+        raise ValueError("--apply and --out FILE go together")
+    if args.apply and args.target is None:
+        raise ValueError("--apply needs MODULE:FUNCTION (a kit loader is fixed by choosing another variant)")
     if args.index is not None:
         source, name = _kit_loader(args.index, args.variant, args.batch_size), f"loader of {args.index}"
     else:
@@ -125,6 +134,8 @@ def _command(args) -> int:
     except Exception as e:  # noqa: BLE001  (whatever the pipeline raises while it is read, name it)
         raise ValueError(reading_error(e, name)) from e
     print(d)
+    if args.apply:
+        print(write_fixed(d, args.target, args.out))
     if args.json is not None:
         text = json.dumps(d.as_dict(), indent=1, default=float)
         if args.json == "-":
@@ -132,3 +143,24 @@ def _command(args) -> int:
         else:
             Path(args.json).write_text(text + "\n")
     return 0
+
+
+def write_fixed(d, target: str, out: Path) -> str:
+    """Writes ``out``: a module whose ``make_dataset()`` returns ``target``'s pipeline with the
+    diagnosis's measured fixes applied, the changes to make in the user's code as comments.
+    Returns what it did, in a line."""
+    if not d.changes:
+        return f"nothing to apply: no fix gained on {target} (nothing written to {out})"
+    module, _, attr = target.partition(":")
+    lines = [f'"""Written by `python -m kit doctor {target} --apply --out {out}`: your pipeline with the',
+             'fixes the doctor measured. Train on make_dataset(), or better, make these changes in your code:', ""]
+    lines += [f"* {r.change}: ``{r.snippet}``" for r in d.changes]
+    lines += ['"""', "", "from kit.doctor import rewrite", f"from {module} import {attr.split('.')[0]} as _original",
+              "", f"CHANGES = {[r.spec for r in d.changes]!r}", "", "",
+              "def make_dataset():", f'    """{target} with CHANGES applied (the same rewrites the doctor measured)."""',
+              f"    source = _original{''.join('.' + p for p in attr.split('.')[1:])}",
+              "    return rewrite.apply_specs(source() if callable(source) else source, CHANGES)", ""]
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text("\n".join(lines))
+    tmp.replace(out)
+    return f"wrote {out}: make_dataset() returns the fixed pipeline ({len(d.changes)} change(s))"

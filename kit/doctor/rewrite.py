@@ -173,6 +173,8 @@ class Rewrite:
         edit: changes a ``GraphDef`` in place (None: ``post`` only).
         post: applied to the rebuilt ``Dataset`` (options, a final prefetch).
         warm_epoch: reads a whole epoch before it is timed (a cache fills on its first epoch).
+        names: the graph nodes it changes.
+        spec: ``(factory, *args)``, which ``from_spec`` builds it again from (``--apply --out``).
     """
 
     code: str
@@ -182,6 +184,7 @@ class Rewrite:
     post: Callable | None = None
     warm_epoch: bool = False
     names: tuple = field(default=())
+    spec: tuple = field(default=())
 
     def apply(self, ds):
         """The pipeline with this fix (a new ``Dataset``; ``ds`` is left as it is)."""
@@ -222,7 +225,8 @@ def parallel_map(name: str, fn: str) -> Rewrite:
         node.attr["deterministic"].s = b"default"
 
     return Rewrite("serial_map", f"run {fn} in parallel",
-                   f".map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", edit=edit, names=(name,))
+                   f".map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", edit=edit, names=(name,),
+                   spec=("parallel_map", name, fn))
 
 
 def parallel_interleave(name: str, fn: str) -> Rewrite:
@@ -242,7 +246,7 @@ def parallel_interleave(name: str, fn: str) -> Rewrite:
 
     return Rewrite("serial_interleave", f"read {fn}'s datasets in parallel",
                    f".interleave({fn}, cycle_length=..., num_parallel_calls=tf.data.AUTOTUNE)",
-                   edit=edit, names=(name,))
+                   edit=edit, names=(name,), spec=("parallel_interleave", name, fn))
 
 
 def insert_cache(after: str, what: str, *, reshuffle: bool = False, count: int | None = None,
@@ -260,7 +264,8 @@ def insert_cache(after: str, what: str, *, reshuffle: bool = False, count: int |
 
     tail = f".shuffle({count})" if reshuffle else ""
     return Rewrite(code, f"cache after {what}" + (", then shuffle the cached data each epoch" if reshuffle else ""),
-                   f"{what}.cache(){tail}", edit=edit, warm_epoch=True, names=(after,))
+                   f"{what}.cache(){tail}", edit=edit, warm_epoch=True, names=(after,),
+                   spec=("insert_cache", after, what, reshuffle, count, code))
 
 
 def move_cache(cache: str, before: str, what: str, code: str) -> Rewrite:
@@ -273,13 +278,13 @@ def move_cache(cache: str, before: str, what: str, code: str) -> Rewrite:
         _after(g, target, "CacheDataset", [_const(g, "filename", "", "string")])
 
     return Rewrite(code, f"cache before {what}", f".cache() before {what}", edit=edit, warm_epoch=True,
-                   names=(cache, before))
+                   names=(cache, before), spec=("move_cache", cache, before, what, code))
 
 
 def final_prefetch() -> Rewrite:
     """``.prefetch(tf.data.AUTOTUNE)`` at the end."""
     return Rewrite("no_prefetch", "prefetch at the end", ".prefetch(tf.data.AUTOTUNE)",
-                   post=lambda ds: ds.prefetch(AUTOTUNE))
+                   post=lambda ds: ds.prefetch(AUTOTUNE), spec=("final_prefetch",))
 
 
 def options_fix(changes: dict[str, bool], text: str) -> Rewrite:
@@ -300,7 +305,7 @@ def options_fix(changes: dict[str, bool], text: str) -> Rewrite:
 
     lines = "; ".join(f"options.{k} = {v!r}" for k, v in changes.items())
     return Rewrite("options_off", text, f"options = tf.data.Options(); {lines}; ds = ds.with_options(options)",
-                   post=post)
+                   post=post, spec=("options_fix", changes, text))
 
 
 
@@ -336,10 +341,29 @@ def map_after_batch(map_name: str, batch_name: str, fn: str) -> Rewrite:
 
     return Rewrite("map_before_batch", f"batch first, then run {fn} on whole batches",
                    f".batch(B).map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", edit=edit,
-                   names=(map_name, batch_name))
+                   names=(map_name, batch_name), spec=("map_after_batch", map_name, batch_name, fn))
 
 
 def copy_attr(value):
     out = type(value)()
     out.CopyFrom(value)
     return out
+
+
+_FACTORIES: dict[str, Callable[..., Rewrite]] = {"parallel_map": parallel_map, "parallel_interleave": parallel_interleave,
+              "insert_cache": insert_cache, "move_cache": move_cache, "map_after_batch": map_after_batch,
+              "final_prefetch": final_prefetch, "options_fix": options_fix}
+
+
+def from_spec(spec) -> Rewrite:
+    """The rewrite a ``Rewrite.spec`` names (node names hold for a pipeline built the same way)."""
+    factory, *args = spec
+    if factory == "insert_cache":
+        after, what, reshuffle, count, code = args
+        return insert_cache(after, what, reshuffle=reshuffle, count=count, code=code)
+    return _FACTORIES[factory](*args)
+
+
+def apply_specs(ds, specs) -> object:
+    """``ds`` with the rewrites ``specs`` name applied (what ``--apply --out`` writes calls)."""
+    return apply(ds, [from_spec(s) for s in specs])
