@@ -257,6 +257,29 @@ def test_frozen_backbone_recomputed_and_compute_bound():
 
 
 @pytest.mark.slow
+def test_augmentation_ahead_of_a_frozen_backbone_is_not_a_feature_cache():
+    """Random augmentation before the frozen layers: their output changes every epoch, so the
+    feature-cache finding becomes augment_before_frozen_backbone; without it, the plain one."""
+    import tensorflow as tf
+
+    def augment(x, y):
+        return x + tf.random.uniform([16]) * 0.01, y
+
+    base = tf.data.Dataset.from_tensor_slices((X, Y))
+    d = doctor.diagnose(base.map(augment).batch(B), _model(frozen_width=512), max_seconds=4)
+    assert "augment_before_frozen_backbone" in d.codes and "frozen_backbone_recomputed" not in d.codes, str(d)
+    row = d.findings.set_index("code").loc["augment_before_frozen_backbone"]
+    assert row["status"] == "predicted" and "random augmentation" in row["evidence"]
+    d = doctor.diagnose(base.batch(B), _model(frozen_width=512), max_seconds=4)
+    assert "frozen_backbone_recomputed" in d.codes and "augment_before_frozen_backbone" not in d.codes, str(d)
+
+
+def test_a_small_budget_says_what_it_skipped():
+    d = doctor.diagnose(no_cache(False), max_seconds=0.3)
+    assert d.skipped and "skipped to keep to the time budget: " in str(d), str(d)
+
+
+@pytest.mark.slow
 def test_the_kits_own_story_gets_the_lessons_of_notebooks_01_to_07(spec_index):
     """The user's generator and transfer model: the feature cache first (07), then reading (01-03)."""
     from kit import spectrogram
