@@ -196,6 +196,30 @@ def test_pydataset_single_worker():
     assert "pydataset_single_worker" not in doctor.diagnose(_pydataset(2), max_seconds=SECONDS).codes
 
 
+def _waiting_pydataset():
+    import keras
+
+    class OnANetworkDisk(keras.utils.PyDataset):
+        def __len__(self):
+            return 16
+
+        def __getitem__(self, i):
+            time.sleep(0.01)  # a file on a network disk: the thread waits, the CPU idles
+            return X[i * B:(i + 1) * B], Y[i * B:(i + 1) * B]
+
+    return OnANetworkDisk()
+
+
+@pytest.mark.slow
+def test_pydataset_waiting_on_files_gets_threads_measured_end_to_end():
+    d = doctor.diagnose(_waiting_pydataset(), _model(), max_seconds=8)
+    row = d.findings.set_index("code").loc["pydataset_single_worker"]
+    assert row["status"] == "measured" and row["expected_gain"] > 1.05, str(d)
+    assert "use_multiprocessing=False" in row["fix"] and d.top == "pydataset_single_worker"
+    assert d.fixed is not None and d.fixed.workers > 1 and _waiting_pydataset().workers == 1
+    assert [t["code"] for t in d.tried] == ["pydataset_single_worker"]
+
+
 # --------------------------------------------------------------------------- with a model
 
 

@@ -24,7 +24,7 @@ from kit.doctor.measure import (
     record_trace,
 )
 from kit.doctor.report import Diagnosis
-from kit.doctor.sources import check_source, first_batch, is_dataset, nbytes, one_line
+from kit.doctor.sources import check_source, first_batch, is_dataset, is_pydataset, nbytes, one_line
 
 #: Shares of the budget: the loader alone, the fits (ceiling and real), the frozen head; the rest
 #: goes to the fixes (checks, the loader A/B, then the end-to-end A/B of the ones that gained).
@@ -127,19 +127,25 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     amplification, more = rules.read_amplification(loader, example_bytes, m)
     if amplification is not None:
         rates["read_amplification"] = amplification
-    found += more + rules.pydataset_workers(source, m) + rules.python_source(graph, m)
-    tried: list[Tried] = []
-    fixed, changes = None, []
+    found += more + rules.python_source(graph, m)
+    cands: list[Candidate] = []
     if graph is not None:
         found += small_shuffle(graph, source)
         examples = dataset_examples(source, graph)
         cands = candidates(graph, source, examples=examples, example_bytes=example_bytes)
-        tried = _try_all(cands, source, copy, m, budget)
-        found += [f for t in tried if (f := _finding(t, m)) is not None]
-        fixed, changes, fixed_gain = _best(tried, source, copy, budget)
-        if fixed_gain is not None:
-            rates["fixed_fit_gain" if copy is not None else "fixed_loader_gain"] = fixed_gain.median
         rates["random_ops"] = len(random_nodes(graph))
+    if is_pydataset(source) and (getattr(source, "workers", 1) or 1) <= 1:
+        cands.append(Candidate(rw.pydataset_workers(rules.IO_WORKERS if m.io_wait else max(2, n_cores)),
+                               f"workers={getattr(source, 'workers', 1)}: one thread reads every batch while "
+                               f"the loader alone keeps {m.cores_busy:.2f} cores busy", ordered=True, random=False))
+    tried = _try_all(cands, source, copy, m, budget)
+    found += [f for t in tried if (f := _finding(t, m)) is not None]
+    if not any(f.code == "pydataset_single_worker" and f.status == "measured" for f in found):
+        # Threads measured no gain (or were not tried): processes predicted, as far as the cores allow.
+        found = [f for f in found if f.code != "pydataset_single_worker"] + rules.pydataset_workers(source, m)
+    fixed, changes, fixed_gain = _best(tried, source, copy, budget)
+    if fixed_gain is not None:
+        rates["fixed_fit_gain" if copy is not None else "fixed_loader_gain"] = fixed_gain.median
     if trace_dir is not None:
         trace_dir = str(record_trace(copy, source, trace_dir))
     return Diagnosis(verdict=verdict, summary=summary, rates=rates, findings=table(found),
@@ -200,6 +206,8 @@ def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget) 
                                   f"the end-to-end A/B of {t.candidate.rewrite.change}", least=0.2)
             if seconds:
                 t.fit = trial.ab(source, t.dataset, seconds=seconds, rounds=TRIAL_ROUNDS - 1, rate=rate)
+                if not t.fit.real and not t.candidate.correctness:
+                    t.outcome = "the loader gained, the fit did not"
     return tried
 
 

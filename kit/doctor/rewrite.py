@@ -350,7 +350,23 @@ def copy_attr(value):
     return out
 
 
-_FACTORIES: dict[str, Callable[..., Rewrite]] = {"parallel_map": parallel_map, "parallel_interleave": parallel_interleave,
+def pydataset_workers(workers: int) -> Rewrite:
+    """A ``keras.utils.PyDataset`` read by ``workers`` threads (a shallow copy with its workers set;
+    Keras's adapter keeps the batches in order)."""
+
+    def post(ds):
+        import copy
+
+        out = copy.copy(ds)
+        out._workers, out._use_multiprocessing = workers, False  # PyDataset.__init__'s own attributes
+        return out
+
+    return Rewrite("pydataset_single_worker", f"read with {workers} worker threads",
+                   f"super().__init__(workers={workers}, use_multiprocessing=False) in your PyDataset",
+                   post=post, spec=("pydataset_workers", workers))
+
+
+_FACTORIES: dict[str, Callable[..., Rewrite]] = {"pydataset_workers": pydataset_workers, "parallel_map": parallel_map, "parallel_interleave": parallel_interleave,
               "insert_cache": insert_cache, "move_cache": move_cache, "map_after_batch": map_after_batch,
               "final_prefetch": final_prefetch, "options_fix": options_fix}
 

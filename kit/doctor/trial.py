@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kit import timing
+from kit.batches import iterate
 
 #: A fix counts as a gain only when every round was faster and the median by at least this much.
 MIN_GAIN = 1.05
@@ -48,10 +49,10 @@ def example_digests(element, *, labels_only: bool = False) -> list[str]:
 def epoch_digests(ds, *, labels_only: bool, deadline: float) -> list[str] | None:
     """The digests of one epoch of ``ds`` in order, or None when it did not end by ``deadline``
     (``time.perf_counter()``) or does not end (infinite)."""
-    if int(ds.cardinality()) == -1:  # INFINITE
+    if hasattr(ds, "cardinality") and int(ds.cardinality()) == -1:  # INFINITE
         return None
     out: list[str] = []
-    for element in ds:
+    for element in iterate(ds):
         out += example_digests(element, labels_only=labels_only)
         if time.perf_counter() > deadline:
             return None
@@ -112,7 +113,7 @@ def _rate(ds, seconds: float) -> float:
     def batches():
         while True:
             empty = True
-            for b in ds:
+            for b in iterate(ds):
                 empty = False
                 sizes.append(timing.batch_size_of(b))
                 yield b
@@ -126,7 +127,7 @@ def _rate(ds, seconds: float) -> float:
 def warm(ds, seconds: float) -> bool:
     """Reads one epoch of ``ds`` (a cache fills); False when it did not end within ``seconds``."""
     deadline = time.perf_counter() + seconds
-    for _ in ds:
+    for _ in iterate(ds):
         if time.perf_counter() > deadline:
             return False
     return True
