@@ -42,7 +42,8 @@ def _sleepy(x):
     return tf.ensure_shape(tf.numpy_function(slow, [x], tf.float32), [16])
 
 
-def python_in_pipeline(fixed):
+def serial_map(fixed):
+    """A Python map left serial (TensorFlow parallelises only stateless maps): num_parallel_calls."""
     import tensorflow as tf
 
     ds = tf.data.Dataset.from_tensor_slices(X[:256])
@@ -91,7 +92,7 @@ def small_shuffle_buffer(fixed):
 
 #: The planted defects whose fix the doctor applies and measures: found with a measured gain (or as a
 #: correctness finding), the top one; gone from the fixed twin.
-TFDATA = [python_in_pipeline, no_cache, random_before_cache, shuffle_before_cache]
+TFDATA = [serial_map, no_cache, random_before_cache, shuffle_before_cache]
 
 
 @pytest.mark.slow
@@ -262,7 +263,9 @@ def test_input_bound_then_not_when_the_loader_is_fast():
         slow.rates["ceiling_examples_per_s"] / slow.rates["fit_examples_per_s"])
     assert 0 < slow.rates["model_cores"] and "headroom" in slow.summary and "waited" in slow.summary
     assert "compute_bound" not in slow.codes
-    fast = doctor.diagnose(_memory_dataset(), _model(), max_seconds=2)
+    # in memory, cached and prefetched, for a model with some compute per step (a 16-wide one is all
+    # overhead: on 2 shared cores even an in-memory iterator shows as headroom beside it)
+    fast = doctor.diagnose(_memory_dataset(), _model(frozen_width=512, trainable_prefix=True), max_seconds=3)
     assert "input_bound" not in fast.codes, str(fast)
 
 
@@ -312,7 +315,7 @@ def test_the_kits_own_story_gets_the_lessons_of_notebooks_01_to_07(spec_index):
     backbone = audio.backbone(alpha=0.125)
     model = audio.compile_classifier(audio.transfer_model(
         backbone, audio.head(len(spec_index.classes), embedding_dim=backbone.output_shape[-1])))
-    d = doctor.diagnose(spectrogram.make_loader("generator", spec_index, batch_size=16), model, max_seconds=3)
+    d = doctor.diagnose(spectrogram.make_loader("generator", spec_index, batch_size=16), model, max_seconds=10)
     assert d.top == "frozen_backbone_recomputed", str(d)
     assert {"read_amplification", "python_in_pipeline"} <= set(d.codes), str(d)
 

@@ -106,6 +106,6 @@ def test_candidates_name_the_users_functions():
 
     ds = tf.data.Dataset.from_tensor_slices(X).map(decode).batch(B)
     (c,) = [c for c in candidates(pipeline_graph(ds), ds, examples=None, example_bytes=0) if c.code ==
-            "python_in_pipeline"]
+            "serial_map"]
     assert c.rewrite.snippet == ".map(decode, num_parallel_calls=tf.data.AUTOTUNE)"
     assert "calls Python" in c.evidence

@@ -8,7 +8,6 @@ map (which TF parallelises by itself) or a missing final prefetch (which TF inje
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -111,8 +110,6 @@ def candidates(graph: dict, ds, *, examples: int | None, example_bytes: float) -
             r = rw.parallel_map(n.name, name)
             why = ("calls Python" if python else "draws random numbers" if n.name in randoms
                    else "map_parallelization is off in its options")
-            if python:
-                r = dataclasses.replace(r, code="python_in_pipeline")
             add(r, f".map({name}) runs serially: it {why}, so TensorFlow does not parallelise it")
         elif n.op == "InterleaveDataset":
             add(rw.parallel_interleave(n.name, name), f".interleave({name}) without num_parallel_calls "

@@ -253,8 +253,11 @@ def _finding(t: Tried, m: Measured) -> Finding | None:
         basis = (f"measured: the fit on the fixed pipeline over the original, interleaved, "
                  f"{t.fit.text()}; the loader alone {loader.text() if loader else 'not measured'}")
     elif loader is not None:
-        gain, low, high = m.cap(loader.median), m.cap(loader.low), m.cap(loader.high)
-        basis = m.cap.explain(f"measured on the loader alone, interleaved with the original, {loader.text()}")
+        gain, low, high = m.end_to_end(loader.median), m.end_to_end(loader.low), m.end_to_end(loader.high)
+        basis = f"measured on the loader alone, interleaved with the original, {loader.text()}"
+        if m.ceiling_rate:
+            basis += ("; the fit not timed: it follows the slower of loader and compute ceiling "
+                      f"({m.ceiling_rate:,.1f}/s), at most the headroom {m.headroom:,.2f}x")
     else:
         gain = low = high = math.nan
         basis = t.outcome

@@ -227,6 +227,15 @@ class Measured:
         it kept under half a core busy."""
         return self.cores_busy < 0.5
 
+    def end_to_end(self, loader_gain: float) -> float:
+        """What a loader ``loader_gain`` times faster gives the fit, where the fit was not timed:
+        the fit follows the slower of loader and compute ceiling, ``min(C, L g) / min(C, L)``, and
+        never beyond the headroom (without a model: the loader's gain)."""
+        L, C = self.loader_rate, self.ceiling_rate
+        if not C or not L or not math.isfinite(loader_gain):
+            return loader_gain
+        return min(self.headroom, min(C, L * loader_gain) / min(C, L))
+
     def free_cores(self) -> float:
         """Cores left for more loader work while the model trains: this process's cores less the
         model step's own and the loader's (at least none)."""

@@ -112,8 +112,8 @@ def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: s
     if augmented:
         evidence += f", behind random augmentation ({augmented})"
     if head_rate is None:
-        return Finding(code, evidence, math.nan,
-                       f"not measured: the model does not split into frozen part + head ({why})", status="predicted")
+        reason = why if why.startswith("skipped") else f"the model does not split into frozen part + head ({why})"
+        return Finding(code, evidence, math.nan, f"not measured: {reason}", status="predicted")
     gain = head_rate / fits["fit_examples_per_s"]
     caveat = (" once the augmentation is dropped or moved after the backbone (cached features are fixed)"
               if augmented else "")

@@ -1,0 +1,289 @@
+"""Scores the pipeline doctor on a corpus of foreign pipelines (tests/doctor_corpus/, issue 30 item 6).
+
+For each case: makes its data, measures the ground truth (``model.fit`` rates of the slow pipeline, of
+each fixed twin and of the model on one batch replayed from memory, interleaved over rounds with
+``kit.doctor.compare_fits``), then runs ``kit.doctor.diagnose`` on the slow pipeline and on the all-fixed
+twin, and scores: the verdict; the precision and recall of the top three findings that are causes (not
+the symptom, status not "no gain"; a case's ``TOLERATED`` codes are skipped, neither right nor wrong);
+each planted speed code's predicted over measured end-to-end gain; the findings left on the fixed twin
+(false alarms). A doctor crash is a scored failure, recorded with the error's line.
+
+    .venv/bin/python scripts/doctor_corpus.py [--only NAME] [--rounds 3] [--max-seconds S]
+        [--fit-seconds S] [--out results/doctor_corpus] [--data FOLDER]
+
+Writes OUT.json and OUT.md. The true verdict: input-bound when fixing the planted input codes gives
+>= 1.3x the slow fit (or, with none planted, the replayed batch does); compute-bound when the input fix
+gives < 1.1x (or there is none) and the case says so or the replayed batch gives < 1.1x; else balanced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import doctor_corpus as dc  # noqa: E402
+
+INPUT_BOUND = 1.3  # the all-fixed twin at least this much faster: the slow fit waited on input
+COMPUTE_BOUND = 1.1  # below this, fixing the input changes nothing worth the name
+TOP = 3
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--only", action="append", choices=dc.CASES, help="a case to run (repeatable); all by default")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the ground-truth fits")
+    p.add_argument("--max-seconds", type=float, default=8.0, help="the doctor's budget per diagnosis")
+    p.add_argument("--fit-seconds", type=float, default=2.0,
+                   help="ground truth: seconds of fitting per variant, over all rounds")
+    p.add_argument("--out", default=str(ROOT / "results" / "doctor_corpus"), help="OUT.json and OUT.md")
+    p.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "kit-doctor-corpus"),
+                   help="where the cases' generated data goes (kept: make_data is idempotent)")
+    a = p.parse_args(argv)
+    if a.rounds < 1:
+        p.error(f"--rounds must be positive, got {a.rounds}")
+    if a.max_seconds <= 0 or a.fit_seconds <= 0:
+        p.error("--max-seconds and --fit-seconds must be positive")
+    return a
+
+
+def one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
+
+
+def finite(x) -> float | None:
+    """``x`` as a float, None where it is NaN or missing (JSON has no NaN)."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+# --------------------------------------------------------------------------- ground truth
+
+
+def ground_truth(case, folder, *, rounds: int, seconds: float) -> dict:
+    """The measured gain of each planted speed code's fix, of all input fixes together, and of the
+    model on one batch replayed from memory, each against the slow fit (interleaved)."""
+    from kit import doctor
+    from kit.doctor.sources import first_batch
+
+    slow_model = case.model()
+    runs = {"slow": (case.slow(folder), slow_model)}
+    measured = dc.measured_codes(case)
+    for code in measured:
+        runs[code] = dc.fixed_pair(case, folder, code)
+    input_codes = [c for c in measured if c not in dc.MODEL_FIXES]
+    if len(measured) > 1:
+        runs["all"] = dc.fixed_pair(case, folder)
+    batch, _ = first_batch(case.slow(folder), case.NAME)
+    runs["replayed"] = ([batch] * 64, slow_model)  # the compute ceiling: the step never waits
+    df = doctor.compare_fits(runs, baseline="slow", max_seconds=seconds * len(runs), rounds=rounds)
+    ratio = {r.variant: (r.x_slow, r.x_slow_min, r.x_slow_max) for r in df.itertuples(index=False)}
+    gains = {c: finite(ratio[c][0]) for c in measured}
+    spread = {c: [finite(ratio[c][1]), finite(ratio[c][2])] for c in measured}
+    if input_codes and not (set(measured) & set(dc.MODEL_FIXES)):
+        x_input = ratio["all" if "all" in ratio else input_codes[0]][0]
+    elif input_codes:  # the all-fixed twin changes the model too: the best single input fix
+        x_input = max(ratio[c][0] for c in input_codes)
+    else:
+        x_input = math.nan
+    x_replayed = ratio["replayed"][0]
+    if x_input >= INPUT_BOUND or (not input_codes and x_replayed >= INPUT_BOUND
+                                  and case.VERDICT != "compute-bound"):
+        verdict = "input-bound"
+    elif (not input_codes or x_input < COMPUTE_BOUND) and (case.VERDICT == "compute-bound"
+                                                           or x_replayed < COMPUTE_BOUND):
+        verdict = "compute-bound"
+    else:
+        verdict = "balanced"
+    return {"measured_gain": gains, "measured_spread": spread, "x_input_fixed": finite(x_input),
+            "x_all_fixed": finite(ratio["all"][0]) if "all" in ratio else (gains[measured[0]] if measured else None),
+            "x_replayed": finite(x_replayed), "true_verdict": verdict,
+            "rates": {r.variant: finite(r.examples_per_s) for r in df.itertuples(index=False)}}
+
+
+# --------------------------------------------------------------------------- the doctor's answer
+
+
+def findings(diagnosis) -> list[dict]:
+    """The doctor's findings table as rows, ranked, with ``kind`` and ``status`` where it has none."""
+    df = diagnosis.findings
+    rows = []
+    for r in df.to_dict(orient="records"):
+        code = r.get("code")
+        rows.append({"code": code, "kind": r.get("kind") or dc.kind(code),
+                     "status": r.get("status") or "measured", "expected_gain": finite(r.get("expected_gain"))})
+    return rows
+
+
+def causes(rows, case) -> list[dict]:
+    """The findings that count for precision: not a symptom, not "no gain", not tolerated by the case."""
+    tolerated = getattr(case, "TOLERATED", ())
+    return [r for r in rows if r["kind"] != "symptom" and r["status"] != "no gain" and r["code"] not in tolerated]
+
+
+def score(case, truth: dict, rows: list[dict]) -> dict:
+    top = causes(rows, case)[:TOP]
+    codes = [r["code"] for r in top]
+    right = [c in case.PLANTED for c in codes]
+    planted = set(case.PLANTED)
+    found = {r["code"]: r for r in rows if r["status"] != "no gain"}
+    gain_ratio = {}
+    for code, measured in truth.get("measured_gain", {}).items():
+        predicted = found.get(code, {}).get("expected_gain")
+        if predicted is not None and measured:
+            gain_ratio[code] = predicted / measured
+    return {"top": codes, "top_right": right,
+            "precision": sum(right) / len(codes) if codes else None,
+            "recall": len(planted & set(codes)) / len(planted) if planted else None,
+            "predicted_gain": {c: found[c]["expected_gain"] for c in truth.get("measured_gain", {}) if c in found},
+            "gain_ratio": gain_ratio,
+            "gain_error": {c: math.exp(abs(math.log(r))) for c, r in gain_ratio.items() if r > 0}}
+
+
+def run_case(name: str, args) -> dict:
+    from kit import doctor
+
+    case = dc.load(name)
+    row: dict = {"case": name, "source": case.SOURCE, "planted": list(case.PLANTED),
+                 "tolerated": list(getattr(case, "TOLERATED", ())), "declared_verdict": case.VERDICT,
+                 "error": None, "fixed_error": None}
+    folder = Path(args.data)
+    t0 = time.perf_counter()
+    try:
+        case.make_data(folder)
+        row.update(ground_truth(case, folder, rounds=args.rounds, seconds=args.fit_seconds))
+    except Exception as e:  # noqa: BLE001  (a broken case is recorded, the run goes on)
+        row.update(true_verdict=None, measured_gain={}, ground_truth_error=one_line(e))
+    try:
+        d = doctor.diagnose(case.slow(folder), case.model(), max_seconds=args.max_seconds, name=name)
+        rows = findings(d)
+        row.update(doctor_verdict=d.verdict, summary=d.summary, findings=rows)
+    except Exception as e:  # noqa: BLE001  (a doctor crash is a scored failure)
+        rows = []
+        row.update(doctor_verdict=None, summary=None, findings=[], error=one_line(e))
+    row.update(score(case, row, rows))
+    if row["error"]:
+        row.update(precision=0.0, recall=0.0 if case.PLANTED else None)
+    row["verdict_right"] = row["doctor_verdict"] is not None and row["doctor_verdict"] == row["true_verdict"]
+    try:
+        source, model = dc.fixed_pair(case, folder)
+        d = doctor.diagnose(source, model, max_seconds=args.max_seconds, name=f"{name} (fixed)")
+        left = causes(findings(d), case)
+        row.update(fixed_verdict=d.verdict, fixed_findings=[r["code"] for r in left])
+    except Exception as e:  # noqa: BLE001
+        row.update(fixed_verdict=None, fixed_findings=[], fixed_error=one_line(e))
+    row["seconds"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
+# --------------------------------------------------------------------------- totals and the report
+
+
+def totals(cases: list[dict]) -> dict:
+    reported = sum(len(c["top"]) for c in cases)
+    right = sum(sum(c["top_right"]) for c in cases)
+    planted = sum(len(c["planted"]) for c in cases)
+    found = sum(len(set(c["planted"]) & set(c["top"])) for c in cases)
+    errors = [e for c in cases for e in c["gain_error"].values()]
+    measured = [c for c in cases if c.get("true_verdict")]
+    return {"cases": len(cases), "verdicts_right": sum(c["verdict_right"] for c in cases),
+            "doctor_crashes": sum(bool(c["error"]) for c in cases),
+            "precision": right / reported if reported else None, "findings_in_top": reported,
+            "recall": found / planted if planted else None, "planted": planted,
+            "gain_error_median": statistics.median(errors) if errors else None, "gains_compared": len(errors),
+            "fixed_false_alarms": sum(len(c["fixed_findings"]) for c in cases),
+            "declared_verdicts_confirmed": sum(c["true_verdict"] == c["declared_verdict"] for c in measured)}
+
+
+def machine() -> dict:
+    u = platform.uname()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = None
+    return {"uname": " ".join([u.system, u.node, u.release, u.version, u.machine]), "cores": os.cpu_count(),
+            "cores_usable": usable, "load_average_at_start": load,
+            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
+
+
+def fmt(x, spec=".2f", none="–"):
+    return none if x is None else format(x, spec)
+
+
+def markdown(result: dict) -> str:
+    m, t = result["machine"], result["totals"]
+    lines = ["# The pipeline doctor on the corpus of foreign pipelines", "",
+             f"- date: {m['date']}", f"- machine: `{m['uname']}`",
+             f"- cores: {m['cores']} ({m['cores_usable']} usable), load average at start {fmt(m['load_average_at_start'])}",
+             f"- command: `{result['command']}`", "",
+             "| case | true verdict | doctor | planted | measured gain (fit, fix/slow) | top three "
+             "(✓ planted) | predicted / measured | fixed twin: left | error |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for c in result["cases"]:
+        gains = ", ".join(f"{k} {fmt(v)}x" for k, v in c["measured_gain"].items()) or "–"
+        if c.get("x_replayed") is not None:
+            gains += f"; replayed batch {fmt(c['x_replayed'])}x"
+        top = ", ".join(f"{code}{' ✓' if ok else ' ✗'}" for code, ok in zip(c["top"], c["top_right"])) or "–"
+        pm = ", ".join(f"{k} {fmt(c['predicted_gain'].get(k))}/{fmt(c['measured_gain'].get(k))}"
+                       for k in c["gain_ratio"]) or "–"
+        doctor_v = c["doctor_verdict"] or "crash"
+        doctor_v += " ✓" if c["verdict_right"] else " ✗"
+        err = c["error"] or c.get("ground_truth_error") or c["fixed_error"] or ""
+        lines.append(f"| {c['case']} | {c['true_verdict'] or '–'} | {doctor_v} | {', '.join(c['planted']) or '–'} "
+                     f"| {gains} | {top} | {pm} | {', '.join(c['fixed_findings']) or '–'} | {err.replace('|', '/')} |")
+    lines += ["", "## Totals", "",
+              f"- verdicts right: {t['verdicts_right']} / {t['cases']} (doctor crashes: {t['doctor_crashes']})",
+              f"- precision of the top three: {fmt(t['precision'])} over {t['findings_in_top']} findings",
+              f"- recall of the planted codes in the top three: {fmt(t['recall'])} over {t['planted']} planted",
+              f"- predicted / measured gain, median |log ratio| as a factor: {fmt(t['gain_error_median'])} "
+              f"over {t['gains_compared']} gains",
+              f"- findings left on the all-fixed twins (false alarms): {t['fixed_false_alarms']}",
+              f"- declared verdicts confirmed by this run's measurement: {t['declared_verdicts_confirmed']} / {t['cases']}",
+              "", "## Sources", ""]
+    lines += [f"- {c['case']}: {c['source']}" for c in result["cases"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> dict:
+    args = parse(argv)
+    names = args.only or list(dc.CASES)
+    result = {"machine": machine(), "command": " ".join(["scripts/doctor_corpus.py", *(argv or sys.argv[1:])]),
+              "settings": {"rounds": args.rounds, "max_seconds": args.max_seconds, "fit_seconds": args.fit_seconds},
+              "cases": []}
+    for name in names:
+        print(f"{name} ...", flush=True)
+        row = run_case(name, args)
+        result["cases"].append(row)
+        print(f"  true {row['true_verdict']}, doctor {row['doctor_verdict']}, planted {row['planted']}, "
+              f"gains {row['measured_gain']}, top {row['top']} {row['error'] or ''} ({row['seconds']} s)", flush=True)
+    result["totals"] = totals(result["cases"])
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1, default=finite) + "\n")
+    out.with_suffix(".md").write_text(markdown(result))
+    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
