@@ -273,12 +273,12 @@ def test_input_bound_then_not_when_the_loader_is_fast():
 def test_frozen_backbone_recomputed_and_compute_bound():
     model = _model(frozen_width=2048)
     before = [w.copy() for w in model.get_weights()]
-    d = doctor.diagnose(_memory_batches, model, max_seconds=3)
+    d = doctor.diagnose(_memory_dataset(), model, max_seconds=3)
     assert d.verdict == "compute-bound" and d.codes[0] == "compute_bound", str(d)
     assert d.top == "frozen_backbone_recomputed", str(d)
     assert d.gain("frozen_backbone_recomputed") > 1.0
     assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))  # a copy trained
-    d = doctor.diagnose(_memory_batches, _model(frozen_width=2048, trainable_prefix=True), max_seconds=3)
+    d = doctor.diagnose(_memory_dataset(), _model(frozen_width=2048, trainable_prefix=True), max_seconds=3)
     assert "frozen_backbone_recomputed" not in d.codes, str(d)
     assert "input_bound" not in d.codes
 

@@ -263,6 +263,9 @@ def _finding(t: Tried, m: Measured) -> Finding | None:
         basis = t.outcome
     if t.check is not None and t.check.same:
         basis += f"; checked: {t.check.how}"
+    elif t.check is not None and t.check.same is None:
+        basis += (f"; {t.check.how}: " + ("the same elements in the same order by construction" if
+                                          c.rewrite.keeps_elements else "not applied in Diagnosis.fixed"))
     status = "measured"
     if not c.correctness and (loader is None or not loader.real or (t.fit is not None and not t.fit.real)):
         status = "no gain"
@@ -275,7 +278,8 @@ def _best(tried: list[Tried], source, copy, budget: Budget):
     """The fixed pipeline: every fix that gained and every correctness fix, together, checked; the
     single best one where together they fail. Returns ``(dataset or None, rewrites, gain or None)``."""
     keep = [t for t in tried if t.loader is not None
-            and (t.candidate.correctness or (t.loader.real and (t.fit is None or t.fit.real)))]
+            and (t.candidate.correctness or (t.loader.real and (t.fit is None or t.fit.real)))
+            and (t.check is not None and (t.check.same or (t.check.same is None and t.candidate.rewrite.keeps_elements)))]
     if not keep:
         return None, [], None
     keep.sort(key=lambda t: (not t.candidate.correctness, -(t.fit or t.loader).median))  # type: ignore[union-attr]

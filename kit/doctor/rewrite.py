@@ -175,6 +175,9 @@ class Rewrite:
         warm_epoch: reads a whole epoch before it is timed (a cache fills on its first epoch).
         names: the graph nodes it changes.
         spec: ``(factory, *args)``, which ``from_spec`` builds it again from (``--apply --out``).
+        keeps_elements: yields the same elements in the same order by construction (parallelism with
+            the order kept, a prefetch, options, workers): applied even where an epoch is too long to
+            check. The others (a cache inserted or moved, a map moved) are applied only once checked.
     """
 
     code: str
@@ -185,6 +188,7 @@ class Rewrite:
     warm_epoch: bool = False
     names: tuple = field(default=())
     spec: tuple = field(default=())
+    keeps_elements: bool = False
 
     def apply(self, ds):
         """The pipeline with this fix (a new ``Dataset``; ``ds`` is left as it is)."""
@@ -226,7 +230,7 @@ def parallel_map(name: str, fn: str) -> Rewrite:
 
     return Rewrite("serial_map", f"run {fn} in parallel",
                    f".map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", edit=edit, names=(name,),
-                   spec=("parallel_map", name, fn))
+                   spec=("parallel_map", name, fn), keeps_elements=True)
 
 
 def parallel_interleave(name: str, fn: str) -> Rewrite:
@@ -246,7 +250,8 @@ def parallel_interleave(name: str, fn: str) -> Rewrite:
 
     return Rewrite("serial_interleave", f"read {fn}'s datasets in parallel",
                    f".interleave({fn}, cycle_length=..., num_parallel_calls=tf.data.AUTOTUNE)",
-                   edit=edit, names=(name,), spec=("parallel_interleave", name, fn))
+                   edit=edit, names=(name,), spec=("parallel_interleave", name, fn),
+                   keeps_elements=True)
 
 
 def insert_cache(after: str, what: str, *, reshuffle: bool = False, count: int | None = None,
@@ -284,7 +289,8 @@ def move_cache(cache: str, before: str, what: str, code: str) -> Rewrite:
 def final_prefetch() -> Rewrite:
     """``.prefetch(tf.data.AUTOTUNE)`` at the end."""
     return Rewrite("no_prefetch", "prefetch at the end", ".prefetch(tf.data.AUTOTUNE)",
-                   post=lambda ds: ds.prefetch(AUTOTUNE), spec=("final_prefetch",))
+                   post=lambda ds: ds.prefetch(AUTOTUNE), spec=("final_prefetch",),
+                   keeps_elements=True)
 
 
 def options_fix(changes: dict[str, bool], text: str) -> Rewrite:
@@ -305,7 +311,7 @@ def options_fix(changes: dict[str, bool], text: str) -> Rewrite:
 
     lines = "; ".join(f"options.{k} = {v!r}" for k, v in changes.items())
     return Rewrite("options_off", text, f"options = tf.data.Options(); {lines}; ds = ds.with_options(options)",
-                   post=post, spec=("options_fix", changes, text))
+                   post=post, spec=("options_fix", changes, text), keeps_elements=True)
 
 
 
@@ -363,7 +369,7 @@ def pydataset_workers(workers: int) -> Rewrite:
 
     return Rewrite("pydataset_single_worker", f"read with {workers} worker threads",
                    f"super().__init__(workers={workers}, use_multiprocessing=False) in your PyDataset",
-                   post=post, spec=("pydataset_workers", workers))
+                   post=post, spec=("pydataset_workers", workers), keeps_elements=True)
 
 
 _FACTORIES: dict[str, Callable[..., Rewrite]] = {"pydataset_workers": pydataset_workers, "parallel_map": parallel_map, "parallel_interleave": parallel_interleave,
