@@ -49,6 +49,8 @@ def parse(argv=None):
     p.add_argument("--fit-seconds", type=float, default=2.0,
                    help="ground truth: seconds of fitting per variant, over all rounds")
     p.add_argument("--out", default=str(ROOT / "results" / "doctor_corpus"), help="OUT.json and OUT.md")
+    p.add_argument("--rescore", default=None, metavar="OUT.json",
+                   help="recompute the totals and OUT.md from a run's OUT.json (nothing measured again)")
     p.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "kit-doctor-corpus"),
                    help="where the cases' generated data goes (kept: make_data is idempotent)")
     a = p.parse_args(argv)
@@ -204,6 +206,7 @@ def totals(cases: list[dict]) -> dict:
     measured = [c for c in cases if c.get("true_verdict")]
     return {"cases": len(cases), "verdicts_right": sum(c["verdict_right"] for c in cases),
             "doctor_crashes": sum(bool(c["error"]) for c in cases),
+            "doctor_crashes_on_twins": sum(bool(c.get("fixed_error")) for c in cases),
             "precision": right / reported if reported else None, "findings_in_top": reported,
             "recall": found / planted if planted else None, "planted": planted,
             "gain_error_median": statistics.median(errors) if errors else None, "gains_compared": len(errors),
@@ -252,7 +255,8 @@ def markdown(result: dict) -> str:
         lines.append(f"| {c['case']} | {c['true_verdict'] or '–'} | {doctor_v} | {', '.join(c['planted']) or '–'} "
                      f"| {gains} | {top} | {pm} | {', '.join(c['fixed_findings']) or '–'} | {err.replace('|', '/')} |")
     lines += ["", "## Totals", "",
-              f"- verdicts right: {t['verdicts_right']} / {t['cases']} (doctor crashes: {t['doctor_crashes']})",
+              f"- verdicts right: {t['verdicts_right']} / {t['cases']} (doctor crashes: {t['doctor_crashes']} on the "
+              f"planted pipelines, {t.get('doctor_crashes_on_twins', 0)} on the fixed twins)",
               f"- precision of the top three: {fmt(t['precision'])} over {t['findings_in_top']} findings",
               f"- recall of the planted codes in the top three: {fmt(t['recall'])} over {t['planted']} planted",
               f"- predicted / measured gain, median |log ratio| as a factor: {fmt(t['gain_error_median'])} "
@@ -266,6 +270,14 @@ def markdown(result: dict) -> str:
 
 def main(argv=None) -> dict:
     args = parse(argv)
+    if args.rescore:
+        path = Path(args.rescore)
+        result = json.loads(path.read_text())
+        result["totals"] = totals(result["cases"])
+        path.write_text(json.dumps(result, indent=1, default=finite) + "\n")
+        path.with_suffix(".md").write_text(markdown(result))
+        print(f"rescored {path} and {path.with_suffix('.md')}")
+        return result
     names = args.only or list(dc.CASES)
     result = {"machine": machine(), "command": " ".join(["scripts/doctor_corpus.py", *(argv or sys.argv[1:])]),
               "settings": {"rounds": args.rounds, "max_seconds": args.max_seconds, "fit_seconds": args.fit_seconds},
