@@ -198,12 +198,28 @@ def deadline_callback(seconds: float, min_steps: int, trace: bool = False):
     return Deadline()
 
 
+#: CPython 3.11's ``ast`` keeps its recursion depth per interpreter, not per thread: NumPy's
+#: ``np.load`` (``ast.literal_eval`` on the .npy header) in a PyDataset worker thread racing
+#: TensorFlow's autograph in the main one can raise this ``SystemError``. A fit that meets it runs
+#: once more (seen once in the doctor corpus's twelve cases, 2 December 2026).
+_AST_RACE = "AST constructor recursion depth mismatch"
+
+
 def timed_fit(model, source, *, max_seconds: float, min_steps: int = 3, trace: bool = False) -> dict:
     """Trains ``model`` on ``source`` through a ``StepTimer`` until ``max_seconds``.
 
     The first step of the run (which may still compile or fill buffers) is left out.
     Returns examples/s over the step times, the input-wait share, and the steps table.
     """
+    try:
+        return _timed_fit(model, source, max_seconds=max_seconds, min_steps=min_steps, trace=trace)
+    except SystemError as e:
+        if _AST_RACE not in str(e):
+            raise
+        return _timed_fit(model, source, max_seconds=max_seconds, min_steps=min_steps, trace=trace)
+
+
+def _timed_fit(model, source, *, max_seconds: float, min_steps: int, trace: bool) -> dict:
     timer = timing.StepTimer()
     counted = Counted(source)
     data = timer.wrap(counted)
