@@ -196,3 +196,13 @@ def spec_loader(variant, batch_size=4, frames_per_file=7, **options):
     make.index = lambda tmp: FrameIndex.from_csv(samples.make_spectrogram(
         tmp / "spec", files=3, frames_per_file=frames_per_file, height=8, width=6, seed=1))
     return make
+
+
+def run_doctor(capsys, *argv):
+    """``python -m kit doctor ARGV`` in this process: ``(exit status, stdout, stderr)``."""
+    from kit.cli import main
+
+    rc = main(["doctor", *argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+

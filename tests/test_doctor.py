@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_doctor
 
 from kit import doctor
 
@@ -419,16 +420,8 @@ def user_module(tmp_path, monkeypatch):
     return name
 
 
-def _run(capsys, *argv):
-    from kit.cli import main
-
-    rc = main(["doctor", *argv])
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
 def test_cli_diagnoses_a_user_pipeline(user_module, capsys, tmp_path):
-    rc, out, err = _run(capsys, f"{user_module}:dataset", "--model", f"{user_module}:model",
+    rc, out, err = run_doctor(capsys, f"{user_module}:dataset", "--model", f"{user_module}:model",
                         "--max-seconds", "1", "--json", str(tmp_path / "d.json"))
     assert rc == 0, err
     assert out.startswith("verdict: ")
@@ -448,7 +441,7 @@ def test_cli_diagnoses_a_user_pipeline(user_module, capsys, tmp_path):
     (["--variant", "generator"], "give either MODULE:FUNCTION or --index CSV"),
 ])
 def test_cli_bad_input_is_one_error_line(user_module, capsys, argv, says):
-    rc, out, err = _run(capsys, *[a.format(m=user_module) for a in argv])
+    rc, out, err = run_doctor(capsys, *[a.format(m=user_module) for a in argv])
     assert rc == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kit: error: "), err
@@ -456,12 +449,12 @@ def test_cli_bad_input_is_one_error_line(user_module, capsys, argv, says):
 
 
 def test_cli_model_mismatch_names_the_shapes(user_module, capsys):
-    rc, out, err = _run(capsys, f"{user_module}:dataset", "--model", f"{user_module}:wrong_model")
+    rc, out, err = run_doctor(capsys, f"{user_module}:dataset", "--model", f"{user_module}:wrong_model")
     assert rc == 2 and "does not take the batches" in err and "16x16" in err
 
 
 def test_cli_kit_loader(spec_csv, capsys):
-    rc, out, err = _run(capsys, "--index", str(spec_csv), "--variant", "generator", "--batch-size", "16",
+    rc, out, err = run_doctor(capsys, "--index", str(spec_csv), "--variant", "generator", "--batch-size", "16",
                         "--max-seconds", "1")
     assert rc == 0, err
     lines = out.splitlines()
@@ -503,7 +496,7 @@ def test_cli_apply_writes_a_module_returning_the_fixed_pipeline(tmp_path, monkey
     (tmp_path / "applyme.py").write_text(APPLY)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
-    rc, out, err = _run(capsys, "applyme:make", "--max-seconds", "6", "--apply", "--out", str(tmp_path / "fixed.py"))
+    rc, out, err = run_doctor(capsys, "applyme:make", "--max-seconds", "6", "--apply", "--out", str(tmp_path / "fixed.py"))
     assert rc == 0, err
     assert "wrote " in out and (tmp_path / "fixed.py").is_file()
     text = (tmp_path / "fixed.py").read_text()
@@ -515,7 +508,7 @@ def test_cli_apply_writes_a_module_returning_the_fixed_pipeline(tmp_path, monkey
     a = np.concatenate(list(original.as_numpy_iterator()))
     b = np.concatenate(list(fixed.as_numpy_iterator()))
     assert sorted(map(tuple, a)) == sorted(map(tuple, b))
-    rc, out, err = _run(capsys, "applyme:make", "--apply")
+    rc, out, err = run_doctor(capsys, "applyme:make", "--apply")
     assert rc == 2 and "--apply and --out FILE go together" in err
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_doctor
 
 from kit.doctor import sources
 
@@ -193,14 +194,6 @@ def user(tmp_path, monkeypatch):
     return name
 
 
-def _doctor(capsys, *argv):
-    from kit.cli import main
-
-    rc = main(["doctor", *argv])
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
 def _one_error_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kit: error: "), err
@@ -226,7 +219,7 @@ def _one_error_line(err: str) -> str:
 ], ids=["not-a-jpeg", "empty-jpeg", "pydataset-batch-5", "model-raises", "model-refuses-batches",
         "uncompiled", "subclassed-without-config"])
 def test_what_raises_gets_one_line_naming_the_function(user, capsys, argv, says):
-    rc, out, err = _doctor(capsys, *[a.format(m=user) for a in argv], "--max-seconds", SECONDS)
+    rc, out, err = run_doctor(capsys, *[a.format(m=user) for a in argv], "--max-seconds", SECONDS)
     assert rc == 2
     line = _one_error_line(err)
     for text in says:
@@ -279,7 +272,7 @@ def test_debug_and_the_budget_options(capsys):
     ("weighted", "model"),
 ], ids=["lambda-layers", "subclassed", "subclassed-unbuilt", "dict-inputs", "tuple-inputs", "sample-weights"])
 def test_diagnosed(user, capsys, source, model):
-    rc, out, err = _doctor(capsys, f"{user}:{source}", "--model", f"{user}:{model}", "--max-seconds", SECONDS)
+    rc, out, err = run_doctor(capsys, f"{user}:{source}", "--model", f"{user}:{model}", "--max-seconds", SECONDS)
     assert rc == 0, err
     assert out.startswith("verdict: ")
 

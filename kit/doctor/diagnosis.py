@@ -302,7 +302,7 @@ def _best(tried: list[Tried], source, copy, budget: Budget):
         if any(r.warm_epoch for r in rewrites):
             trial.warm(fixed, seconds)
         gain = trial.ab(source, fixed, seconds=seconds, rounds=TRIAL_ROUNDS - 1,
-                        rate=fit_rate(copy) if copy is not None else trial._rate)
+                        rate=fit_rate(copy) if copy is not None else trial.loader_rate)
     elif len(rewrites) == 1:
         only = next(t for t in keep if t.candidate.rewrite is rewrites[0])
         gain = only.fit or only.loader

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kit.doctor.findings import Finding
+from kit.doctor.rewrite import chain_names, graph_def, is_random, user_name
 
 #: An example shuffle buffer under this share of the dataset is reported.
 SHUFFLE_SHARE = 0.1
@@ -33,25 +34,10 @@ def pipeline_graph(ds) -> dict:
         whose functions (at any depth) call Python; ``ops``: name -> the op types a chain
         node's functions run; ``functions``: name -> FunctionDef.
     """
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
-    variant = tf.data.experimental.to_variant(ds)
-    # external_state_policy=1 (IGNORE): Python functions are what we look for, not an error.
-    serialized = tf.raw_ops.DatasetToGraphV2(input_dataset=variant, external_state_policy=1,
-                                            strip_device_assignment=True)
-    graph = tf.compat.v1.GraphDef()
-    graph.ParseFromString(serialized.numpy())
+    graph = graph_def(ds)  # Python functions are what we look for, not an error
     nodes = {n.name: n for n in graph.node}
     functions = {f.signature.name: f for f in graph.library.function}
-    out = next((n for n in graph.node if n.op == "_Retval"), None)
-    chain = []
-    name = out.input[0].split(":")[0] if out is not None and out.input else None
-    while name is not None and name in nodes:
-        node = nodes[name]
-        chain.append(node)
-        inputs = [i.split(":")[0] for i in node.input if not i.startswith("^")]
-        name = next((i for i in inputs if "Dataset" in nodes[i].op), None) if inputs else None
-    chain.reverse()
+    chain = [nodes[name] for name in chain_names(graph)]
 
     def called(fn_name, seen):
         """Op types a function runs, following the functions its nodes call."""
@@ -144,8 +130,6 @@ def _dataset_examples(ds, chain, nodes, first_batch) -> int | None:
 
 def fn_names(graph: dict, node) -> list[str]:
     """The user's names of the functions a chain node calls (``decode``, ``lambda``)."""
-    from kit.doctor.rewrite import user_name
-
     return [user_name(f) for f in _func_attrs(node) if f in graph["functions"]]
 
 
@@ -156,8 +140,6 @@ def fn_label(graph: dict, node) -> str:
 
 def random_nodes(graph: dict) -> list[str]:
     """Chain nodes whose functions draw random numbers."""
-    from kit.doctor.rewrite import is_random
-
     return [n.name for n in graph["chain"] if is_random(graph["ops"][n.name])]
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from kit import timing
 from kit.batches import iterate
+from kit.doctor.sources import loop
 
 #: A fix counts as a gain only when every round was faster and the median by at least this much.
 MIN_GAIN = 1.05
@@ -106,22 +107,9 @@ def same_elements(original, fixed, *, ordered: bool, random: bool, seconds: floa
                  f"the {what} differ ({len(a):,} against {len(b):,} per epoch)")
 
 
-def _rate(ds, seconds: float) -> float:
+def loader_rate(ds, seconds: float) -> float:
     """Examples/s of ``ds`` read for ``seconds`` (epoch after epoch), the first batch left out."""
-    sizes: list[int] = []
-
-    def batches():
-        while True:
-            empty = True
-            for b in iterate(ds):
-                empty = False
-                sizes.append(timing.batch_size_of(b))
-                yield b
-            if empty:
-                return
-
-    m = timing.measure(batches(), warmup=1, max_seconds=seconds)
-    return m.examples_per_s
+    return timing.measure(loop(ds, []), warmup=1, max_seconds=seconds).examples_per_s
 
 
 def warm(ds, seconds: float) -> bool:
@@ -157,7 +145,7 @@ class Gain:
         return f"{self.median:,.2f}x (rounds {self.low:,.2f}-{self.high:,.2f}x, {self.rounds} rounds)"
 
 
-def ab(original, fixed, *, seconds: float, rounds: int = 3, rate=_rate) -> Gain:
+def ab(original, fixed, *, seconds: float, rounds: int = 3, rate=loader_rate) -> Gain:
     """The fixed pipeline against the original, A, B, A, B ... over ``rounds`` rounds of
     ``seconds`` each side; ``rate(source, seconds)`` measures one side."""
     ratios = []
