@@ -13,7 +13,8 @@ each planted speed code's predicted over measured end-to-end gain; the findings 
 
 Writes OUT.json and OUT.md. The true verdict: input-bound when fixing the planted input codes gives
 >= 1.3x the slow fit (or, with none planted, the replayed batch does); compute-bound when the input fix
-gives < 1.1x (or there is none) and the case says so or the replayed batch gives < 1.1x; else balanced.
+gives < 1.1x (or there is none) and the replayed batch gives < 1.1x; else balanced. Measured only: the
+case's declared verdict is reported beside it (confirmed or not), never used in its place.
 """
 
 from __future__ import annotations
@@ -105,11 +106,10 @@ def ground_truth(case, folder, *, rounds: int, seconds: float) -> dict:
     else:
         x_input = math.nan
     x_replayed = ratio["replayed"][0]
-    if x_input >= INPUT_BOUND or (not input_codes and x_replayed >= INPUT_BOUND
-                                  and case.VERDICT != "compute-bound"):
+    # Measured only: a case's declared verdict is checked against this, never used in its place.
+    if x_input >= INPUT_BOUND or (not input_codes and x_replayed >= INPUT_BOUND):
         verdict = "input-bound"
-    elif (not input_codes or x_input < COMPUTE_BOUND) and (case.VERDICT == "compute-bound"
-                                                           or x_replayed < COMPUTE_BOUND):
+    elif (not input_codes or x_input < COMPUTE_BOUND) and x_replayed < COMPUTE_BOUND:
         verdict = "compute-bound"
     else:
         verdict = "balanced"

@@ -28,13 +28,14 @@ def _images():
 
 
 def base():
-    """The frozen base: three convolutions (weights seeded, standing in for pretrained ones)."""
+    """The frozen base: four convolutions (weights seeded, standing in for pretrained ones)."""
     import keras
 
     keras.utils.set_random_seed(0)
     b = keras.Sequential([keras.Input((SIZE, SIZE, 3)),
-                          keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
-                          keras.layers.Conv2D(32, 3, strides=2, padding="same", activation="relu"),
+                          keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+                          keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+                          keras.layers.Conv2D(64, 3, strides=2, padding="same", activation="relu"),
                           keras.layers.Conv2D(64, 3, strides=2, padding="same", activation="relu")],
                          name="base")
     b.trainable = False
