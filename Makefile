@@ -7,6 +7,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DALI   := $(VENV)/.dali
+PEERS  := $(VENV)/.peers
 DALI_PLUGIN := nvidia-dali-tf-plugin-cuda120==2.4.0
 
 .PHONY: demo test check lint lab bench clean
@@ -27,9 +28,16 @@ $(DALI): $(STAMP)
 	  touch $(DALI); \
 	else echo "dali: install failed (above); the dali tests skip. The plugin needs g++: apt-get install g++, then make test again"; fi
 
+# The optional peers of the spectrogram loaders (the `peers` extra: Google Grain and ArrayRecord, for
+# the grain variant and `convert --to arrayrecord`). ArrayRecord is published as binary wheels for
+# some platforms only; where the extra cannot be installed, the grain tests skip and say why.
+$(PEERS): $(STAMP)
+	@if $(PY) -m pip install --quiet -e '.[peers]'; then touch $(PEERS); \
+	else echo "peers: install failed (above); the grain variant's tests skip (pip install 'kit[peers]' to retry)"; fi
+
 # Prints its own progress; each notebook's kernel log goes to reports/logs/. Ends with the file
 # to open (reports/index.html), the time it took and the size of the kit cache.
-demo: $(STAMP) $(DALI)
+demo: $(STAMP) $(DALI) $(PEERS)
 	$(PY) -m kit demo --reports reports
 
 # The browser tests need Debian's chromium (never a downloaded browser): installed here when root.
@@ -50,14 +58,14 @@ define lint_then
 	  $(1) && { [ $$l = 0 ] || { echo "make: ruff or mypy found problems (above)"; exit 1; }; }
 endef
 
-test: $(STAMP) $(DALI)
+test: $(STAMP) $(DALI) $(PEERS)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || true; }
 	$(call lint_then,$(PYTEST) -n $(TEST_WORKERS))
 
 # While editing, in under 3 minutes on 2 cores: the tests not marked slow (the notebooks, the
 # browser, child processes, the benches end to end: see `slow` in pyproject.toml), ruff and mypy.
-check: $(STAMP)
+check: $(STAMP) $(PEERS)
 	$(call lint_then,$(PYTEST) -n 2 -m 'not slow')
 
 lint: $(STAMP)

@@ -6,7 +6,8 @@
 * ``warm_page_cache`` reads files once, so that what is measured next starts with them cached;
   ``read_through`` reads files front to back with the next chunks asked for ahead (warming a
   store), ``cache_through`` brings them into the page cache with nothing copied (the disk's
-  sequential rate);
+  sequential rate), ``page_in`` does so and touches each page once (the page-in limit: the
+  disk and this machine's cost of a page's first touch);
 * ``first_touch`` copies a file's pages through a fresh mapping: the CPU a reader pays for
   pages new from the disk, against the same pages again;
 * ``proactive_reclaim`` and ``free_page_reporting`` name what on this machine drops cached
@@ -27,7 +28,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 __all__ = ["READ_AHEAD_CHUNKS", "POLL_S", "STALL_S", "mapped", "Residency", "cached_fraction", "on_evict", "evict",
-           "warm_page_cache", "read_through", "cache_through", "first_touch", "proactive_reclaim", "free_page_reporting"]
+           "warm_page_cache", "read_through", "cache_through", "page_in", "first_touch", "proactive_reclaim", "free_page_reporting"]
 
 #: ``read_through`` and ``cache_through`` read 16 MB chunks, the kernel asked for this many ahead.
 READ_AHEAD_CHUNKS = 8
@@ -283,6 +284,39 @@ def cache_through(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS,
         for r in residency:
             r.close()
 
+
+
+def page_in(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS) -> tuple[int, float]:
+    """The page-in limit: the fastest a cold reader can have ``paths`` in its hands. Asks the
+    kernel for them front to back ``chunk`` at a time, the next ``ahead`` chunks asked for
+    ahead (as ``cache_through`` does), and touches each page of each chunk once, in order,
+    through a read-only mapping (one byte a page), doing nothing else; returns
+    ``(bytes, seconds)``.
+
+    Against ``cache_through`` (the disk alone) it also pays what touching a page new from the
+    disk costs this machine: on a VM whose host backs guest memory only when it is first
+    used, about a CPU-second per GB here (``results/NOTES.md``), which no loader avoids."""
+    import mmap
+
+    paths = [Path(p) for p in paths]
+    chunks = _Chunks(paths, chunk)
+    maps: dict[int, np.memmap] = {}
+    step = mmap.PAGESIZE
+    sink = 0
+    t0 = time.perf_counter()
+    for j in range(min(max(ahead, 1), len(chunks))):
+        chunks.ask(j)
+    for j in range(len(chunks)):
+        i, offset, length = chunks[j]
+        if i not in maps:
+            maps.clear()  # one file mapped at a time
+            maps[i] = np.memmap(paths[i], np.uint8, "r")
+        sink ^= int(maps[i][offset:offset + length:step].sum())  # one byte a page
+        chunks.ask(j + max(ahead, 1))
+    seconds = time.perf_counter() - t0
+    maps.clear()
+    del sink
+    return chunks.total, seconds
 
 
 def first_touch(path, nbytes: int, out: np.ndarray, piece: int = 64 << 20) -> tuple[float, float, float]:

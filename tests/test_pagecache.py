@@ -209,6 +209,35 @@ def test_the_disks_reference_read_reads_what_the_kernel_does_not_bring(tmp_path,
     assert pagecache.cached_fraction([f]) == 1.0
 
 
+def test_the_page_in_limit_touches_every_page_once_after_asking_ahead(tmp_path, monkeypatch):
+    """``page_in``: every chunk of every file asked for once, in order and ahead of the chunk it
+    touches; every page of the files touched (cached after), empty files skipped."""
+    from kit import pagecache
+    from kit import store as kstore
+
+    chunk = 4 * 4096
+    sizes = [chunk * 3 + 100, 0, 4096, chunk * 2]
+    files = []
+    for k, size in enumerate(sizes):
+        files.append(tmp_path / f"shard-{k}.bin")
+        files[-1].write_bytes(np.random.default_rng(k).integers(0, 255, size, dtype=np.uint8).tobytes())
+    everything = [(f.name, o) for f, size in zip(files, sizes) for o in range(0, size, chunk)]
+    asked = []
+    real_ask = kstore.ask_to_read
+
+    def ask(fd, offset, length, piece):
+        asked.append((Path(os.readlink(f"/proc/self/fd/{fd}")).name, offset))
+        return real_ask(fd, offset, length, piece)
+
+    monkeypatch.setattr(kstore, "ask_to_read", ask)
+    if not _keeps_pages_in_memory(tmp_path):
+        pagecache.evict(files)
+    nbytes, seconds = pagecache.page_in(files, chunk=chunk, ahead=2)
+    assert nbytes == sum(sizes) and seconds > 0
+    assert asked == everything
+    assert pagecache.cached_fraction([f for f, size in zip(files, sizes) if size]) == 1.0
+
+
 def test_proactive_reclaim_reads_damons_pageout_schemes(tmp_path):
     from kit import pagecache
 

@@ -1,4 +1,4 @@
-"""``python -m kit convert spectrogram`` (frames into a memmap or TFRecord store) and
+"""``python -m kit convert spectrogram`` (frames into a memmap, TFRecord or ArrayRecord store) and
 ``python -m kit multiworker`` (one worker of a multi-worker run on spectrogram frames)."""
 
 from __future__ import annotations
@@ -17,14 +17,17 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     p = sub["convert"].add_parser(
-        "spectrogram", help="frames of an index CSV into TFRecord shards or one memmap (resumable)")
+        "spectrogram", help="frames of an index CSV into TFRecord or ArrayRecord shards or one memmap (resumable)")
     p.add_argument("--index", required=True, type=Path, help="index CSV: path,frame,label[,split]")
-    p.add_argument("--to", required=True, choices=["tfrecord", "memmap"],
-                   help="tfrecord: sharded, checksummed records; memmap: one memory-mapped array")
+    p.add_argument("--to", required=True, choices=["tfrecord", "memmap", "arrayrecord"],
+                   help="tfrecord: sharded, checksummed records; memmap: one memory-mapped array; arrayrecord: "
+                        "sharded ArrayRecord files, one record a frame, for Google Grain (needs the peers extra: "
+                        "pip install 'kit[peers]')")
     p.add_argument("--out", required=True, type=Path, help="the store's folder")
     p.add_argument("--shard-mb", type=positive_float, default=None,
-                   help="target TFRecord shard size in MB (default 100)")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="TFRecord write order")
+                   help="target TFRecord or ArrayRecord shard size in MB (default 100)")
+    p.add_argument("--seed", type=non_negative_int, default=0,
+                   help="TFRecord write order (an ArrayRecord store is in index order)")
     p.add_argument("--workers", type=positive_int, default=None, help="threads writing shards (default: CPUs)")
     p.add_argument("--allow-nonfinite", action="store_true",
                    help="warn about frames with NaN or inf instead of refusing them")
@@ -46,7 +49,7 @@ def register(sub) -> None:
 
 def _convert(args) -> int:
     if args.to == "memmap" and args.shard_mb is not None:
-        raise ValueError("--shard-mb applies to --to tfrecord only")
+        raise ValueError("--shard-mb applies to --to tfrecord and --to arrayrecord only")
     index = FrameIndex.from_csv(args.index)
     folder, m = convert(index, args.to, args.out, shard_mb=DEFAULT_SHARD_MB if args.shard_mb is None else args.shard_mb,
                         seed=args.seed, workers=args.workers, store_dtype=args.store_dtype,

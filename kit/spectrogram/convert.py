@@ -15,8 +15,17 @@
   ``tf.train.Example`` per frame (format 1) cost more than reading it, and unbatching
   the frames of each record to permute them (format 2) cost as much again.
 
+* ``arrayrecord``: ArrayRecord files (the format Google Grain reads; optional, the
+  ``peers`` extra), one record per frame in index order, in shards of about
+  ``shard_mb`` (``shard-00000-of-00003.array_record``), written with
+  ``group_size:1,uncompressed`` so that each record is read on its own. A record is
+  ``ARRAYRECORD_LAYOUT``: the frame's raw bytes (``H * W`` values of the store dtype,
+  little-endian, row-major), then its label as one little-endian int64; nothing else,
+  no pickle. Sharded because a random read costs more as one file grows (its index of
+  chunk offsets is larger, its reads scattered over more of the disk).
+
 ``store_dtype="float16"`` halves the bytes on disk and in the page cache; loaders cast
-to float32 in the graph.
+to float32 in the graph (``grain``: in NumPy, one batch at a time).
 
 Each store is keyed by the index's content and the options; builds are atomic per
 shard, resumable, and verified by ``kit.store.verify`` (with the deep checks here).
@@ -34,9 +43,11 @@ from kit.spectrogram.index import FrameIndex, open_frames
 from kit.util import usable_cpus
 
 __all__ = ["convert", "decode_records", "store_key", "default_folder", "FORMATS", "DEFAULT_SHARD_MB",
-           "DEFAULT_RECORD_FRAMES", "TFRECORD_FORMAT", "TAIL_SHARD", "STORE_DTYPES", "records_dtype"]
+           "DEFAULT_RECORD_FRAMES", "TFRECORD_FORMAT", "TAIL_SHARD", "STORE_DTYPES", "records_dtype",
+           "ARRAYRECORD_FORMAT", "ARRAYRECORD_LAYOUT", "ARRAYRECORD_WRITER_OPTIONS", "record_dtype",
+           "arrayrecord_dtype"]
 
-FORMATS = ("memmap", "tfrecord")
+FORMATS = ("memmap", "tfrecord", "arrayrecord")
 #: 100 MB shards: a few shards per core keeps the interleaved reads busy on the
 #: default bench data (491 MB) while each file stays large enough to stream.
 DEFAULT_SHARD_MB = 100
@@ -59,6 +70,19 @@ TFRECORD_FORMAT = 4
 #: The shard of a store that holds its short record, if it has one.
 TAIL_SHARD = "tail.tfrecord"
 STORE_DTYPES = ("float32", "float16")
+#: The ArrayRecord layout (in the store's key and manifest: a store of another layout is
+#: rebuilt, never misread). 1: one record per frame, ``ARRAYRECORD_LAYOUT``.
+ARRAYRECORD_FORMAT = 1
+#: One ArrayRecord record: the frame's raw bytes in the store dtype, then its label
+#: (``record_dtype`` is it as a NumPy structured dtype).
+ARRAYRECORD_LAYOUT = "frame: H*W values of the store dtype, little-endian, row-major; label: int64, little-endian"
+#: ``group_size:1``: every record its own chunk, read without its neighbours (what Grain's
+#: ArrayRecordDataSource asks for: it logs an error for any other group size);
+#: ``uncompressed``: spectrogram floats hardly compress, and decompressing would cost
+#: every read CPU time.
+ARRAYRECORD_WRITER_OPTIONS = "group_size:1,uncompressed"
+#: Each store format's layout version, kept in the manifest's options.
+_LAYOUTS = {"tfrecord": TFRECORD_FORMAT, "arrayrecord": ARRAYRECORD_FORMAT}
 
 
 def store_key(index: FrameIndex, fmt: str, **options) -> str:
@@ -78,12 +102,13 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
 
     Args:
         index: the validated frames.
-        to: ``"memmap"`` or ``"tfrecord"``.
+        to: ``"memmap"``, ``"tfrecord"`` or ``"arrayrecord"`` (needs the ``peers`` extra:
+            ``pip install 'kit[peers]'``; ``make test`` installs it).
         out: the store's folder; by default a content-keyed folder under ``workdir``.
         workdir: where default folders go (``kit.store.default_workdir()`` if None).
-        shard_mb: target TFRecord shard size in MB.
-        seed: TFRecord write order.
-        workers: threads writing TFRecord shards (default: the usable CPUs).
+        shard_mb: target TFRecord or ArrayRecord shard size in MB.
+        seed: TFRecord write order (an ArrayRecord store is in index order).
+        workers: threads writing TFRecord or ArrayRecord shards (default: the usable CPUs).
         progress: show a tqdm bar.
         adopt: use a complete store already in ``out`` if it holds this index in this
             format (and TFRecord layout), whatever options it was built with (a loader
@@ -107,9 +132,17 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
         raise ValueError(f"store_dtype must be one of {STORE_DTYPES}, got {store_dtype!r}")
     if not isinstance(record_frames, (int, np.integer)) or record_frames <= 0:
         raise ValueError(f"record_frames must be a positive integer, got {record_frames!r}")
-    opts = {"dtype": store_dtype} if to == "memmap" else {
-        "shard_mb": float(shard_mb), "seed": int(seed), "dtype": store_dtype,
-        "record_frames": int(record_frames), "format": TFRECORD_FORMAT}
+    if to == "arrayrecord":
+        from kit.spectrogram.grain import require  # the peers extra: one clear error where it is missing
+
+        require("converting to arrayrecord")
+    if to == "memmap":
+        opts: dict = {"dtype": store_dtype}
+    elif to == "arrayrecord":
+        opts = {"shard_mb": float(shard_mb), "dtype": store_dtype, "format": ARRAYRECORD_FORMAT}
+    else:
+        opts = {"shard_mb": float(shard_mb), "seed": int(seed), "dtype": store_dtype,
+                "record_frames": int(record_frames), "format": TFRECORD_FORMAT}
     key = store_key(index, to, **opts)
     folder = Path(out) if out is not None else default_folder(index, to, workdir, **opts)
     meta = {"module": __name__, "frame_shape": list(index.frame_shape), "dtype": store_dtype,
@@ -118,7 +151,7 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
     if adopt and out is not None:
         m = store.complete(folder)
         if m is not None and m.kind == f"spectrogram-{to}" and m.meta.get("index_key") == meta["index_key"] \
-                and (to == "memmap" or m.meta.get("options", {}).get("format") == TFRECORD_FORMAT):
+                and (to == "memmap" or m.meta.get("options", {}).get("format") == _LAYOUTS[to]):
             with store.store_lock(folder, shared=True):
                 store.check_open(folder, m, full=check, progress=progress)
             return folder, m
@@ -126,6 +159,8 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
         return folder, _memmap(index, folder, key, meta, progress, check)
     if workers is None:
         workers = usable_cpus()
+    if to == "arrayrecord":
+        return folder, _arrayrecord(index, folder, key, meta, shard_mb, workers, progress, check, store_dtype)
     return folder, _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check,
                              store_dtype, int(record_frames))
 
@@ -237,14 +272,7 @@ def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check
     def write(shard: store.Shard, tmp: Path, advance):
         rows = shard.task
         # Read each file once for this shard, then write records of k frames in shard order.
-        data = np.empty((len(rows),) + index.frame_shape, dtype)
-        pos = np.arange(len(rows))
-        by_file = index.file_ids[rows]
-        for f in np.unique(by_file):
-            sel = by_file == f
-            data[pos[sel]] = _frames_as(index, int(f), index.frames[rows[sel]], rows[sel], dtype, meta["nonfinite"])
-        labels = index.labels[rows].astype("<i8")
-        data = data.astype(data.dtype.newbyteorder("<"), copy=False)
+        data, labels = _shard_frames(index, rows, dtype, meta["nonfinite"])
         with tf.io.TFRecordWriter(str(tmp)) as w:
             for j in range(0, len(rows), k):
                 w.write(data[j:j + k].tobytes() + labels[j:j + k].tobytes())
@@ -255,6 +283,18 @@ def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check
                        sources=index.files, meta=meta, workers=min(workers, len(shards)), check=check,
                        expected_bytes=n * (frame_bytes + 40),  # + record framing and the label
                        progress="tfrecord" if progress is True else progress)
+
+
+def _shard_frames(index: FrameIndex, rows: np.ndarray, dtype: str, nonfinite: str) -> tuple[np.ndarray, np.ndarray]:
+    """The frames of index rows ``rows`` (in that order) in ``dtype``, little-endian, each
+    source file read once, and their labels as little-endian int64."""
+    data = np.empty((len(rows),) + index.frame_shape, dtype)
+    pos = np.arange(len(rows))
+    by_file = index.file_ids[rows]
+    for f in np.unique(by_file):
+        sel = by_file == f
+        data[pos[sel]] = _frames_as(index, int(f), index.frames[rows[sel]], rows[sel], dtype, nonfinite)
+    return data.astype(data.dtype.newbyteorder("<"), copy=False), index.labels[rows].astype("<i8")
 
 
 def _shard_rows(index: FrameIndex, per_shard: int, seed: int) -> list[np.ndarray]:
@@ -349,3 +389,110 @@ def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: store.ShardRe
     return check_tfrecord_shard(folder / shard.name, shard.count,
                                 lambda r: decode_records(r, frame_shape, dtype), batch=None, inspect=nonfinite,
                                 end_record=True)
+
+
+# --------------------------------------------------------------------------- arrayrecord
+
+
+def record_dtype(frame_shape, dtype: str = "float32") -> np.dtype:
+    """One ArrayRecord record (``ARRAYRECORD_LAYOUT``) as a NumPy structured dtype: ``x``
+    the frame (``frame_shape`` values of ``dtype``, little-endian), ``y`` its label
+    (little-endian int64). ``np.frombuffer(b"".join(records), record_dtype(...))`` reads a
+    batch of records in one step."""
+    return np.dtype([("x", np.dtype(dtype).newbyteorder("<"), tuple(frame_shape)), ("y", "<i8")])
+
+
+def arrayrecord_dtype(manifest: store.Manifest) -> str:
+    """The frames' dtype in an ArrayRecord store of the current layout; ``StoreError`` for another layout."""
+    if manifest.meta.get("options", {}).get("format") != ARRAYRECORD_FORMAT:
+        raise store.StoreError("an ArrayRecord store of another layout; convert again to rebuild it")
+    return manifest.meta.get("dtype", "float32")
+
+
+def _array_record_module():
+    """``array_record.python.array_record_module`` (the peers extra: ``kit.spectrogram.grain.require`` first)."""
+    from array_record.python import array_record_module  # optional: the peers extra
+
+    return array_record_module
+
+
+def _arrayrecord(index: FrameIndex, folder: Path, key: str, meta: dict, shard_mb: float, workers: int, progress,
+                 check, dtype: str) -> store.Manifest:
+    module = _array_record_module()
+    n = len(index)
+    rec = record_dtype(index.frame_shape, dtype)
+    per_shard = max(1, int(shard_mb * 1e6 // rec.itemsize))
+    # Index order, cut into shards: a shard reads a stretch of the index, each of its files once.
+    pieces = [np.arange(a, min(a + per_shard, n)) for a in range(0, n, per_shard)]
+    shards = [store.Shard(f"shard-{tag}.array_record", len(rows), rows)
+              for tag, rows in zip(shard_tags(len(pieces)), pieces)]
+    meta["record_bytes"] = rec.itemsize
+    meta["layout"] = ARRAYRECORD_LAYOUT
+
+    def write(shard: store.Shard, tmp: Path, advance):
+        rows = shard.task
+        data, labels = _shard_frames(index, rows, dtype, meta["nonfinite"])
+        records = np.empty(len(rows), rec)
+        records["x"], records["y"] = data, labels
+        raw, size = records.tobytes(), rec.itemsize
+        writer = module.ArrayRecordWriter(str(tmp), ARRAYRECORD_WRITER_OPTIONS)
+        try:
+            for j in range(len(rows)):
+                writer.write(raw[j * size:(j + 1) * size])
+                if (j + 1) % 1024 == 0 or j + 1 == len(rows):
+                    advance((j % 1024) + 1)
+        finally:
+            writer.close()
+
+    return store.build(folder, kind="spectrogram-arrayrecord", key=key, shards=shards, write=write,
+                       sources=index.files, meta=meta, workers=min(workers, len(shards)), check=check,
+                       expected_bytes=n * (rec.itemsize + 16),  # + ArrayRecord's chunk framing and index
+                       progress="arrayrecord" if progress is True else progress)
+
+
+@store.register_check("spectrogram-arrayrecord")
+def _check_arrayrecord(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
+    """Every record of the shard read back: the manifest's count of them, each of the
+    layout's length, written one record a chunk, labels among the classes, frames finite."""
+    try:
+        dtype = arrayrecord_dtype(manifest)
+    except store.StoreError as e:
+        return str(e)
+    from kit.spectrogram.grain import available
+
+    why = available()
+    if why is not None:
+        return f"not checked: reading ArrayRecord files needs the peers extra ({why})"
+    rec = record_dtype(manifest.meta["frame_shape"], dtype)
+    classes = len(manifest.meta.get("classes", ())) or None
+    module = _array_record_module()
+    try:
+        reader = module.ArrayRecordReader(str(folder / shard.name))
+    except (OSError, RuntimeError, ValueError) as e:
+        return f"not a readable ArrayRecord file ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+    try:
+        options = reader.writer_options_string()
+        if "group_size:1," not in options + ",":
+            return f"written with options {options!r}, not one record a chunk (group_size:1)"
+        count = reader.num_records()
+        if count != shard.count:
+            return f"{count} records, manifest says {shard.count}"
+        for start in range(0, count, 1024):
+            records = reader.read(start, min(start + 1024, count))
+            lengths = {len(r) for r in records}
+            if lengths != {rec.itemsize}:
+                bad = next(j for j, r in enumerate(records) if len(r) != rec.itemsize)
+                return (f"record {start + bad} holds {len(records[bad])} bytes, the layout "
+                        f"{rec.itemsize} ({ARRAYRECORD_LAYOUT})")
+            block = np.frombuffer(b"".join(records), rec)
+            if classes is not None and not ((block["y"] >= 0) & (block["y"] < classes)).all():
+                bad = int(np.flatnonzero((block["y"] < 0) | (block["y"] >= classes))[0])
+                return f"record {start + bad} has label {int(block['y'][bad])}, not one of the {classes} classes"
+            problem = _nonfinite(block["x"], manifest, start)
+            if problem:
+                return problem.replace("frame", "record", 1)
+    except (OSError, RuntimeError, ValueError, IndexError) as e:
+        return f"unreadable records ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+    finally:
+        reader.close()
+    return None

@@ -44,11 +44,12 @@ from kit.epochs import (
 )
 from kit.spectrogram.convert import DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STORE_DTYPES, decode_records, records_dtype
 from kit.spectrogram.convert import convert as to_store
+from kit.spectrogram.grain import GrainOptions, make_grain
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.store import StoreError, load_npy, read_npy_header
 
 __all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "LoaderOptions", "PyDatasetOptions",
-           "StoreOptions", "MemmapOptions", "TFRecordOptions", "npy_data_offset"]
+           "StoreOptions", "MemmapOptions", "TFRecordOptions", "GrainOptions", "npy_data_offset"]
 
 
 @dataclass(frozen=True)
@@ -154,11 +155,16 @@ def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool 
             ``order`` ("random" or "blocks"), ``block_frames`` (256), ``window_blocks`` (32);
             ``tfrecord``: ``folder``, ``store_dtype``, ``check_store``, ``shard_mb`` (100), ``record_frames`` (32),
             ``shuffle_buffer`` (4096 frames), ``cycle_length`` (4), ``read_buffer`` (256 KB or 8 MB,
-            see ``TFRecordOptions``).
+            see ``TFRecordOptions``);
+            ``grain`` (optional: the peers extra): ``folder``, ``store_dtype``, ``check_store``,
+            ``shard_mb`` (100), ``threads`` (None: the usable CPUs), ``processes`` (0: no
+            ``mp_prefetch``), ``prefetch`` (None: 2 batches per thread), see ``GrainOptions``.
 
     Returns:
-        A ``tf.data.Dataset`` for every variant but ``pydataset`` (a ``keras.utils.PyDataset``).
-        All go straight into ``model.fit`` and ``kit.timing.measure``.
+        A ``tf.data.Dataset`` for every variant but ``pydataset`` (a ``keras.utils.PyDataset``)
+        and ``grain`` (a ``kit.spectrogram.grain.GrainLoader``, a ``grain.IterDataset`` whose
+        every iteration is the next epoch). All go straight into ``model.fit`` and
+        ``kit.timing.measure``.
     """
     opts = LoaderOptions(batch_size, shuffle, seed, workdir, progress)
     return build_loader(REGISTRY, name, index, opts, service, service_timeout_s, **options)
@@ -438,6 +444,14 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     return finish(pipeline(False), len(index), opts.batch_size, body=pipeline(True))
 
 
+# --------------------------------------------------------------------------- grain
+
+
+def _grain(index: FrameIndex, opts: LoaderOptions, vopts: GrainOptions):
+    # The pipeline lives in kit.spectrogram.grain (optional: it needs the peers extra).
+    return make_grain(index, opts, vopts)
+
+
 # --------------------------------------------------------------------------- in_memory
 
 
@@ -470,6 +484,9 @@ REGISTRY = {
     "tfrecord": Variant("TFRecord shards of records of 32 frames: shards in a seeded order, read ahead in "
                         "parallel and interleaved, records permuted in windows, one decode per batch", _tfrecord,
                         TFRecordOptions, graph_only=True),
+    "grain": Variant("Google Grain over ArrayRecord shards (optional, the peers extra): a global shuffle per "
+                     "epoch, a batch's records decoded at once in NumPy, read by threads (default: the usable "
+                     "CPUs), no processes (processes=N: mp_prefetch)", _grain, GrainOptions),
     "in_memory": Variant("all frames in RAM, one gather per batch: the ceiling", _in_memory, graph_only=True),
 }
 

@@ -17,7 +17,7 @@ VERDICT = "compute-bound"
 EXACT = True  # the same examples, in another order
 
 NAME = "shuffle_cache"
-N, SIZE, BATCH = 192, 48, 32
+N, SIZE, BATCH = 768, 48, 32
 
 
 def make_data(folder) -> None:
