@@ -132,6 +132,27 @@ def test_small_shuffle_buffer_is_an_order_finding():
     assert "small_shuffle_buffer" not in doctor.diagnose(small_shuffle_buffer(True), max_seconds=0.5).codes
 
 
+def test_small_shuffle_buffer_on_a_dataset_of_unknown_length_is_counted(tmp_path):
+    """A TFRecordDataset's cardinality is unknown: the doctor counts an epoch (within its budget)
+    to judge the buffer; its twin, shuffled over the whole file, has no finding."""
+    import tensorflow as tf
+
+    path = str(tmp_path / "x.tfrecord")
+    with tf.io.TFRecordWriter(path) as w:
+        for i in range(N):
+            w.write(X[i].tobytes())
+
+    def pipeline(buffer):
+        ds = tf.data.TFRecordDataset(path).shuffle(buffer, seed=0)
+        return ds.map(lambda r: tf.io.decode_raw(r, tf.float32)).batch(B)
+
+    assert int(pipeline(16).cardinality()) == tf.data.UNKNOWN_CARDINALITY
+    d = doctor.diagnose(pipeline(16), max_seconds=2)
+    row = d.findings.set_index("code").loc["small_shuffle_buffer"]
+    assert f"a dataset of {N:,}" in row["evidence"] and row["kind"] == "order", str(d)
+    assert "small_shuffle_buffer" not in doctor.diagnose(pipeline(N), max_seconds=2).codes
+
+
 def test_pipeline_structure_names_the_ops():
     import tensorflow as tf
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import time
+
+from kit.batches import batch_size_of, iterate
 from kit.doctor.findings import Finding
 from kit.doctor.rewrite import chain_names, graph_def, is_random, user_name
 
 #: An example shuffle buffer under this share of the dataset is reported.
 SHUFFLE_SHARE = 0.1
+#: ``tf.data.INFINITE_CARDINALITY``: a ``repeat()``ed dataset is never counted.
+INFINITE = -1
 
 _PY_OPS = {"PyFunc", "EagerPyFunc", "PyFuncStateless"}
 _BATCH_OPS = {"BatchDataset", "BatchDatasetV2", "PaddedBatchDataset", "PaddedBatchDatasetV2",
@@ -115,6 +120,16 @@ def _first_batch_at(chain) -> int | None:
     return next((i for i, n in enumerate(chain) if n.op in _BATCH_OPS), None)
 
 
+def count_examples(ds, seconds: float) -> tuple[int, bool]:
+    """Examples of one epoch of ``ds`` read for at most ``seconds``: ``(count, whole epoch)``."""
+    deadline, n = time.perf_counter() + seconds, 0
+    for batch in iterate(ds):
+        n += batch_size_of(batch)
+        if time.perf_counter() > deadline:
+            return n, False
+    return n, True
+
+
 def _dataset_examples(ds, chain, nodes, first_batch) -> int | None:
     card = int(ds.cardinality())  # negative: infinite or unknown
     if card < 0:
@@ -165,8 +180,11 @@ def dataset_examples(ds, graph: dict) -> int | None:
     return _dataset_examples(ds, chain, nodes, _first_batch_at(chain))
 
 
-def small_shuffle(graph, ds) -> list[Finding]:
-    """An example shuffle buffer much smaller than the dataset (an order finding)."""
+def small_shuffle(graph, ds, *, count_seconds: float = 0.0) -> list[Finding]:
+    """An example shuffle buffer much smaller than the dataset (an order finding). Where the
+    dataset's length is unknown (a ``TFRecordDataset``'s), its examples are counted by reading
+    it for up to ``count_seconds``: a whole epoch gives the count, a cut one a lower bound,
+    which is enough to call a buffer small."""
     chain, nodes = graph["chain"], graph["nodes"]
     first_batch = _first_batch_at(chain)
     shuffles = [i for i, n in enumerate(chain) if n.op in _SHUFFLE_OPS
@@ -177,10 +195,14 @@ def small_shuffle(graph, ds) -> list[Finding]:
         return []
     buffer = _const(nodes, chain[shuffles[-1]], 1)
     n = _dataset_examples(ds, chain, nodes, first_batch)
+    about = "about "
+    if n is None and buffer is not None and count_seconds > 0 and int(ds.cardinality()) != INFINITE:
+        n, whole = count_examples(ds, count_seconds)
+        about = "" if whole else "at least "
     if buffer is None or not n or int(buffer) >= SHUFFLE_SHARE * n:
         return []
     return [Finding("small_shuffle_buffer",
-                    f"shuffle buffer {int(buffer):,} examples for a dataset of about {n:,} "
-                    f"({int(buffer) / n:.1%})", 1.0,
+                    f"shuffle buffer {int(buffer):,} examples for a dataset of {about}{n:,} "
+                    f"({int(buffer) / n:.1%}{'' if about == 'about ' else ' or less'})", 1.0,
                     "order quality, not speed: an example moves at most about a buffer's "
                     "length from its place on disk", fix=f".shuffle({n:,}) or shuffle the file list first")]

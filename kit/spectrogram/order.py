@@ -1,0 +1,100 @@
+"""The order a loader delivers frames in, read back from the frames themselves (notebook 03).
+
+A store that reads near-sequentially (TFRecord records of many frames, memmap blocks) trades
+some of the order's randomness for speed. ``epoch_rows`` recovers which index row each
+delivered frame is (by its content: every frame of the kit's sample data differs), so the
+order of any variant can be measured the same way, without asking the loader how it orders:
+
+* ``one_file_batches``: the share of batches whose frames all come from one source file (a
+  fully random order over many files: about 0; file order: about 1);
+* ``files_per_batch``: the median number of distinct source files in a batch;
+* ``same_position`` (two epochs): the share of frames delivered at the same position in both
+  epochs (a loader that repeats its order: 1; a reshuffled one: about 0);
+* ``batch_mates_kept`` (two epochs): the share of pairs of frames sharing a batch in the first
+  epoch that share one again in the second, beside ``batch_mates_kept_if_random``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from kit.batches import iterate
+from kit.errors import DataError
+from kit.spectrogram.index import FrameIndex
+
+__all__ = ["frame_digests", "epoch_rows", "order_quality"]
+
+
+def _digest(frame: np.ndarray) -> bytes:
+    return hashlib.blake2b(np.ascontiguousarray(frame, np.float32).tobytes(), digest_size=16).digest()
+
+
+def frame_digests(index: FrameIndex, store_dtype: str = "float32") -> dict[bytes, int]:
+    """Each row's frame, as a loader of a ``store_dtype`` store delivers it (float32 after the
+    store's rounding), by its digest -> the row. Raises ``DataError`` if two rows hold the same
+    frame (their order could not be told apart)."""
+    frames = index.read_all().astype(store_dtype).astype(np.float32)
+    out: dict[bytes, int] = {}
+    for i, f in enumerate(frames):
+        d = _digest(f)
+        if d in out:
+            raise DataError(f"{index.csv_path}: rows {out[d]} and {i} hold the same frame: "
+                            "their positions in an epoch cannot be told apart")
+        out[d] = i
+    return out
+
+
+def epoch_rows(loader, index: FrameIndex, *, digests: dict[bytes, int] | None = None,
+               store_dtype: str = "float32") -> tuple[np.ndarray, list[int]]:
+    """One epoch of ``loader`` as the index rows it delivered, in order, and each batch's
+    size. A frame that is no row of ``index``, or a label that is not its row's, raises
+    ``DataError``."""
+    digests = digests if digests is not None else frame_digests(index, store_dtype)
+    rows: list[int] = []
+    sizes: list[int] = []
+    shape = tuple(index.frame_shape)
+    for x, y in iterate(loader):
+        x = np.asarray(x).reshape((-1,) + shape)
+        y = np.asarray(y).reshape(len(x), -1)
+        y = y.argmax(axis=1) if y.shape[1] > 1 else y[:, 0]
+        for f, label in zip(x, y):
+            row = digests.get(_digest(f))
+            if row is None:
+                raise DataError(f"a delivered frame (batch {len(sizes)}) is no row of {index.csv_path}")
+            if int(label) != int(index.labels[row]):
+                raise DataError(f"{index.csv_path}: row {row} delivered with label {int(label)}, "
+                                f"not {int(index.labels[row])}")
+            rows.append(row)
+        sizes.append(len(x))
+    return np.asarray(rows, np.int64), sizes
+
+
+def order_quality(index: FrameIndex, rows: np.ndarray, sizes: list[int],
+                  previous: np.ndarray | None = None, seed: int = 0) -> dict:
+    """The order of one epoch (``rows`` in batches of ``sizes``) in numbers (the module's
+    docstring); with ``previous``, the epoch before, also what the two share."""
+    rows = np.asarray(rows)
+    cuts = np.cumsum(sizes)[:-1]
+    batches = np.split(rows, cuts)
+    files = [np.unique(index.file_ids[b]) for b in batches if len(b)]
+    out = {"one_file_batches": float(np.mean([len(f) == 1 for f in files])),
+           "files_per_batch": float(np.median([len(f) for f in files]))}
+    if previous is not None:
+        previous = np.asarray(previous)
+        n = len(index)
+        out["same_position"] = float(np.mean(previous == rows)) if len(previous) == len(rows) else 0.0
+
+        def batch_of(order):
+            b = np.full(n, -1, np.int64)
+            b[order] = np.repeat(np.arange(len(sizes)), sizes)[:len(order)]
+            return b
+
+        now, before = batch_of(rows), batch_of(previous)
+        rng = np.random.default_rng(seed)
+        a, c = rng.integers(0, n, 200_000), rng.integers(0, n, 200_000)
+        together = (before[a] == before[c]) & (a != c)
+        out["batch_mates_kept"] = float(np.mean(now[a][together] == now[c][together])) if together.any() else 0.0
+        out["batch_mates_kept_if_random"] = float(np.mean(sizes) / n)
+    return out
