@@ -5,27 +5,33 @@ million. This one generates the million (or ``--frames``), converts them to the
 ``memmap`` and ``tfrecord`` stores and measures **whole epochs**:
 
 * each loader **warm** (its store read into the page cache first; the median of
-  ``--warm-epochs`` whole epochs, each listed in the basis) and **cold** (the
-  store's pages evicted first with ``kit.pagecache.evict``, which needs no root; the
-  share of its pages still cached after, by ``mincore``, is in the row's basis and
-  ``info["cached_after_evict"]``, and ``scale_report.cold_warning`` flags a cold
-  figure that was not one, or that outran the disk's reference reads);
+  ``--warm-epochs`` whole epochs, each listed in the basis) and **cold** (the median of
+  ``--cold-epochs`` whole epochs, each after the store's pages are evicted with
+  ``kit.pagecache.evict``, which needs no root; the basis lists each epoch, their spread
+  and the share of the store's pages each eviction left cached, by ``mincore``, and
+  ``info["cached_after_evict"]`` the largest of those shares; ``scale_report.cold_warning``
+  flags a cold figure that was not one, or that outran its store's page-in limit);
 * ``memmap`` in block order (``order="blocks"``: near-sequential reads, each window's
-  blocks asked of the kernel two windows ahead) and, cold, in
-  the fully random order for comparison (capped, then projected and labelled so);
+  blocks asked of the kernel two windows ahead) and, cold, in the fully random order for
+  comparison (one epoch, capped, then projected and labelled so);
 * the head trained from a feature cache of every frame, warm and cold;
 * the generator over a bounded sample, projected and labelled as projected;
-* the physical limits in the same run: the disk's sequential read rate of each store's
-  own files (cold, brought into the page cache 16 MB at a time with the next
-  ``READ_AHEAD_CHUNKS`` asked for ahead, nothing copied: ``kit.pagecache.cache_through``), read just
-  before and just after that store's cold epoch, the faster read its limit (rows
-  ``disk_sequential_read``, the memmap store's file, and ``disk_sequential_read_tfrecord``;
-  every read kept in ``info["disk_reads_bytes_per_s"][store]``, ``info["disk_note"]``
-  saying so when a store's two differ by more than ``DISK_UNSTEADY``, ``info["cpu_note"]``
-  when its faster read kept ``CPU_BOUND_READ`` of a core busy; a VM's disk can read a file
-  faster each time it reads it, so each cold epoch is compared with reads of the same
-  files in the same stretch of the run) and the memory gather rate (warm: random batches
-  gathered from a sample held in RAM), and each loader as a ``fraction_of_limit``;
+* the physical limits in the same run (``kit.bench.scale_limits``): of each store's own
+  files, cold, read just before and just after that store's cold epochs, the faster read
+  its limit, the disk's sequential read (``kit.pagecache.cache_through``: rows
+  ``disk_sequential_read``, ``disk_sequential_read_tfrecord``) and the **page-in limit**
+  (``kit.pagecache.page_in``: the same read with each page touched once, nothing else
+  done: the disk and this machine's cost of a page's first touch, which every cold reader
+  pays; rows ``page_in_limit``, ``page_in_limit_tfrecord``, limit ``"page-in"``); and the
+  memory gather rate (warm: random batches gathered from a sample held in RAM). Each cold
+  epoch is a ``fraction_of_limit`` of its store's page-in limit (its fraction of the
+  disk's read in its basis and ``info["cold_fraction_of_disk"]``), each warm one of the
+  memory gather;
+* one warm pass over the tfrecord store's records with nothing decoded, shuffled or batched
+  (``scale_data.read_records``, ``info["tfrecord_read"]``): the warm epoch's reading;
+* where a target is short (``scale_report.STAGED``), the stage that holds it back, from the
+  run's own figures (``scale_report.cold_stage``, ``warm_stage``), in its row's basis and
+  ``info["short"]`` (``"<variant> <state>"`` -> the sentence);
 * the epoch projected from 20,000 frames of the same loader the way the default
   spectrogram bench projects (its rounds of warm-up then timed batches, the steady rate
   scaled to the whole epoch), beside the measured one, so the projection is checked
@@ -34,21 +40,19 @@ million. This one generates the million (or ``--frames``), converts them to the
 
 One row per measured thing: ``variant``, ``state`` (``"warm"``/``"cold"``), ``frames``,
 ``dtype``, ``epoch_s``, ``measured`` (True for a whole epoch, False for a projection),
-``examples_per_s``, ``limit`` (``"disk"``/``"memory"``/None), ``fraction_of_limit``,
-``cpu_cores`` (CPU seconds the process used per second of a measured read or epoch; None
-for the other rows), and ``basis`` (what was read, in words). The limits are rows too
-(``disk_sequential_read``, ``disk_sequential_read_tfrecord``, ``memory_gather``). A cold
-fraction compares the store's bytes read per second with the disk's sequential rate of
-that store's files; a warm one compares frames per second with the gather rate.
+``examples_per_s``, ``limit`` (``"disk"``/``"page-in"``/``"memory"``/None),
+``fraction_of_limit``, ``cpu_cores`` (CPU seconds the process used per second of a
+measured read or epoch; None for the other rows), and ``basis`` (what was read, in words).
 
 The data (``<workdir>/bench-scale-<files>x100-<dtype>-s<seed>``), the stores and the
 feature cache are built once and reused by later runs; an interrupted generation or
 conversion resumes. The free disk space is checked first.
 
-``run(ScaleConfig(...))`` returns a ``kit.bench.BenchResult`` (its info: disk and memory
-rates, projection checks, notes and verdicts); ``run(frames=..., ...)``, the config's fields
-as keywords, returns ``(rows, info)`` as before (``kit.bench.config``). The page-cache
-helpers it uses live in ``kit.pagecache``; its verdicts and notes in ``kit.bench.scale_report``.
+``run(ScaleConfig(...))`` returns a ``kit.bench.BenchResult`` (its info: limits, projection
+checks, notes and verdicts); ``run(frames=..., ...)``, the config's fields as keywords,
+returns ``(rows, info)`` as before (``kit.bench.config``). The page-cache helpers it uses
+live in ``kit.pagecache``; its limits in ``kit.bench.scale_limits``; its data in
+``kit.bench.scale_data``; its verdicts and notes in ``kit.bench.scale_report``.
 """
 
 from __future__ import annotations
@@ -72,46 +76,47 @@ from kit.bench.scale_data import (
     cpu_used,
     data_folder,
     epoch,
+    epoch_orders,
     feature_cache,
     frame_bytes,
     make_data,
     memory_gather_rate,
     needed_bytes,
+    order_randomness,
+    read_records,
     store_files,
 )
+from kit.bench.scale_data import row as _row
+from kit.bench.scale_limits import Limits
 from kit.bench.scale_report import (
     COLUMNS,
+    STAGED,
     TARGETS,
+    cold_stage,
     cold_warning,
-    disk_note,
-    reference_cpu_note,
     show,
+    spread,
     targets_met,
+    warm_stage,
     warm_warning,
 )
 from kit.cases import registry
-from kit.epochs import block_order_dataset
 from kit.models import audio
-from kit.pagecache import (
-    READ_AHEAD_CHUNKS,
-    cache_through,
-    cached_fraction,
-    evict,
-    free_page_reporting,
-    proactive_reclaim,
-    read_through,
-)
+from kit.pagecache import cached_fraction, evict, free_page_reporting, proactive_reclaim, read_through
 from kit.spectrogram import convert, make_loader
-from kit.util import positive_int
+from kit.util import positive_int, usable_cpus
 
-__all__ = ["EPOCH", "PROJECTION_FRAMES", "WARM_EPOCHS", "COLUMNS", "ScaleConfig", "run", "order_randomness",
-           "epoch_orders", "add_arguments", "register", "config_from_args", "main"]
+__all__ = ["EPOCH", "PROJECTION_FRAMES", "WARM_EPOCHS", "COLD_EPOCHS", "COLUMNS", "ScaleConfig", "run",
+           "order_randomness", "epoch_orders", "add_arguments", "register", "config_from_args", "main"]
 
 EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
 #: The default spectrogram bench's size: the basis of the projections checked here.
 PROJECTION_FRAMES = 20_000
 #: Whole warm epochs per warm row, their median reported (warm epochs on 2 shared cores vary).
 WARM_EPOCHS = 3
+#: Whole cold epochs per cold row (the fully random memmap order: one), each after an eviction,
+#: their median reported with their spread (cold epochs vary with the disk as well as the cores).
+COLD_EPOCHS = 3
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,9 @@ class ScaleConfig:
         projection_frames: the basis of the checked projections (20,000: the default bench).
         warm_epochs: whole warm epochs per warm row (the head: after its first, traced,
             epoch); the row is their median, the basis lists each.
+        cold_epochs: whole cold epochs per cold row of ``memmap`` (block order) and
+            ``tfrecord``, each after an eviction; the row is their median, the basis lists
+            each, their spread and what each eviction left cached.
         workdir: where data, stores and caches go (the kit cache).
         workers: parallel writers of the data.
     """
@@ -144,12 +152,13 @@ class ScaleConfig:
     random_seconds: float = 60.0
     projection_frames: int = PROJECTION_FRAMES
     warm_epochs: int = WARM_EPOCHS
+    cold_epochs: int = COLD_EPOCHS
     workdir: Path | None = None
     workers: int | None = None
 
     def __post_init__(self):
         check_one_of("dtype", self.dtype, ("float16", "float32"))
-        for name in ("frames", "batch_size", "generator_frames", "projection_frames", "warm_epochs"):
+        for name in ("frames", "batch_size", "generator_frames", "projection_frames", "warm_epochs", "cold_epochs"):
             check_int(name, getattr(self, name))
         check_int("seed", self.seed, 0)
         check_positive("random_seconds", self.random_seconds)
@@ -157,11 +166,9 @@ class ScaleConfig:
         optional_path(self, "workdir")
 
 
-def _row(variant, state, frames, dtype, epoch_s, measured, basis, limit=None, fraction=None, cpu_cores=None):
-    return {"variant": variant, "state": state, "frames": int(frames), "dtype": dtype, "epoch_s": float(epoch_s),
-            "measured": bool(measured), "examples_per_s": frames / epoch_s, "limit": limit,
-            "fraction_of_limit": None if fraction is None else float(fraction),
-            "cpu_cores": None if cpu_cores is None else float(cpu_cores), "basis": basis}
+def _worst(shares: list) -> float | None:
+    """The largest share the evictions left cached; None where one could not be asked."""
+    return None if not shares or None in shares else max(shares)
 
 
 # --------------------------------------------------------------------------- the run
@@ -192,8 +199,6 @@ class _Run:
         self.c, self.progress, self.log = config, progress, log
         self.rows: list[dict] = []  # finished rows
         self.found: list[dict] = []  # the loaders' epochs, judged at the end
-        # store -> its reference reads (bytes, seconds, CPU seconds, of which in the kernel)
-        self.disk_reads: dict[str, list[tuple]] = {}
 
     def measure(self) -> tuple[pd.DataFrame, dict]:
         import tensorflow as tf  # heavy: python -m kit --help imports this module
@@ -203,28 +208,29 @@ class _Run:
         self.memmap_epochs()
         self.gather = self.memory_gather()
         self.tfrecord_epochs()
-        disk = self.disk_limits()
-        info["cpu_note"] = "; ".join(f"{fmt} store: {note}" for fmt in self.disk_reads
-                                     if (note := reference_cpu_note(self.disk_reads[fmt]))) or None
+        self.rows[:0] = self.limits.rows(self.n, self.c.dtype)  # the limit rows first in the table
+        info.update(self.limits.info())
         reclaim = proactive_reclaim()
-        self.loader_rows(disk, reclaim)
+        self.loader_rows(reclaim)
         checks = self.projections()
         info["projection_check"] = checks
         self.head()
         self.generator()
         df = pd.DataFrame(self.rows, columns=COLUMNS)
-        reads = self.disk_reads
-        info["disk_bytes_per_s"] = disk
-        info["disk_reads_bytes_per_s"] = {fmt: [r[0] / r[1] for r in rs] for fmt, rs in reads.items()}
-        info["disk_reads_cpu_cores"] = {fmt: [r[2] / r[1] for r in rs] for fmt, rs in reads.items()}
-        info["disk_note"] = "; ".join(f"{fmt} store: {note}" for fmt, rates in info["disk_reads_bytes_per_s"].items()
-                                      if (note := disk_note(rates))) or None
         info["memory_gather_frames_per_s"] = self.gather
+        info["tfrecord_read"] = self.read_pass
         info["cached_before_warm"] = {r["variant"]: r["cached_before"] for r in self.found if r["state"] == "warm"}
         info["reclaim"] = reclaim
         info["free_page_reporting"] = free_page_reporting()
-        info["cached_after_evict"] = {r["variant"]: r["cached_after"] for r in self.found if r["state"] == "cold"}
-        info["met"] = targets_met(df, checks, info["cached_after_evict"]) if self.n >= EPOCH else None
+        cold = [r for r in self.found if r["state"] == "cold"]
+        info["cold_epochs_s"] = {r["variant"]: r["times"] for r in cold}
+        info["cold_spread"] = {r["variant"]: spread(r["times"]) if len(r["times"]) > 1 else None for r in cold}
+        info["cached_after_evicts"] = {r["variant"]: r["cached_after"] for r in cold}
+        info["cached_after_evict"] = {r["variant"]: _worst(r["cached_after"]) for r in cold}
+        info["cold_fraction_of_disk"] = self.of_disk
+        verdicts = targets_met(df, checks, info["cached_after_evict"])
+        info["short"] = self.stages(df, verdicts)  # at any size: what holds a figure short of its target
+        info["met"] = verdicts if self.n >= EPOCH else None
         tf.keras.backend.clear_session()
         return df, info
 
@@ -245,7 +251,7 @@ class _Run:
         log(f"  ready in {time.perf_counter() - t0:.0f} s ({len(self.index.files):,} files)")
         self.n, self.labels = len(self.index), self.index.labels
         self.info: dict[str, Any] = {"frames": self.n, "dtype": dtype, "batch_size": c.batch_size,
-                                     "warm_epochs": c.warm_epochs, "targets": TARGETS}
+                                     "warm_epochs": c.warm_epochs, "cold_epochs": c.cold_epochs, "targets": TARGETS}
         self.stores = {}
         for fmt in ("memmap", "tfrecord"):
             t0 = time.perf_counter()
@@ -253,75 +259,66 @@ class _Run:
             self.stores[fmt] = (folder, m, store_files(folder, m))
             log(f"  {fmt} store: {folder} ({sum(s['bytes'] for s in m.shards) / 1e9:.1f} GB, "
                 f"ready in {time.perf_counter() - t0:.0f} s)")
-        # The disk's sequential read rate of each store's own files, cold, front to back, read just
-        # before and just after that store's cold epoch: the faster of the two is its limit. A VM's
-        # disk can read a file faster each time it reads it, so a limit read of other files, or far
-        # from the epoch in the run, compares the epoch with a disk in another state.
+        # The limits of reading each store cold are reads of its own files (kit.bench.scale_limits).
         self.frames_file = self.stores["memmap"][0] / "frames.npy"
-        self.reference = {"memmap": [self.frames_file], "tfrecord": self.stores["tfrecord"][2]}
-        self.disk_reads = {fmt: [] for fmt in self.reference}
+        self.limits = Limits({"memmap": [self.frames_file], "tfrecord": self.stores["tfrecord"][2]}, log=log)
+        self.store_bytes = {fmt: sum(p.stat().st_size for p in files) for fmt, files in self.limits.reference.items()}
 
     def loader(self, fmt, ix=None, **kw):
         c = self.c
         return make_loader(fmt, self.index if ix is None else ix, batch_size=c.batch_size, shuffle=True,
                            seed=c.seed, workdir=c.workdir, store_dtype=c.dtype, progress=False, **kw)
 
-    def epochs(self, variant, state, ld, limit, basis_extra="", cached_after=None, files=None, **kw) -> dict:
-        """A loader's epoch (warm: the median of ``warm_epochs`` whole ones), as a dict for
-        ``loader_rows``; ``max_seconds`` in ``kw`` caps it (then projected)."""
-        n, warm_epochs = self.n, self.c.warm_epochs
+    def epochs(self, variant, state, ld, limit, files, basis_extra="", repeats=1, **kw) -> dict:
+        """``repeats`` whole epochs of a loader, as a dict for ``loader_rows``: their median,
+        each epoch's time, and per epoch (cold) the share of ``files`` each eviction before it
+        left cached, or (warm) the share cached as it started. ``max_seconds`` in ``kw`` caps
+        an epoch (then projected, and the only one)."""
+        n = self.n
         gc.collect()
-        if cached_after is not None:  # what the eviction left in the page cache (mincore)
-            basis_extra += f"; {cached_after:.1%} of the store's pages cached after the eviction"
-        cached_before = []  # warm: the share of the store's pages cached as each epoch starts
-
-        def one(**kw):
-            if state == "warm" and files:
+        times: list[float] = []
+        cached_after: list = []  # cold: what each eviction left in the page cache (mincore)
+        cached_before: list = []  # warm: the share of the store's pages cached as each epoch starts
+        wall = cpu = kernel = 0.0
+        for _ in range(repeats):
+            if state == "cold":
+                cached_after.append(evict(files))
+            else:
                 cached_before.append(cached_fraction(files))
-            return cpu_used(epoch, ld, expected=n, labels=self.labels, **kw)
-
-        (got, s, whole), wall, cpu, _ = one(**kw)
-        if whole and state == "warm" and warm_epochs > 1:
-            more = [one() for _ in range(warm_epochs - 1)]
-            times = [s] + [m[0][1] for m in more]
-            cores = (cpu + sum(m[2] for m in more)) / (wall + sum(m[1] for m in more))
-            return {"variant": variant, "state": state, "epoch_s": float(np.median(times)), "measured": True,
-                    "limit": limit, "cpu_cores": cores, "cached_after": cached_after,
-                    "cached_before": cached_before,
-                    "basis": f"the median of {len(times)} whole epochs of {n:,} frames "
-                             f"({', '.join(f'{t:.1f}' for t in times)} s){basis_extra}"}
-        if whole:
-            return {"variant": variant, "state": state, "epoch_s": s, "measured": True, "limit": limit,
-                    "cpu_cores": cpu / wall, "cached_after": cached_after, "cached_before": cached_before,
-                    "basis": f"a whole epoch of {n:,} frames{basis_extra}"}
-        return {"variant": variant, "state": state, "epoch_s": s * n / got, "measured": False, "limit": limit,
-                "cpu_cores": cpu / wall, "cached_after": cached_after, "cached_before": cached_before,
-                "basis": f"projected from {got:,} frames read in {s:.0f} s (capped){basis_extra}"}
-
-    def read_disk(self, fmt, when) -> None:
-        """The disk's reference read of a store's files, cold, kept in ``disk_reads``."""
-        evict(self.reference[fmt])
-        (nbytes, s), _, cpu, kernel = cpu_used(cache_through, self.reference[fmt])
-        self.log(f"disk sequential read of the {fmt} store (cold, {when} its cold epoch): {nbytes / 1e9:.1f} GB in "
-                 f"{s:.1f} s = {nbytes / s / 1e6:,.0f} MB/s ({cpu / s:.2f} CPU-s per s, {kernel / s:.2f} in the "
-                 f"kernel)")
-        self.disk_reads[fmt].append((nbytes, s, cpu, kernel))
+            (got, s, whole), w, c, k = cpu_used(epoch, ld, expected=n, labels=self.labels, **kw)
+            wall, cpu, kernel = wall + w, cpu + c, kernel + k
+            times.append(s if whole else s * n / got)
+            if not whole:
+                break
+        if cached_after and None not in cached_after:
+            basis_extra += (f"; {', '.join(f'{a:.1%}' for a in cached_after)} of the store's pages cached after "
+                            f"{'the eviction' if len(cached_after) == 1 else 'each eviction'}")
+        if not whole:
+            basis = f"projected from {got:,} frames read in {s:.0f} s (capped){basis_extra}"
+        elif len(times) == 1:
+            basis = f"a whole epoch of {n:,} frames{basis_extra}"
+        else:
+            each = ", each after an eviction" if state == "cold" else ""
+            basis = (f"the median of {len(times)} whole epochs of {n:,} frames{each} "
+                     f"({', '.join(f'{t:.1f}' for t in times)} s; spread {spread(times):.0%} of the median)"
+                     f"{basis_extra}")
+        return {"variant": variant, "state": state, "epoch_s": float(np.median(times)), "measured": whole,
+                "limit": limit, "cpu_cores": cpu / wall, "kernel_cores": kernel / wall, "times": times,
+                "cached_after": cached_after, "cached_before": cached_before, "basis": basis}
 
     def memmap_epochs(self) -> None:
-        """memmap, block order: cold between its reference reads, then the fully random order,
+        """memmap, block order: cold between its limits' reads, then the fully random order,
         cold; then warm."""
-        mm_files = self.stores["memmap"][2]
-        self.read_disk("memmap", "before")
-        left = evict(mm_files)
-        self.found.append(self.epochs("memmap", "cold", self.loader("memmap", order="blocks"), "disk",
-                                      " (block order)", cached_after=left))
-        self.read_disk("memmap", "after")
-        left = evict(mm_files)
-        self.found.append(self.epochs("memmap_random", "cold", self.loader("memmap", order="random"), "disk",
-                                      " (fully random order)", max_seconds=self.c.random_seconds, cached_after=left))
+        c, mm_files = self.c, self.stores["memmap"][2]
+        self.limits.read("memmap", "before")
+        self.found.append(self.epochs("memmap", "cold", self.loader("memmap", order="blocks"), "page-in", mm_files,
+                                      " (block order)", repeats=c.cold_epochs))
+        self.limits.read("memmap", "after")
+        self.found.append(self.epochs("memmap_random", "cold", self.loader("memmap", order="random"), "page-in",
+                                      mm_files, " (fully random order)", max_seconds=c.random_seconds))
         read_through(mm_files)
-        self.found.append(self.epochs("memmap", "warm", self.loader("memmap", order="blocks"), "memory",
-                                      " (block order)", files=mm_files))
+        self.found.append(self.epochs("memmap", "warm", self.loader("memmap", order="blocks"), "memory", mm_files,
+                                      " (block order)", repeats=c.warm_epochs))
         self.log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in self.found[-3:]))
 
     def memory_gather(self) -> float:
@@ -339,61 +336,80 @@ class _Run:
         return gather
 
     def tfrecord_epochs(self) -> None:
-        """tfrecord, cold between its reference reads, then warm (the memmap store's pages
-        dropped, to make room)."""
-        tf_files = self.stores["tfrecord"][2]
+        """tfrecord, cold between its limits' reads (the memmap store's pages dropped, to make
+        room), then warm, then one warm pass over its records with nothing decoded."""
+        c, (folder, manifest, tf_files) = self.c, self.stores["tfrecord"]
         evict(self.stores["memmap"][2])
-        self.read_disk("tfrecord", "before")
-        left = evict(tf_files)
-        self.found.append(self.epochs("tfrecord", "cold", self.loader("tfrecord"), "disk", cached_after=left))
-        self.read_disk("tfrecord", "after")
+        self.limits.read("tfrecord", "before")
+        self.found.append(self.epochs("tfrecord", "cold", self.loader("tfrecord"), "page-in", tf_files,
+                                      repeats=c.cold_epochs))
+        self.limits.read("tfrecord", "after")
         read_through(tf_files)
-        self.found.append(self.epochs("tfrecord", "warm", self.loader("tfrecord"), "memory", files=tf_files))
-        self.log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in self.found[-2:]))
+        self.found.append(self.epochs("tfrecord", "warm", self.loader("tfrecord"), "memory", tf_files,
+                                      repeats=c.warm_epochs))
+        cached = cached_fraction(tf_files)
+        (records, nbytes, s), wall, cpu, _ = cpu_used(read_records, folder, manifest)
+        self.read_pass = {"records": records, "bytes": nbytes, "seconds": s, "cpu_cores": cpu / wall,
+                          "cached_before": cached}
+        self.log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in self.found[-2:])
+                 + f"; its records alone (nothing decoded) {s:.1f} s")
 
-    def disk_limits(self) -> dict:
-        """The limit rows (first in the table): each store's faster reference read. Returns
-        that read's rate per store, bytes per second."""
-        disk, limit_rows = {}, []
-        tf_files = self.stores["tfrecord"][2]
-        for fmt, variant in (("memmap", "disk_sequential_read"), ("tfrecord", "disk_sequential_read_tfrecord")):
-            reads = self.disk_reads[fmt]
-            nbytes, s, disk_cpu, _ = min(reads, key=lambda r: r[1] / r[0])
-            disk[fmt] = nbytes / s
-            what = (f"{nbytes / 1e9:.2f} GB of {self.frames_file.name}, the memmap store's file" if fmt == "memmap"
-                    else f"{nbytes / 1e9:.2f} GB of the tfrecord store's {len(tf_files)} shards, in order")
-            # As an epoch: the time the read of the store's whole file (or shards) took.
-            limit_rows.append(_row(
-                variant, "cold", self.n, self.c.dtype, s, True,
-                f"{what}, brought into the page cache cold 16 MB at a time, the next {READ_AHEAD_CHUNKS} asked for "
-                f"ahead, nothing copied, the faster of "
-                f"{len(reads)} reads just before and after the {fmt} store's cold epoch "
-                f"({', '.join(f'{r[0] / r[1] / 1e6:,.0f}' for r in reads)} MB/s)", "disk", 1.0,
-                disk_cpu / s))
-        self.rows[:0] = limit_rows
-        return disk
-
-    def loader_rows(self, disk: dict, reclaim: str | None) -> None:
+    def loader_rows(self, reclaim: str | None) -> None:
         """The loaders' epochs as rows, each against its limit, with what its basis warns of."""
-        n, tf_files = self.n, self.stores["tfrecord"][2]
-        store_bytes = {"memmap": self.frames_file.stat().st_size, "memmap_random": self.frames_file.stat().st_size,
-                       "tfrecord": sum(p.stat().st_size for p in tf_files)}
-        limit_of = {"memmap": "memmap", "memmap_random": "memmap", "tfrecord": "tfrecord"}
+        n, limits = self.n, self.limits
+        self.of_disk: dict[str, float] = {}
         for r in self.found:
-            rate = n / r["epoch_s"]
-            frac = (store_bytes[r["variant"]] / r["epoch_s"] / disk[limit_of[r["variant"]]] if r["limit"] == "disk"
-                    else rate / self.gather)
+            fmt = "tfrecord" if r["variant"] == "tfrecord" else "memmap"
             basis = r["basis"]
             if r["state"] == "cold":
-                warning = cold_warning(frac, r.get("cached_after"))
+                rate, page_in = self.store_bytes[fmt] / r["epoch_s"], limits.rate("page-in", fmt)
+                frac, disk = rate / page_in, limits.rate("disk", fmt)
+                self.of_disk[r["variant"]] = rate / disk
+                each = [self.store_bytes[fmt] / t / page_in for t in r["times"]]
+                over = f"; {min(each):.2f}-{max(each):.2f} over the epochs" if len(each) > 1 else ""
+                basis += (f"; {rate / 1e6:,.0f} MB/s: {frac:.2f} of the {fmt} store's page-in limit "
+                          f"({page_in / 1e6:,.0f} MB/s{over}), {rate / disk:.2f} of the disk's sequential read "
+                          f"({disk / 1e6:,.0f} MB/s)")
+                warning = cold_warning(frac, _worst(r["cached_after"]))
                 basis += f" ({warning})" if warning else ""
-            elif r["cached_before"] and None not in r["cached_before"]:
-                basis += ("; the share of the store's pages cached as each epoch started: "
-                          f"{', '.join(f'{c:.1%}' for c in r['cached_before'])}")
-                warning = warm_warning(r["cached_before"], reclaim)
-                basis += f" ({warning})" if warning else ""
+            else:
+                frac = n / r["epoch_s"] / self.gather
+                if r["cached_before"] and None not in r["cached_before"]:
+                    basis += ("; the share of the store's pages cached as each epoch started: "
+                              f"{', '.join(f'{c:.1%}' for c in r['cached_before'])}")
+                    warning = warm_warning(r["cached_before"], reclaim)
+                    basis += f" ({warning})" if warning else ""
+                if r["variant"] == "tfrecord":
+                    p = self.read_pass
+                    basis += (f"; its records alone, read warm with nothing decoded, shuffled or batched: "
+                              f"{p['seconds']:.1f} s ({p['bytes'] / p['seconds'] / 1e6:,.0f} MB/s, "
+                              f"{p['cpu_cores']:.2f} CPU-s per s)")
             self.rows.append(_row(r["variant"], r["state"], n, self.c.dtype, r["epoch_s"], r["measured"], basis,
                                   r["limit"], frac, r["cpu_cores"]))
+
+    def stages(self, df: pd.DataFrame, verdicts: dict) -> dict:
+        """For each target of ``STAGED`` missed (its verdict False), the stage that holds it back,
+        named from this run's figures: added to its row's basis in ``df``; returns
+        ``{"<variant> <state>": sentence}``."""
+        short = {}
+        for target, (variant, state) in STAGED.items():
+            if verdicts.get(target) is not False:
+                continue
+            r = next(f for f in self.found if f["variant"] == variant and f["state"] == state)
+            if state == "cold":
+                w = next(f for f in self.found if f["variant"] == variant and f["state"] == "warm")
+                sentence = cold_stage(variant, cold_s=r["epoch_s"], warm_s=w["epoch_s"], cpu_cores=r["cpu_cores"],
+                                      kernel_cores=r["kernel_cores"], warm_kernel_cores=w["kernel_cores"],
+                                      usable=usable_cpus(), store_bytes=self.store_bytes[variant],
+                                      page_in_bytes_per_s=self.limits.rate("page-in", variant),
+                                      disk_bytes_per_s=self.limits.rate("disk", variant))
+            else:
+                sentence = warm_stage(warm_s=r["epoch_s"], read_s=self.read_pass["seconds"], frames=self.n,
+                                      gather_frames_per_s=self.gather)
+            short[f"{variant} {state}"] = sentence
+            sel = (df["variant"] == variant) & (df["state"] == state) & df["measured"]
+            df.loc[sel, "basis"] = df.loc[sel, "basis"] + f"; short of its target ({target}): {sentence}"
+        return short
 
     def projections(self) -> dict:
         """The projections from ``projection_frames`` frames, beside the measured epochs, made the
@@ -507,6 +523,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the basis of the projections checked against the measured epochs")
     p.add_argument("--warm-epochs", type=positive_int, default=WARM_EPOCHS,
                    help="whole warm epochs per warm row, their median reported (3)")
+    p.add_argument("--cold-epochs", type=positive_int, default=COLD_EPOCHS,
+                   help="whole cold epochs per cold row, each after an eviction, their median reported (3)")
     p.add_argument("--workers", type=positive_int, default=None, help="parallel writers of the data")
     p.add_argument("--workdir", type=Path, default=None, help="where data, stores and caches go (kit cache)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -515,7 +533,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def register(bench_sub) -> None:
     p = bench_sub.add_parser("scale", help="whole epochs at the user's size, warm and cold, against the "
-                                           "disk's and memory's limits")
+                                           "page-in, disk and memory limits")
     add_arguments(p)
     p.set_defaults(func=main)
 
@@ -524,7 +542,8 @@ def config_from_args(args) -> ScaleConfig:
     return ScaleConfig(frames=args.frames, dtype=args.dtype, batch_size=args.batch_size, seed=args.seed,
                        skip_extraction=args.skip_extraction, generator_frames=args.generator_frames,
                        random_seconds=args.random_seconds, projection_frames=args.projection_frames,
-                       warm_epochs=args.warm_epochs, workdir=args.workdir, workers=args.workers)
+                       warm_epochs=args.warm_epochs, cold_epochs=args.cold_epochs, workdir=args.workdir,
+                       workers=args.workers)
 
 
 def main(args) -> int:
@@ -532,52 +551,3 @@ def main(args) -> int:
     show(res)
     save(res, args.json)
     return 0
-
-
-# --------------------------------------------------------------------------- the epoch order (notebook 03)
-
-
-def order_randomness(rows: np.ndarray, *, batch_size: int, n: int, previous: np.ndarray | None = None) -> dict:
-    """How random one epoch's order is, in numbers (notebook 03).
-
-    Returns:
-        ``batch_span``: the median stretch of the file a batch draws from, as a fraction of
-        the file (about 1 for a fully random order, the window's share for a block order);
-        ``neighbours_kept``: the share of frames whose next frame in the epoch is within
-        ``batch_size`` rows of it in the file (0 for random, near 1 for file order);
-        ``batch_mates_kept`` (with ``previous``, the epoch before): the share of frame pairs
-        sharing a batch in both epochs, against the share a fully random order keeps.
-    """
-    rows = np.asarray(rows)
-    batches = [rows[i:i + batch_size] for i in range(0, len(rows), batch_size)]
-    spans = [(b.max() - b.min() + 1) / n for b in batches if len(b) > 1]
-    out = {"batch_span": float(np.median(spans)),
-           "neighbours_kept": float(np.mean(np.abs(np.diff(rows)) <= batch_size))}
-    if previous is not None:
-        def batch_of(order):
-            b = np.empty(n, np.int64)
-            b[np.asarray(order)] = np.arange(len(order)) // batch_size
-            return b
-
-        now, before = batch_of(rows), batch_of(previous)
-        rng = np.random.default_rng(0)
-        a, c = rng.integers(0, n, 200_000), rng.integers(0, n, 200_000)
-        together = (before[a] == before[c]) & (a != c)
-        kept = float(np.mean(now[a][together] == now[c][together])) if together.any() else 0.0
-        out["batch_mates_kept"] = kept
-        out["batch_mates_kept_if_random"] = batch_size / n
-    return out
-
-
-def epoch_orders(order: str, n: int, *, batch_size: int, seed: int = 0, epochs: int = 2, **blocks) -> list:
-    """The row order of ``epochs`` successive epochs of the memmap variant's ``order``
-    (``"random"`` or ``"blocks"``, with ``block``/``window`` in ``blocks``), as arrays."""
-    if order == "blocks":
-        ds = block_order_dataset(n, batch_size, seed=seed, **blocks)
-    elif order == "random":
-        import tensorflow as tf  # heavy: python -m kit --help imports this module
-
-        ds = tf.data.Dataset.range(n).shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(batch_size)
-    else:
-        raise ValueError(f"order must be 'random' or 'blocks', got {order!r}")
-    return [np.concatenate([b.numpy() for b in ds]) for _ in range(epochs)]

@@ -1,6 +1,8 @@
 """``python -m kit bench scale``'s data and what it reads it with: the generated frames and
 their stores (the free space they need), the feature cache of every frame, one whole
-epoch, the memory gather rate and the CPU a call used. ``kit.bench.scale`` runs the bench.
+epoch, the memory gather rate, one pass over a TFRecord store's records with nothing
+decoded, the CPU a call used, and the form of a row; how random an epoch's order is
+(notebook 03, through ``kit.bench.scale``). ``kit.bench.scale`` runs the bench.
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ from pathlib import Path
 import numpy as np
 
 from kit import features, samples, store
-from kit.epochs import untuned_options
+from kit.epochs import block_order_dataset, untuned_options
 from kit.models import audio
 from kit.spectrogram import FrameIndex
 from kit.spectrogram.convert import TFRECORD_FORMAT
 from kit.util import usable_cpus
 
 __all__ = ["FRAMES_PER_FILE", "FRAME_SHAPE", "data_folder", "frame_bytes", "needed_bytes", "make_data",
-           "store_files", "epoch", "memory_gather_rate", "cpu_used", "feature_cache"]
+           "store_files", "epoch", "memory_gather_rate", "read_records", "cpu_used", "feature_cache", "row",
+           "order_randomness", "epoch_orders"]
 
 FRAMES_PER_FILE = 100
 FRAME_SHAPE = (96, 64)
@@ -138,6 +141,72 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
     return count, took
 
 
+def read_records(folder: Path, manifest) -> tuple[int, int, float]:
+    """One pass over a ``tfrecord`` store's records read as its loader reads them, and nothing
+    else: the shards ``TFRecordOptions().cycle_length`` at a time, each read ahead in its own
+    thread, in the loader's pieces (fixed-length, without the CRCs, for a store checked at
+    open; else ``TFRecordDataset``), the tail's short record after them; no decode, no
+    shuffle, no batch. Returns ``(records, bytes, seconds)`` (the records' data, framing
+    included for fixed-length pieces; the seconds of the pass, not of building it). The warm epoch less this pass is what the loader's decode,
+    shuffle and batch cost (``scale_report.warm_stage``)."""
+    import tensorflow as tf  # heavy: python -m kit --help imports this module
+
+    from kit.cases.stores import (
+        DEFAULT_READ_BUFFER,
+        FIXED_READ_BUFFER,
+        SHARD_PREFETCH,
+        TFRECORD_FRAMING,
+        TFRECORD_HEAD,
+    )
+    from kit.spectrogram.loaders import TFRecordOptions
+
+    opts = TFRecordOptions()
+    tail_name = manifest.meta.get("tail_shard")
+    body = [s for s in manifest.shards if s.name != tail_name]
+    tail = [str(Path(folder) / s.name) for s in manifest.shards if s.name == tail_name]
+    block = int(manifest.meta["options"]["record_frames"])
+    checked = store.checks_on(opts.check_store)  # as the loader: fixed-length pieces when checked
+
+    def records(names, fixed):
+        if fixed:  # every body shard: whole records of one length, then an empty end record
+            first = body[0]
+            entry = (first.bytes - TFRECORD_FRAMING) // (first.count // block)
+            return tf.data.FixedLengthRecordDataset(names, entry, header_bytes=TFRECORD_HEAD,
+                                                    footer_bytes=TFRECORD_FRAMING - TFRECORD_HEAD,
+                                                    buffer_size=opts.read_buffer or FIXED_READ_BUFFER)
+        ds = tf.data.TFRecordDataset(names, buffer_size=opts.read_buffer or DEFAULT_READ_BUFFER)
+        return ds.filter(lambda r: tf.strings.length(r) > 0)  # the empty end records
+
+    parts = []
+    if body:
+        names = tf.data.Dataset.from_tensor_slices([str(Path(folder) / s.name) for s in body])
+        parts.append(names.interleave(lambda f: records(f, checked).prefetch(SHARD_PREFETCH),
+                                      cycle_length=min(opts.cycle_length, len(body))))
+    if tail:
+        parts.append(records(tail, False))
+    ds = parts[0]
+    for more in parts[1:]:
+        ds = ds.concatenate(more)
+    ds = ds.with_options(untuned_options())  # as the kit's loaders
+    t0 = time.perf_counter()
+    count, nbytes = ds.reduce((np.int64(0), np.int64(0)), lambda acc, r: (
+        acc[0] + 1, acc[1] + tf.cast(tf.strings.length(r), tf.int64)))
+    seconds = time.perf_counter() - t0
+    want = sum(s.count // block for s in body) + sum(-(-s.count // block) for s in manifest.shards
+                                                      if s.name == tail_name)
+    if int(count) != want:
+        raise RuntimeError(f"{folder}: read {int(count):,} records, the manifest's shards hold {want:,}")
+    return int(count), int(nbytes), seconds
+
+
+def row(variant, state, frames, dtype, epoch_s, measured, basis, limit=None, fraction=None, cpu_cores=None) -> dict:
+    """One row of the bench, in ``scale_report.COLUMNS``."""
+    return {"variant": variant, "state": state, "frames": int(frames), "dtype": dtype, "epoch_s": float(epoch_s),
+            "measured": bool(measured), "examples_per_s": frames / epoch_s, "limit": limit,
+            "fraction_of_limit": None if fraction is None else float(fraction),
+            "cpu_cores": None if cpu_cores is None else float(cpu_cores), "basis": basis}
+
+
 def cpu_used(fn, *args, **kwargs):
     """``fn(*args, **kwargs)``, timed: ``(result, wall_s, cpu_s, kernel_s)``, the CPU
     seconds this process's threads used meanwhile (user and kernel), and the kernel's part."""
@@ -184,3 +253,52 @@ def _pooling_backbone(frame_shape):
     inputs = keras.Input((h, w, 1))
     x = keras.layers.AveragePooling2D((ph, pw))(inputs)
     return keras.Model(inputs, keras.layers.Flatten()(x), name="pooled_frames")
+
+
+# --------------------------------------------------------------------------- the epoch order (notebook 03)
+
+
+def order_randomness(rows: np.ndarray, *, batch_size: int, n: int, previous: np.ndarray | None = None) -> dict:
+    """How random one epoch's order is, in numbers (notebook 03).
+
+    Returns:
+        ``batch_span``: the median stretch of the file a batch draws from, as a fraction of
+        the file (about 1 for a fully random order, the window's share for a block order);
+        ``neighbours_kept``: the share of frames whose next frame in the epoch is within
+        ``batch_size`` rows of it in the file (0 for random, near 1 for file order);
+        ``batch_mates_kept`` (with ``previous``, the epoch before): the share of frame pairs
+        sharing a batch in both epochs, against the share a fully random order keeps.
+    """
+    rows = np.asarray(rows)
+    batches = [rows[i:i + batch_size] for i in range(0, len(rows), batch_size)]
+    spans = [(b.max() - b.min() + 1) / n for b in batches if len(b) > 1]
+    out = {"batch_span": float(np.median(spans)),
+           "neighbours_kept": float(np.mean(np.abs(np.diff(rows)) <= batch_size))}
+    if previous is not None:
+        def batch_of(order):
+            b = np.empty(n, np.int64)
+            b[np.asarray(order)] = np.arange(len(order)) // batch_size
+            return b
+
+        now, before = batch_of(rows), batch_of(previous)
+        rng = np.random.default_rng(0)
+        a, c = rng.integers(0, n, 200_000), rng.integers(0, n, 200_000)
+        together = (before[a] == before[c]) & (a != c)
+        kept = float(np.mean(now[a][together] == now[c][together])) if together.any() else 0.0
+        out["batch_mates_kept"] = kept
+        out["batch_mates_kept_if_random"] = batch_size / n
+    return out
+
+
+def epoch_orders(order: str, n: int, *, batch_size: int, seed: int = 0, epochs: int = 2, **blocks) -> list:
+    """The row order of ``epochs`` successive epochs of the memmap variant's ``order``
+    (``"random"`` or ``"blocks"``, with ``block``/``window`` in ``blocks``), as arrays."""
+    if order == "blocks":
+        ds = block_order_dataset(n, batch_size, seed=seed, **blocks)
+    elif order == "random":
+        import tensorflow as tf  # heavy: python -m kit --help imports this module
+
+        ds = tf.data.Dataset.range(n).shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(batch_size)
+    else:
+        raise ValueError(f"order must be 'random' or 'blocks', got {order!r}")
+    return [np.concatenate([b.numpy() for b in ds]) for _ in range(epochs)]
