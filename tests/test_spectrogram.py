@@ -334,7 +334,7 @@ def test_convert_command_errors(tmp_path, spec_csv):
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "index file not found" in r.stderr
     r = _kit("convert", "spectrogram", "--index", str(spec_csv), "--to", "memmap", "--out",
              str(tmp_path / "o"), "--shard-mb", "5")
-    assert r.returncode == 2 and "--shard-mb applies to --to tfrecord only" in r.stderr
+    assert r.returncode == 2 and "--shard-mb applies to --to tfrecord and --to arrayrecord only" in r.stderr
 
 
 @pytest.mark.slow

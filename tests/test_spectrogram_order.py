@@ -76,3 +76,16 @@ def test_a_wrong_label_or_a_foreign_frame_is_named(idx):
         epoch_rows(bad, idx, digests=digests)
     with pytest.raises(DataError, match="no row of"):
         epoch_rows([(np.zeros((1,) + idx.frame_shape, np.float32), idx.labels[:1])], idx, digests=digests)
+
+
+def test_fit_orders_reads_what_fit_trains_on(idx):
+    """A tf.data loader reshuffled every epoch gives fit a new order each epoch, every frame
+    once; one built without reshuffling gives it the same order."""
+    from kit.spectrogram import make_loader
+    from kit.spectrogram.order import fit_orders
+
+    shuffled = fit_orders(make_loader("in_memory", idx, batch_size=32, shuffle=True, seed=0, progress=False), idx)
+    assert all(sorted(e.tolist()) == list(range(len(idx))) for e in shuffled)
+    assert not np.array_equal(shuffled[0], shuffled[1])
+    fixed = fit_orders(make_loader("in_memory", idx, batch_size=32, shuffle=False, progress=False), idx)
+    assert np.array_equal(fixed[0], fixed[1]) and fixed[0].tolist() == list(range(len(idx)))

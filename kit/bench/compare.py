@@ -58,10 +58,11 @@ FEATURE_CACHE = "feature_cache"
 def _spectrogram_loaders(index, *, batch_size, workdir, alpha, log):
     from kit import features
     from kit.models import audio
-    from kit.spectrogram import VARIANTS, make_loader
+    from kit.bench.spectrogram import default_variants
+    from kit.spectrogram import make_loader
 
     loaders = {}
-    for v in VARIANTS:  # conversions happen here, before any timing
+    for v in default_variants(log):  # conversions happen here, before any timing; grain where installed
         loaders[v] = make_loader(v, index, batch_size=batch_size, shuffle=True, seed=0, workdir=workdir)
     backbone = audio.backbone(None, input_shape=tuple(index.frame_shape) + (1,), alpha=alpha)
     t0 = time.perf_counter()

@@ -29,7 +29,7 @@ from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
 from kit.util import format_duration, non_negative_int, positive_float, positive_int
 
 __all__ = ["EPOCH", "DEFAULT_BATCH", "DEFAULT_FILES", "DEFAULT_FRAMES_PER_FILE", "STORED", "SpectrogramConfig",
-           "default_data", "plan", "warm_stores", "run", "add_arguments", "register", "config_from_args", "show",
+           "default_data", "default_variants", "plan", "warm_stores", "run", "add_arguments", "register", "config_from_args", "show",
            "main"]
 
 EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
@@ -45,7 +45,8 @@ class SpectrogramConfig:
 
     Attributes:
         data: index CSV; the default bench data if None.
-        variants: names from ``VARIANTS`` (a sequence or a comma-separated string; None: all).
+        variants: names from ``VARIANTS`` (a sequence or a comma-separated string; None: all,
+            ``grain`` only where the peers extra is installed).
         batch_size: the global batch; None takes the user's 256, or one that fits the data (``plan``).
         rounds: interleaved rounds.
         num_batches: timed batches per variant per round (fewer when an epoch holds fewer).
@@ -118,8 +119,18 @@ def plan(frames: int, *, batch_size: int | None, warmup: int, num_batches: int, 
     return batch_size, fit_warmup, timed, note
 
 
-#: Variants that read a store derived from the data (built once, then reused).
-STORED = ("memmap", "tfrecord")
+#: Variants that read a store derived from the data (built once, then reused), and its format.
+STORED = {"memmap": "memmap", "tfrecord": "tfrecord", "grain": "arrayrecord"}
+
+
+def default_variants(log=print) -> list[str]:
+    """Every variant, ``grain`` only where the peers extra is installed (else ``log`` says why not)."""
+    from kit.spectrogram.grain import available
+
+    why = available()
+    if why is not None:
+        log(f"grain: not measured: {why}")
+    return [v for v in VARIANTS if v != "grain" or why is None]
 
 
 def warm_stores(index, variants, *, workdir=None) -> dict:
@@ -130,7 +141,8 @@ def warm_stores(index, variants, *, workdir=None) -> dict:
     not seen used: ``kit.pagecache.proactive_reclaim`` names one)."""
     read = {}
     for v in variants:
-        folder, manifest = convert(index, v, workdir=workdir, progress=False)  # the loader's store: found, not built
+        # The loader's store: found, not built (the grain variant's is an ArrayRecord store).
+        folder, manifest = convert(index, STORED[v], workdir=workdir, progress=False)
         files = check_shards(folder, manifest)
         warm_page_cache(files)
         read[v] = sum(s["bytes"] for s in manifest.shards)
@@ -159,7 +171,7 @@ def run(config: SpectrogramConfig | None = None, /, *args, log=print, **options)
 
 def _run(config: SpectrogramConfig, log):
     c, workdir = config, config.workdir
-    variants = list(c.variants or VARIANTS)
+    variants = list(c.variants or default_variants(log))
     csv = c.data if c.data is not None else default_data(workdir=workdir)
     index = FrameIndex.from_csv(csv)
     log(f"data: {csv} ({len(index):,} frames of {index.frame_shape} {index.file_dtype}, {len(index.files)} files)")

@@ -14,15 +14,15 @@
   (``kit.cases.read_tfrecords``, ``decode_records``): parsing one 24 KB
   ``tf.train.Example`` per frame (format 1) cost more than reading it, and unbatching
   the frames of each record to permute them (format 2) cost as much again.
-
 * ``arrayrecord``: ArrayRecord files (the format Google Grain reads; optional, the
   ``peers`` extra), one record per frame in index order, in shards of about
   ``shard_mb`` (``shard-00000-of-00003.array_record``), written with
   ``group_size:1,uncompressed`` so that each record is read on its own. A record is
   ``ARRAYRECORD_LAYOUT``: the frame's raw bytes (``H * W`` values of the store dtype,
   little-endian, row-major), then its label as one little-endian int64; nothing else,
-  no pickle. Sharded because a random read costs more as one file grows (its index of
-  chunk offsets is larger, its reads scattered over more of the disk).
+  no pickle. Sharded like the TFRecord store: a build resumes shard by shard, ``verify``
+  names the damaged shard, and no one file's index of records (an entry a record, at
+  ``group_size:1``) grows with the whole store.
 
 ``store_dtype="float16"`` halves the bytes on disk and in the page cache; loaders cast
 to float32 in the graph (``grain``: in NumPy, one batch at a time).

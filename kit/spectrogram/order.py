@@ -12,6 +12,10 @@ order of any variant can be measured the same way, without asking the loader how
   epochs (a loader that repeats its order: 1; a reshuffled one: about 0);
 * ``batch_mates_kept`` (two epochs): the share of pairs of frames sharing a batch in the first
   epoch that share one again in the second, beside ``batch_mates_kept_if_random``.
+
+``fit_orders`` reads the order ``model.fit`` itself trains on, epoch by epoch: a loader can be
+right when iterated and still give ``fit`` the same order every epoch (Grain's, without
+``repeat()``: notebook 03).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from kit.batches import iterate
 from kit.errors import DataError
 from kit.spectrogram.index import FrameIndex
 
-__all__ = ["frame_digests", "epoch_rows", "order_quality"]
+__all__ = ["frame_digests", "epoch_rows", "order_quality", "fit_orders"]
 
 
 def _digest(frame: np.ndarray) -> bytes:
@@ -98,3 +102,32 @@ def order_quality(index: FrameIndex, rows: np.ndarray, sizes: list[int],
         out["batch_mates_kept"] = float(np.mean(now[a][together] == now[c][together])) if together.any() else 0.0
         out["batch_mates_kept_if_random"] = float(np.mean(sizes) / n)
     return out
+
+
+def fit_orders(data, index: FrameIndex, *, epochs: int = 2, digests: dict[bytes, int] | None = None,
+               **fit) -> list[np.ndarray]:
+    """The index rows ``model.fit(data, epochs=epochs, **fit)`` trains on, one array per epoch.
+
+    A small model (global pooling, one dense layer) records each batch its ``train_step``
+    receives (run eagerly, so the batches are NumPy-readable); each frame is named by its
+    content, its label checked, as ``epoch_rows`` does."""
+    import keras
+
+    digests = digests if digests is not None else frame_digests(index)
+    seen: list[list[int]] = []
+    shape = tuple(index.frame_shape)
+
+    class Recording(keras.Model):
+        def train_step(self, batch):
+            x, y = batch[0], batch[1]
+            rows, _ = epoch_rows([(np.asarray(x), np.asarray(y))], index, digests=digests)
+            seen[-1].extend(rows.tolist())
+            return super().train_step(batch)
+
+    inputs = keras.Input(shape + (1,))
+    pooled = keras.layers.GlobalAveragePooling2D()(inputs)
+    model = Recording(inputs, keras.layers.Dense(index.num_classes)(pooled))
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True), run_eagerly=True)
+    model.fit(data, epochs=epochs, verbose=0,
+              callbacks=[keras.callbacks.LambdaCallback(on_epoch_begin=lambda e, logs: seen.append([]))], **fit)
+    return [np.asarray(e, np.int64) for e in seen]
