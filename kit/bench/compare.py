@@ -57,8 +57,8 @@ FEATURE_CACHE = "feature_cache"
 
 def _spectrogram_loaders(index, *, batch_size, workdir, alpha, log):
     from kit import features
-    from kit.models import audio
     from kit.bench.spectrogram import default_variants
+    from kit.models import audio
     from kit.spectrogram import make_loader
 
     loaders = {}
