@@ -18,7 +18,7 @@ the page cache), interleaved over rounds:
 
 Each row: frames per second (a batch counts its 256 frames), and its share of ``in_memory``.
 
-    .venv/bin/python scripts/tfrecord_stages.py [--rounds 5] [--batches 60] [--json FILE]
+    .venv/bin/python scripts/tfrecord_stages.py [--rounds 5] [--batches 60] [--warmup 5] [--json FILE]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--batches", type=int, default=60, help="timed batches per stage per round")
+    p.add_argument("--batches", type=int, default=60, help="timed batches per stage per round (at most an epoch's)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--json", default=None)
     a = p.parse_args(argv)
@@ -89,26 +89,25 @@ def main(argv=None) -> dict:
     datasets = {name: make() for name, make in stages.items()}
     rates: dict[str, list[float]] = {name: [] for name in stages}
 
-    def endless(ds):
-        while True:
-            yield from ds
-
-    its = {name: endless(ds) for name, ds in datasets.items()}
+    per_epoch = -(-len(index) // batch)
+    timed = min(a.batches, per_epoch - 1 - a.warmup)  # within one epoch: no epoch's start timed
     for _ in range(a.rounds):
-        for name, it in its.items():
+        for name, ds in datasets.items():
+            it = iter(ds)  # a new epoch each round, as the spectrogram bench reads them
             for _ in range(a.warmup):
                 next(it)
             t0 = time.perf_counter()
-            for _ in range(a.batches):
+            for _ in range(timed):
                 next(it)
-            rates[name].append(a.batches * batch / (time.perf_counter() - t0))
+            rates[name].append(timed * batch / (time.perf_counter() - t0))
+            del it
     ceiling = statistics.median(rates["in_memory"])
-    out = {"frames": len(index), "batch": batch, "record_frames": block, "rounds": a.rounds, "batches": a.batches,
+    out = {"frames": len(index), "batch": batch, "record_frames": block, "rounds": a.rounds, "batches": timed,
            "store": str(folder), "checked_at_open": store.checks_on(None),
            "stages": {name: {"frames_per_s": statistics.median(r), "min": min(r), "max": max(r),
                              "x_in_memory": statistics.median(r) / ceiling} for name, r in rates.items()}}
     print(f"{len(index):,} frames, batches of {batch} ({k} records of {block}), {a.rounds} interleaved rounds of "
-          f"{a.batches} batches, medians:")
+          f"{timed} batches (each round a new epoch, after {a.warmup} warm-up batches), medians:")
     for name, s in out["stages"].items():
         print(f"  {name:13s} {s['frames_per_s']:>10,.0f} frames/s ({s['min']:,.0f}-{s['max']:,.0f})  "
               f"{s['x_in_memory']:.2f}x in_memory")
