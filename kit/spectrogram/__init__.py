@@ -3,7 +3,9 @@
 Public face:
     FrameIndex: the validated index (``FrameIndex.from_csv``).
     make_loader, VARIANTS: every loader variant, built by one function.
-    convert: frames into a memmap or TFRecord store (atomic, resumable, verified).
+    convert: frames into a memmap, TFRecord or (the peers extra) ArrayRecord store (atomic,
+        resumable, verified).
+    order (module): the order a loader delivers, read back from the frames.
 """
 
 from kit.spectrogram.convert import convert
