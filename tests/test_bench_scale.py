@@ -82,7 +82,8 @@ def test_bench_scale_command_json(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user runs it
     r = _kit("bench", "scale", "--frames", "3000", "--dtype", "float16", "--skip-extraction",
              "--generator-frames", "200", "--random-seconds", "5", "--projection-frames", "1000",
-             "--cold-epochs", "2", "--workdir", str(tmp_path / "w"), "--no-progress", "--json", str(out), env=env)
+             "--cold-epochs", "2", "--workdir", str(tmp_path / "w"), "--no-progress", "--json", str(out),
+             "--no-peers", env=env)  # the grain variant: test_grain_joins_the_scale_bench
     assert r.returncode == 0, r.stderr[-3000:]
     # TensorFlow's per-batch warnings (a stateful op under symbolic checkpointing) are off:
     # at a million frames they were about 24,000 lines around the command's own output.
@@ -431,3 +432,31 @@ def test_reading_a_tfrecord_stores_records_with_nothing_decoded(tmp_path, monkey
     assert records == 31 + 1 and seconds > 0
     assert nbytes == 31 * (32 * per_frame + (16 if checked else 0)) + 8 * per_frame
 
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("kit.spectrogram.grain", fromlist=["available"]).available() is not None,
+                    reason="the peers extra (grain, array-record) is not installed")
+def test_grain_joins_the_scale_bench(tmp_path):
+    """Where the peers extra is installed, grain is measured like the kit's stores: its
+    ArrayRecord store converted once, cold epochs against that store's own page-in limit,
+    warm epochs against the memory gather; its threads and processes in the info."""
+    from kit.bench import scale
+
+    rows, info = scale.run(frames=1200, dtype="float16", skip_extraction=True, generator_frames=100,
+                           random_seconds=2, projection_frames=600, warm_epochs=1, cold_epochs=1,
+                           workdir=tmp_path / "w", progress=False, log=lambda *a: None)
+    got = {(r.variant, r.state, r.measured) for r in rows.itertuples()}
+    assert ("grain", "cold", True) in got and ("grain", "warm", True) in got, got
+    assert {"page_in_limit_arrayrecord", "disk_sequential_read_arrayrecord"} <= set(rows["variant"])
+    cold = rows[(rows["variant"] == "grain") & (rows["state"] == "cold")].iloc[0]
+    assert cold["limit"] == "page-in" and "of the arrayrecord store's page-in limit" in cold["basis"], cold["basis"]
+    warm = rows[(rows["variant"] == "grain") & (rows["state"] == "warm")].iloc[0]
+    assert warm["limit"] == "memory" and warm["fraction_of_limit"] == pytest.approx(
+        1200 / warm["epoch_s"] / info["memory_gather_frames_per_s"])
+    assert info["grain"]["measured"] and info["grain"]["threads"] >= 1 and info["grain"]["processes"] == 0
+    assert "arrayrecord" in info["page_in_bytes_per_s"]
+    _, again = scale.run(frames=1200, dtype="float16", skip_extraction=True, generator_frames=100, random_seconds=2,
+                         projection_frames=600, warm_epochs=1, cold_epochs=1, workdir=tmp_path / "w", progress=False,
+                         log=lambda *a: None, peers=False)
+    assert again["grain"] == {"measured": False, "why": "not asked for (--no-peers)"}

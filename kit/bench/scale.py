@@ -141,6 +141,9 @@ class ScaleConfig:
             each, their spread and what each eviction left cached.
         workdir: where data, stores and caches go (the kit cache).
         workers: parallel writers of the data.
+        peers: measure the ``grain`` variant (Google Grain over an ArrayRecord store of the
+            same frames: its store converted once, cold between its own limits' reads, then
+            warm) where the peers extra is installed; the info says why not otherwise.
     """
 
     frames: int = EPOCH
@@ -155,6 +158,7 @@ class ScaleConfig:
     cold_epochs: int = COLD_EPOCHS
     workdir: Path | None = None
     workers: int | None = None
+    peers: bool = True
 
     def __post_init__(self):
         check_one_of("dtype", self.dtype, ("float16", "float32"))
@@ -164,6 +168,8 @@ class ScaleConfig:
         check_positive("random_seconds", self.random_seconds)
         optional_int("workers", self.workers)
         optional_path(self, "workdir")
+        if not isinstance(self.peers, bool):
+            raise ValueError(f"peers must be True or False, got {self.peers!r}")
 
 
 def _worst(shares: list) -> float | None:
@@ -208,6 +214,7 @@ class _Run:
         self.memmap_epochs()
         self.gather = self.memory_gather()
         self.tfrecord_epochs()
+        self.grain_epochs()
         self.rows[:0] = self.limits.rows(self.n, self.c.dtype)  # the limit rows first in the table
         info.update(self.limits.info())
         reclaim = proactive_reclaim()
@@ -219,6 +226,7 @@ class _Run:
         df = pd.DataFrame(self.rows, columns=COLUMNS)
         info["memory_gather_frames_per_s"] = self.gather
         info["tfrecord_read"] = self.read_pass
+        info["grain"] = self.grain
         info["cached_before_warm"] = {r["variant"]: r["cached_before"] for r in self.found if r["state"] == "warm"}
         info["reclaim"] = reclaim
         info["free_page_reporting"] = free_page_reporting()
@@ -259,10 +267,30 @@ class _Run:
             self.stores[fmt] = (folder, m, store_files(folder, m))
             log(f"  {fmt} store: {folder} ({sum(s['bytes'] for s in m.shards) / 1e9:.1f} GB, "
                 f"ready in {time.perf_counter() - t0:.0f} s)")
+        self.grain = self.grain_store()
         # The limits of reading each store cold are reads of its own files (kit.bench.scale_limits).
         self.frames_file = self.stores["memmap"][0] / "frames.npy"
-        self.limits = Limits({"memmap": [self.frames_file], "tfrecord": self.stores["tfrecord"][2]}, log=log)
+        self.limits = Limits({"memmap": [self.frames_file], "tfrecord": self.stores["tfrecord"][2],
+                              **({"arrayrecord": self.stores["arrayrecord"][2]} if "arrayrecord" in self.stores
+                                 else {})}, log=log)
         self.store_bytes = {fmt: sum(p.stat().st_size for p in files) for fmt, files in self.limits.reference.items()}
+
+    def grain_store(self) -> dict:
+        """The ArrayRecord store of the grain variant, converted once (or found), where the peers
+        extra is installed and ``peers`` asks for it; returns what ``info["grain"]`` says."""
+        from kit.spectrogram.grain import available
+
+        why = available() if self.c.peers else "not asked for (--no-peers)"
+        if why is not None:
+            self.log(f"grain: not measured: {why}")
+            return {"measured": False, "why": why}
+        t0 = time.perf_counter()
+        folder, m = convert(self.index, "arrayrecord", workdir=self.c.workdir, store_dtype=self.c.dtype,
+                            progress=self.progress)
+        self.stores["arrayrecord"] = (folder, m, store_files(folder, m))
+        self.log(f"  arrayrecord store: {folder} ({sum(s['bytes'] for s in m.shards) / 1e9:.1f} GB, "
+                 f"ready in {time.perf_counter() - t0:.0f} s)")
+        return {"measured": True, "store": str(folder)}
 
     def loader(self, fmt, ix=None, **kw):
         c = self.c
@@ -354,12 +382,29 @@ class _Run:
         self.log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in self.found[-2:])
                  + f"; its records alone (nothing decoded) {s:.1f} s")
 
+    def grain_epochs(self) -> None:
+        """grain, where measured: cold between its store's limits' reads (the TFRecord store's
+        pages dropped, to make room), then warm; the loader's threads and processes in the info."""
+        if "arrayrecord" not in self.stores:
+            return
+        c, files = self.c, self.stores["arrayrecord"][2]
+        evict(self.stores["tfrecord"][2])
+        self.limits.read("arrayrecord", "before")
+        cold = self.loader("grain")
+        self.grain.update(cold.settings())
+        self.found.append(self.epochs("grain", "cold", cold, "page-in", files, repeats=c.cold_epochs))
+        self.limits.read("arrayrecord", "after")
+        read_through(files)
+        self.found.append(self.epochs("grain", "warm", self.loader("grain"), "memory", files,
+                                      repeats=c.warm_epochs))
+        self.log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in self.found[-2:]))
+
     def loader_rows(self, reclaim: str | None) -> None:
         """The loaders' epochs as rows, each against its limit, with what its basis warns of."""
         n, limits = self.n, self.limits
         self.of_disk: dict[str, float] = {}
         for r in self.found:
-            fmt = "tfrecord" if r["variant"] == "tfrecord" else "memmap"
+            fmt = {"tfrecord": "tfrecord", "grain": "arrayrecord"}.get(r["variant"], "memmap")
             basis = r["basis"]
             if r["state"] == "cold":
                 rate, page_in = self.store_bytes[fmt] / r["epoch_s"], limits.rate("page-in", fmt)
@@ -526,6 +571,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cold-epochs", type=positive_int, default=COLD_EPOCHS,
                    help="whole cold epochs per cold row, each after an eviction, their median reported (3)")
     p.add_argument("--workers", type=positive_int, default=None, help="parallel writers of the data")
+    p.add_argument("--no-peers", action="store_true",
+                   help="leave out the grain variant (measured where the peers extra is installed)")
     p.add_argument("--workdir", type=Path, default=None, help="where data, stores and caches go (kit cache)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
@@ -543,7 +590,7 @@ def config_from_args(args) -> ScaleConfig:
                        skip_extraction=args.skip_extraction, generator_frames=args.generator_frames,
                        random_seconds=args.random_seconds, projection_frames=args.projection_frames,
                        warm_epochs=args.warm_epochs, cold_epochs=args.cold_epochs, workdir=args.workdir,
-                       workers=args.workers)
+                       workers=args.workers, peers=not args.no_peers)
 
 
 def main(args) -> int:

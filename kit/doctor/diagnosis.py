@@ -31,8 +31,8 @@ from kit.doctor.sources import check_source, first_batch, is_dataset, is_pydatas
 LOADER_SHARE, FITS_SHARE, HEAD_SHARE = 0.08, 0.22, 0.05
 TRIAL_ROUNDS = 3
 #: The most of the budget spent counting an epoch whose length the graph does not say (a
-#: shuffle buffer is judged against it).
-COUNT_SHARE = 0.03
+#: shuffle buffer is judged against it), or this many seconds where the budget has them.
+COUNT_SHARE, COUNT_MIN_S = 0.03, 0.25
 
 
 @dataclass
@@ -134,7 +134,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     cands: list[Candidate] = []
     if graph is not None:
         found += small_shuffle(graph, source, count_seconds=budget.take(
-            COUNT_SHARE * max_seconds, "counting an epoch of unknown length", least=0.0))
+            max(COUNT_SHARE * max_seconds, COUNT_MIN_S), "counting an epoch of unknown length", least=0.0))
         examples = dataset_examples(source, graph)
         cands = candidates(graph, source, examples=examples, example_bytes=example_bytes)
         rates["random_ops"] = len(random_nodes(graph))

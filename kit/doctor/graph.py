@@ -205,4 +205,5 @@ def small_shuffle(graph, ds, *, count_seconds: float = 0.0) -> list[Finding]:
                     f"shuffle buffer {int(buffer):,} examples for a dataset of {about}{n:,} "
                     f"({int(buffer) / n:.1%}{'' if about == 'about ' else ' or less'})", 1.0,
                     "order quality, not speed: an example moves at most about a buffer's "
-                    "length from its place on disk", fix=f".shuffle({n:,}) or shuffle the file list first")]
+                    "length from its place on disk", fix=(f".shuffle({n:,})" if about != "at least " else f".shuffle(N), N the dataset's size (at least {n:,}),")
+                    + " or shuffle the file list first")]

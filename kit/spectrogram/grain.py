@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,13 +68,26 @@ __all__ = ["GrainOptions", "available", "require", "make_grain", "loader_class",
 PREFETCH_PER_THREAD = 2
 
 
+class _NoJaxProfiler(logging.Filter):
+    """Drops Grain's import-time warning that JAX's profiler is missing (this kit uses
+    TensorFlow's): it printed an absl WARNING line into every command that imports Grain."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Failed to load jax profiler" not in record.getMessage()
+
+
 @functools.cache
 def available() -> str | None:
-    """None if Grain and ArrayRecord import, else why not (one line, with the fix)."""
+    """None if Grain and ArrayRecord import, else why not (one line, with the fix). The first
+    import of Grain happens here, its JAX-profiler warning dropped (``_NoJaxProfiler``)."""
+    quiet = _NoJaxProfiler()
+    logging.getLogger("absl").addFilter(quiet)
     try:
         import grain  # noqa: F401  # optional: the peers extra, probed here
     except ImportError as e:
         return f"Google Grain is not installed ({e}); pip install 'kit[peers]' (make test installs it)"
+    finally:
+        logging.getLogger("absl").removeFilter(quiet)
     try:
         from array_record.python import array_record_module  # noqa: F401  # optional: the peers extra
     except ImportError as e:
