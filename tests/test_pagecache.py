@@ -130,6 +130,15 @@ def test_the_warming_read_asks_for_its_next_chunks_ahead(tmp_path, monkeypatch, 
     assert sorted(asked) == sorted(everything)
 
 
+
+def _shards(folder, sizes, chunk):
+    """Files of ``sizes`` random bytes, and every ``(name, offset)`` of their ``chunk``-sized pieces, in order."""
+    files = []
+    for k, size in enumerate(sizes):
+        files.append(folder / f"shard-{k}.bin")
+        files[-1].write_bytes(np.random.default_rng(k).integers(0, 255, size, dtype=np.uint8).tobytes())
+    return files, [(f.name, o) for f, size in zip(files, sizes) for o in range(0, size, chunk)]
+
 @pytest.mark.parametrize("ahead", [1, 3])
 def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path, monkeypatch, ahead):
     """``cache_through``: the disk's rate with nothing copied (a one-thread copying read was
@@ -141,11 +150,7 @@ def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path
 
     chunk = 4 * 4096
     sizes = [chunk * 3 + 100, 4096, chunk * 2]  # 4 chunks (the last short), 1, then 2
-    files = []
-    for k, size in enumerate(sizes):
-        files.append(tmp_path / f"shard-{k}.bin")
-        files[-1].write_bytes(np.random.default_rng(k).integers(0, 255, size, dtype=np.uint8).tobytes())
-    everything = [(f.name, o) for f, size in zip(files, sizes) for o in range(0, size, chunk)]
+    files, everything = _shards(tmp_path, sizes, chunk)
     events = []
     real_ask, real_cached = kstore.ask_to_read, pagecache.Residency.cached
     reads = []
@@ -217,11 +222,7 @@ def test_the_page_in_limit_touches_every_page_once_after_asking_ahead(tmp_path, 
 
     chunk = 4 * 4096
     sizes = [chunk * 3 + 100, 0, 4096, chunk * 2]
-    files = []
-    for k, size in enumerate(sizes):
-        files.append(tmp_path / f"shard-{k}.bin")
-        files[-1].write_bytes(np.random.default_rng(k).integers(0, 255, size, dtype=np.uint8).tobytes())
-    everything = [(f.name, o) for f, size in zip(files, sizes) for o in range(0, size, chunk)]
+    files, everything = _shards(tmp_path, sizes, chunk)
     asked = []
     real_ask = kstore.ask_to_read
 
