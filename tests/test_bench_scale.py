@@ -81,7 +81,7 @@ def test_bench_scale_command_json(tmp_path):
     out = tmp_path / "scale.json"
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user runs it
     r = _kit("bench", "scale", "--frames", "3000", "--dtype", "float16", "--skip-extraction",
-             "--generator-frames", "200", "--random-seconds", "5", "--projection-frames", "1000",
+             "--generator-frames", "200", "--random-seconds", "1", "--projection-frames", "1000",
              "--cold-epochs", "2", "--workdir", str(tmp_path / "w"), "--no-progress", "--json", str(out),
              "--no-peers", env=env)  # the grain variant: test_grain_joins_the_scale_bench
     assert r.returncode == 0, r.stderr[-3000:]
