@@ -51,17 +51,20 @@ def write_png_folders(root: Path, images: np.ndarray, labels: np.ndarray) -> lis
 
 
 def conv_model(shape, *, filters: int = 8, classes: int = CLASSES, rescale: bool = True, seed: int = 0,
-               strides: int = 2):
-    """A small compiled conv net: (Rescaling) Conv2D GlobalAveragePooling Dense (``strides=1``: the
-    convolution at full resolution, about four times the step's work)."""
+               strides: int = 2, second: int = 0):
+    """A small compiled conv net: (Rescaling) Conv2D [Conv2D] GlobalAveragePooling Dense (``strides=1``:
+    the convolution at full resolution, about four times the step's work; ``second``: the filters of a
+    second 3x3 convolution after the first, 0 for none)."""
     import keras
 
     keras.utils.set_random_seed(seed)
     layers = [keras.Input(shape)]
     if rescale:
         layers.append(keras.layers.Rescaling(1 / 255))
-    layers += [keras.layers.Conv2D(filters, 3, strides=strides, activation="relu"),
-               keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(classes)]
+    layers.append(keras.layers.Conv2D(filters, 3, strides=strides, activation="relu"))
+    if second:
+        layers.append(keras.layers.Conv2D(second, 3, activation="relu"))
+    layers += [keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(classes)]
     model = keras.Sequential(layers)
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
