@@ -49,6 +49,8 @@ def parse(argv=None):
     p.add_argument("--max-seconds", type=float, default=8.0, help="the doctor's budget per diagnosis")
     p.add_argument("--fit-seconds", type=float, default=2.0,
                    help="ground truth: seconds of fitting per variant, over all rounds")
+    p.add_argument("--min-steps", type=int, default=3,
+                   help="ground truth: steps each fit trains at least per round (past its seconds if need be)")
     p.add_argument("--out", default=str(ROOT / "results" / "doctor_corpus"), help="OUT.json and OUT.md")
     p.add_argument("--rescore", default=None, metavar="OUT.json",
                    help="recompute the totals and OUT.md from a run's OUT.json (nothing measured again)")
@@ -57,6 +59,8 @@ def parse(argv=None):
     a = p.parse_args(argv)
     if a.rounds < 1:
         p.error(f"--rounds must be positive, got {a.rounds}")
+    if a.min_steps < 2:
+        p.error(f"--min-steps must be at least 2 (the first step of each fit is left out), got {a.min_steps}")
     if a.max_seconds <= 0 or a.fit_seconds <= 0:
         p.error("--max-seconds and --fit-seconds must be positive")
     return a
@@ -79,7 +83,7 @@ def finite(x) -> float | None:
 # --------------------------------------------------------------------------- ground truth
 
 
-def ground_truth(case, folder, *, rounds: int, seconds: float) -> dict:
+def ground_truth(case, folder, *, rounds: int, seconds: float, min_steps: int = 3) -> dict:
     """The measured gain of each planted speed code's fix, of all input fixes together, and of the
     model on one batch replayed from memory, each against the slow fit (interleaved)."""
     from kit import doctor
@@ -95,7 +99,8 @@ def ground_truth(case, folder, *, rounds: int, seconds: float) -> dict:
         runs["all"] = dc.fixed_pair(case, folder)
     batch, _ = first_batch(case.slow(folder), case.NAME)
     runs["replayed"] = ([batch] * 64, slow_model)  # the compute ceiling: the step never waits
-    df = doctor.compare_fits(runs, baseline="slow", max_seconds=seconds * len(runs), rounds=rounds)
+    df = doctor.compare_fits(runs, baseline="slow", max_seconds=seconds * len(runs), rounds=rounds,
+                             min_steps=min_steps)
     ratio = {r.variant: (r.x_slow, r.x_slow_min, r.x_slow_max) for r in df.itertuples(index=False)}
     gains = {c: finite(ratio[c][0]) for c in measured}
     spread = {c: [finite(ratio[c][1]), finite(ratio[c][2])] for c in measured}
@@ -169,7 +174,8 @@ def run_case(name: str, args) -> dict:
     t0 = time.perf_counter()
     try:
         case.make_data(folder)
-        row.update(ground_truth(case, folder, rounds=args.rounds, seconds=args.fit_seconds))
+        row.update(ground_truth(case, folder, rounds=args.rounds, seconds=args.fit_seconds,
+                                min_steps=args.min_steps))
     except Exception as e:  # noqa: BLE001  (a broken case is recorded, the run goes on)
         row.update(true_verdict=None, measured_gain={}, ground_truth_error=one_line(e))
     try:

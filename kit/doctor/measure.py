@@ -382,7 +382,7 @@ def record_trace(model, source, trace_dir, *, steps: int = 5) -> Path:
 
 
 def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float = 10.0,
-                 rounds: int = 2) -> pd.DataFrame:
+                 rounds: int = 2, min_steps: int = 3) -> pd.DataFrame:
     """Training rates of several (source, model) pairs measured interleaved, side by side.
 
     Args:
@@ -391,6 +391,8 @@ def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float 
         baseline: the name to express ratios against (``x_<baseline>``).
         max_seconds: the budget for all of them together.
         rounds: interleaved rounds.
+        min_steps: steps each run trains at least, past its share of ``max_seconds`` if need be
+            (the first left out of the rate): a slow step timed a few times is mostly noise.
 
     Returns:
         One row per run: ``variant``, ``examples_per_s`` (over the timed steps, the first
@@ -411,7 +413,7 @@ def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float 
     results: dict[str, list[dict]] = {name: [] for name in runs}
     for _ in range(rounds):
         for name, (source, copy) in copies.items():
-            results[name].append(timed_fit(copy, source, max_seconds=each))
+            results[name].append(timed_fit(copy, source, max_seconds=each, min_steps=min_steps))
     rows = [{"variant": name, "examples_per_s": pooled(rs), "input_share": pooled_share(rs),
              "steps": sum(len(r["steps"]) for r in rs)} for name, rs in results.items()]
     df = pd.DataFrame(rows)

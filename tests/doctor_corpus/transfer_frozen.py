@@ -27,15 +27,17 @@ def _images():
     return pattern_images(N, SIZE, seed=8)
 
 
-def base():
-    """The frozen base: four convolutions (weights seeded, standing in for pretrained ones)."""
+def base(light: bool = False):
+    """The frozen base: four convolutions (weights seeded, standing in for pretrained ones); ``light``:
+    two strided ones with the same output shape, for a case whose input work must outweigh it."""
     import keras
 
     keras.utils.set_random_seed(0)
-    b = keras.Sequential([keras.Input((SIZE, SIZE, 3)),
-                          keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
-                          keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
-                          keras.layers.Conv2D(64, 3, strides=2, padding="same", activation="relu"),
+    convs = [keras.layers.Conv2D(16, 3, strides=2, padding="same", activation="relu")] if light else [
+        keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+        keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+        keras.layers.Conv2D(64, 3, strides=2, padding="same", activation="relu")]
+    b = keras.Sequential([keras.Input((SIZE, SIZE, 3)), *convs,
                           keras.layers.Conv2D(64, 3, strides=2, padding="same", activation="relu")],
                          name="base")
     b.trainable = False
@@ -49,12 +51,12 @@ def _compile(m):
     return m
 
 
-def model():
+def model(light: bool = False):
     import keras
 
     inputs = keras.Input((SIZE, SIZE, 3))
     x = keras.layers.Rescaling(1 / 127.5, offset=-1)(inputs)  # preprocess_input
-    x = base()(x, training=False)
+    x = base(light)(x, training=False)
     x = keras.layers.GlobalAveragePooling2D()(x)
     return _compile(keras.Model(inputs, keras.layers.Dense(4)(x)))
 
@@ -67,9 +69,9 @@ def head(shape):
                                       keras.layers.Dense(4)]))
 
 
-def features(images):
+def features(images, light: bool = False):
     """The frozen part (preprocessing and base) run once over ``images``."""
-    b = base()
+    b = base(light)
     out = [np.asarray(b(images[i:i + 64].astype(np.float32) / 127.5 - 1, training=False))
            for i in range(0, len(images), 64)]
     return np.concatenate(out)
