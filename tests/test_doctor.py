@@ -357,7 +357,8 @@ def test_the_kits_own_story_gets_the_lessons_of_notebooks_01_to_07(spec_index):
     backbone = audio.backbone(alpha=0.125)
     model = audio.compile_classifier(audio.transfer_model(
         backbone, audio.head(len(spec_index.classes), embedding_dim=backbone.output_shape[-1])))
-    d = doctor.diagnose(spectrogram.make_loader("generator", spec_index, batch_size=16), model, max_seconds=10)
+    # 20 s: under make test's load a 10 s budget skipped the frozen head (skipped to keep to the budget)
+    d = doctor.diagnose(spectrogram.make_loader("generator", spec_index, batch_size=16), model, max_seconds=20)
     assert d.top == "frozen_backbone_recomputed", str(d)
     assert {"read_amplification", "python_in_pipeline"} <= set(d.codes), str(d)
 
