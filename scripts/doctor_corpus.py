@@ -49,8 +49,9 @@ def parse(argv=None):
     p.add_argument("--max-seconds", type=float, default=8.0, help="the doctor's budget per diagnosis")
     p.add_argument("--fit-seconds", type=float, default=2.0,
                    help="ground truth: seconds of fitting per variant, over all rounds")
-    p.add_argument("--min-steps", type=int, default=3,
-                   help="ground truth: steps each fit trains at least per round (past its seconds if need be)")
+    p.add_argument("--min-steps", type=int, default=12,
+                   help="ground truth: steps each fit trains at least per round (past its seconds if need be; "
+                        "a slow step timed a few times carries the fit's start: results/NOTES.md)")
     p.add_argument("--out", default=str(ROOT / "results" / "doctor_corpus"), help="OUT.json and OUT.md")
     p.add_argument("--rescore", default=None, metavar="OUT.json",
                    help="recompute the totals and OUT.md from a run's OUT.json (nothing measured again)")
