@@ -120,7 +120,10 @@ def _execute(nb, path: Path, *, fast: bool, timeout: int, env: dict | None, log)
             fh = open(log, "w")
             launch = {"stdout": fh, "stderr": fh}
         # Cells tagged raises-exception may fail on purpose; any other error stops the run.
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+        # Once the last cell has replied the kernel holds nothing to save (kit's caches and
+        # stores are written by the cells), so it is stopped at once rather than left a
+        # graceful exit (TensorFlow's teardown: about a second a notebook).
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", shutdown_kernel="immediate",
                        resources={"metadata": {"path": str(path.parent)}}).execute(**launch)
     finally:
         os.environ.clear()
