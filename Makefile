@@ -9,13 +9,17 @@ STAMP  := $(VENV)/.installed
 DALI   := $(VENV)/.dali
 PEERS  := $(VENV)/.peers
 DALI_PLUGIN := nvidia-dali-tf-plugin-cuda120==2.4.0
+# The packages go in with uv (pip's installer, from PyPI into .venv: it fetches and unpacks in
+# parallel) where it can run, else with pip; --compile-bytecode writes the .pyc files pip would.
+UV      := $(VENV)/bin/uv
+INSTALL  = { $(UV) pip install --quiet --python $(PY) --compile-bytecode $(1) || $(PY) -m pip install --quiet $(1); }
 
 .PHONY: demo test check lint lab bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --upgrade pip && { $(PY) -m pip install --quiet uv || echo "uv: not installed; pip installs"; }
+	$(call INSTALL,-e '.[dev]')
 	@touch $(STAMP)
 
 # The optional dali variant (the `dali` extra, then DALI's TensorFlow plugin: it compiles its op
@@ -24,7 +28,7 @@ $(STAMP): pyproject.toml
 $(DALI): $(STAMP)
 	@if [ "$$(uname -s)-$$(uname -m)" != Linux-x86_64 ]; then \
 	  echo "dali: not installed: NVIDIA publishes DALI for Linux x86_64 only (this is $$(uname -s)-$$(uname -m)); the dali variant's tests skip"; \
-	elif $(PY) -m pip install --quiet -e '.[dali]' && $(PY) -m pip install --quiet --no-build-isolation '$(DALI_PLUGIN)'; then \
+	elif $(call INSTALL,-e '.[dali]') && $(PY) -m pip install --quiet --no-build-isolation '$(DALI_PLUGIN)'; then \
 	  touch $(DALI); \
 	else echo "dali: install failed (above); the dali tests skip. The plugin needs g++: apt-get install g++, then make test again"; fi
 
@@ -32,12 +36,13 @@ $(DALI): $(STAMP)
 # the grain variant and `convert --to arrayrecord`). ArrayRecord is published as binary wheels for
 # some platforms only; where the extra cannot be installed, the grain tests skip and say why.
 $(PEERS): $(STAMP)
-	@if $(PY) -m pip install --quiet -e '.[peers]'; then touch $(PEERS); \
+	@if $(call INSTALL,-e '.[peers]'); then touch $(PEERS); \
 	else echo "peers: install failed (above); the grain variant's tests skip (pip install 'kit[peers]' to retry)"; fi
 
 # Prints its own progress; each notebook's kernel log goes to reports/logs/. Ends with the file
 # to open (reports/index.html), the time it took and the size of the kit cache.
 demo: $(STAMP) $(DALI) $(PEERS)
+	@$(COMPILE)
 	$(PY) -m kit demo --reports reports
 
 # The browser tests need Debian's chromium (never a downloaded browser): installed here when root.
@@ -53,8 +58,12 @@ TEST_WORKERS ?= 3
 PYTEST := KIT_FAST=1 $(PY) -m pytest --dist loadgroup
 RUFF   := $(VENV)/bin/ruff check kit tests
 MYPY   := $(VENV)/bin/mypy kit
+# kit's bytecode, written once: where PYTHONDONTWRITEBYTECODE is set (as on this project's machines)
+# every process (each kernel, child and command of the run) would otherwise compile kit/ from
+# source again, about 0.3 s each. Up-to-date files are left alone.
+COMPILE := $(PY) -m compileall -q kit
 define lint_then
-	@l=0; echo "$(RUFF)"; $(RUFF) || l=1; echo "$(MYPY)"; $(MYPY) || l=1; echo "$(1)"; \
+	@$(COMPILE); l=0; echo "$(RUFF)"; $(RUFF) || l=1; echo "$(MYPY)"; $(MYPY) || l=1; echo "$(1)"; \
 	  $(1) && { [ $$l = 0 ] || { echo "make: ruff or mypy found problems (above)"; exit 1; }; }
 endef
 
