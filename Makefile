@@ -9,8 +9,9 @@ STAMP  := $(VENV)/.installed
 DALI   := $(VENV)/.dali
 PEERS  := $(VENV)/.peers
 DALI_PLUGIN := nvidia-dali-tf-plugin-cuda120==2.4.0
-# The packages go in with uv (pip's installer, from PyPI into .venv: it fetches and unpacks in
-# parallel) where it can run, else with pip; --compile-bytecode writes the .pyc files pip would.
+# The packages go in with uv (a pip-compatible installer that fetches and unpacks in parallel;
+# results/NOTES.md has the times) where it can run, else with pip; --compile-bytecode writes the
+# .pyc files pip would.
 UV      := $(VENV)/bin/uv
 INSTALL  = { $(UV) pip install --quiet --python $(PY) --compile-bytecode $(1) || $(PY) -m pip install --quiet $(1); }
 
@@ -60,7 +61,7 @@ RUFF   := $(VENV)/bin/ruff check kit tests
 MYPY   := $(VENV)/bin/mypy kit
 # kit's bytecode, written once: where PYTHONDONTWRITEBYTECODE is set (as on this project's machines)
 # every process (each kernel, child and command of the run) would otherwise compile kit/ from
-# source again, about 0.3 s each. Up-to-date files are left alone.
+# source again (results/NOTES.md). Up-to-date files are left alone.
 COMPILE := $(PY) -m compileall -q kit
 define lint_then
 	@$(COMPILE); l=0; echo "$(RUFF)"; $(RUFF) || l=1; echo "$(MYPY)"; $(MYPY) || l=1; echo "$(1)"; \

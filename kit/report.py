@@ -121,8 +121,8 @@ def _execute(nb, path: Path, *, fast: bool, timeout: int, env: dict | None, log)
             launch = {"stdout": fh, "stderr": fh}
         # Cells tagged raises-exception may fail on purpose; any other error stops the run.
         # Once the last cell has replied the kernel holds nothing to save (kit's caches and
-        # stores are written by the cells), so it is stopped at once rather than left a
-        # graceful exit (TensorFlow's teardown: about a second a notebook).
+        # stores are written by the cells), so it is stopped at once rather than given a
+        # graceful exit (TensorFlow's teardown; results/NOTES.md).
         NotebookClient(nb, timeout=timeout, kernel_name="python3", shutdown_kernel="immediate",
                        resources={"metadata": {"path": str(path.parent)}}).execute(**launch)
     finally:
