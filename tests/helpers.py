@@ -1,11 +1,13 @@
 """Helpers shared by several test files (fixtures are in conftest.py): running the CLI, damaging
-files in place, the segmentation tests' decoding and matching, and the comparison rows notebook 05
-draws from. Test files import them by name (``from helpers import ...``): pytest puts tests/ on
+files in place, the segmentation tests' decoding and matching, the comparison rows notebook 05
+draws from, and what a notebook's run must show. Test files import them by name (``from helpers import ...``): pytest puts tests/ on
 sys.path."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -206,3 +208,37 @@ def run_doctor(capsys, *argv):
     out = capsys.readouterr()
     return rc, out.out, out.err
 
+
+
+# ------------------------------------------------------------------------- notebooks and the browser
+
+#: Debian's chromium, which the browser tests drive (never a downloaded browser).
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def browser_missing() -> str | None:
+    """Why the browser tests (test_browser.py) cannot run here, or None when they can."""
+    if importlib.util.find_spec("playwright") is None:
+        return "Playwright for Python is missing: pip install -e '.[dev]' (never `playwright install`)"
+    if not os.path.exists(CHROMIUM):
+        return "no chromium: run `apt-get install -y chromium` (make test does it when run as root)"
+    return None
+
+
+def assert_ran_in_fast_mode(nb, run: str) -> None:
+    """An executed notebook (``run``: "first" or "second"): only cells tagged ``raises-exception``
+    failed, and its headline is one rounded line, marked as fast mode with its sample."""
+    from kit import report
+    from kit.notebook import FAST_NOTE
+
+    errors = [o for c in nb.cells if c.cell_type == "code"
+              for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    allowed = sum("raises-exception" in c.metadata.get("tags", []) for c in nb.cells)
+    assert len(errors) <= allowed, f"{run} run"
+    for c in nb.cells:  # only cells tagged to fail may fail
+        if c.cell_type == "code" and "raises-exception" not in c.metadata.get("tags", []):
+            bad = [o for o in c.get("outputs", []) if o.get("output_type") == "error"]
+            assert not bad, f"{run} run: {c.source}\n{bad[0].get('ename')}: {bad[0].get('evalue')}" if bad else ""
+    line, table = report.headline_output(nb)
+    assert line and table is None, f"{run} run: the headline is not one line: {line!r}"
+    assert f"[{FAST_NOTE}: " in line, f"{run} run: a fast-mode headline not marked: {line!r}"

@@ -1,5 +1,6 @@
-"""Notebook 05 in a real browser: JupyterLab (live widgets) and the exported HTML (plotly's own controls);
-notebook 00 run and saved in JupyterLab as `make lab` serves it, leaving git clean.
+"""Notebook 05 in a real browser: run headless, its exported HTML (plotly's own controls), then run again
+in JupyterLab (live widgets); notebook 00 run and saved in JupyterLab as `make lab` serves it, leaving
+git clean.
 
 Headless Chromium from Debian's ``chromium`` package, driven by Playwright for Python launched with
 ``executable_path`` (no browser is ever downloaded). ``make test`` installs the package when it runs as
@@ -21,12 +22,13 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
+from helpers import CHROMIUM, assert_ran_in_fast_mode, browser_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_compare_epoch_times.ipynb"
 SHOTS = ROOT / "reports" / "browser"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 #: Bounds of the waits (seconds). The notebook's fast mode measures for about a minute on 2 idle cores.
 LAB_START_S, RUN_ALL_S, UPDATE_S = 90, 600, 60
 #: A busy machine, made certain: every JavaScript module over 1 MB loaded from a blob (plotly's
@@ -51,10 +53,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 pytestmark = [
     pytest.mark.slow,  # JupyterLab, a kernel and Chromium for each test: make check leaves them out
-    pytest.mark.skipif(sync_playwright is None,
-                       reason="Playwright for Python is missing: pip install -e '.[dev]' (never `playwright install`)"),
-    pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                       reason="no chromium: run `apt-get install -y chromium` (make test does it when run as root)"),
+    # (where they skip, test_notebooks.py runs notebook 05 twice headless instead)
+    pytest.mark.skipif(sync_playwright is None or browser_missing() is not None, reason=str(browser_missing())),
 ]
 
 
@@ -114,16 +114,6 @@ def _serve_lab(root_dir: Path, log_path: Path, *args: str):
         log.close()
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """JupyterLab serving a copy of notebook 05 (autosave never touches the repo)."""
-    work = tmp_path / "lab"
-    work.mkdir()
-    shutil.copy(NOTEBOOK, work / NOTEBOOK.name)
-    with _serve_lab(work, tmp_path / "lab.log") as served:
-        yield {**served, "work": work}
-
-
 _ERRORS_JS = """() => {
   const nb = window.jupyterapp.shell.currentWidget.content;
   const errors = [];
@@ -169,20 +159,6 @@ _BARS_DRAWN_JS = """(gd) => {
     .map(p => p.getAttribute('d') || '').filter(d => d.length > 2 && d !== 'M0,0Z');
   return paths.length === full[0].x.length;
 }"""
-
-
-def test_notebook_05_in_jupyterlab_slider_updates_the_figure(lab, browser):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.set_default_timeout(UPDATE_S * 1000)
-    page_errors = []
-    page.on("pageerror", lambda error: page_errors.append(str(error)))
-    page.on("console", lambda m: page_errors.append(m.text) if m.type == "error" and "[kit]" in m.text else None)
-    try:
-        _drive_lab(page, lab, page_errors)
-    except Exception:
-        page.screenshot(path=str(SHOTS / "lab_05_failure.png"), full_page=True)  # what the page showed
-        raise
 
 
 def _dismiss_toasts(page):
@@ -276,7 +252,11 @@ def _drive_lab(page, lab, page_errors):
     assert [e for e in page_errors if "anywidget" in e or "[kit]" in e or "plotly" in e.lower()] == []
 
 
-def test_exported_html_of_05_keeps_its_plotly_slider_offline(tmp_path, browser):
+def test_notebook_05_twice_headless_with_its_html_then_in_jupyterlab(tmp_path, browser):
+    """Notebook 05 twice on one kit cache (as test_notebooks.py runs the others): first headless as
+    `make demo` runs it, its exported HTML keeping plotly's slider working offline; then in
+    JupyterLab, where the second run finds the first one's caches and ledger and the live
+    explorer's slider redraws its figure in place."""
     from kit import report
 
     src = tmp_path / "notebooks"
@@ -285,10 +265,31 @@ def test_exported_html_of_05_keeps_its_plotly_slider_offline(tmp_path, browser):
     out = tmp_path / "reports"
     entry, = report.run_notebooks(src, out, fast=True, log=lambda line: None)
     assert entry.status == "ok", entry.error
+    assert_ran_in_fast_mode(nbformat.read(out / NOTEBOOK.name, as_version=4), "first")
     html = out / entry.html
     assert html.name == "05_compare_epoch_times.html"
     assert entry.headline and entry.headline.startswith("spectrogram, 1,000,000 frames on 2 replica(s)")
     assert "[FAST MODE: " in entry.headline  # a fast-mode figure says so, with its sample
+    _check_exported_html(browser, html)
+
+    with _serve_lab(src, tmp_path / "lab.log") as served:
+        lab = {**served, "work": src}
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(UPDATE_S * 1000)
+        page_errors: list[str] = []
+        page.on("pageerror", lambda error: page_errors.append(str(error)))
+        page.on("console", lambda m: page_errors.append(m.text) if m.type == "error" and "[kit]" in m.text else None)
+        try:
+            _drive_lab(page, lab, page_errors)
+            _save(page, src / NOTEBOOK.name)
+        except Exception:
+            page.screenshot(path=str(SHOTS / "lab_05_failure.png"), full_page=True)  # what the page showed
+            raise
+    assert_ran_in_fast_mode(nbformat.read(src / NOTEBOOK.name, as_version=4), "second")
+
+
+def _check_exported_html(browser, html: Path):
+    """The exported page of 05 opened offline: plotly's own slider redraws the static figure."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(UPDATE_S * 1000)
@@ -331,6 +332,8 @@ def test_exported_html_of_05_keeps_its_plotly_slider_offline(tmp_path, browser):
     assert page.locator(".jp-OutputArea-output:has-text('Traceback')").count() == 0
     # Plotly.js came from the file, not the network.
     assert page.evaluate("() => typeof window.Plotly") == "object"
+
+
 
 
 # --------------------------------------------------------------------------- make lab leaves git clean
@@ -376,6 +379,16 @@ def _saved_with_outputs(path: Path) -> bool:
     return all(c["execution_count"] is not None for c in code) and any(c["outputs"] for c in code)
 
 
+def _save(page, path: Path):
+    """Saves the current notebook in JupyterLab; waits (bounded) until ``path`` holds its outputs."""
+    # The save command's promise resolves once the server has written the file and run its hooks.
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    deadline = time.monotonic() + SAVE_S
+    while not _saved_with_outputs(path):
+        assert time.monotonic() < deadline, f"no outputs saved to {path} within {SAVE_S} s"
+        time.sleep(0.5)
+
+
 #: Where a run in the current notebook stands: every code cell run, any queued or running, the kernel.
 _RUN_STATE_JS = """() => {
   const w = window.jupyterapp.shell.currentWidget;
@@ -417,12 +430,7 @@ def test_lab_run_all_and_save_leaves_git_clean(lab_repo, browser):
         _open_in_lab(page, lab_repo, path.name)
         _run_all_cells(page)
         assert page.evaluate(_ERRORS_JS) == []
-        # The save command's promise resolves once the server has written the file and run its hooks.
-        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-        deadline = time.monotonic() + SAVE_S
-        while not _saved_with_outputs(path):
-            assert time.monotonic() < deadline, f"no outputs saved to {path} within {SAVE_S} s"
-            time.sleep(0.5)
+        _save(page, path)
         _dismiss_toasts(page)
         page.screenshot(path=str(SHOTS / "lab_00_saved.png"))
     except Exception:

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from helpers import assert_ran_in_fast_mode, browser_missing
 
 from kit import report
-from kit.notebook import FAST_NOTE
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -32,26 +32,17 @@ def test_committed_clean_with_parameters_cell(path):
     assert len(headings) == 1, f"{path.name}: one H1 expected, found {headings}"
 
 
-def _assert_only_tagged_cells_failed(nb, run):
-    errors = [o for c in nb.cells if c.cell_type == "code"
-              for o in c.get("outputs", []) if o.get("output_type") == "error"]
-    allowed = sum("raises-exception" in c.metadata.get("tags", []) for c in nb.cells)
-    assert len(errors) <= allowed, f"{run} run"
-    for c in nb.cells:  # only cells tagged to fail may fail
-        if c.cell_type == "code" and "raises-exception" not in c.metadata.get("tags", []):
-            bad = [o for o in c.get("outputs", []) if o.get("output_type") == "error"]
-            assert not bad, f"{run} run: {c.source}\n{bad[0].get('ename')}: {bad[0].get('evalue')}" if bad else ""
+#: Notebook 05's two runs are test_browser.py's wherever a browser is at hand: first headless, as
+#: `make demo` runs it (its HTML export then checked in the browser), then in JupyterLab (its live
+#: slider checked), on one kit cache. Here only where that file skips, so no run of it is repeated.
+TWICE = [p for p in NOTEBOOKS if not (p.name.startswith("05_") and browser_missing() is None)]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", TWICE, ids=lambda p: p.name)
 def test_runs_headless_in_fast_mode_twice(path):
     """The first run builds the notebook's caches and stores in this test's own KIT_CACHE;
     the second run finds them in place (a second ``make demo`` once failed in 07 there).
     Each run's headline is one rounded line, marked as fast mode with its sample."""
     for run in ("first", "second"):
-        nb = report.execute(path, fast=True, timeout=600)
-        _assert_only_tagged_cells_failed(nb, run)
-        line, table = report.headline_output(nb)
-        assert line and table is None, f"{run} run: the headline is not one line: {line!r}"
-        assert f"[{FAST_NOTE}: " in line, f"{run} run: a fast-mode headline not marked: {line!r}"
+        assert_ran_in_fast_mode(report.execute(path, fast=True, timeout=600), run)
