@@ -10,10 +10,15 @@ DALI   := $(VENV)/.dali
 PEERS  := $(VENV)/.peers
 DALI_PLUGIN := nvidia-dali-tf-plugin-cuda120==2.4.0
 # The packages go in with uv (a pip-compatible installer that fetches and unpacks in parallel;
-# results/NOTES.md has the times) where it can run, else with pip; --compile-bytecode writes the
-# .pyc files pip would.
+# results/NOTES.md has the times) where it can run, else with pip. uv leaves them uncompiled: the
+# Python that make runs writes the bytecode of what it imports, once, as it first imports it
+# (below), which compiles a third of the files compiling them all would.
 UV      := $(VENV)/bin/uv
-INSTALL  = { $(UV) pip install --quiet --python $(PY) --compile-bytecode $(1) || $(PY) -m pip install --quiet $(1); }
+INSTALL  = { $(UV) pip install --quiet --python $(PY) $(1) || $(PY) -m pip install --quiet $(1); }
+# Where PYTHONDONTWRITEBYTECODE is set (as on this project's machines) every process of a run (each
+# kernel, child and command) would compile TensorFlow and kit from source again: the make targets
+# clear it, so the first process to import a module writes its .pyc and the rest load that.
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: demo test check lint lab bench clean
 
@@ -43,7 +48,6 @@ $(PEERS): $(STAMP)
 # Prints its own progress; each notebook's kernel log goes to reports/logs/. Ends with the file
 # to open (reports/index.html), the time it took and the size of the kit cache.
 demo: $(STAMP) $(DALI) $(PEERS)
-	@$(COMPILE)
 	$(PY) -m kit demo --reports reports
 
 # The browser tests need Debian's chromium (never a downloaded browser): installed here when root.
@@ -59,12 +63,12 @@ TEST_WORKERS ?= 3
 PYTEST := KIT_FAST=1 $(PY) -m pytest --dist loadgroup
 RUFF   := $(VENV)/bin/ruff check kit tests
 MYPY   := $(VENV)/bin/mypy kit
-# kit's bytecode, written once: where PYTHONDONTWRITEBYTECODE is set (as on this project's machines)
-# every process (each kernel, child and command of the run) would otherwise compile kit/ from
-# source again (results/NOTES.md). Up-to-date files are left alone.
-COMPILE := $(PY) -m compileall -q kit
+# Beside ruff and mypy (one core), one process imports what every test worker and kernel imports
+# and so writes its bytecode (after a fresh install), so that they do not all compile it at once.
+WARM   := $(PY) -c "import tensorflow, keras, pandas, plotly.graph_objects, kit.notebook"
 define lint_then
-	@$(COMPILE); l=0; echo "$(RUFF)"; $(RUFF) || l=1; echo "$(MYPY)"; $(MYPY) || l=1; echo "$(1)"; \
+	@$(WARM) >/dev/null 2>&1 & w=$$!; l=0; echo "$(RUFF)"; $(RUFF) || l=1; echo "$(MYPY)"; $(MYPY) || l=1; \
+	  wait $$w; echo "$(1)"; \
 	  $(1) && { [ $$l = 0 ] || { echo "make: ruff or mypy found problems (above)"; exit 1; }; }
 endef
 
