@@ -1,6 +1,7 @@
 """Notebook 05 in a real browser: run headless, its exported HTML (plotly's own controls), then run again
-in JupyterLab (live widgets); notebook 00 run and saved in JupyterLab as `make lab` serves it, leaving
-git clean.
+in JupyterLab (live widgets); notebook 00 run headless, then run and saved in JupyterLab as `make lab`
+serves it, leaving git clean. Each is its notebook's two runs on one kit cache (test_notebooks.py runs
+them only where these tests skip).
 
 Headless Chromium from Debian's ``chromium`` package, driven by Playwright for Python launched with
 ``executable_path`` (no browser is ever downloaded). ``make test`` installs the package when it runs as
@@ -421,8 +422,14 @@ def _run_all_cells(page, *, attempts=3, stall_s=10):
 
 
 def test_lab_run_all_and_save_leaves_git_clean(lab_repo, browser):
+    """Notebook 00 twice on one kit cache (as test_notebooks.py runs the others): first headless, then
+    run all and saved in JupyterLab as `make lab` serves it, which leaves git clean."""
+    from kit import report
+
     repo, path = lab_repo["repo"], lab_repo["notebook"]
     committed = path.read_bytes()
+    assert_ran_in_fast_mode(report.execute(path, fast=True, timeout=600), "first")
+    assert path.read_bytes() == committed and _git(repo, "status", "--porcelain") == ""
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(UPDATE_S * 1000)
@@ -442,3 +449,4 @@ def test_lab_run_all_and_save_leaves_git_clean(lab_repo, browser):
     assert _git(repo, "diff", "HEAD", "--stat") == ""
     # What git reads through the filter is the committed blob, byte for byte.
     assert _git(repo, "hash-object", f"notebooks/{path.name}") == _git(repo, "rev-parse", f"HEAD:notebooks/{path.name}")
+    assert_ran_in_fast_mode(nbformat.read(path, as_version=4), "second")
