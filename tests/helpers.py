@@ -5,7 +5,6 @@ sys.path."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -218,7 +217,9 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 def browser_missing() -> str | None:
     """Why the browser tests (test_browser.py) cannot run here, or None when they can."""
-    if importlib.util.find_spec("playwright") is None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
         return "Playwright for Python is missing: pip install -e '.[dev]' (never `playwright install`)"
     if not os.path.exists(CHROMIUM):
         return "no chromium: run `apt-get install -y chromium` (make test does it when run as root)"

@@ -54,8 +54,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 pytestmark = [
     pytest.mark.slow,  # JupyterLab, a kernel and Chromium for each test: make check leaves them out
-    # (where they skip, test_notebooks.py runs notebook 05 twice headless instead)
-    pytest.mark.skipif(sync_playwright is None or browser_missing() is not None, reason=str(browser_missing())),
+    # (where they skip, test_notebooks.py runs notebooks 05 and 00 twice headless instead)
+    pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing())),
 ]
 
 
