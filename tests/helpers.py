@@ -1,7 +1,7 @@
 """Helpers shared by several test files (fixtures are in conftest.py): running the CLI, damaging
 files in place, the segmentation tests' decoding and matching, the comparison rows notebook 05
-draws from, and what a notebook's run must show. Test files import them by name (``from helpers import ...``): pytest puts tests/ on
-sys.path."""
+draws from, and what a notebook's run must show. Test files import them by name
+(``from helpers import ...``): pytest puts tests/ on sys.path."""
 
 from __future__ import annotations
 
@@ -206,7 +206,6 @@ def run_doctor(capsys, *argv):
     rc = main(["doctor", *argv])
     out = capsys.readouterr()
     return rc, out.out, out.err
-
 
 
 # ------------------------------------------------------------------------- notebooks and the browser

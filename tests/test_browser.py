@@ -273,8 +273,7 @@ def test_notebook_05_twice_headless_with_its_html_then_in_jupyterlab(tmp_path, b
     assert "[FAST MODE: " in entry.headline  # a fast-mode figure says so, with its sample
     _check_exported_html(browser, html)
 
-    with _serve_lab(src, tmp_path / "lab.log") as served:
-        lab = {**served, "work": src}
+    with _serve_lab(src, tmp_path / "lab.log") as lab:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(UPDATE_S * 1000)
         page_errors: list[str] = []
