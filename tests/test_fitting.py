@@ -49,14 +49,19 @@ def test_step_timer_attributes_input_latency_to_waiting():
     steps = timer.steps()
     assert list(steps.columns) == ["epoch", "step", "steps", "step_s", "wait_s", "compute_s", "examples", "hook_s"]
     assert (steps["steps"] == 1).all() and (steps["examples"] == 8).all()
-    assert (steps["hook_s"] >= 0).all() and (steps["hook_s"] < steps["wait_s"]).all()
+    # The batch pull is left out of the hook's own time: with it, every hook_s would be at least
+    # its wait_s (30 ms of sleep). A median, so one step descheduled on a busy machine cannot fail it.
+    assert (steps["hook_s"] >= 0).all() and steps["hook_s"].median() < steps["wait_s"].min()
     assert len(steps) == 12 and list(steps["epoch"]) == [0] * 6 + [1] * 6
     assert (steps["wait_s"] >= 0.029).all()
     assert (steps["step_s"] >= steps["wait_s"]).all()
     epochs = timer.epochs()
     assert list(epochs["steps"]) == [6, 6]
-    # The first epoch's first step also traces the train function (long on a loaded machine).
-    assert epochs["input_share"].iloc[-1] > 0.5 and (epochs["input_share"] <= 1).all()
+    # Each step's sleep in the loader is counted as waiting; the share is wait over step time. How
+    # large it is depends on the machine's load (tracing, a busy core), so no bound is set on it.
+    assert (epochs["wait_s"] >= 6 * 0.029).all()
+    assert epochs["input_share"].tolist() == pytest.approx((epochs["wait_s"] / epochs["step_s"]).tolist())
+    assert ((epochs["input_share"] > 0) & (epochs["input_share"] <= 1)).all()
     # Every batch reached the model exactly once per epoch: sum of i * 8 * 3 over i < 6.
     assert int(model.count.numpy()) == 2 * 6 * 8
     assert model.total.numpy() == pytest.approx(2 * sum(i * 8 * 3 for i in range(6)))
@@ -94,7 +99,9 @@ def test_fit_times_each_epoch_and_counts_examples():
     assert list(df["epoch"]) == [1, 2] and list(df["steps"]) == [6, 6] and list(df["examples"]) == [48, 48]
     assert list(df.columns[:6]) == ["epoch", "steps", "examples", "seconds", "examples_per_s", "input_share"]
     assert (df["seconds"] >= df["step_s"]).all() and (df["step_s"] >= 6 * 0.02).all()
-    assert df["input_share"].iloc[-1] > 0.5  # the first epoch also traces the train step
+    assert (df["wait_s"] >= 6 * 0.019).all()  # every batch's sleep counted as waiting for input
+    assert df["input_share"].tolist() == pytest.approx((df["wait_s"] / df["step_s"]).tolist())
+    assert ((df["input_share"] > 0) & (df["input_share"] <= 1)).all()
     assert df["examples_per_s"].tolist() == pytest.approx((df["examples"] / df["seconds"]).tolist())
     assert df["epoch_s_1000"].tolist() == pytest.approx((1000 / df["examples_per_s"]).tolist())
     assert df["seen"].tolist() == [48, 96]  # the model's own logged metric, per epoch
