@@ -58,8 +58,8 @@ from kit.spectrogram.convert import DEFAULT_SHARD_MB, STORE_DTYPES, arrayrecord_
 from kit.store import StoreError
 from kit.util import check_int, usable_cpus
 
-__all__ = ["GrainOptions", "available", "require", "make_grain", "loader_class", "DecodeBatch", "NamedRecords",
-           "shuffle_seed", "PREFETCH_PER_THREAD"]
+__all__ = ["GrainOptions", "available", "require", "make_grain", "loader_class", "iterator_class", "DecodeBatch",
+           "NamedRecords", "shuffle_seed", "PREFETCH_PER_THREAD"]
 
 #: Batches read ahead per reading thread (``prefetch`` by default): each thread has the
 #: next batch to start on when it finishes one. Grain's own default (500 elements) is
@@ -244,9 +244,9 @@ def make_grain(index, opts, vopts: GrainOptions):
 
 
 @functools.cache
-def loader_class() -> type:
-    """The ``GrainLoader`` class (a ``grain.IterDataset``), built on the first call: importing
-    this module imports neither Grain nor TensorFlow."""
+def iterator_class() -> type:
+    """The ``EpochIterator`` class (a ``grain.DatasetIterator`` that is also a
+    ``tf.train.experimental.PythonState``), built on the first call like ``loader_class``."""
     import grain  # optional: the peers extra
     import tensorflow as tf  # heavy: python -m kit --help imports this module
 
@@ -321,6 +321,16 @@ def loader_class() -> type:
             self._close_inner()
             super().close()
 
+    EpochIterator.__module__, EpochIterator.__qualname__ = __name__, EpochIterator.__name__
+    return EpochIterator
+
+
+@functools.cache
+def loader_class() -> type:
+    """The ``GrainLoader`` class (a ``grain.IterDataset``), built on the first call: importing
+    this module imports neither Grain nor TensorFlow."""
+    import grain  # optional: the peers extra
+
     class GrainLoader(grain.IterDataset):
         """The ``grain`` variant's loader: each iteration the next epoch of every frame, once,
         in batches (the last partial), as ``(x, y)`` NumPy arrays.
@@ -377,20 +387,21 @@ def loader_class() -> type:
 
         def __iter__(self):
             e, self.next_epoch = self.next_epoch, self.next_epoch + 1
-            return EpochIterator(self, e)
+            return iterator_class()(self, e)
 
         def __str__(self) -> str:
             return (f"GrainLoader({self.examples} examples in batches of {self.batch_size}, "
                     f"{self.settings()})")
 
-    for cls in (EpochIterator, GrainLoader):
-        cls.__module__, cls.__qualname__ = __name__, cls.__name__
+    GrainLoader.__module__, GrainLoader.__qualname__ = __name__, GrainLoader.__name__
     return GrainLoader
 
 
 def __getattr__(name):
-    # GrainLoader subclasses grain.IterDataset: built on first use (loader_class), so
-    # that importing this module imports neither Grain nor TensorFlow.
+    # GrainLoader and EpochIterator subclass Grain's classes: built on first use (loader_class,
+    # iterator_class), so that importing this module imports neither Grain nor TensorFlow.
     if name == "GrainLoader":
         return loader_class()
+    if name == "EpochIterator":
+        return iterator_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
