@@ -2,12 +2,32 @@
 test only reads (the embedded samples, a tiny segmentation source, a small backbone) is built once
 per process and shared."""
 
+import gc
 import os
 import shutil
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage():
+    """A test's garbage is collected as the test ends, not in whichever later test is running when the
+    collector next runs: a tf.data iterator left in a reference cycle (an exception's frames, a
+    function's closure) was destroyed there, and its destructor waited on the iterator's autotuning
+    thread with the GIL held, the whole worker idle (how long: results/NOTES.md). What survives is
+    then frozen (``gc.freeze``): it is not garbage now, and the next test's collection scans only what
+    that test made, so that all the collections of a run cost less than the collector's own did."""
+    yield
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    """What the session has imported by now (TensorFlow, Keras) is out of the collector's sight too."""
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
