@@ -564,3 +564,62 @@ def test_a_fit_that_meets_the_ast_race_runs_once_more(monkeypatch):
     monkeypatch.setattr(measure, "_timed_fit", broken)
     with pytest.raises(SystemError, match="something else"):
         measure.timed_fit(None, None, max_seconds=0)
+
+
+def _tracked(kind) -> list:
+    """The live objects of type ``kind`` the garbage collector tracks."""
+    import gc
+
+    return [o for o in gc.get_objects() if isinstance(o, kind)]
+
+
+def test_a_fit_the_deadline_stopped_leaves_no_tf_data_iterator_to_the_collector():
+    """Keras keeps a fit stopped by a callback in a reference cycle (its epoch iterator and that
+    iterator's suspended generator) holding the tf.data iterator: the doctor frees it as the fit ends.
+    The collector is off here, so only that can free it."""
+    import gc
+
+    import tensorflow as tf
+
+    from kit.doctor import measure
+
+    owned = type(iter(tf.data.Dataset.range(1)))
+    ds = tf.data.Dataset.from_tensor_slices((X, Y)).batch(B)  # 32 batches; the deadline stops at 3
+    before = {id(o) for o in _tracked(owned)}
+    gc.disable()
+    try:
+        run = measure.timed_fit(_model(), ds, max_seconds=0.0, min_steps=3)
+        left = [o for o in _tracked(owned) if id(o) not in before]
+    finally:
+        gc.enable()
+    assert run["examples"] < N  # stopped mid-epoch, as the deadline does
+    assert not left, f"{len(left)} tf.data iterator(s) still alive after the fit"
+
+
+def test_an_interrupted_loader_measurement_ends_its_epoch_before_the_error_reaches_the_caller(monkeypatch):
+    """measure_loader ends the epoch it was reading (a PyDataset's workers stop) when it is interrupted
+    (Ctrl-C, a stop in JupyterLab): the traceback, which IPython keeps, does not hold the epoch open."""
+    import keras
+
+    from kit.doctor import measure
+
+    ended = []
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return N // B
+
+        def __getitem__(self, i):
+            return X[i * B:(i + 1) * B], Y[i * B:(i + 1) * B]
+
+        def on_epoch_end(self):
+            ended.append(1)
+
+    def interrupted(it, **kw):
+        next(it), next(it)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(measure.timing, "measure", interrupted)
+    with pytest.raises(KeyboardInterrupt) as err:
+        measure.measure_loader(Batches(), max_seconds=5.0)
+    assert err.value.__traceback__ is not None and ended == [1]

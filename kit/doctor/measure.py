@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import time
@@ -63,14 +64,17 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
     sizes: list[int] = []
     it = loop(source, sizes)
     try:
-        for _ in range(warmup):
-            next(it)
-    except StopIteration:
-        raise ValueError("the source ended during the warm-up") from None
-    sizes.clear()
-    io0, cpu0, t0 = _proc_io(), _cpu_s(), time.perf_counter()
-    m = timing.measure(it, warmup=0, max_seconds=max_seconds)
-    io1, cpu1, wall = _proc_io(), _cpu_s(), time.perf_counter() - t0
+        try:
+            for _ in range(warmup):
+                next(it)
+        except StopIteration:
+            raise ValueError("the source ended during the warm-up") from None
+        sizes.clear()
+        io0, cpu0, t0 = _proc_io(), _cpu_s(), time.perf_counter()
+        m = timing.measure(it, warmup=0, max_seconds=max_seconds)
+        io1, cpu1, wall = _proc_io(), _cpu_s(), time.perf_counter() - t0
+    finally:
+        it.close()  # the epoch being read ends here (a PyDataset's workers stop), not when collected
     examples = sum(sizes)
     out = {"loader_examples_per_s": m.examples_per_s, "loader_latency_p50_ms": m.latency_p50_ms,
            "loader_latency_p95_ms": m.latency_p95_ms, "loader_examples": m.examples,
@@ -228,6 +232,11 @@ def _timed_fit(model, source, *, max_seconds: float, min_steps: int, trace: bool
         warnings.filterwarnings("ignore", message=".*ran out of data.*")
         model.fit(data, epochs=10_000, callbacks=[timer, deadline_callback(max_seconds, min_steps, trace)],
                   verbose=0, shuffle=False)
+    # A fit stopped by a callback leaves Keras's epoch iterator in a reference cycle (its generator
+    # suspended, holding the iterator and its tf.data iterator): freed now, so that its buffers and
+    # threads do not run on beside the doctor's next measurement (and TensorFlow does not wait on
+    # them in whichever later code the collector happens to run).
+    gc.collect()
     steps = timer.steps()
     sizes = [counted.epochs[e][s] if e < len(counted.epochs) and s < len(counted.epochs[e]) else 0
              for e, s in zip(steps["epoch"], steps["step"])]

@@ -86,10 +86,16 @@ def loop(source, sizes: list):
     """Batches of ``source`` epoch after epoch (for timing beyond one short epoch)."""
     while True:
         empty = True
-        for batch in timing.iterate(source):
-            empty = False
-            sizes.append(timing.batch_size_of(batch))
-            yield batch
+        batches = timing.iterate(source)
+        try:
+            for batch in batches:
+                empty = False
+                sizes.append(timing.batch_size_of(batch))
+                yield batch
+        finally:  # closed early (measure_loader's window ended): the epoch ends now
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
         if empty:
             return
 
