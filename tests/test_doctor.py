@@ -1,6 +1,7 @@
 """The pipeline doctor: each finding code from a small pipeline with exactly that defect, absent
 from the fixed version; the verdicts; the trace; the command line's bad inputs."""
 
+import gc
 import json
 import re
 import subprocess
@@ -568,8 +569,6 @@ def test_a_fit_that_meets_the_ast_race_runs_once_more(monkeypatch):
 
 def _tracked(kind) -> list:
     """The live objects of type ``kind`` the garbage collector tracks."""
-    import gc
-
     return [o for o in gc.get_objects() if isinstance(o, kind)]
 
 
@@ -577,8 +576,6 @@ def test_a_fit_the_deadline_stopped_leaves_no_tf_data_iterator_to_the_collector(
     """Keras keeps a fit stopped by a callback in a reference cycle (its epoch iterator and that
     iterator's suspended generator) holding the tf.data iterator: the doctor frees it as the fit ends.
     The collector is off here, so only that can free it."""
-    import gc
-
     import tensorflow as tf
 
     from kit.doctor import measure
