@@ -1,10 +1,63 @@
 """kit: find and remove the data-input bottleneck in TensorFlow/Keras training.
 
-Import what you use: ``from kit import samples, timing, spectrogram``. Importing
-``kit`` itself does no work: it sets no seeds or devices and imports no TensorFlow.
+The names a user calls are here; each comes from the module that owns it, imported on first use,
+so ``import kit`` sets no seeds or devices and imports no TensorFlow:
+
+* sample data: ``make_spectrogram``, ``make_segmentation``, ``embedded``;
+* the two cases: ``spectrogram`` and ``segmentation`` (their indexes ``FrameIndex``, ``PairIndex``
+  and ``Palette``; each case's ``make_loader`` and ``convert``), ``verify`` for a converted store;
+* measuring: ``measure``, ``compare``, ``project_epoch``; fitting: ``fit``, ``StepTimer``;
+* the epoch model: ``epoch_estimate``, ``epoch_table``, ``Scaling``;
+* the doctor: ``diagnose``; the frozen-backbone feature cache: ``extract_features``;
+* several devices: ``make_strategy``, ``distributed_loader``;
+* figures: ``plots``; the results ledger: ``results``; the benchmarks: ``bench.run(name, config)``.
+
+The subpackages (``kit.timing``, ``kit.doctor``, ``kit.distribute``, ``kit.store``, ...) list
+the rest of what users call in their own ``__all__``; docs/api.md lists the whole face.
 """
 
+import importlib
+
 __version__ = "0.1.0"
-__all__ = ["samples", "timing", "plots", "store", "cases", "spectrogram", "segmentation", "features", "models",
-           "distribute", "epochs", "notebook", "util", "errors", "results", "doctor", "bench", "report",
-           "cache", "progress"]
+
+#: name -> (module, attribute); attribute None: the module itself.
+_FACE = {
+    "make_spectrogram": ("kit.samples", "make_spectrogram"),
+    "make_segmentation": ("kit.samples", "make_segmentation"),
+    "embedded": ("kit.samples", "embedded"),
+    "spectrogram": ("kit.spectrogram", None),
+    "segmentation": ("kit.segmentation", None),
+    "FrameIndex": ("kit.spectrogram", "FrameIndex"),
+    "PairIndex": ("kit.segmentation", "PairIndex"),
+    "Palette": ("kit.segmentation", "Palette"),
+    "verify": ("kit.store", "verify"),
+    "measure": ("kit.timing", "measure"),
+    "compare": ("kit.timing", "compare"),
+    "project_epoch": ("kit.timing", "project_epoch"),
+    "fit": ("kit.timing", "fit"),
+    "StepTimer": ("kit.timing", "StepTimer"),
+    "epoch_estimate": ("kit.timing", "epoch_estimate"),
+    "epoch_table": ("kit.timing", "epoch_table"),
+    "Scaling": ("kit.timing", "Scaling"),
+    "diagnose": ("kit.doctor", "diagnose"),
+    "extract_features": ("kit.features", "extract_features"),
+    "make_strategy": ("kit.distribute", "make_strategy"),
+    "distributed_loader": ("kit.distribute", "distributed_loader"),
+    "plots": ("kit.plots", None),
+    "results": ("kit.results", None),
+    "bench": ("kit.bench", None),
+}
+
+__all__ = list(_FACE)
+
+
+def __getattr__(name):
+    if name not in _FACE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _FACE[name]
+    value = importlib.import_module(module)
+    return value if attr is None else getattr(value, attr)
+
+
+def __dir__():
+    return sorted([*globals(), *_FACE])

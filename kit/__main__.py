@@ -6,7 +6,7 @@ oneDNN's and the CUDA probes' lines): they are dropped from the terminal
 """
 
 from kit.cli import main
-from kit.report import quiet_stderr
+from kit.report.noise import quiet_stderr
 
 __all__: list[str] = []
 

@@ -3,7 +3,7 @@
 No TensorFlow here: these functions take the tables that ``kit.timing`` and
 ``kit.bench`` return and give back ``plotly.graph_objects.Figure`` objects, which
 render in JupyterLab, in a headless run's saved output and in the HTML export.
-The interactive layer over them (widgets, the epoch explorer) is ``kit.explorer``.
+The interactive layer over them (widgets, the epoch explorer) is ``kit.notebook.explorer``.
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from kit.memory import malloc_setting
 from kit.store import default_workdir
+from kit.system.memory import malloc_setting
 
 __all__ = [
     'DEFAULT_PATH',
@@ -76,7 +76,7 @@ def _cpu_model() -> str | None:
 
 def this_machine() -> dict:
     """What the figures were measured on: host, CPU model and cores, GPUs, versions, and
-    whether malloc kept freed batch buffers (``kit.memory.malloc_setting``)."""
+    whether malloc kept freed batch buffers (``kit.system.memory.malloc_setting``)."""
     info: dict[str, Any] = {
         "host": platform.node(),
         "cpu_model": _cpu_model(),

@@ -19,7 +19,7 @@ __all__ = ["VERSION_FLOORS", "process_alive", "check_int", "positive_int", "non_
 
 
 #: The oldest TensorFlow and Keras the kit was tested with, as pyproject.toml's floors
-#: (a test keeps the two equal): ``kit.batches`` uses Keras's private ``PyDatasetAdapter``
+#: (a test keeps the two equal): ``kit.timing.batches`` uses Keras's private ``PyDatasetAdapter``
 #: and ``kit.distribute`` relies on TensorFlow 2.21's tf.data service.
 VERSION_FLOORS = {"tensorflow": "2.21", "keras": "3.15"}
 

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-
 import test_doctor as t  # noqa: E402
+
 from kit import doctor, timing  # noqa: E402
 
 

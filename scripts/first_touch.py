@@ -2,8 +2,8 @@
 read again: the cost a cold loader pays per byte beside the disk's own time.
 
 The store's file is evicted, brought into the page cache with nothing copied
-(``kit.pagecache.cache_through``, the scale bench's disk reference read), then copied from a
-fresh mapping into a buffer already in memory, twice (``kit.pagecache.first_touch``): the
+(``kit.system.pagecache.cache_through``, the scale bench's disk reference read), then copied from a
+fresh mapping into a buffer already in memory, twice (``kit.system.pagecache.first_touch``): the
 first copy touches pages no process has read since the disk wrote them; the second, the
 same pages again. Each copy reports GB/s and the CPU it took (user and kernel). On a VM the
 guest's first access to memory its host has just filled can fault in the host, so reading
@@ -29,7 +29,7 @@ def main():
     p.add_argument("--gb", type=float, default=2.0, help="how much of it to copy")
     p.add_argument("--workdir", default=None, help="bench scale's --workdir (default: the kit's)")
     a = p.parse_args()
-    from kit import pagecache
+    from kit.system import pagecache
 
     path = a.file
     if path is None:

@@ -1,4 +1,4 @@
-"""Whole warm epochs with freed batch buffers kept (``kit.memory``) and with malloc as it comes
+"""Whole warm epochs with freed batch buffers kept (``kit.system.memory``) and with malloc as it comes
 (``KIT_MALLOC=default``), in pairs of fresh processes run one after the other: the default
 bench data (200 files x 100 frames, in the kit cache), the loaders built and run once, then
 the median of ``--epochs`` whole epochs each, the variants interleaved. Prints frames/s per
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def one_run(variants, epochs):
-    from kit import memory
+    from kit.system import memory
 
     memory.keep_freed_memory()  # before any buffer: as python -m kit and the notebooks do
     import numpy as np

@@ -1,7 +1,7 @@
 """Cold whole epochs of the ``memmap`` store in block order, with the kernel asked for each
 window's blocks ahead (``read_ahead``, default 2 windows) and without (``read_ahead=0``), in
 pairs side by side in one process: the store's pages evicted before every epoch
-(``kit.pagecache.evict``, which also says how much stayed cached). The data is
+(``kit.system.pagecache.evict``, which also says how much stayed cached). The data is
 ``bench scale``'s (generated and converted once, then reused from ``--workdir``). Prints
 seconds and MB/s per epoch and, per pair, without / with.
 
@@ -14,9 +14,9 @@ import time
 
 
 def cold_epoch(index, files, *, ahead, workdir, dtype, batch_size=256):
-    from kit import pagecache
     from kit.bench.scale_data import epoch, frame_bytes
     from kit.spectrogram import make_loader
+    from kit.system import pagecache
 
     loader = make_loader("memmap", index, batch_size=batch_size, shuffle=True, seed=0, workdir=workdir,
                          store_dtype=dtype, progress=False, order="blocks", read_ahead=ahead)
@@ -27,7 +27,7 @@ def cold_epoch(index, files, *, ahead, workdir, dtype, batch_size=256):
 
 
 def main():
-    from kit import memory
+    from kit.system import memory
 
     memory.keep_freed_memory()  # as python -m kit does
     p = argparse.ArgumentParser()

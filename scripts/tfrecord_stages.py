@@ -45,12 +45,12 @@ def main(argv=None) -> dict:
     from kit import store
     from kit.bench.spectrogram import DEFAULT_BATCH, default_data
     from kit.cases import check_shards
+    from kit.cases.loaders import LoaderOptions
     from kit.cases.stores import FIXED_READ_BUFFER, SHARD_PREFETCH, TFRECORD_FRAMING, TFRECORD_HEAD, _whole_records
     from kit.epochs import order_dataset
-    from kit.pagecache import warm_page_cache
     from kit.spectrogram import FrameIndex, convert, make_loader
     from kit.spectrogram.convert import decode_records
-    from kit.cases.loaders import LoaderOptions
+    from kit.system.pagecache import warm_page_cache
 
     index = FrameIndex.from_csv(default_data())
     batch = DEFAULT_BATCH

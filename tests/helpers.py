@@ -228,8 +228,8 @@ def browser_missing() -> str | None:
 def assert_ran_in_fast_mode(nb, run: str) -> None:
     """An executed notebook (``run``: "first" or "second"): only cells tagged ``raises-exception``
     failed, and its headline is one rounded line, marked as fast mode with its sample."""
-    from kit import report
-    from kit.notebook import FAST_NOTE
+    from kit.notebook.session import FAST_NOTE
+    from kit.report import index as report_index
 
     errors = [o for c in nb.cells if c.cell_type == "code"
               for o in c.get("outputs", []) if o.get("output_type") == "error"]
@@ -239,6 +239,6 @@ def assert_ran_in_fast_mode(nb, run: str) -> None:
         if c.cell_type == "code" and "raises-exception" not in c.metadata.get("tags", []):
             bad = [o for o in c.get("outputs", []) if o.get("output_type") == "error"]
             assert not bad, f"{run} run: {c.source}\n{bad[0].get('ename')}: {bad[0].get('evalue')}" if bad else ""
-    line, table = report.headline_output(nb)
+    line, table = report_index.headline_output(nb)
     assert line and table is None, f"{run} run: the headline is not one line: {line!r}"
     assert f"[{FAST_NOTE}: " in line, f"{run} run: a fast-mode headline not marked: {line!r}"

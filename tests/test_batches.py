@@ -1,8 +1,8 @@
-"""kit.batches: reading any source batch by batch, a PyDataset through Keras's private adapter."""
+"""kit.timing.batches: reading any source batch by batch, a PyDataset through Keras's private adapter."""
 
 import numpy as np
 
-from kit import timing
+from kit.timing import batches
 
 
 def test_keras_private_pydataset_adapter_is_where_kit_expects():
@@ -10,7 +10,7 @@ def test_keras_private_pydataset_adapter_is_where_kit_expects():
     that moves it fails here, by name, rather than deep inside a measurement."""
     import keras
 
-    adapter = timing.pydataset_adapter()
+    adapter = batches.pydataset_adapter()
     for method in ("on_epoch_begin", "get_numpy_iterator", "on_epoch_end"):
         assert callable(getattr(adapter, method, None)), f"Keras {keras.__version__}: PyDatasetAdapter.{method} moved"
 
@@ -21,5 +21,5 @@ def test_keras_private_pydataset_adapter_is_where_kit_expects():
         def __getitem__(self, i):
             return np.full((3, 2), i, np.float32), np.zeros(3)
 
-    got = [int(x[0, 0]) for x, _ in timing.iterate(Two())]
+    got = [int(x[0, 0]) for x, _ in batches.iterate(Two())]
     assert got == [0, 1]

@@ -75,8 +75,8 @@ def test_cpu_note_only_for_a_read_that_kept_a_core_busy():
 def test_bench_scale_command_json(tmp_path):
     import numpy as np
 
-    from kit import pagecache
     from kit.bench import scale_data, scale_report
+    from kit.system import pagecache
 
     out = tmp_path / "scale.json"
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user runs it

@@ -19,8 +19,8 @@ def _kit(*args):
 
 
 def _malloc_in_a_child() -> dict:
-    """``kit.memory.keep_freed_memory()`` as a process started like ``_kit``'s finds it."""
-    code = "import json; from kit import memory; print(json.dumps(memory.keep_freed_memory()))"
+    """``kit.system.memory.keep_freed_memory()`` as a process started like ``_kit``'s finds it."""
+    code = "import json; from kit.system import memory; print(json.dumps(memory.keep_freed_memory()))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(r.stdout)
 
@@ -34,7 +34,7 @@ def test_bench_command_json(spec_csv, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(out.read_text())
     assert result["bench"] == "spectrogram" and "machine" in result
-    # Under which malloc setting it was measured (kit.memory; kept unless opted out).
+    # Under which malloc setting it was measured (kit.system.memory; kept unless opted out).
     assert result["machine"]["malloc"] == _malloc_in_a_child()
     rows = {row["variant"]: row for row in result["rows"]}
     assert set(rows) == {"generator", "memmap", "in_memory"}
@@ -125,7 +125,7 @@ def test_the_bench_reads_reused_stores_back_into_the_page_cache(own_data, tmp_pa
     pages out file pages it has not seen used for a minute): the bench reads every stored
     variant's files back in before timing, so no timed round reads from disk."""
 
-    from kit import pagecache
+    from kit.system import pagecache
 
     csv_path, _ = own_data
     index = FrameIndex.from_csv(csv_path)

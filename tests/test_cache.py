@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from kit import cache, samples, store
+from kit.cache import command as cache_command
+from kit.cache import entries as cache_entries
 
 DAY = 86400
 
@@ -126,9 +128,9 @@ def test_command_lists_and_cleans(filled):
 
 
 def test_parse_units():
-    assert cache.parse_size("2GB") == 2_000_000_000 and cache.parse_size("0") == 0
-    assert cache.parse_size("1.5m") == 1_500_000
-    assert cache.parse_age("7d") == 7 * DAY and cache.parse_age("30min") == 1800
+    assert cache_command.parse_size("2GB") == 2_000_000_000 and cache_command.parse_size("0") == 0
+    assert cache_command.parse_size("1.5m") == 1_500_000
+    assert cache_command.parse_age("7d") == 7 * DAY and cache_command.parse_age("30min") == 1800
 
 
 # --------------------------------------------------------------------------- what the kit writes besides stores
@@ -226,7 +228,7 @@ def _short_busy_wait(monkeypatch, seconds):
     """``BUSY_WAIT_S`` set to ``seconds`` in every module of the kit's cache that reads it (kit.cache
     re-exports it from the modules that use it: setting it there alone changes no wait)."""
     modules = [m for name, m in list(sys.modules.items())
-               if (name == "kit.cache" or name.startswith("kit.cache_")) and hasattr(m, "BUSY_WAIT_S")]
+               if name.startswith("kit.cache.") and hasattr(m, "BUSY_WAIT_S")]
     assert modules
     for m in modules:
         monkeypatch.setattr(m, "BUSY_WAIT_S", seconds)
@@ -341,8 +343,8 @@ def test_reuse_report_names_what_was_reused_and_built(tmp_path, monkeypatch):
     text = "\n".join(lines)
     reused = lines[:lines.index(next(s for s in lines if s.startswith("built")))]
     assert reused[0] == (f"reused from earlier runs: 2 entries, "
-                         f"{cache.fmt_bytes(after['store-used'].bytes + after['samples/' + csv.parent.name].bytes)}")
-    assert any("store-used" in s and cache.fmt_bytes(after["store-used"].bytes) in s for s in reused)
+                         f"{cache_entries.fmt_bytes(after['store-used'].bytes + after['samples/' + csv.parent.name].bytes)}")
+    assert any("store-used" in s and cache_entries.fmt_bytes(after["store-used"].bytes) in s for s in reused)
     assert any(csv.parent.name in s and "6 frames" in s for s in reused)
     built = text[text.index("built or updated in this run: 2 entries"):]
     assert "store-new" in built and "store-rebuilt" in built
@@ -356,16 +358,16 @@ def test_a_results_ledger_in_the_cache_is_the_kits_and_a_look_alike_is_not(tmp_p
 
     results.append([{"variant": "memmap", "examples_per_s": 1.0}], bench="spectrogram", machine={"host": "h"},
                    file=tmp_path / "results.jsonl")
-    entry = cache.classify(tmp_path / "results.jsonl")
+    entry = cache_entries.classify(tmp_path / "results.jsonl")
     assert entry.kits and entry.kind == "results ledger"
     other = tmp_path / "other"
     other.mkdir()
     (other / "results.jsonl").write_text('{"my": "own notes"}\n')
-    assert not cache.classify(other / "results.jsonl").kits
+    assert not cache_entries.classify(other / "results.jsonl").kits
 
 
 def test_a_child_process_says_which_cache_entries_it_opened_at_exit(tmp_path):
-    """What `python -m kit demo` learns from the notebooks' kernels (kit.notebook.setup starts it)."""
+    """What `python -m kit demo` learns from the notebooks' kernels (kit.notebook.session starts it)."""
     kc = tmp_path / "cache"
     csv = samples.cached("spectrogram", files=2, frames_per_file=3, workdir=kc)
     used = tmp_path / "used.txt"

@@ -30,10 +30,11 @@ def test_demo_runs_twice_on_one_cache(tmp_path):
     assert again == stores
     # The second run says what it reused: each store, with its size, none built.
     from kit import cache
+    from kit.cache import entries as cache_entries
 
     reused = second.stdout[second.stdout.index("== the kit cache: reused from earlier runs"):]
     assert "built or updated in this run" not in second.stdout
-    sizes = {e.name: cache.fmt_bytes(e.bytes) for e in cache.scan(tmp_path / "cache")}
+    sizes = {e.name: cache_entries.fmt_bytes(e.bytes) for e in cache.scan(tmp_path / "cache")}
     for name in stores:
         assert any(name in line and sizes[name] in line for line in reused.splitlines()), (name, reused)
     assert "== the kit cache: built or updated in this run" in first.stdout

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kit.doctor.sources import Counted
-from kit.timing import _known_length
+from kit.timing.batches import known_length as _known_length
 
 X = np.zeros((64, 4), np.float32)
 

@@ -1,4 +1,4 @@
-"""kit.epoch_model, against hand-computed cases: the epoch estimate, the table, the scaling
+"""kit.timing.epoch_model, against hand-computed cases: the epoch estimate, the table, the scaling
 (efficiency 1 at one replica, measured where measured, assumed elsewhere), the best next change."""
 
 import math
@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 from helpers import compare_rates
 
-from kit import epoch_model, timing
+from kit import timing
 from kit.bench import compare
+from kit.timing import epoch_model
 
 
 def test_compute_rate_from_step():

@@ -1,12 +1,14 @@
-"""kit.explorer: the live explorer's update path and widgets, the static twins, headless display;
+"""kit.notebook.explorer: the live explorer's update path and widgets, the static twins, headless display;
 every view of notebook 05 states the same epoch time (issue 29, item 1)."""
 
 import plotly.graph_objects as go
 import pytest
 from helpers import SCALE, compare_rates, epoch_configs
 
-from kit import epoch_model, explorer, plots
+from kit import plots
 from kit.bench import compare
+from kit.notebook import explorer
+from kit.timing import epoch_model
 
 
 def test_explorer_starts_at_the_users_scale_and_states_the_regime():

@@ -1,4 +1,4 @@
-"""kit.fitting: StepTimer, fit, and ``fit(checkpoint_dir=...)`` resuming a killed training run
+"""kit.timing.fitting: StepTimer, fit, and ``fit(checkpoint_dir=...)`` resuming a killed training run
 mid-epoch on exactly the remaining examples."""
 
 import os
@@ -189,7 +189,7 @@ def test_a_killed_fit_resumes_mid_epoch_on_exactly_the_remaining_examples(tmp_pa
     """Item 13: SIGKILL a training process mid-epoch after a checkpoint; the rerun with the same
     checkpoint_dir trains on every example the killed run had not consumed before that
     checkpoint exactly once, in the order an uninterrupted run gives, then the next epoch."""
-    from kit.timing import resume_point
+    from kit.timing.fitting import resume_point
 
     script = tmp_path / "train.py"
     script.write_text(TRAIN)

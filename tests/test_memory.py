@@ -1,4 +1,4 @@
-"""kit.memory: freed batch buffers kept mapped from one batch to the next (glibc malloc's
+"""kit.system.memory: freed batch buffers kept mapped from one batch to the next (glibc malloc's
 thresholds), who sets them, who opts out, and that freed buffers are then reused
 instead of faulted in again.
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import memory
+from kit.system import memory
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,13 +42,13 @@ def _last_json(code: str, tmp_path, argv=(), **env) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-_CLI = ("import json; from kit import cli, memory; rc = cli.main(['cache']); "
+_CLI = ("import json; from kit import cli; from kit.system import memory; rc = cli.main(['cache']); "
         "print(json.dumps(dict(memory.malloc_setting(), rc=rc)))")
 
 
 @needs_glibc
 def test_python_m_kit_keeps_freed_memory(tmp_path):
-    before = _last_json("import json; from kit import memory; print(json.dumps(memory.malloc_setting()))", tmp_path)
+    before = _last_json("import json; from kit.system import memory; print(json.dumps(memory.malloc_setting()))", tmp_path)
     assert before["kept_by_kit"] is False and "not called" in before["why"]
     got = _last_json(_CLI, tmp_path)
     assert got == {"allocator": got["allocator"], "kept_by_kit": True, "mmap_threshold": memory.MMAP_THRESHOLD,
@@ -105,7 +105,7 @@ def test_bad_thresholds_are_refused(kwargs, message):
 _FAULTS = """
 import json
 import numpy as np
-from kit import memory
+from kit.system import memory
 memory.keep_freed_memory()
 
 def buffers():

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kit import notebook
+from kit.report import noise as report_noise
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,7 +21,7 @@ def test_setup_returns_fast_and_prints_versions_and_gpus():
     code = ("import os, warnings; os.environ['KIT_FAST'] = '1'; import kit.notebook as n; fast = n.setup(); "
             "import plotly.io as pio; print('FAST', fast, os.environ['TF_CPP_MIN_LOG_LEVEL'], pio.renderers.default); "
             "print('filtered', any(f[0] == 'ignore' and f[1] and f[1].pattern == '.*shuffle=True.*' "
-            "for f in warnings.filters)); from kit.memory import malloc_setting; "
+            "for f in warnings.filters)); from kit.system.memory import malloc_setting; "
             "print('kept', malloc_setting()['kept_by_kit'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(Path.home())}).stdout
@@ -31,11 +32,11 @@ def test_setup_returns_fast_and_prints_versions_and_gpus():
     assert printed[0] == "FAST True 2 plotly_mimetype+notebook"
     assert printed[1] == "filtered True"
     glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
-    assert printed[2] == f"kept {glibc}"  # freed batch buffers kept mapped (kit.memory), where glibc
+    assert printed[2] == f"kept {glibc}"  # freed batch buffers kept mapped (kit.system.memory), where glibc
 
 
 def test_setup_warns_about_an_old_version(monkeypatch, capsys):
-    import kit.notebook as nb
+    import kit.notebook.session as nb
 
     monkeypatch.setattr(nb, "VERSION_FLOORS", {"keras": "99.0"})
     with pytest.warns(UserWarning, match=r"keras .* is older than 99.0, the oldest the kit was tested with"):
@@ -77,14 +78,14 @@ def test_a_kernel_shows_no_tensorflow_startup_lines_but_real_errors(monkeypatch)
     stderr = ["".join(o.text for o in c.outputs if o.output_type == "stream" and o.name == "stderr")
               for c in nb.cells]
     for text in stderr:
-        assert not any(report.is_noise(line) for line in text.splitlines()), text
+        assert not any(report_noise.is_noise(line) for line in text.splitlines()), text
         for word in ("absl", "oneDNN", "DT_HALF", "cudart", "cuInit", "TF-TRT", "This TensorFlow binary"):
             assert word not in text, text
     assert stderr == ["", "", real, ""]
     assert "".join(o.get("text", "") for o in nb.cells[1].outputs) == "True (1, 2)\n"
     (err,) = [o for o in nb.cells[3].outputs if o.output_type == "error"]
     assert err.ename == "InvalidArgumentError" and "out of bounds" in err.evalue
-    page = report.to_html(report.clean(nb))
+    page = report.to_html(report_noise.clean(nb))
     assert "a real error stays visible" in page and "InvalidArgumentError" in page
 
 

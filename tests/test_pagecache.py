@@ -1,4 +1,4 @@
-"""kit.pagecache: eviction, residency, the warming and the disk's reference reads, reclaim and
+"""kit.system.pagecache: eviction, residency, the warming and the disk's reference reads, reclaim and
 free-page-reporting detection, and scripts/first_touch.py."""
 
 import os
@@ -27,9 +27,9 @@ def test_a_memmap_loaders_mapping_is_released_before_a_cold_epoch(spec_index):
     the loader of the warm epoch still mapped frames.npy (TensorFlow keeps its
     numpy_function), and posix_fadvise(DONTNEED) leaves mapped pages cached. Now
     ``evict`` releases the loaders' mappings first, and refuses a file still mapped."""
-    from kit import pagecache
     from kit.spectrogram import convert, make_loader
     from kit.spectrogram.loaders import release_store_mappings
+    from kit.system import pagecache
 
     folder, _ = convert(spec_index, "memmap", progress=False)
     frames = folder / "frames.npy"
@@ -48,8 +48,8 @@ def test_a_memmap_loaders_mapping_is_released_before_a_cold_epoch(spec_index):
 
 
 def test_evict_drops_the_pages_and_says_how_many_stayed(tmp_path):
-    from kit import pagecache
     from kit.bench import scale_report
+    from kit.system import pagecache
 
     f = tmp_path / "store.bin"
     f.write_bytes(np.random.default_rng(0).integers(0, 255, 8 << 20, dtype=np.uint8).tobytes())
@@ -71,7 +71,7 @@ def test_the_warming_read_asks_for_its_next_chunks_ahead(tmp_path, monkeypatch, 
     while it reads each one: every chunk asked for before it is read. The chunks asked for
     run on across files: asking within each file only, a TFRecord store's shards were read
     slower than its loader read them, 4 at a time."""
-    from kit import pagecache
+    from kit.system import pagecache
 
     chunk = 4096
     sizes = [4096 * 5 + 100, 4096, 4096 * 2 + 1]  # 6 reads (the last short), 1, then 3
@@ -145,8 +145,8 @@ def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path
     bound by its copy, and the memmap loader, which copies nothing, ran 1.15x faster than
     that 'limit'). Every chunk of every file is asked for in order, at most ``ahead`` ahead of
     the chunk it waits for, and found in the page cache before the next is asked for."""
-    from kit import pagecache
     from kit import store as kstore
+    from kit.system import pagecache
 
     chunk = 4 * 4096
     sizes = [chunk * 3 + 100, 4096, chunk * 2]  # 4 chunks (the last short), 1, then 2
@@ -200,8 +200,8 @@ def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path
 def test_the_disks_reference_read_reads_what_the_kernel_does_not_bring(tmp_path, monkeypatch):
     """A hint may be dropped: a chunk that makes no progress for ``stall_s`` is read by hand,
     so the reference read always ends, with every page in."""
-    from kit import pagecache
     from kit import store as kstore
+    from kit.system import pagecache
 
     if _keeps_pages_in_memory(tmp_path):
         pytest.skip(f"{tmp_path} is on tmpfs: its pages are the file, always cached")
@@ -217,8 +217,8 @@ def test_the_disks_reference_read_reads_what_the_kernel_does_not_bring(tmp_path,
 def test_the_page_in_limit_touches_every_page_once_after_asking_ahead(tmp_path, monkeypatch):
     """``page_in``: every chunk of every file asked for once, in order and ahead of the chunk it
     touches; every page of the files touched (cached after), empty files skipped."""
-    from kit import pagecache
     from kit import store as kstore
+    from kit.system import pagecache
 
     chunk = 4 * 4096
     sizes = [chunk * 3 + 100, 0, 4096, chunk * 2]
@@ -240,7 +240,7 @@ def test_the_page_in_limit_touches_every_page_once_after_asking_ahead(tmp_path, 
 
 
 def test_proactive_reclaim_reads_damons_pageout_schemes(tmp_path):
-    from kit import pagecache
+    from kit.system import pagecache
 
     assert pagecache.proactive_reclaim(str(tmp_path)) is None  # no DAMON at all
     ctx = tmp_path / "kernel/mm/damon/admin/kdamonds/0/contexts/0"
@@ -271,7 +271,7 @@ def test_free_page_reporting_reads_the_virtio_balloons_features(tmp_path):
     """This project's VM hands freed memory back to its host (a virtio balloon with free page
     reporting): an evicted store's pages go back, and a cold epoch's first read of each page
     costs a fault in the host. The bench names it when it finds it."""
-    from kit import pagecache
+    from kit.system import pagecache
 
     assert pagecache.free_page_reporting(str(tmp_path)) is None  # no virtio devices at all
     devices = tmp_path / "bus/virtio/devices"

@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 from helpers import SCALE, compare_rates, epoch_configs
 
-from kit import epoch_model, plots, timing
+from kit import plots, timing
 from kit.bench import compare
+from kit.timing import epoch_model
 
 
 def test_epoch_comparison_and_replicas_figures():

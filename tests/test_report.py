@@ -13,6 +13,9 @@ import nbformat
 import pytest
 
 from kit import report
+from kit.report import html as report_html
+from kit.report import index as report_index
+from kit.report import noise as report_noise
 
 NOISE = (
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
@@ -50,7 +53,7 @@ def test_clean_drops_startup_noise_keeps_results_and_real_errors():
     nb = _nb(_code("import tensorflow", outputs=[
         _stream("stderr", NOISE), _stream("stdout", "kit 0.1.0, TensorFlow 2.21\n"),
         _stream("stderr", REAL_ERROR), _stream("stderr", NOISE)]))
-    report.clean(nb)
+    report_noise.clean(nb)
     outs = nb.cells[0].outputs
     assert [(o.name, o.text) for o in outs] == [("stdout", "kit 0.1.0, TensorFlow 2.21\n"),
                                                  ("stderr", REAL_ERROR)]
@@ -61,7 +64,7 @@ def test_clean_leaves_the_finished_text_progress_bar():
            "memmap: 100%|##########| 200/200 [00:00<00:00]\n")
     nb = _nb(_code("x", outputs=[_stream("stdout", bar[:30]), _stream("stdout", bar[30:]),
                                  _stream("stdout", "7,219 frames/s\n")]))
-    report.clean(nb)
+    report_noise.clean(nb)
     (out,) = nb.cells[0].outputs
     assert out.text == "memmap: 100%|##########| 200/200 [00:00<00:00]\n7,219 frames/s\n"
 
@@ -75,14 +78,14 @@ TF_ERROR = nbformat.v4.new_output(
 
 
 def test_error_shows_its_last_line_with_the_traceback_collapsed():
-    assert report.last_line(TF_ERROR) == "AttributeError: 'SymbolicTensor' object has no attribute 'numpy'"
-    assert report.last_line({"ename": "ValueError", "evalue": "bad batch"}) == "ValueError: bad batch"
+    assert report_html.last_line(TF_ERROR) == "AttributeError: 'SymbolicTensor' object has no attribute 'numpy'"
+    assert report_html.last_line({"ename": "ValueError", "evalue": "bad batch"}) == "ValueError: bad batch"
     page = report.to_html(_nb(_code("boom()", tags=["raises-exception"], outputs=[TF_ERROR])))
     shown, _, hidden = page.partition("<details>")
     assert "AttributeError: 'SymbolicTensor' object has no attribute 'numpy'" in html.unescape(shown)
     assert "Traceback" not in shown and "frame one" not in shown  # the full traceback only inside <details>
     assert "Traceback" in hidden and "frame one &lt;stuff&gt;" in hidden
-    assert report.GENERATOR in page
+    assert report_html.GENERATOR in page
 
 
 def test_progress_bar_is_plain_text_on_stdout_when_headless(monkeypatch, capsys):
@@ -129,7 +132,7 @@ def test_walkthrough_index_headlines_failures_and_stale_reports(tmp_path):
     positions = [index.index(f'href="{n}.html"') for n in ("00_first", "01_second", "02_third")]
     assert positions == sorted(positions)
     assert "learn the first thing." in index and "rate 42 frames/s on True" in index
-    assert report.FAST_BANNER in index and '<span class="fastmark">fast mode</span> rate 42' in index
+    assert report_html.FAST_BANNER in index and '<span class="fastmark">fast mode</span> rate 42' in index
     # The terminal got the demo's progress only; the kernel's own output went to the log.
     assert all("Kernel is running" not in line and "absl" not in line for line in said)
     assert (out / "logs" / "00_first.log").exists()
@@ -140,7 +143,7 @@ def test_walkthrough_index_headlines_failures_and_stale_reports(tmp_path):
                    for o in c.outputs)  # no widget left behind
     html0 = (out / "00_first.html").read_text()
     assert "<details>" in html0 and "ValueError: deliberate" in html0
-    assert report.FAST_BANNER in html0 and run0.metadata["kit_report"]["fast"] is True
+    assert report_html.FAST_BANNER in html0 and run0.metadata["kit_report"]["fast"] is True
     assert "<script src=" not in html0  # no figure: nothing to load
 
     # 01 now fails: its old report must not stay as if current.
@@ -176,15 +179,15 @@ def test_headline_of_a_table_keeps_the_table():
         "text/html": "<table><tr><th>variant</th></tr><tr><td>memmap</td></tr></table>"})
     line = nbformat.v4.new_output("stream", name="stdout", text="\n7,219 frames/s over 136 frames\nmore\n")
     untagged = _code("x", outputs=[nbformat.v4.new_output("stream", name="stdout", text="not this\n")])
-    assert report.headline_output(_nb(untagged, _code("df", tags=["headline"], outputs=[table]))) == (
+    assert report_index.headline_output(_nb(untagged, _code("df", tags=["headline"], outputs=[table]))) == (
         "variant  examples_per_s", table.data["text/html"])
-    assert report.headline_output(_nb(untagged, _code("m", tags=["headline"], outputs=[line]))) == (
+    assert report_index.headline_output(_nb(untagged, _code("m", tags=["headline"], outputs=[line]))) == (
         "7,219 frames/s over 136 frames", None)
-    assert report.headline_output(_nb(untagged)) == (None, None)
+    assert report_index.headline_output(_nb(untagged)) == (None, None)
     # A headless run's progress bar comes first (notebook 00 built its store in the headline cell).
     bar = nbformat.v4.new_output("stream", name="stdout",
                                  text="memmap: 100%|##########| 200/200 [00:00<00:00, 4609.63ex/s]\n")
-    assert report.headline_output(_nb(_code("m", tags=["headline"], outputs=[bar, line]))) == (
+    assert report_index.headline_output(_nb(_code("m", tags=["headline"], outputs=[bar, line]))) == (
         "7,219 frames/s over 136 frames", None)
 
 
@@ -214,12 +217,12 @@ def test_tensorflow_lines_that_ignore_the_log_level_are_noise_and_real_errors_ar
         ("E0000 00:00:1796190004.213379    6261 computation_placer.cc:177] computation placer already "
          "registered. Please check linkage and avoid linking the same target more than once."),
     ]
-    assert [line for line in noise if not report.is_noise(line)] == []
+    assert [line for line in noise if not report_noise.is_noise(line)] == []
     kept = [REAL_ERROR,
             "E0000 00:00:1796190004.213379    6261 op_kernel.cc:1857] INVALID_ARGUMENT: slice index 5 out of bounds",
             "ValueError: oneDNN supports DT_HALF only on platforms with AVX-512",  # not TensorFlow's log line
             "InvalidArgumentError: cuInit"]
-    assert [line for line in kept if report.is_noise(line)] == []
+    assert [line for line in kept if report_noise.is_noise(line)] == []
 
 
 def test_quiet_stderr_drops_noise_written_below_python_and_keeps_the_rest(tmp_path):
@@ -261,7 +264,7 @@ def test_a_page_draws_figures_from_their_json_with_one_shared_plotlyjs_and_nothi
     plain = report.to_html(_nb(_code("print(1)", outputs=[_stream("stdout", "1\n")])))
     assert "<script src=" not in plain  # no figure, nothing to load
 
-    report.slim(nb)  # what run_notebooks saves: each figure as its plotly JSON alone
+    report_html.slim(nb)  # what run_notebooks saves: each figure as its plotly JSON alone
     (out,) = nb.cells[1].outputs
     assert list(out.data) == ["application/vnd.plotly.v1+json"]
     saved = nbformat.writes(nb)
@@ -272,17 +275,17 @@ def test_a_page_draws_figures_from_their_json_with_one_shared_plotlyjs_and_nothi
 def test_plotlyjs_is_written_once_and_never_over_a_file_the_kit_did_not_write(tmp_path):
     import plotly
 
-    target = report.write_plotlyjs(tmp_path)
-    assert target == tmp_path / "plotly.min.js" and report.is_kits(target)
+    target = report_html.write_plotlyjs(tmp_path)
+    assert target == tmp_path / "plotly.min.js" and report_html.is_kits(target)
     head = target.read_text()[:200]
     assert head.startswith("/* kit.report: ") and plotly.__version__ in head and "plotly.js v" in head
     mtime = target.stat().st_mtime_ns
-    assert report.write_plotlyjs(tmp_path) == target and target.stat().st_mtime_ns == mtime  # left as it is
+    assert report_html.write_plotlyjs(tmp_path) == target and target.stat().st_mtime_ns == mtime  # left as it is
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "plotly.min.js").write_text("/* my own build */")
     with pytest.raises(report.ReportError, match="plotly.min.js was not written by kit"):
-        report.write_plotlyjs(mine)
+        report_html.write_plotlyjs(mine)
     src = tmp_path / "notebooks"
     _walkthrough(src, fail_01=False)
     with pytest.raises(report.ReportError, match="plotly.min.js was not written by kit"):
@@ -291,21 +294,21 @@ def test_plotlyjs_is_written_once_and_never_over_a_file_the_kit_did_not_write(tm
 
 
 def test_the_index_of_a_fast_run_says_so_at_the_top_and_on_each_headline(tmp_path):
-    entries = [report.Entry("00_a", "00 · A", "first", status="ok", headline="7,219 frames/s", seconds=3.0,
+    entries = [report_index.Entry("00_a", "00 · A", "first", status="ok", headline="7,219 frames/s", seconds=3.0,
                             html="00_a.html"),
-               report.Entry("01_b", "01 · B", "second", status="ok", headline="x", seconds=4.0, html="01_b.html",
+               report_index.Entry("01_b", "01 · B", "second", status="ok", headline="x", seconds=4.0, html="01_b.html",
                             headline_table="<table><tr><td>x</td></tr></table>"),
-               report.Entry("02_c", "02 · C", "third", status="failed", error="ValueError: bad", html="02_c.html"),
-               report.Entry("03_d", "03 · D", "fourth")]
+               report_index.Entry("02_c", "02 · C", "third", status="failed", error="ValueError: bad", html="02_c.html"),
+               report_index.Entry("03_d", "03 · D", "fourth")]
     page = report.write_index(entries, tmp_path, fast=True).read_text()
-    assert report.FAST_BANNER == ("fast mode: small samples, figures are a demonstration, "
+    assert report_html.FAST_BANNER == ("fast mode: small samples, figures are a demonstration, "
                                 "not measurements of your scale")
-    assert page.index(report.FAST_BANNER) < page.index("<h1>")  # at the top
+    assert page.index(report_html.FAST_BANNER) < page.index("<h1>")  # at the top
     marked = re.findall(r'<span class="fastmark">fast mode</span> (.*?)</td><td style', page)
     assert marked == ["7,219 frames/s", '<div class="table"><table><tr><td>x</td></tr></table></div>']
     assert "FAILED: ValueError: bad" in page
     full = report.write_index(entries, tmp_path, fast=False).read_text()
-    assert report.FAST_BANNER not in full and "fastmark\">" not in full and "7,219 frames/s" in full
+    assert report_html.FAST_BANNER not in full and "fastmark\">" not in full and "7,219 frames/s" in full
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -390,7 +393,7 @@ def test_the_command_line_keeps_tensorflow_startup_lines_out_of_the_terminal(tmp
     bench = subprocess.run([sys.executable, "-m", "kit", "bench", "timer", "--steps", "3", "--rounds", "1"],
                            env=env, capture_output=True, text=True, timeout=300, check=False)
     assert bench.returncode == 0, bench.stderr[-2000:]
-    assert [line for line in bench.stderr.splitlines() if report.is_noise(line)] == []
+    assert [line for line in bench.stderr.splitlines() if report_noise.is_noise(line)] == []
     assert "absl" not in bench.stderr and "oneDNN" not in bench.stderr and "cuInit" not in bench.stderr
     assert "step_timer" in bench.stdout  # it ran a Keras model: TensorFlow loaded
     bad = subprocess.run([sys.executable, "-m", "kit", "verify", str(tmp_path / "nothing")],

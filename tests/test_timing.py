@@ -6,6 +6,7 @@ import pytest
 from helpers import sleepy
 
 from kit import timing
+from kit.timing import rates
 
 
 class VirtualClock:
@@ -26,7 +27,7 @@ class VirtualClock:
 @pytest.fixture
 def clock(monkeypatch):
     c = VirtualClock()
-    monkeypatch.setattr(timing, "time", c)
+    monkeypatch.setattr(rates, "time", c)
     return c
 
 

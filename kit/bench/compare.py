@@ -11,7 +11,7 @@ Two kinds of row, measured in one process:
   the configurations interleaved over rounds. ``efficiency`` is the speed-up over one
   replica divided by the replica count.
 
-Notebook 05 turns these rates into epoch times with ``kit.epoch_model.epoch_table``
+Notebook 05 turns these rates into epoch times with ``kit.timing.epoch_model.epoch_table``
 (``configurations`` pairs each loader with its case's model). On logical CPU devices
 the replicas share the same cores: the 2-replica rows check the code path and give
 no estimate of what two GPUs would do.
@@ -33,7 +33,7 @@ import pandas as pd
 
 from kit.bench.config import check_int, check_positive, configure, optional_path
 from kit.cases import registry
-from kit.epoch_model import Scaling
+from kit.timing.epoch_model import Scaling
 from kit.util import positive_int
 
 __all__ = ['user_scale', 'MODELS', 'FEATURE_CACHE', 'CompareConfig', 'run', 'saved', 'configurations', 'headline',
@@ -376,7 +376,7 @@ def saved(ledger: pd.DataFrame, machine_label: str | None = None) -> pd.DataFram
 
 
 def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> pd.DataFrame:
-    """Pairs each loader with its case's model: the input of ``kit.epoch_model.epoch_table``.
+    """Pairs each loader with its case's model: the input of ``kit.timing.epoch_model.epoch_table``.
 
     Args:
         rates: rows of one ``run`` (``kind`` loader and compute), e.g. one machine's
@@ -387,7 +387,7 @@ def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> p
     Returns:
         One row per loader: ``case``, ``variant``, ``model``, ``loader_rate``,
         ``compute_rate`` (per replica, one replica's measurement), ``scaling`` (a
-        ``kit.epoch_model.Scaling``: 1 at one replica, the measured efficiency at each
+        ``kit.timing.epoch_model.Scaling``: 1 at one replica, the measured efficiency at each
         measured count, Amdahl's law fitted to them elsewhere), ``loader_basis``,
         ``compute_basis``.
     """
@@ -431,7 +431,7 @@ def headline(table: pd.DataFrame) -> str:
     """One line for the index page: the slowest and the fastest loader's projected epoch.
 
     Args:
-        table: ``kit.epoch_model.epoch_table`` rows of one case, at one size and replica count.
+        table: ``kit.timing.epoch_model.epoch_table`` rows of one case, at one size and replica count.
     """
     from kit.cases.registry import unit
     from kit.util import format_duration

@@ -6,7 +6,7 @@ files in one run, the ways of fingerprinting them:
 
 * ``stat``: size and mtime only (the key before content digests);
 * ``sample-cold``: sampled digests (head, tail, 8 blocks), nothing cached, the files
-  evicted from the page cache first (``kit.pagecache.evict``);
+  evicted from the page cache first (``kit.system.pagecache.evict``);
 * ``sample-cached``: the same again in a new process's view: digests from the on-disk
   cache, the files still evicted;
 * ``full-cold``: every byte hashed (``KIT_DIGEST=full``), files evicted first.
@@ -28,11 +28,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from kit import pagecache, store
+from kit import store
 from kit.bench import BenchResult, print_table, save
 from kit.bench.config import check_int, configure, optional_path
 from kit.bench.spectrogram import default_data
 from kit.spectrogram import FrameIndex
+from kit.system import pagecache
 from kit.util import positive_int
 
 __all__ = ['DigestConfig', 'run', 'add_arguments', 'register', 'config_from_args', 'show', 'main']

@@ -7,7 +7,7 @@ million. This one generates the million (or ``--frames``), converts them to the
 * each loader **warm** (its store read into the page cache first; the median of
   ``--warm-epochs`` whole epochs, each listed in the basis) and **cold** (the median of
   ``--cold-epochs`` whole epochs, each after the store's pages are evicted with
-  ``kit.pagecache.evict``, which needs no root; the basis lists each epoch, their spread
+  ``kit.system.pagecache.evict``, which needs no root; the basis lists each epoch, their spread
   and the share of the store's pages each eviction left cached, by ``mincore``, and
   ``info["cached_after_evict"]`` the largest of those shares; ``scale_report.cold_warning``
   flags a cold figure that was not one, or that outran its store's page-in limit);
@@ -18,9 +18,9 @@ million. This one generates the million (or ``--frames``), converts them to the
 * the generator over a bounded sample, projected and labelled as projected;
 * the physical limits in the same run (``kit.bench.scale_limits``): of each store's own
   files, cold, read just before and just after that store's cold epochs, the faster read
-  its limit, the disk's sequential read (``kit.pagecache.cache_through``: rows
+  its limit, the disk's sequential read (``kit.system.pagecache.cache_through``: rows
   ``disk_sequential_read``, ``disk_sequential_read_tfrecord``) and the **page-in limit**
-  (``kit.pagecache.page_in``: the same read with each page touched once, nothing else
+  (``kit.system.pagecache.page_in``: the same read with each page touched once, nothing else
   done: the disk and this machine's cost of a page's first touch, which every cold reader
   pays; rows ``page_in_limit``, ``page_in_limit_tfrecord``, limit ``"page-in"``); and the
   memory gather rate (warm: random batches gathered from a sample held in RAM). Each cold
@@ -51,7 +51,7 @@ conversion resumes. The free disk space is checked first.
 ``run(ScaleConfig(...))`` returns a ``kit.bench.BenchResult`` (its info: limits, projection
 checks, notes and verdicts); ``run(frames=..., ...)``, the config's fields as keywords,
 returns ``(rows, info)`` as before (``kit.bench.config``). The page-cache helpers it uses
-live in ``kit.pagecache``; its limits in ``kit.bench.scale_limits``; its data in
+live in ``kit.system.pagecache``; its limits in ``kit.bench.scale_limits``; its data in
 ``kit.bench.scale_data``; its verdicts and notes in ``kit.bench.scale_report``.
 """
 
@@ -102,8 +102,8 @@ from kit.bench.scale_report import (
 )
 from kit.cases import registry
 from kit.models import audio
-from kit.pagecache import cached_fraction, evict, free_page_reporting, proactive_reclaim, read_through
 from kit.spectrogram import convert, make_loader
+from kit.system.pagecache import cached_fraction, evict, free_page_reporting, proactive_reclaim, read_through
 from kit.util import positive_int, usable_cpus
 
 __all__ = ["EPOCH", "PROJECTION_FRAMES", "WARM_EPOCHS", "COLD_EPOCHS", "COLUMNS", "ScaleConfig", "run",

@@ -26,7 +26,7 @@ __all__ = ["COLUMNS", "TARGETS", "STAGED", "COLD_IMPLAUSIBLE", "CACHED_AFTER_EVI
 COLUMNS = ["variant", "state", "frames", "dtype", "epoch_s", "measured", "examples_per_s", "limit",
            "fraction_of_limit", "cpu_cores", "basis"]
 #: Targets of the issue (1,000,000 frames, float16, 2 cores). A cold epoch is held against its
-#: store's page-in limit (``kit.pagecache.page_in``: the disk and the first touch of each page,
+#: store's page-in limit (``kit.system.pagecache.page_in``: the disk and the first touch of each page,
 #: which every cold reader pays), a warm one against the memory gather.
 TARGETS = {"memmap_warm_epoch_s_max": 10.0, "memmap_cold_fraction_of_page_in_min": 0.8,
            "tfrecord_cold_fraction_of_page_in_min": 0.7, "tfrecord_warm_fraction_of_gather_min": 0.5,
@@ -38,7 +38,7 @@ STAGED = {"memmap_cold_fraction_of_page_in": ("memmap", "cold"),
 #: A cold read this many times its store's page-in limit is not a cold figure (or the limit
 #: was measured low): flagged in its basis, and its target left without a verdict.
 COLD_IMPLAUSIBLE = 1.1
-#: A share of the store's pages still cached after its eviction (``kit.pagecache.cached_fraction``)
+#: A share of the store's pages still cached after its eviction (``kit.system.pagecache.cached_fraction``)
 #: at which a "cold" epoch is not one: flagged in its basis, and its target left without a verdict.
 CACHED_AFTER_EVICT = 0.05
 #: A store's two reference reads (before and after its cold epochs) this many times apart: the
@@ -113,7 +113,7 @@ def warm_warning(cached_before, reclaim: str | None = None) -> str | None:
 def cold_warning(fraction: float, cached_after: float | None) -> str | None:
     """What a cold row's basis warns of: None for a plausible cold figure; else whether
     the store's pages stayed cached (``cached_after``, the largest share an eviction before
-    its epochs left, from ``kit.pagecache.cached_fraction``) or, evicted, the epochs outran
+    its epochs left, from ``kit.system.pagecache.cached_fraction``) or, evicted, the epochs outran
     the store's page-in limit (a ``fraction`` of it above ``COLD_IMPLAUSIBLE``: the disk's
     rate moved between the limit's reads and the epochs). Either way, no verdict."""
     if cached_after is not None and cached_after >= CACHED_AFTER_EVICT:

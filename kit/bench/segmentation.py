@@ -28,7 +28,7 @@ import pandas as pd
 
 from kit.bench.config import check_int, check_names, check_positive, configure, optional_int, optional_path
 from kit.cases import registry
-from kit.pagecache import warm_page_cache
+from kit.system.pagecache import warm_page_cache
 
 __all__ = ["EPOCH", "USER_REPORT", "SLOW", "DEFAULT_IMAGES", "DEFAULT_SIZE", "PIPELINES", "SegmentationConfig",
            "default_data", "default_palette", "default_variants", "run", "profile", "pipeline_costs",

@@ -24,8 +24,8 @@ from kit import samples, timing
 from kit.bench import BenchResult, print_table, save
 from kit.bench.config import check_int, check_names, check_positive, configure, optional_int, optional_path
 from kit.cases import check_shards, registry
-from kit.pagecache import warm_page_cache
 from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
+from kit.system.pagecache import warm_page_cache
 from kit.util import format_duration, non_negative_int, positive_float, positive_int
 
 __all__ = ["EPOCH", "DEFAULT_BATCH", "DEFAULT_FILES", "DEFAULT_FRAMES_PER_FILE", "STORED", "SpectrogramConfig",
@@ -138,7 +138,7 @@ def warm_stores(index, variants, *, workdir=None) -> dict:
     own files are, so that no variant's timed rounds read from disk; returns the bytes
     read per variant. A store reused from an earlier run can have left the page cache
     since (another job's reads, a reboot, or a kernel thread that pages out what it has
-    not seen used: ``kit.pagecache.proactive_reclaim`` names one)."""
+    not seen used: ``kit.system.pagecache.proactive_reclaim`` names one)."""
     read = {}
     for v in variants:
         # The loader's store: found, not built (the grain variant's is an ArrayRecord store).

@@ -28,7 +28,7 @@ import pandas as pd
 
 from kit.bench.config import check_int, check_positive, configure, optional_int, optional_path
 from kit.cases import registry
-from kit.pagecache import warm_page_cache
+from kit.system.pagecache import warm_page_cache
 
 __all__ = ["EPOCH", "TARGETS", "CANDIDATES", "TransferConfig", "run", "add_arguments", "register",
            "config_from_args", "show", "main"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from kit.batches import batch_size_of, iterate
 from kit.doctor.findings import Finding
 from kit.doctor.rewrite import chain_names, graph_def, is_random, user_name
+from kit.timing.batches import batch_size_of, iterate
 
 #: An example shuffle buffer under this share of the dataset is reported.
 SHUFFLE_SHARE = 0.1

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from kit import timing
-from kit.batches import known_length as _known_length
+from kit.timing.batches import known_length
 
 
 def is_dataset(obj) -> bool:
@@ -76,7 +76,7 @@ class Counted:
             yield batch
 
     def __len__(self):
-        n = _known_length(self.source)
+        n = known_length(self.source)
         if n is None:
             raise TypeError("length unknown")
         return n

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kit import timing
-from kit.batches import iterate
 from kit.doctor.sources import loop
+from kit.timing.batches import iterate
 
 #: A fix counts as a gain only when every round was faster and the median by at least this much.
 MIN_GAIN = 1.05

@@ -33,8 +33,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
-from kit import store, validate
-from kit.cases import CsvIndex
+from kit import store
+from kit.cases import CsvIndex, validate
 from kit.errors import DataError
 from kit.progress import tqdm
 

@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import store, validate
-from kit.cases import TFRECORD_FRAMING, TFRECORD_HEAD, check_tfrecord_shard, shard_tags, store_folder
+from kit import store
+from kit.cases import TFRECORD_FRAMING, TFRECORD_HEAD, check_tfrecord_shard, shard_tags, store_folder, validate
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.util import usable_cpus
 

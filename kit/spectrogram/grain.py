@@ -20,10 +20,10 @@ them). The pipeline, built the way Grain's documentation builds one:
 
 ``make_loader("grain", ...)`` returns a ``GrainLoader``, a ``grain.IterDataset`` whose every
 iteration is the next epoch (a slice of the endless dataset): ``kit.timing.measure``,
-``kit.batches.iterate`` and ``model.fit(loader, epochs=...)`` each see every frame once an
+``kit.timing.batches.iterate`` and ``model.fit(loader, epochs=...)`` each see every frame once an
 epoch, in a new order every epoch. Its iterators (``EpochIterator``) save and restore their
 position with Grain's ``get_state``/``set_state``, and inside a ``tf.train.Checkpoint``
-(``kit.epochs.iterator_checkpoint``, ``kit.fitting.fit(checkpoint_dir=...)``) as the kit's
+(``kit.epochs.iterator_checkpoint``, ``kit.timing.fitting.fit(checkpoint_dir=...)``) as the kit's
 tf.data loaders do.
 
 The fit pitfall: Keras's Grain adapter (``keras.src.trainers.data_adapters.grain_dataset_adapter``,

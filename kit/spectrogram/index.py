@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kit import store, validate
-from kit.cases import CsvIndex
+from kit import store
+from kit.cases import CsvIndex, validate
 from kit.errors import DataError
 
 __all__ = ["FrameIndex", "open_frames", "DTYPES"]

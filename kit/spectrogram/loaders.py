@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import pagecache, store
+from kit import store
 from kit.cases import (
     TFRECORD_FRAMING,
     LoaderOptions,
@@ -47,6 +47,7 @@ from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.grain import GrainOptions, make_grain
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.store import StoreError, load_npy, read_npy_header
+from kit.system import pagecache
 
 __all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "LoaderOptions", "PyDatasetOptions",
            "StoreOptions", "MemmapOptions", "TFRecordOptions", "GrainOptions", "npy_data_offset"]

@@ -24,9 +24,9 @@ import hashlib
 
 import numpy as np
 
-from kit.batches import iterate
 from kit.errors import DataError
 from kit.spectrogram.index import FrameIndex
+from kit.timing.batches import iterate
 
 __all__ = ["frame_digests", "epoch_rows", "order_quality", "fit_orders"]
 

@@ -3,7 +3,7 @@
 In JupyterLab, ipywidgets controls over a plotly ``FigureWidget`` updated in place; in a headless
 run (nbclient, nbconvert, ``kit.report``) and the HTML export, the same view as one static figure
 with plotly's own sliders and dropdowns, so the page stays interactive offline. ``EpochExplorer``
-computes every figure from ``kit.epoch_model``, as notebook 05's table does. No TensorFlow here.
+computes every figure from ``kit.timing.epoch_model``, as notebook 05's table does. No TensorFlow here.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import plotly.graph_objects as go
 import traitlets
 
 from kit.cases.registry import unit
-from kit.epoch_model import best_next_change, compute_rate_from_step, epoch_table
 from kit.plots import BOUND_COLOURS, epoch_text, log_ticks
+from kit.timing.epoch_model import best_next_change, compute_rate_from_step, epoch_table
 from kit.util import format_duration
 
 __all__ = ["headless", "Choice", "interactive", "EpochExplorer", "epoch_explorer", "epoch_explorer_static",
@@ -96,7 +96,7 @@ def _figure_widget_class():
         return go.FigureWidget
     cls = type("FigureWidget", (go.FigureWidget,), {
         "__module__": __name__,
-        "__doc__": "plotly's FigureWidget whose front end never drops a message (see kit.explorer).",
+        "__doc__": "plotly's FigureWidget whose front end never drops a message (see kit.notebook.explorer).",
         "_esm": _FIGURE_WIDGET_ESM,
         "_plotly_esm": traitlets.Unicode(bundle.read_text(encoding="utf-8")).tag(sync=True),
         "_plotly_key": traitlets.Unicode(f"plotly {plotly.__version__} {bundle.stat().st_size}").tag(sync=True),
@@ -154,7 +154,7 @@ class Choice(_Shown):
         self._widget = None
 
     def live(self):
-        import ipywidgets as widgets  # heavy: only the live widgets need ipywidgets (kit.explorer stays light)
+        import ipywidgets as widgets  # heavy: only the live widgets need ipywidgets (kit.notebook.explorer stays light)
 
         if self._widget is None:
             names = list(self.figures)
@@ -221,7 +221,7 @@ class EpochExplorer(_Shown):
     figure a line states the regime of the current configuration (the first selected
     loader), the efficiency and its basis, and the best single next change (another
     loader, or another replica count) with its gain. Every figure comes from
-    ``kit.epoch_model.epoch_table``, as the notebook's table does.
+    ``kit.timing.epoch_model.epoch_table``, as the notebook's table does.
 
     ``update()`` is the path every control calls; tests call it directly.
 
@@ -354,7 +354,7 @@ class EpochExplorer(_Shown):
             self._syncing = False
 
     def live(self):
-        import ipywidgets as widgets  # heavy: only the live widgets need ipywidgets (kit.explorer stays light)
+        import ipywidgets as widgets  # heavy: only the live widgets need ipywidgets (kit.notebook.explorer stays light)
 
         if self._widget is not None:
             return self._widget
@@ -427,7 +427,7 @@ def epoch_explorer_static(configs: pd.DataFrame, *, examples: int, replicas: int
     the replicas (1 to 8); every value is precomputed into the figure, so the page
     stays interactive offline with no kernel. ``configs`` rows are of one case. The efficiency
     at each replica count is the configurations' ``scaling`` (``efficiency`` overrides it), as in
-    ``kit.epoch_model.epoch_table``; an assumed one is said in the bar's text.
+    ``kit.timing.epoch_model.epoch_table``; an assumed one is said in the bar's text.
     """
     if configs.empty:
         raise ValueError("epoch_explorer_static needs at least one configuration")

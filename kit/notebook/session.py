@@ -17,9 +17,9 @@ import numpy as np
 import plotly.io as pio
 
 import kit
-from kit.cache import record_for_life
-from kit.memory import keep_freed_memory
-from kit.report import keep_stderr_quiet
+from kit.cache.reuse import record_for_life
+from kit.report.noise import keep_stderr_quiet
+from kit.system.memory import keep_freed_memory
 from kit.util import VERSION_FLOORS
 
 __all__ = ["setup", "versions", "fast", "headline", "FAST_NOTE"]
@@ -90,9 +90,9 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = Tr
 
     Sets TensorFlow's C++ log level (unless already set) and its Python logger to
     errors; in a Jupyter kernel, drops from its stderr the lines TensorFlow prints
-    whatever the level (``kit.report.NOISE``: the absl banner, oneDNN's and the CUDA
+    whatever the level (``kit.report.noise.NOISE``: the absl banner, oneDNN's and the CUDA
     probes' lines) while every other line, errors included, still shows; keeps freed
-    batch buffers mapped for the next batch (``kit.memory.keep_freed_memory``), filters
+    batch buffers mapped for the next batch (``kit.system.memory.keep_freed_memory``), filters
     the Keras warnings that do not apply to kit loaders, sets the plotly renderer
     (``$PLOTLY_RENDERER``, else one that keeps plotly.js in the output), prints the
     versions and warns when one is older than the floors the kit was tested with
@@ -102,7 +102,7 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = Tr
     Args:
         gpu_hint: what to print when there is no GPU (a default line otherwise).
         log_level: ``TF_CPP_MIN_LOG_LEVEL`` (``"2"``: errors only; ``"0"`` everything).
-        quiet: drop the ``kit.report.NOISE`` lines from the kernel's stderr (False: keep them).
+        quiet: drop the ``kit.report.noise.NOISE`` lines from the kernel's stderr (False: keep them).
 
     Returns:
         ``fast()``.
@@ -111,7 +111,7 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = Tr
     if quiet and _in_kernel():
         # Before TensorFlow loads: what it prints at load time ignores the log level.
         keep_stderr_quiet()
-    keep_freed_memory()  # freed batch buffers stay mapped for the next batch (kit.memory)
+    keep_freed_memory()  # freed batch buffers stay mapped for the next batch (kit.system.memory)
     record_for_life()  # under `python -m kit demo`: which cache entries this notebook reused
     for message in _IGNORED:
         warnings.filterwarnings("ignore", message=message)

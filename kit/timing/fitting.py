@@ -2,8 +2,8 @@
 
 * ``StepTimer``: a Keras callback that splits every training step into the time spent
   waiting for the batch and the rest, and reports the input-bound share per epoch. It
-  subclasses ``keras.callbacks.Callback``, so it is built on first use: importing this
-  module does not import TensorFlow or Keras.
+  subclasses ``keras.callbacks.Callback``: this module imports Keras and TensorFlow, and
+  ``kit.timing`` loads it only when one of its names is used.
 * ``fit``: ``model.fit`` timed epoch by epoch through a ``StepTimer`` (the one way to
   time a fit: the feature cache and the benches use it).
 * ``resume_point``: where the latest checkpoint of ``fit(checkpoint_dir=...)`` stands.
@@ -13,25 +13,27 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import os
 import time
 from typing import Any, Iterator
 
+import keras
 import pandas as pd
+import tensorflow as tf
 
-from kit.batches import batch_size_of, iterate, known_length
+from kit.epochs import epoch_of, iterator_checkpoint
+from kit.timing.batches import batch_size_of, iterate, known_length
 from kit.util import check_int
 
-__all__ = ["StepTimer", "fit", "resume_point"]  # noqa: F822 (StepTimer comes from __getattr__: Keras only on first use)
+__all__ = ["StepTimer", "fit", "resume_point"]
 
 
 # --------------------------------------------------------------------------- step timing
 
 
-class _StepTimerMixin:
+class StepTimer(keras.callbacks.Callback):
     """Keras callback: per training step, the total time and the time waiting for input.
 
     Keras fetches each batch inside its compiled train function, so the wait cannot
@@ -81,7 +83,6 @@ class _StepTimerMixin:
                 epoch only. Use with ``steps_per_execution=1`` (the default) and
                 one device.
         """
-        import tensorflow as tf
 
         if isinstance(data, Iterator):  # one-shot: peek, then put the batch back
             head = next(data)
@@ -122,7 +123,6 @@ class _StepTimerMixin:
             self._pending_examples = 0
             return time.perf_counter() - t0
         wait = time.perf_counter() - t0
-        import tensorflow as tf
 
         tf.nest.map_structure(lambda v, b: v.assign(b, read_value=False), self._slots, batch)
         self._has_batch.assign(True, read_value=False)
@@ -253,7 +253,7 @@ def fit(model, data, *, epochs: int = 1, steps_per_epoch: int | None = None, exa
     if wait and getattr(model, "steps_per_execution", 1) not in (1, None):
         raise ValueError(f"wait=True times each step's batch pull, which needs steps_per_execution=1 "
                          f"(the model has {model.steps_per_execution}); use wait=False")
-    timer = step_timer_class()()
+    timer = StepTimer()
     common = dict(validation_data=validation_data, verbose=verbose, shuffle=False)  # kit loaders shuffle themselves
     if checkpoint_dir is not None:
         history = _fit_resuming(model, data, timer, epochs=epochs, steps_per_epoch=steps_per_epoch, wait=wait,
@@ -267,7 +267,6 @@ def fit(model, data, *, epochs: int = 1, steps_per_epoch: int | None = None, exa
     if examples is not None:
         df["examples"] = check_int("examples", examples)
     elif not wait:
-        from kit.epochs import epoch_of
 
         rec = epoch_of(data)
         df["examples"] = math.nan if rec is None else [  # full batches, or the whole epoch
@@ -301,7 +300,6 @@ class _Resumed:
 def resume_point(checkpoint_dir: str | os.PathLike) -> tuple[int, int] | None:
     """``(epoch, step)`` of the latest checkpoint ``fit(checkpoint_dir=...)`` wrote (the
     epoch from 0, the steps of it done), or None when there is none."""
-    import tensorflow as tf
 
     latest = tf.train.latest_checkpoint(os.fspath(checkpoint_dir))
     if latest is None:
@@ -315,10 +313,7 @@ def _fit_resuming(model, data, timer, *, epochs, steps_per_epoch, wait, checkpoi
                   **common) -> dict:
     """``fit`` with ``checkpoint_dir``: restore the latest checkpoint there, train the rest
     of its epoch, then the epochs after; save every ``every`` steps. Returns the history."""
-    import keras
-    import tensorflow as tf
 
-    from kit.epochs import epoch_of, iterator_checkpoint
 
     check_int("checkpoint_every", every)
     if not wait:
@@ -379,23 +374,3 @@ def _fit_resuming(model, data, timer, *, epochs, steps_per_epoch, wait, checkpoi
         for k, v in hist.history.items():
             history.setdefault(k, []).extend(v)
     return history
-
-
-# --------------------------------------------------------------------------- StepTimer, built on first use
-
-
-@functools.cache
-def step_timer_class() -> type:
-    """The ``StepTimer`` class, built (importing Keras) on the first call; the same class after."""
-    import keras
-
-    return type("StepTimer", (_StepTimerMixin, keras.callbacks.Callback),
-                {"__module__": __name__, "__doc__": _StepTimerMixin.__doc__})
-
-
-def __getattr__(name):
-    # StepTimer subclasses keras.callbacks.Callback; build it on first use so that
-    # importing kit.fitting (or kit.timing) does not import TensorFlow.
-    if name == "StepTimer":
-        return step_timer_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

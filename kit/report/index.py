@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.report_html import FAST_BANNER, MARK, ReportError, is_kits, write_atomic
+from kit.report.html import FAST_BANNER, MARK, ReportError, is_kits, write_atomic
 
 __all__ = ["Entry", "headline", "headline_output", "format_run_time", "write_index"]
 

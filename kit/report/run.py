@@ -6,15 +6,14 @@ What a reader of the reports should not have to wade through is kept out:
 
 * TensorFlow's start-up lines and Jupyter's "Kernel is running over TCP": the kernel starts
   with ``TF_CPP_MIN_LOG_LEVEL=2`` (``QUIET_ENV``), what TensorFlow prints regardless is dropped
-  at the kernel's file descriptor 2 and from the stream outputs (``kit.report_noise``), and the
+  at the kernel's file descriptor 2 and from the stream outputs (``kit.report.noise``), and the
   kernel's own stdout/stderr go to ``<out>/logs/NAME.log`` instead of the terminal;
 * full tracebacks of the cells that fail on purpose, progress widgets that need a live front
-  end, a copy of plotly.js per page and anything from a CDN (``kit.report_html``: the pages
+  end, a copy of plotly.js per page and anything from a CDN (``kit.report.html``: the pages
   open offline).
 
 Everything written carries the kit's marker; files in the output folder without it are never
-overwritten or removed. The names of ``kit.report_noise``, ``kit.report_html`` and
-``kit.report_index`` are importable from here too.
+overwritten or removed.
 """
 
 from __future__ import annotations
@@ -23,47 +22,21 @@ import os
 import time
 from pathlib import Path
 
-from kit.report_html import (
-    FAST_BANNER,
+from kit.report.html import (
     GENERATOR,
     PLOTLYJS,
     ReportError,
     describe,
     is_kits,
-    last_line,
     slim,
     to_html,
     write_atomic,
     write_plotlyjs,
 )
-from kit.report_index import Entry, format_run_time, headline, headline_output, write_index
-from kit.report_noise import NOISE, clean, is_noise, keep_stderr_quiet, quiet_stderr
+from kit.report.index import Entry, format_run_time, headline_output, write_index
+from kit.report.noise import clean
 
-__all__ = [
-    'QUIET_ENV',
-    'NOISE',
-    'GENERATOR',
-    'ReportError',
-    'is_noise',
-    'quiet_stderr',
-    'keep_stderr_quiet',
-    'execute',
-    'clean',
-    'last_line',
-    'to_html',
-    'slim',
-    'PLOTLYJS',
-    'write_plotlyjs',
-    'FAST_BANNER',
-    'is_kits',
-    'Entry',
-    'describe',
-    'headline',
-    'headline_output',
-    'write_index',
-    'notebooks',
-    'run_notebooks',
-]
+__all__ = ["QUIET_ENV", "execute", "notebooks", "run_notebooks"]
 
 #: Environment of the kernels ``kit.report`` starts (a caller's ``env`` or an already set
 #: variable wins).

@@ -4,12 +4,12 @@ are written and from a notebook's saved stream outputs.
 * ``NOISE`` / ``is_noise``: TensorFlow's start-up lines (the absl banner, ``cuInit ... (303)``,
   ``cudart_stub``, oneDNN's) and Jupyter's "Kernel is running over TCP";
 * ``quiet_stderr`` / ``keep_stderr_quiet``: those lines dropped at file descriptor 2 (by a small
-  filter process), for a block or for the rest of the process (``kit.notebook.setup`` calls the
+  filter process), for a block or for the rest of the process (``kit.notebook.session`` calls the
   latter in a kernel, before TensorFlow loads);
 * ``clean``: a notebook's stream outputs with the noise removed and carriage-return updates
   coalesced, so a text progress bar shows its finished state.
 
-Standard library only: ``kit.notebook.setup`` uses it in a kernel before TensorFlow loads.
+Standard library only: ``kit.notebook.session`` uses it in a kernel before TensorFlow loads.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def keep_stderr_quiet() -> None:
     ``quiet_stderr``); a second call does nothing. At exit fd 2 is restored and what is
     in the pipe is forwarded (waiting at most 1 s).
 
-    For a Jupyter kernel, whose fd 2 goes to the notebook: ``kit.notebook.setup`` calls it
+    For a Jupyter kernel, whose fd 2 goes to the notebook: ``kit.notebook.session`` calls it
     before TensorFlow loads, so its start-up lines never reach the cell.
     """
     global _kept

@@ -1,16 +1,16 @@
 """The kit cache's command, ``python -m kit cache``: the listing, and ``--clean`` trimming it;
-the one place the cache's names are imported from.
+``kit.cache`` lists the names users call.
 
 ``python -m kit cache`` lists every entry of the cache (``$KIT_CACHE``, default ``~/.cache/kit``)
 with its size, age and what built it; ``python -m kit cache --clean --older-than 7d`` or
 ``--max-size 2GB`` removes the kit's entries, oldest first, until the budget holds.
 
-The parts, each importable from here:
+The parts:
 
-* ``kit.cache_entries``: what is in the cache, and which entries the kit made (only those are
+* ``kit.cache.entries``: what is in the cache, and which entries the kit made (only those are
   ever removed; anything else is listed as not the kit's and left alone);
-* ``kit.cache_clean``: trimming it to a budget, leaving alone what another process holds;
-* ``kit.cache_reuse``: which entries a run reused and which it built (``recording``,
+* ``kit.cache.trim``: trimming it to a budget, leaving alone what another process holds;
+* ``kit.cache.reuse``: which entries a run reused and which it built (``recording``,
   ``reuse_report``).
 """
 
@@ -19,50 +19,10 @@ from __future__ import annotations
 import argparse
 import re
 
-from kit.cache_clean import clean, to_remove
-from kit.cache_entries import (
-    BUSY_S,
-    BUSY_WAIT_S,
-    DIGESTS,
-    LEDGER,
-    Entry,
-    classify,
-    fmt_age,
-    fmt_bytes,
-    root,
-    scan,
-    summary,
-    table,
-    total_bytes,
-)
-from kit.cache_reuse import USED_ENV, record_for_life, recording, reuse_report, used_by_others
+from kit.cache.entries import BUSY_WAIT_S, Entry, fmt_bytes, root, scan, summary, table
+from kit.cache.trim import clean
 
-__all__ = [
-    'BUSY_S',
-    'BUSY_WAIT_S',
-    'DIGESTS',
-    'LEDGER',
-    'USED_ENV',
-    'Entry',
-    'root',
-    'classify',
-    'scan',
-    'total_bytes',
-    'to_remove',
-    'clean',
-    'recording',
-    'reuse_report',
-    'parse_size',
-    'parse_age',
-    'fmt_bytes',
-    'fmt_age',
-    'summary',
-    'table',
-    'record_for_life',
-    'used_by_others',
-    'register',
-    'main',
-]
+__all__ = ["parse_size", "parse_age", "register", "main"]
 
 _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12}
 _AGES = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

@@ -12,7 +12,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from kit.cache_entries import Entry, fmt_bytes, root, samples_folder
+from kit.cache.entries import Entry, fmt_bytes, root, samples_folder
 
 __all__ = ["USED_ENV", "recording", "record_for_life", "used_by_others", "reuse_report"]
 
@@ -66,7 +66,7 @@ def recording(folder: str | os.PathLike | None = None, *, found: set | None = No
 
 
 #: A file each process appends the names of the cache entries it opened to, at exit, when set
-#: (``python -m kit demo`` sets it for the notebooks' kernels; ``kit.notebook.setup`` starts it).
+#: (``python -m kit demo`` sets it for the notebooks' kernels; ``kit.notebook.session`` starts it).
 USED_ENV = "KIT_CACHE_USED"
 _FOR_LIFE: list = []
 

@@ -1,7 +1,7 @@
 """Trimming the kit cache: removing the kit's entries beyond a budget (an age, a size), oldest
 first (``clean``, ``python -m kit cache --clean``).
 
-Only the kit's entries (``kit.cache_entries.classify``) are removed, only inside the cache folder,
+Only the kit's entries (``kit.cache.entries.classify``) are removed, only inside the cache folder,
 each checked again just before; what another process holds (a store's build lock, the digest
 database's lock) is left alone after ``BUSY_WAIT_S``, and an incomplete entry changed within
 ``BUSY_S`` may be a build running now: left alone too.
@@ -15,7 +15,7 @@ import time
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from kit.cache_entries import (
+from kit.cache.entries import (
     BUSY_S,
     BUSY_WAIT_S,
     DIGESTS,

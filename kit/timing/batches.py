@@ -3,7 +3,7 @@ batch, the batches in an epoch where the source knows.
 
 A batch source is a ``tf.data.Dataset``, a ``keras.utils.PyDataset``, a generator or any
 iterable of batches (or a zero-argument callable returning one). ``kit.timing`` measures
-through these helpers, ``kit.fitting`` feeds ``model.fit`` through them and the doctor reads
+through these helpers, ``kit.timing.fitting`` feeds ``model.fit`` through them and the doctor reads
 the user's pipeline with them. TensorFlow and Keras are imported only where a source needs them.
 """
 
@@ -54,10 +54,10 @@ def pydataset_adapter():
         import keras
 
         raise ImportError(
-            f"kit.batches reads a keras.utils.PyDataset through Keras's private PyDatasetAdapter "
+            f"kit.timing.batches reads a keras.utils.PyDataset through Keras's private PyDatasetAdapter "
             f"(keras.src.trainers.data_adapters.py_dataset_adapter), tested with Keras {VERSION_FLOORS['keras']}; "
             f"Keras {keras.__version__} does not have it there ({e}). Install keras=={VERSION_FLOORS['keras']}.* "
-            f"or update kit.batches.pydataset_adapter") from None
+            f"or update kit.timing.batches.pydataset_adapter") from None
     return PyDatasetAdapter
 
 

@@ -14,7 +14,7 @@ many threads keep hitting both.)
 ``MMAP_THRESHOLD`` (32 MB, the most glibc accepts) come from the heaps, and freed
 memory stays mapped up to ``TRIM_THRESHOLD`` at the top of each, so the next batch
 reuses pages that are already there. ``python -m kit`` and the kit's notebooks
-(``kit.notebook.setup``) call it first; a training script can call it too. It changes
+(``kit.notebook.session``) call it first; a training script can call it too. It changes
 nothing where the C library is not glibc, where another allocator is preloaded, where
 ``GLIBC_TUNABLES`` already sets malloc tunables (the caller chose), or where
 ``KIT_MALLOC=default``. ``malloc_setting()`` says which, and every bench result

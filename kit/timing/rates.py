@@ -6,10 +6,7 @@
 * ``compare``: several loaders measured in one process, interleaved, as a DataFrame
   with ratios against named baselines.
 
-Names kept importable from here: reading a source (``iterate``, ``batch_size_of``,
-``pydataset_adapter``: ``kit.batches``), timing a fit (``StepTimer``, ``fit``,
-``resume_point``: ``kit.fitting``) and the epoch-time model (``kit.epoch_model``).
-TensorFlow and Keras are imported only where a function needs them.
+No TensorFlow here: a source is read through ``kit.timing.batches``.
 """
 
 from __future__ import annotations
@@ -24,25 +21,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-# Reading a batch source lives in kit.batches; timing a fit in kit.fitting; the epoch-time
-# model in kit.epoch_model. Their names stay importable from here.
-from kit.batches import batch_size_of, iterate, pydataset_adapter
-from kit.batches import known_length as _known_length  # noqa: F401 (kit.doctor.sources imports it from here)
-from kit.epoch_model import (
-    EpochEstimate,
-    Scaling,
-    best_next_change,
-    compute_rate_from_step,
-    epoch_estimate,
-    epoch_table,
-)
-from kit.fitting import fit, resume_point, step_timer_class
+from kit.timing.batches import batch_size_of, iterate
 from kit.util import check_int, format_duration
 
-__all__ = ["measure", "Measurement", "iterate", "batch_size_of", "rss_mb", "Projection", "project_epoch",
-           "format_duration", "compare", "add_ratios", "StepTimer", "fit", "resume_point", "pydataset_adapter",  # noqa: F822 (StepTimer comes from __getattr__: Keras only on first use)
-           # the epoch-time model
-           "EpochEstimate", "Scaling", "compute_rate_from_step", "epoch_estimate", "epoch_table", "best_next_change"]
+__all__ = ["measure", "Measurement", "rss_mb", "Projection", "project_epoch", "compare", "add_ratios"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -291,10 +273,3 @@ def add_ratios(df: pd.DataFrame, baselines: Iterable[str], *, column: str = "exa
         df[f"x_{b}"] = df[column] / float(base.iloc[0])
     return df
 
-
-def __getattr__(name):
-    # StepTimer subclasses keras.callbacks.Callback: kit.fitting builds it on first use, so
-    # importing kit.timing does not import TensorFlow.
-    if name == "StepTimer":
-        return step_timer_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,40 @@
+"""Measuring: loaders' rates, fits' step times, and the epoch they add up to.
+
+* ``measure``, ``compare``, ``project_epoch`` (``kit.timing.rates``): the throughput and batch
+  latency of any batch source, loaders compared interleaved, a rate projected to an epoch;
+* ``iterate``, ``batch_size_of`` (``kit.timing.batches``): any source read the way ``model.fit``
+  reads it;
+* ``fit``, ``StepTimer``, ``resume_point`` (``kit.timing.fitting``): ``model.fit`` timed step by
+  step, the wait for input split out, resumable mid-epoch;
+* ``epoch_estimate``, ``epoch_table``, ``Scaling``, ``best_next_change`` (``kit.timing.epoch_model``):
+  the epoch-time model every view computes from, and the users' scale (``kit.timing.scale``).
+
+Importing this package imports no TensorFlow: ``kit.timing.fitting`` (Keras) loads on the first
+use of one of its names.
+"""
+
+from kit.timing.batches import batch_size_of, iterate
+from kit.timing.epoch_model import (
+    EpochEstimate,
+    Scaling,
+    best_next_change,
+    compute_rate_from_step,
+    epoch_estimate,
+    epoch_table,
+)
+from kit.timing.rates import Measurement, Projection, add_ratios, compare, measure, project_epoch
+from kit.util import format_duration
+
+_FITTING = ("StepTimer", "fit", "resume_point")
+
+__all__ = ["measure", "Measurement", "compare", "add_ratios", "project_epoch", "Projection", "format_duration",
+           "iterate", "batch_size_of", "EpochEstimate", "Scaling", "epoch_estimate", "epoch_table",
+           "compute_rate_from_step", "best_next_change", *_FITTING]
+
+
+def __getattr__(name):
+    if name in _FITTING:  # kit.timing.fitting imports Keras: loaded on first use
+        from kit.timing import fitting
+
+        return getattr(fitting, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
