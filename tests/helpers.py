@@ -142,7 +142,7 @@ SCALE = {"spectrogram": {"examples": 1_000_000, "replicas": 2},
 
 
 def epoch_configs():
-    """Configurations as ``compare.configurations`` gives them: a loader and its model's rate."""
+    """Configurations as ``kit.timing.configurations`` gives them: a loader and its model's rate."""
     return pd.DataFrame({
         "case": ["spectrogram"] * 3 + ["segmentation"] * 2,
         "variant": ["generator", "memmap", "feature_cache", "sequence", "class_index"],

@@ -21,7 +21,7 @@ def _rates():
 
 
 def test_configurations_pair_each_loader_with_its_cases_model():
-    from kit.bench import compare
+    from kit.timing import epoch_model as compare
 
     c = compare.configurations(_rates()).set_index("variant")
     assert c.loc["generator", "model"] == "backbone+head" and c.loc["generator", "compute_rate"] == 300.0
@@ -39,7 +39,7 @@ def test_configurations_pair_each_loader_with_its_cases_model():
 
 def test_saved_comparison_skips_fast_runs_and_other_machines(tmp_path):
     from kit import results
-    from kit.bench import compare
+    from kit.timing import epoch_model as compare
 
     ledger = tmp_path / "results.jsonl"
     here = {"host": "here", "cpus": 2}

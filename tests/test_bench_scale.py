@@ -42,7 +42,7 @@ def test_disk_note_says_when_the_disks_reference_reads_disagree():
 def test_cpu_used_counts_this_process_cpu_not_its_waits():
     import time
 
-    from kit.bench import scale_data
+    from kit.timing import rates
 
     def burn(seconds):
         t0 = time.process_time()
@@ -50,9 +50,9 @@ def test_cpu_used_counts_this_process_cpu_not_its_waits():
             pass
         return "done"
 
-    out, wall, cpu, kernel = scale_data.cpu_used(burn, 0.3)
+    out, wall, cpu, kernel = rates.cpu_used(burn, 0.3)
     assert out == "done" and cpu >= 0.25 and wall >= 0.25 and 0 <= kernel <= cpu
-    _, wall, cpu, _ = scale_data.cpu_used(time.sleep, 0.4)
+    _, wall, cpu, _ = rates.cpu_used(time.sleep, 0.4)
     assert wall >= 0.4 and cpu < 0.15  # waiting is not CPU
 
 

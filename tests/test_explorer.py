@@ -6,9 +6,9 @@ import pytest
 from helpers import SCALE, compare_rates, epoch_configs
 
 from kit import plots
-from kit.bench import compare
 from kit.notebook import explorer
 from kit.timing import epoch_model
+from kit.timing import epoch_model as compare
 
 
 def test_explorer_starts_at_the_users_scale_and_states_the_regime():

@@ -7,8 +7,8 @@ import pytest
 from helpers import SCALE, compare_rates, epoch_configs
 
 from kit import plots, timing
-from kit.bench import compare
 from kit.timing import epoch_model
+from kit.timing import epoch_model as compare
 
 
 def test_epoch_comparison_and_replicas_figures():

@@ -35,7 +35,7 @@ from kit.util import format_duration, write_json
 
 machine = this_machine  # what benches record; lives with the ledger
 
-__all__ = ["MODULES", "BenchResult", "machine", "record", "save", "result", "print_table", "register"]
+__all__ = ["run", "BenchResult", "BENCHES", "register"]
 
 #: bench modules, each with ``register(bench_subparsers)``.
 MODULES = [
@@ -80,6 +80,48 @@ class BenchResult:
         if self.config is not None:
             obj["config"] = as_dict(self.config)
         return obj
+
+
+#: Each bench: its module and its config dataclass (the fields ``run`` takes).
+BENCHES = {
+    "timer": ("kit.bench.timer", "TimerConfig"),
+    "spectrogram": ("kit.bench.spectrogram", "SpectrogramConfig"),
+    "transfer": ("kit.bench.transfer", "TransferConfig"),
+    "segmentation": ("kit.bench.segmentation", "SegmentationConfig"),
+    "scaling": ("kit.bench.scaling", "ScalingConfig"),
+    "digest": ("kit.bench.digest", "DigestConfig"),
+    "compare": ("kit.bench.compare", "CompareConfig"),
+    "scale": ("kit.bench.scale", "ScaleConfig"),
+    "loaders": ("kit.bench.loaders", "LoadersConfig"),
+}
+
+
+def run(name: str, config=None, /, **fields) -> BenchResult:
+    """Runs the bench ``name`` (``python -m kit bench NAME`` runs the same): the one entry
+    notebooks and users call.
+
+    Args:
+        name: a key of ``BENCHES``.
+        config: the bench's config dataclass; or None, and its fields as keywords
+            (``run("segmentation", data=csv, variants="sequence,tfdata_tuned")``).
+        fields: the config's fields, and ``log`` (a print-like callable) or ``progress``
+            where the bench takes them.
+
+    Returns:
+        A ``BenchResult``: ``rows`` (a DataFrame), ``info``, ``config``, ``run_id``, ``machine``.
+    """
+    if name not in BENCHES:
+        raise ValueError(f"unknown bench {name!r}; choose from {', '.join(BENCHES)}")
+    module = importlib.import_module(BENCHES[name][0])
+    config_type = getattr(module, BENCHES[name][1])
+    extras = {k: fields.pop(k) for k in ("log", "progress") if k in fields}
+    if config is None:
+        config = config_type(**fields)
+    elif fields:
+        raise TypeError(f"run takes a {config_type.__name__} or its fields, not both")
+    elif not isinstance(config, config_type):
+        raise TypeError(f"bench {name!r} takes a {config_type.__name__}, got {type(config).__name__}")
+    return module.run(config, **extras)
 
 
 def record(res: BenchResult) -> dict:

@@ -73,16 +73,12 @@ from kit.bench import spectrogram as bench_spectrogram
 from kit.bench.config import check_int, check_one_of, check_positive, configure, optional_int, optional_path
 from kit.bench.scale_data import (
     FRAME_SHAPE,
-    cpu_used,
     data_folder,
-    epoch,
-    epoch_orders,
     feature_cache,
     frame_bytes,
     make_data,
     memory_gather_rate,
     needed_bytes,
-    order_randomness,
     read_records,
     store_files,
 )
@@ -104,10 +100,12 @@ from kit.cases import registry
 from kit.models import audio
 from kit.spectrogram import convert, make_loader
 from kit.system.pagecache import cached_fraction, evict, free_page_reporting, proactive_reclaim, read_through
+from kit.timing.rates import cpu_used
+from kit.timing.rates import timed_epoch as epoch
 from kit.util import positive_int, usable_cpus
 
 __all__ = ["EPOCH", "PROJECTION_FRAMES", "WARM_EPOCHS", "COLD_EPOCHS", "COLUMNS", "ScaleConfig", "run",
-           "order_randomness", "epoch_orders", "add_arguments", "register", "config_from_args", "main"]
+           "add_arguments", "register", "config_from_args", "main"]
 
 EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
 #: The default spectrogram bench's size: the basis of the projections checked here.

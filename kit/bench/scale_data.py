@@ -8,22 +8,20 @@ decoded, the CPU a call used, and the form of a row; how random an epoch's order
 from __future__ import annotations
 
 import math
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 
 from kit import features, samples, store
-from kit.epochs import block_order_dataset, untuned_options
+from kit.epochs import untuned_options
 from kit.models import audio
 from kit.spectrogram import FrameIndex
 from kit.spectrogram.convert import TFRECORD_FORMAT
 from kit.util import usable_cpus
 
 __all__ = ["FRAMES_PER_FILE", "FRAME_SHAPE", "data_folder", "frame_bytes", "needed_bytes", "make_data",
-           "store_files", "epoch", "memory_gather_rate", "read_records", "cpu_used", "feature_cache", "row",
-           "order_randomness", "epoch_orders"]
+           "store_files", "memory_gather_rate", "read_records", "feature_cache", "row"]
 
 FRAMES_PER_FILE = 100
 FRAME_SHAPE = (96, 64)
@@ -85,32 +83,6 @@ def store_files(folder: Path, manifest) -> list[Path]:
     return [folder / s["name"] for s in manifest.shards]
 
 
-def epoch(loader, *, expected: int, labels: np.ndarray | None = None, max_seconds: float | None = None):
-    """Reads one epoch of ``loader``; returns ``(examples, seconds, whole)``.
-
-    A whole epoch is checked: exactly ``expected`` examples and, given ``labels`` (the
-    index's), the same count of every class. With ``max_seconds`` the read stops early
-    (``whole`` False) and the caller projects.
-    """
-    counts = None
-    n = 0
-    classes = int(labels.max()) + 1 if labels is not None else 0  # once: per batch it cost seconds an epoch
-    t0 = time.perf_counter()
-    for _x, y in loader:
-        y = np.asarray(y)
-        n += len(y)
-        if labels is not None:
-            c = np.bincount(y, minlength=classes)
-            counts = c if counts is None else counts + c
-        if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
-            return n, time.perf_counter() - t0, False
-    seconds = time.perf_counter() - t0
-    if n != expected:
-        raise RuntimeError(f"the epoch delivered {n:,} examples, the index holds {expected:,}")
-    if labels is not None and (counts is None
-                               or not np.array_equal(counts, np.bincount(labels, minlength=len(counts)))):
-        raise RuntimeError("the epoch's labels differ from the index's: some frames came twice or never")
-    return n, seconds, True
 
 
 def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 3.0) -> tuple[int, float]:
@@ -207,13 +179,6 @@ def row(variant, state, frames, dtype, epoch_s, measured, basis, limit=None, fra
             "cpu_cores": None if cpu_cores is None else float(cpu_cores), "basis": basis}
 
 
-def cpu_used(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``, timed: ``(result, wall_s, cpu_s, kernel_s)``, the CPU
-    seconds this process's threads used meanwhile (user and kernel), and the kernel's part."""
-    c0, t0 = os.times(), time.perf_counter()
-    out = fn(*args, **kwargs)
-    wall, c1 = time.perf_counter() - t0, os.times()
-    return out, wall, (c1.user - c0.user) + (c1.system - c0.system), c1.system - c0.system
 
 
 def feature_cache(index, *, batch_size, skip_extraction, workdir, progress, log):
@@ -258,47 +223,5 @@ def _pooling_backbone(frame_shape):
 # --------------------------------------------------------------------------- the epoch order (notebook 03)
 
 
-def order_randomness(rows: np.ndarray, *, batch_size: int, n: int, previous: np.ndarray | None = None) -> dict:
-    """How random one epoch's order is, in numbers (notebook 03).
-
-    Returns:
-        ``batch_span``: the median stretch of the file a batch draws from, as a fraction of
-        the file (about 1 for a fully random order, the window's share for a block order);
-        ``neighbours_kept``: the share of frames whose next frame in the epoch is within
-        ``batch_size`` rows of it in the file (0 for random, near 1 for file order);
-        ``batch_mates_kept`` (with ``previous``, the epoch before): the share of frame pairs
-        sharing a batch in both epochs, against the share a fully random order keeps.
-    """
-    rows = np.asarray(rows)
-    batches = [rows[i:i + batch_size] for i in range(0, len(rows), batch_size)]
-    spans = [(b.max() - b.min() + 1) / n for b in batches if len(b) > 1]
-    out = {"batch_span": float(np.median(spans)),
-           "neighbours_kept": float(np.mean(np.abs(np.diff(rows)) <= batch_size))}
-    if previous is not None:
-        def batch_of(order):
-            b = np.empty(n, np.int64)
-            b[np.asarray(order)] = np.arange(len(order)) // batch_size
-            return b
-
-        now, before = batch_of(rows), batch_of(previous)
-        rng = np.random.default_rng(0)
-        a, c = rng.integers(0, n, 200_000), rng.integers(0, n, 200_000)
-        together = (before[a] == before[c]) & (a != c)
-        kept = float(np.mean(now[a][together] == now[c][together])) if together.any() else 0.0
-        out["batch_mates_kept"] = kept
-        out["batch_mates_kept_if_random"] = batch_size / n
-    return out
 
 
-def epoch_orders(order: str, n: int, *, batch_size: int, seed: int = 0, epochs: int = 2, **blocks) -> list:
-    """The row order of ``epochs`` successive epochs of the memmap variant's ``order``
-    (``"random"`` or ``"blocks"``, with ``block``/``window`` in ``blocks``), as arrays."""
-    if order == "blocks":
-        ds = block_order_dataset(n, batch_size, seed=seed, **blocks)
-    elif order == "random":
-        import tensorflow as tf  # heavy: python -m kit --help imports this module
-
-        ds = tf.data.Dataset.range(n).shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(batch_size)
-    else:
-        raise ValueError(f"order must be 'random' or 'blocks', got {order!r}")
-    return [np.concatenate([b.numpy() for b in ds]) for _ in range(epochs)]

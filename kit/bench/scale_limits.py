@@ -24,9 +24,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit.bench.scale_data import cpu_used, row
+from kit.bench.scale_data import row
 from kit.bench.scale_report import disk_note, reference_cpu_note
 from kit.system.pagecache import READ_AHEAD_CHUNKS, cache_through, evict, page_in
+from kit.timing.rates import cpu_used
 
 __all__ = ["KINDS", "Limits"]
 

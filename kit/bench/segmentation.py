@@ -7,9 +7,8 @@ rounds, in turn, after a warm-up, and compared with ``"sequence"`` (the user's
 DataGenerator). Epoch times are projected to the user's epoch: 140 steps of 3 pairs.
 The optional ``dali`` variant is measured where DALI is installed.
 
-``profile`` measures what one pair costs in each stage (decode, float conversion,
-the per-colour loop, the vectorised lookup), in NumPy/OpenCV and in a tf.data map,
-on one core: the figures that explain the ranking.
+With ``profile`` it also measures what one pair costs in each stage
+(``kit.segmentation.profile``): the figures that explain the ranking.
 
 ``run(SegmentationConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(data, palette,
 variants=..., ...)``, the config's fields as arguments, returns its rows (a DataFrame) as
@@ -30,15 +29,12 @@ from kit.bench.config import check_int, check_names, check_positive, configure, 
 from kit.cases import registry
 from kit.system.pagecache import warm_page_cache
 
-__all__ = ["EPOCH", "USER_REPORT", "SLOW", "DEFAULT_IMAGES", "DEFAULT_SIZE", "PIPELINES", "SegmentationConfig",
-           "default_data", "default_palette", "default_variants", "run", "profile", "pipeline_costs",
+__all__ = ["EPOCH", "SLOW", "DEFAULT_IMAGES", "DEFAULT_SIZE", "SegmentationConfig",
+           "default_data", "default_palette", "default_variants", "run",
            "add_arguments", "register", "config_from_args", "show", "main"]
 
 #: The user's epoch: 140 steps of batch 3.
 EPOCH = registry.scale_of("segmentation").examples  # the users' scale, declared by the case
-#: What the user reported (seed 004), model included: 3 epochs took 126 s with their
-#: DataGenerator and 208 s with their tf.data rewrite.
-USER_REPORT = {"epochs": 3, "pairs_per_epoch": EPOCH, "datagenerator_s": 126.0, "tfdata_s": 208.0}
 DEFAULT_IMAGES, DEFAULT_SIZE = 192, 512
 #: Variants whose one pair costs tens of ms: capped in seconds per round, not batches.
 SLOW = ("sequence", "sequence_workers", "tfdata_naive")
@@ -183,7 +179,9 @@ def _run(config: SegmentationConfig, log):
     df["batch_size"] = c.batch_size
     info = {"batch_size": c.batch_size, "size": size, "epoch_examples": EPOCH, "y": df["y"].iloc[0]}
     if c.profile:
-        prof = profile(c.data, c.palette, size=size, workdir=workdir)
+        from kit.segmentation.profile import pipeline_costs, profile  # OpenCV and TensorFlow: only when asked
+
+        prof = profile(csv, c.palette, size=size)
         info["profile"] = prof.to_dict(orient="records")
         info["pipeline_costs"] = pipeline_costs(prof).to_dict(orient="records")
     return BenchResult("segmentation", df, config, info)
@@ -192,192 +190,22 @@ def _run(config: SegmentationConfig, log):
 # --------------------------------------------------------------------------- profile
 
 
-def _per_pair_ms(fn, items, repeat: int) -> float:
-    fn(items[0])
-    t0 = time.perf_counter()
-    for _ in range(repeat):
-        for it in items:
-            fn(it)
-    return 1e3 * (time.perf_counter() - t0) / (repeat * len(items))
 
 
-def _tf_per_pair_ms(make_ds, n: int) -> float:
-    """ms per element of a sequential tf.data map, one intra-op thread, minus tf.data's own cost."""
-    import tensorflow as tf
-
-    def timed(ds):
-        opts = tf.data.Options()
-        opts.threading.max_intra_op_parallelism = 1
-        ds = ds.with_options(opts)
-        for _ in ds.take(1):
-            pass
-        t0 = time.perf_counter()
-        for _ in ds:
-            pass
-        return 1e3 * (time.perf_counter() - t0) / n
-
-    base = timed(make_ds(lambda a: a))
-    return max(timed(make_ds(None)) - base, 0.0)
 
 
-def profile(data=None, palette=None, *, pairs: int = 8, size=DEFAULT_SIZE, repeat: int = 3,
-            workdir=None) -> pd.DataFrame:
-    """What one pair costs in each stage, in ms, on one core.
-
-    NumPy/OpenCV stages are timed in a plain loop; TensorFlow stages inside a
-    sequential ``tf.data`` map limited to one intra-op thread (tf.data's own cost
-    per element, measured with an identity map, is subtracted). Decoding reads the
-    files (from the page cache); the other stages work on decoded arrays.
-
-    Returns:
-        One row per stage: ``library``, ``stage``, ``ms_per_pair``, ``variants`` (where
-        the stage is used).
-    """
-    import cv2
-
-    from kit.segmentation import PairIndex, Palette
-    from kit.segmentation.index import as_size, crop_or_pad
-
-    csv = Path(data) if data is not None else default_data(workdir=workdir)
-    index = PairIndex.from_csv(csv)
-    pal = Palette.from_csv(palette if palette is not None else default_palette(csv))
-    size = as_size(size)
-    n = min(pairs, len(index))
-    imgs, labs = list(index.images[:n]), list(index.labels[:n])
-    warm_page_cache(imgs + labs)
-    x8 = [crop_or_pad(_read_rgb(cv2, p), size) for p in imgs]
-    m8 = [crop_or_pad(_read_rgb(cv2, p), size) for p in labs]
-    rows = _numpy_stages(imgs, labs, x8, m8, pal, repeat=repeat)
-    rows += _tf_stages(imgs, labs, x8, m8, pal, repeat=repeat)
-    return pd.DataFrame(rows)
 
 
-def _read_rgb(cv2, path: str) -> np.ndarray:
-    """A PNG decoded by OpenCV, as RGB (``cv2`` passed in: imported once, outside the timing)."""
-    bgr = cv2.imread(path, cv2.IMREAD_COLOR)
-    if bgr is None:
-        raise ValueError(f"{path}: OpenCV cannot read this image")
-    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
-def _stage(library: str, stage: str, ms: float, variants: str) -> dict:
-    return {"library": library, "stage": stage, "ms_per_pair": ms, "variants": variants}
 
 
-def _numpy_stages(imgs: list[str], labs: list[str], x8: list, m8: list, pal, *, repeat: int) -> list[dict]:
-    """``profile``'s NumPy/OpenCV rows: each stage timed in a plain loop, decoding on one OpenCV thread."""
-    import cv2
-
-    colours = pal.colours
-
-    def read(p):
-        return _read_rgb(cv2, p)
-
-    def loop_one_hot(m):  # the user's one_hot_it
-        return np.float32(np.stack([np.all(m == c, axis=-1) for c in colours], axis=-1))
-
-    def loop_ids(m):
-        ids = np.full(m.shape[:2], 255, np.uint8)
-        for k, c in enumerate(colours):
-            ids[np.all(m == c, axis=-1)] = k
-        return ids
-
-    rows = []
-    cv2.setNumThreads(1)
-    try:
-        rows.append(_stage("NumPy/OpenCV", "decode image", _per_pair_ms(read, imgs, repeat), "sequence"))
-        rows.append(_stage("NumPy/OpenCV", "decode mask", _per_pair_ms(read, labs, repeat), "sequence"))
-    finally:
-        cv2.setNumThreads(-1)
-    rows.append(_stage("NumPy/OpenCV", "image to float32 / 255",
-                       _per_pair_ms(lambda x: np.float32(x) / 255.0, x8, repeat), "sequence"))
-    rows.append(_stage("NumPy/OpenCV", f"colour loop -> one-hot float32 ({len(colours)} colours)",
-                       _per_pair_ms(loop_one_hot, m8, repeat), "sequence (one_hot)"))
-    rows.append(_stage("NumPy/OpenCV", f"colour loop -> class ids ({len(colours)} colours)",
-                       _per_pair_ms(loop_ids, m8, repeat), "sequence"))
-    _ = pal.lut  # build the table outside the timing
-    rows.append(_stage("NumPy/OpenCV", "vectorised lookup -> class ids", _per_pair_ms(lambda m: pal.lut[
-        (m[..., 0].astype(np.int32) << 16) | (m[..., 1].astype(np.int32) << 8) | m[..., 2]], m8, repeat),
-        "conversion (class_index)"))
-    return rows
 
 
-def _tf_stages(imgs: list[str], labs: list[str], x8: list, m8: list, pal, *, repeat: int) -> list[dict]:
-    """``profile``'s TensorFlow rows: each stage in a sequential ``tf.data`` map on one intra-op
-    thread, tf.data's own cost per element subtracted (``_tf_per_pair_ms``)."""
-    import tensorflow as tf
-
-    colours = pal.colours
-    paths_img, paths_lab = tf.constant(imgs * repeat), tf.constant(labs * repeat)
-    xs = tf.constant(np.stack(x8 * repeat))
-    ms = tf.constant(np.stack(m8 * repeat))
-    lut = tf.constant(pal.lut)
-    tf_colours = [tuple(int(v) for v in c) for c in colours]
-
-    def over(source, fn):
-        def make(f):
-            ds = tf.data.Dataset.from_tensor_slices(source)
-            return ds.map(f if f is not None else fn)
-        return make
-
-    def tf_loop(y):
-        return tf.stack([tf.reduce_all(tf.equal(y, c), axis=-1) for c in tf_colours], axis=-1)
-
-    def tf_loop_ids(y):
-        ids = tf.fill(tf.shape(y)[:2], tf.constant(255, tf.uint8))
-        for k, c in enumerate(tf_colours):
-            ids = tf.where(tf.reduce_all(tf.equal(y, c), axis=-1), tf.constant(k, tf.uint8), ids)
-        return ids
-
-    def tf_lookup(y):
-        y = tf.cast(y, tf.int32)
-        return tf.gather(lut, y[..., 0] * 65536 + y[..., 1] * 256 + y[..., 2])
-
-    total = len(imgs) * repeat
-    rows = []
-    for stage, source, fn, used in [
-        ("decode image", paths_img, lambda p: tf.io.decode_png(tf.io.read_file(p), channels=3),
-         "tfdata_naive, tfdata_tuned"),
-        ("decode mask", paths_lab, lambda p: tf.io.decode_png(tf.io.read_file(p), channels=3),
-         "tfdata_naive, tfdata_tuned"),
-        ("convert_image_dtype to float32", xs, lambda x: tf.image.convert_image_dtype(x, tf.float32),
-         "tfdata_naive"),
-        (f"colour loop -> one-hot float32 ({len(colours)} colours)", ms,
-         lambda y: tf.cast(tf_loop(y), tf.float32), "tfdata_naive (one_hot)"),
-        (f"colour loop -> class ids ({len(colours)} colours)", ms, tf_loop_ids, "tfdata_naive"),
-        ("vectorised lookup -> class ids", ms, tf_lookup, "tfdata_tuned"),
-    ]:
-        rows.append(_stage("TensorFlow", stage, _tf_per_pair_ms(over(source, fn), total), used))
-    return rows
 
 
-#: The stages each decoding variant runs per pair (stage names as in ``profile``, by prefix).
-PIPELINES = {
-    "sequence": ("NumPy/OpenCV", ("decode image", "decode mask", "image to float32", "colour loop -> class ids")),
-    "tfdata_naive": ("TensorFlow", ("decode image", "decode mask", "convert_image_dtype", "colour loop -> class ids")),
-    "tfdata_tuned": ("TensorFlow", ("decode image", "decode mask", "vectorised lookup")),
-}
 
 
-def pipeline_costs(costs: pd.DataFrame) -> pd.DataFrame:
-    """Adds up ``profile``'s stages per variant: ms per pair, the colour loop's share, pairs/s per core.
-
-    Returns:
-        One row per variant of ``PIPELINES``: ``ms_per_pair``, ``decode_ms``, ``colour_loop_ms``,
-        ``colour_loop_share`` and ``pairs_per_s_one_core`` (1000 / ms_per_pair: what one
-        core could deliver if nothing else cost anything).
-    """
-    rows = []
-    for variant, (library, stages) in PIPELINES.items():
-        sub = costs[costs["library"] == library]
-        picked = {s: float(sub.loc[sub["stage"].str.startswith(s), "ms_per_pair"].sum()) for s in stages}
-        total = sum(picked.values())
-        loop = picked.get("colour loop -> class ids", 0.0)
-        rows.append({"variant": variant, "ms_per_pair": total,
-                     "decode_ms": picked["decode image"] + picked["decode mask"], "colour_loop_ms": loop,
-                     "colour_loop_share": loop / total if total else float("nan"),
-                     "pairs_per_s_one_core": 1e3 / total if total else float("inf")})
-    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- command

@@ -24,11 +24,12 @@ import hashlib
 
 import numpy as np
 
+from kit.epochs import block_order_dataset
 from kit.errors import DataError
 from kit.spectrogram.index import FrameIndex
 from kit.timing.batches import iterate
 
-__all__ = ["frame_digests", "epoch_rows", "order_quality", "fit_orders"]
+__all__ = ["frame_digests", "epoch_rows", "order_quality", "batch_mates", "fit_orders", "order_randomness", "epoch_orders"]
 
 
 def _digest(frame: np.ndarray) -> bytes:
@@ -89,19 +90,25 @@ def order_quality(index: FrameIndex, rows: np.ndarray, sizes: list[int],
         previous = np.asarray(previous)
         n = len(index)
         out["same_position"] = float(np.mean(previous == rows)) if len(previous) == len(rows) else 0.0
-
-        def batch_of(order):
-            b = np.full(n, -1, np.int64)
-            b[order] = np.repeat(np.arange(len(sizes)), sizes)[:len(order)]
-            return b
-
-        now, before = batch_of(rows), batch_of(previous)
-        rng = np.random.default_rng(seed)
-        a, c = rng.integers(0, n, 200_000), rng.integers(0, n, 200_000)
-        together = (before[a] == before[c]) & (a != c)
-        out["batch_mates_kept"] = float(np.mean(now[a][together] == now[c][together])) if together.any() else 0.0
-        out["batch_mates_kept_if_random"] = float(np.mean(sizes) / n)
+        out.update(batch_mates(rows, previous, sizes, n, seed=seed))
     return out
+
+
+def batch_mates(rows: np.ndarray, previous: np.ndarray, sizes, n: int, *, seed: int = 0) -> dict:
+    """What two epochs' orders (``rows`` after ``previous``, in batches of ``sizes``) share:
+    ``batch_mates_kept``, the share of frame pairs sharing a batch in ``previous`` that share one
+    again in ``rows`` (sampled pairs), beside ``batch_mates_kept_if_random``."""
+    def batch_of(order):
+        b = np.full(n, -1, np.int64)
+        b[np.asarray(order)] = np.repeat(np.arange(len(sizes)), sizes)[:len(order)]
+        return b
+
+    now, before = batch_of(rows), batch_of(previous)
+    rng = np.random.default_rng(seed)
+    a, c = rng.integers(0, n, 200_000), rng.integers(0, n, 200_000)
+    together = (before[a] == before[c]) & (a != c)
+    kept = float(np.mean(now[a][together] == now[c][together])) if together.any() else 0.0
+    return {"batch_mates_kept": kept, "batch_mates_kept_if_random": float(np.mean(sizes) / n)}
 
 
 def fit_orders(data, index: FrameIndex, *, epochs: int = 2, digests: dict[bytes, int] | None = None,
@@ -131,3 +138,39 @@ def fit_orders(data, index: FrameIndex, *, epochs: int = 2, digests: dict[bytes,
     model.fit(data, epochs=epochs, verbose=0,
               callbacks=[keras.callbacks.LambdaCallback(on_epoch_begin=lambda e, logs: seen.append([]))], **fit)
     return [np.asarray(e, np.int64) for e in seen]
+
+
+def order_randomness(rows: np.ndarray, *, batch_size: int, n: int, previous: np.ndarray | None = None) -> dict:
+    """How random one epoch's order of the rows ``0..n-1`` is, in numbers, without an index (notebook 03).
+
+    Returns:
+        ``batch_span``: the median stretch of the file a batch draws from, as a fraction of
+        the file (about 1 for a fully random order, the window's share for a block order);
+        ``neighbours_kept``: the share of frames whose next frame in the epoch is within
+        ``batch_size`` rows of it in the file (0 for random, near 1 for file order);
+        ``batch_mates_kept`` (with ``previous``, the epoch before): the share of frame pairs
+        sharing a batch in both epochs, against the share a fully random order keeps.
+    """
+    rows = np.asarray(rows)
+    batches = [rows[i:i + batch_size] for i in range(0, len(rows), batch_size)]
+    spans = [(b.max() - b.min() + 1) / n for b in batches if len(b) > 1]
+    out = {"batch_span": float(np.median(spans)),
+           "neighbours_kept": float(np.mean(np.abs(np.diff(rows)) <= batch_size))}
+    if previous is not None:
+        sizes = [len(b) for b in batches]
+        out.update(batch_mates(rows, previous, sizes, n))
+    return out
+
+
+def epoch_orders(order: str, n: int, *, batch_size: int, seed: int = 0, epochs: int = 2, **blocks) -> list:
+    """The row order of ``epochs`` successive epochs of the memmap variant's ``order``
+    (``"random"`` or ``"blocks"``, with ``block``/``window`` in ``blocks``), as arrays."""
+    if order == "blocks":
+        ds = block_order_dataset(n, batch_size, seed=seed, **blocks)
+    elif order == "random":
+        import tensorflow as tf  # heavy: python -m kit --help imports this module
+
+        ds = tf.data.Dataset.range(n).shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(batch_size)
+    else:
+        raise ValueError(f"order must be 'random' or 'blocks', got {order!r}")
+    return [np.concatenate([b.numpy() for b in ds]) for _ in range(epochs)]

@@ -7,7 +7,8 @@
 * ``fit``, ``StepTimer``, ``resume_point`` (``kit.timing.fitting``): ``model.fit`` timed step by
   step, the wait for input split out, resumable mid-epoch;
 * ``epoch_estimate``, ``epoch_table``, ``Scaling``, ``best_next_change`` (``kit.timing.epoch_model``):
-  the epoch-time model every view computes from, and the users' scale (``kit.timing.scale``).
+  the epoch-time model every view computes from; ``user_scale``, ``configurations``, ``headline``:
+  the users' scale, a comparison's rates paired into configurations, the index page's line.
 
 Importing this package imports no TensorFlow: ``kit.timing.fitting`` (Keras) loads on the first
 use of one of its names.
@@ -19,17 +20,24 @@ from kit.timing.epoch_model import (
     Scaling,
     best_next_change,
     compute_rate_from_step,
+    configurations,
     epoch_estimate,
     epoch_table,
+    headline,
+    sample,
+    saved,
+    user_scale,
 )
-from kit.timing.rates import Measurement, Projection, add_ratios, compare, measure, project_epoch
+from kit.timing.rates import Measurement, Projection, add_ratios, compare, cpu_used, measure, project_epoch, timed_epoch
 from kit.util import format_duration
 
 _FITTING = ("StepTimer", "fit", "resume_point")
 
 __all__ = ["measure", "Measurement", "compare", "add_ratios", "project_epoch", "Projection", "format_duration",
-           "iterate", "batch_size_of", "EpochEstimate", "Scaling", "epoch_estimate", "epoch_table",
-           "compute_rate_from_step", "best_next_change", *_FITTING]
+           "timed_epoch", "cpu_used", "iterate", "batch_size_of",
+           # the epoch model, and the users' scale it projects to
+           "EpochEstimate", "Scaling", "epoch_estimate", "epoch_table", "compute_rate_from_step", "best_next_change",
+           "user_scale", "configurations", "headline", "sample", "saved", *_FITTING]
 
 
 def __getattr__(name):

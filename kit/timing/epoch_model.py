@@ -11,16 +11,19 @@ measured points, labelled as assumed. Pure numpy/pandas: no TensorFlow.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
+from kit import results
+from kit.cases import registry
 from kit.util import check_int, format_duration
 
 __all__ = ["Scaling", "EpochEstimate", "compute_rate_from_step", "epoch_estimate", "epoch_table",
-           "best_next_change", "as_scaling"]
+           "best_next_change", "as_scaling", "user_scale", "configurations", "headline", "sample", "saved"]
 
 
 @dataclass(frozen=True)
@@ -235,7 +238,7 @@ def epoch_table(configs: pd.DataFrame, *, examples, replicas=1, compute_rate=Non
     Args:
         configs: one row per configuration, with ``loader_rate`` (examples/s) and,
             unless ``compute_rate`` is given, ``compute_rate`` (per replica); a
-            ``scaling`` column of ``Scaling`` (``kit.bench.compare.configurations`` gives
+            ``scaling`` column of ``Scaling`` (``configurations`` gives
             one) says the efficiency per replica count (without it, an ``efficiency`` column is
             taken as assumed above one replica); other columns are kept.
         examples: examples per epoch, one number or a sequence (one output row per
@@ -308,3 +311,122 @@ def best_next_change(table: pd.DataFrame, current) -> dict | None:
     return {"change": ", ".join(what) or "another configuration", "from_s": float(cur["epoch_s"]),
             "to_s": float(best["epoch_s"]), "gain": float(cur["epoch_s"] / best["epoch_s"]),
             "row": best.name, "efficiency_kind": best.get("efficiency_kind", "")}
+
+
+def user_scale() -> dict:
+    """The users' scale per registered case (``kit.cases.registry``: each case declares its own):
+    ``{case: {"examples", "replicas", "global_batch"}}``."""
+    return {c.name: c.scale.as_dict() for c in registry.cases() if c.scale is not None}
+
+
+def saved(ledger: pd.DataFrame, machine_label: str | None = None) -> pd.DataFrame:
+    """The latest full (not ``--fast``) comparison in a ledger (``kit.results.load``),
+    from the machine ``machine_label`` (None: the latest of each machine); empty when none."""
+    d = ledger[ledger["bench"] == "compare"] if "bench" in ledger.columns else ledger.iloc[:0]
+    if "fast" in d.columns:
+        d = d[~d["fast"].eq(True)]
+    if machine_label is not None:
+        d = d[d["machine_label"] == machine_label]
+    return results.latest(d, "compare") if not d.empty else d
+
+
+def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> pd.DataFrame:
+    """Pairs each loader with its case's model: the input of ``kit.timing.epoch_model.epoch_table``.
+
+    Args:
+        rates: rows of one ``run`` (``kind`` loader and compute), e.g. one machine's
+            latest from ``kit.results.latest(ledger, "compare")``.
+        efficiency: a scaling efficiency to assume above one replica instead of the
+            measured ones (None: the measured efficiencies).
+
+    Returns:
+        One row per loader: ``case``, ``variant``, ``model``, ``loader_rate``,
+        ``compute_rate`` (per replica, one replica's measurement), ``scaling`` (a
+        ``kit.timing.epoch_model.Scaling``: 1 at one replica, the measured efficiency at each
+        measured count, Amdahl's law fitted to them elsewhere), ``loader_basis``,
+        ``compute_basis``.
+    """
+    loaders = rates[rates["kind"] == "loader"]
+    compute = rates[rates["kind"] == "compute"]
+    out = []
+    for r in loaders.itertuples():
+        if r.case not in registry.names():
+            continue
+        model = registry.get(r.case).model_for(r.variant)  # the model this case's loader feeds
+        c = compute[(compute["case"] == r.case) & (compute["variant"] == model)].sort_values("replicas")
+        if c.empty:
+            continue
+        if efficiency is not None:
+            scaling = Scaling.constant(efficiency)
+        else:
+            devices = c.iloc[-1].get("devices", "") if "devices" in c.columns else ""
+            # a count without an efficiency (NaN) is skipped, as Scaling.measured skips None
+            scaling = Scaling.measured({int(n): (math.nan if e is None or pd.isna(e) else float(e))
+                                        for n, e in zip(c["replicas"], c["efficiency"])},
+                                       source=f"{model} on {devices or 'this machine'}")
+        out.append({"case": r.case, "variant": r.variant, "model": model, "loader_rate": r.examples_per_s,
+                    "loader_round_min": getattr(r, "round_min", None), "loader_round_max": getattr(r, "round_max", None),
+                    "compute_rate": float(c.iloc[0]["per_replica_examples_per_s"]), "scaling": scaling,
+                    # the spread over the rounds: one replica's slowest and fastest round, and the
+                    # efficiency's at the largest measured count
+                    "compute_round_min": _get(c.iloc[0], "round_min"), "compute_round_max": _get(c.iloc[0], "round_max"),
+                    "efficiency_min": _get(c.iloc[-1], "efficiency_min"),
+                    "efficiency_max": _get(c.iloc[-1], "efficiency_max"),
+                    "loader_examples": getattr(r, "examples", None),
+                    "loader_basis": r.basis, "compute_basis": c.iloc[0]["basis"]})
+    return pd.DataFrame(out)
+
+
+def _get(row, column):
+    value = row.get(column) if hasattr(row, "get") else None
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def headline(table: pd.DataFrame) -> str:
+    """One line for the index page: the slowest and the fastest loader's projected epoch.
+
+    Args:
+        table: ``kit.timing.epoch_model.epoch_table`` rows of one case, at one size and replica count.
+    """
+    t = table.set_index("variant")
+    case, examples, replicas = t["case"].iloc[0], int(t["examples"].iloc[0]), int(t["replicas"].iloc[0])
+    slowest, fastest = t["epoch_s"].idxmax(), t["epoch_s"].idxmin()
+
+    def num(v, column):
+        x = pd.to_numeric(t[column], errors="coerce").get(v) if column in t.columns else None
+        return x if x is not None and x > 0 else None
+
+    def spread(v):
+        """The epoch over the slowest and the fastest round: of the loader where it bounds the epoch,
+        else of the compute (one replica's rounds, and the efficiency's where it was measured)."""
+        if t.loc[v, "bound"] == "input":
+            lo, hi = num(v, "loader_round_min"), num(v, "loader_round_max")
+        else:
+            lo, hi = num(v, "compute_round_min"), num(v, "compute_round_max")
+            if lo is not None and hi is not None and t.loc[v, "efficiency_kind"] == "measured" and replicas > 1:
+                e_lo, e_hi = num(v, "efficiency_min"), num(v, "efficiency_max")
+                if e_lo is None or e_hi is None:
+                    return ""
+                lo, hi = lo * e_lo, hi * e_hi
+            if lo is not None and hi is not None:
+                eff = 1.0 if t.loc[v, "efficiency_kind"] == "measured" and replicas > 1 else t.loc[v, "efficiency"]
+                loader = t.loc[v, "loader_rate"]
+                lo, hi = min(loader, replicas * lo * eff), min(loader, replicas * hi * eff)
+        if lo is None or hi is None:
+            return ""
+        return f" (rounds {format_duration(examples / hi)}-{format_duration(examples / lo)})"
+
+    line = (f"{case}, {examples:,} {registry.unit(case)} on {replicas} replica(s): "
+            f"{slowest} {format_duration(t.loc[slowest, 'epoch_s'])}{spread(slowest)} -> {fastest} "
+            f"{format_duration(t.loc[fastest, 'epoch_s'])}{spread(fastest)} per epoch "
+            f"({t.loc[slowest, 'epoch_s'] / t.loc[fastest, 'epoch_s']:,.0f}x)")
+    if replicas > 1 and "efficiency_kind" in t.columns:
+        line += f", scaling efficiency {t.loc[fastest, 'efficiency']:.2f} ({t.loc[fastest, 'efficiency_kind']})"
+    return line
+
+
+def sample(rates: pd.DataFrame, case: str | None = None) -> str:
+    """How much each loader's rate in ``rates`` (one ``run``) was measured on, in a few words."""
+    loaders = rates[(rates["kind"] == "loader") & ((rates["case"] == case) if case else True)]
+    n = pd.to_numeric(loaders["examples"], errors="coerce").dropna()
+    return f"each loader timed on {int(n.min()):,}-{int(n.max()):,} examples" if len(n) else "rates of unknown size"

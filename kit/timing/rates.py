@@ -24,7 +24,8 @@ import pandas as pd
 from kit.timing.batches import batch_size_of, iterate
 from kit.util import check_int, format_duration
 
-__all__ = ["measure", "Measurement", "rss_mb", "Projection", "project_epoch", "compare", "add_ratios"]
+__all__ = ["measure", "Measurement", "rss_mb", "Projection", "project_epoch", "compare", "add_ratios", "timed_epoch",
+           "cpu_used"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -273,3 +274,39 @@ def add_ratios(df: pd.DataFrame, baselines: Iterable[str], *, column: str = "exa
         df[f"x_{b}"] = df[column] / float(base.iloc[0])
     return df
 
+
+def cpu_used(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, timed: ``(result, wall_s, cpu_s, kernel_s)``, the CPU
+    seconds this process's threads used meanwhile (user and kernel), and the kernel's part."""
+    c0, t0 = os.times(), time.perf_counter()
+    out = fn(*args, **kwargs)
+    wall, c1 = time.perf_counter() - t0, os.times()
+    return out, wall, (c1.user - c0.user) + (c1.system - c0.system), c1.system - c0.system
+
+
+def timed_epoch(loader, *, expected: int, labels: np.ndarray | None = None, max_seconds: float | None = None):
+    """Reads one epoch of ``loader``; returns ``(examples, seconds, whole)``.
+
+    A whole epoch is checked: exactly ``expected`` examples and, given ``labels`` (the
+    index's), the same count of every class. With ``max_seconds`` the read stops early
+    (``whole`` False) and the caller projects.
+    """
+    counts = None
+    n = 0
+    classes = int(labels.max()) + 1 if labels is not None else 0  # once: per batch it cost seconds an epoch
+    t0 = time.perf_counter()
+    for _x, y in loader:
+        y = np.asarray(y)
+        n += len(y)
+        if labels is not None:
+            c = np.bincount(y, minlength=classes)
+            counts = c if counts is None else counts + c
+        if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+            return n, time.perf_counter() - t0, False
+    seconds = time.perf_counter() - t0
+    if n != expected:
+        raise RuntimeError(f"the epoch delivered {n:,} examples, the index holds {expected:,}")
+    if labels is not None and (counts is None
+                               or not np.array_equal(counts, np.bincount(labels, minlength=len(counts)))):
+        raise RuntimeError("the epoch's labels differ from the index's: some frames came twice or never")
+    return n, seconds, True
