@@ -3,12 +3,13 @@
 The names a user calls are here; each comes from the module that owns it, imported on first use,
 so ``import kit`` sets no seeds or devices and imports no TensorFlow:
 
-* sample data: ``make_spectrogram``, ``make_segmentation``, ``embedded``;
+* sample data: ``samples`` (``make_spectrogram``, ``make_segmentation``, ``embedded``, ``cached``);
 * the two cases: ``spectrogram`` and ``segmentation`` (their indexes ``FrameIndex``, ``PairIndex``
-  and ``Palette``; each case's ``make_loader`` and ``convert``), ``verify`` for a converted store;
+  and ``Palette``; each case's ``make_loader`` and ``convert``), ``verify`` for a converted store,
+  ``DataError`` for bad input (it names the file and the row);
 * measuring: ``measure``, ``compare``, ``project_epoch``; fitting: ``fit``, ``StepTimer``;
 * the epoch model: ``epoch_estimate``, ``epoch_table``, ``Scaling``;
-* the doctor: ``diagnose``; the frozen-backbone feature cache: ``extract_features``;
+* the doctor: ``diagnose``; the frozen-backbone feature cache: ``features`` (``extract_features``);
 * several devices: ``make_strategy``, ``distributed_loader``;
 * figures: ``plots``; the results ledger: ``results``; the benchmarks: ``bench.run(name, config)``.
 
@@ -22,15 +23,14 @@ __version__ = "0.1.0"
 
 #: name -> (module, attribute); attribute None: the module itself.
 _FACE = {
-    "make_spectrogram": ("kit.samples", "make_spectrogram"),
-    "make_segmentation": ("kit.samples", "make_segmentation"),
-    "embedded": ("kit.samples", "embedded"),
+    "samples": ("kit.samples", None),
     "spectrogram": ("kit.spectrogram", None),
     "segmentation": ("kit.segmentation", None),
     "FrameIndex": ("kit.spectrogram", "FrameIndex"),
     "PairIndex": ("kit.segmentation", "PairIndex"),
     "Palette": ("kit.segmentation", "Palette"),
     "verify": ("kit.store", "verify"),
+    "DataError": ("kit.errors", "DataError"),
     "measure": ("kit.timing", "measure"),
     "compare": ("kit.timing", "compare"),
     "project_epoch": ("kit.timing", "project_epoch"),
@@ -40,6 +40,7 @@ _FACE = {
     "epoch_table": ("kit.timing", "epoch_table"),
     "Scaling": ("kit.timing", "Scaling"),
     "diagnose": ("kit.doctor", "diagnose"),
+    "features": ("kit.features", None),
     "extract_features": ("kit.features", "extract_features"),
     "make_strategy": ("kit.distribute", "make_strategy"),
     "distributed_loader": ("kit.distribute", "distributed_loader"),

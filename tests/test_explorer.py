@@ -121,7 +121,7 @@ def test_widgets_in_a_headless_run_leave_static_figures(tmp_path):
     from kit import report
 
     nb = new_notebook(cells=[
-        new_code_cell("import pandas as pd, plotly.graph_objects as go\nfrom kit import explorer"),
+        new_code_cell("import pandas as pd, plotly.graph_objects as go\nfrom kit.notebook import explorer"),
         new_code_cell("explorer.interactive({'a': go.Figure(go.Bar(y=[1, 2])), 'b': go.Figure(go.Bar(y=[2, 1]))})"),
         new_code_cell("explorer.epoch_explorer(pd.DataFrame({'case': ['spectrogram'], 'variant': ['memmap'],"
                       " 'loader_rate': [1e5], 'compute_rate': [1e3], 'efficiency': [1.0]}))"),

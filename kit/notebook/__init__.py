@@ -8,4 +8,4 @@
 
 from kit.notebook.session import FAST_NOTE, fast, headline, setup, versions
 
-__all__ = ["setup", "headline", "fast", "versions", "FAST_NOTE"]
+__all__ = ["setup", "headline", "fast", "versions", "FAST_NOTE", "explorer"]

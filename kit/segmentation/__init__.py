@@ -7,6 +7,7 @@ Public face:
     convert: pairs decoded once into uint8 class-index shards (atomic, resumable, verified).
     USER_REPORT: what the user reported (3 epochs: 126 s with their DataGenerator, 208 s with tf.data).
     profile (module): what one pair costs in each stage (imports OpenCV and TensorFlow).
+    dali (module): the DALI peer (``dali.available()`` says why not where it is missing).
 """
 
 from kit.segmentation.case import USER_REPORT
@@ -15,4 +16,4 @@ from kit.segmentation.index import PairIndex, Palette, crop_or_pad
 from kit.segmentation.loaders import GRAPH_ONLY, VARIANTS, default_x_dtype, make_loader
 
 __all__ = ["PairIndex", "Palette", "make_loader", "VARIANTS", "GRAPH_ONLY", "default_x_dtype",
-           "convert", "crop_or_pad", "USER_REPORT"]
+           "convert", "crop_or_pad", "USER_REPORT", "profile", "dali"]

@@ -6,10 +6,12 @@ Public face:
     convert: frames into a memmap, TFRecord or (the peers extra) ArrayRecord store (atomic,
         resumable, verified).
     order (module): the order a loader delivers, read back from the frames.
+    ladder (module): the tf.data guide's ladder, one change per rung (notebook 02).
+    grain (module): the Grain peer (``grain.available()`` says why not where the extra is missing).
 """
 
 from kit.spectrogram.convert import convert
 from kit.spectrogram.index import FrameIndex
 from kit.spectrogram.loaders import GRAPH_ONLY, VARIANTS, make_loader
 
-__all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "convert"]
+__all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "convert", "order", "ladder", "grain"]

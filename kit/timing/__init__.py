@@ -29,11 +29,12 @@ from kit.timing.epoch_model import (
     user_scale,
 )
 from kit.timing.rates import Measurement, Projection, add_ratios, compare, cpu_used, measure, project_epoch, timed_epoch
-from kit.util import format_duration
+from kit.util import format_duration, usable_cpus
 
 _FITTING = ("StepTimer", "fit", "resume_point")
 
 __all__ = ["measure", "Measurement", "compare", "add_ratios", "project_epoch", "Projection", "format_duration",
+           "usable_cpus",
            "timed_epoch", "cpu_used", "iterate", "batch_size_of",
            # the epoch model, and the users' scale it projects to
            "EpochEstimate", "Scaling", "epoch_estimate", "epoch_table", "compute_rate_from_step", "best_next_change",
