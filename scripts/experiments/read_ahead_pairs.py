@@ -5,7 +5,7 @@ pairs side by side in one process: the store's pages evicted before every epoch
 ``bench scale``'s (generated and converted once, then reused from ``--workdir``). Prints
 seconds and MB/s per epoch and, per pair, without / with.
 
-    PYTHONPATH=. python scripts/read_ahead_pairs.py [--frames 1000000] [--dtype float16] [--pairs 3]
+    PYTHONPATH=. python scripts/experiments/read_ahead_pairs.py [--frames 1000000] [--dtype float16] [--pairs 3]
         [--workdir DIR] [--ahead 2]
 """
 
@@ -14,14 +14,15 @@ import time
 
 
 def cold_epoch(index, files, *, ahead, workdir, dtype, batch_size=256):
-    from kit.bench.scale_data import epoch, frame_bytes
+    from kit.bench.scale_data import frame_bytes
     from kit.spectrogram import make_loader
     from kit.system import pagecache
+    from kit.timing.rates import timed_epoch
 
     loader = make_loader("memmap", index, batch_size=batch_size, shuffle=True, seed=0, workdir=workdir,
                          store_dtype=dtype, progress=False, order="blocks", read_ahead=ahead)
     left = pagecache.evict(files)
-    n, seconds, whole = epoch(loader, expected=len(index), labels=index.labels)  # every frame, once
+    n, seconds, whole = timed_epoch(loader, expected=len(index), labels=index.labels)  # every frame, once
     return {"read_ahead": ahead, "epoch_s": seconds, "MB_per_s": n * frame_bytes(dtype) / seconds / 1e6,
             "cached_after_evict": left}
 

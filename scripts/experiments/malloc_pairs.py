@@ -4,7 +4,7 @@ bench data (200 files x 100 frames, in the kit cache), the loaders built and run
 the median of ``--epochs`` whole epochs each, the variants interleaved. Prints frames/s per
 run and, per pair, kept / as it comes.
 
-    PYTHONPATH=. python scripts/malloc_pairs.py [--pairs 3] [--epochs 3] [--variants in_memory,memmap,tfrecord]
+    PYTHONPATH=. python scripts/experiments/malloc_pairs.py [--pairs 3] [--epochs 3] [--variants in_memory,memmap,tfrecord]
 """
 
 import argparse
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def one_run(variants, epochs):

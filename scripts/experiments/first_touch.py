@@ -11,7 +11,7 @@ a page the disk has just filled can cost the reader far more than reading it aga
 cold loader on few cores is bound by that, whatever the disk's rate (this project's VM:
 ``results/NOTES.md``).
 
-    PYTHONPATH=. python scripts/first_touch.py [--file PATH] [--gb 2] [--workdir DIR]
+    PYTHONPATH=. python scripts/experiments/first_touch.py [--file PATH] [--gb 2] [--workdir DIR]
 
 Without ``--file`` it uses the memmap store of ``bench scale``'s million float16 frames
 (generated and converted once, then reused from ``--workdir``).

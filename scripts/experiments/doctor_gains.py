@@ -1,7 +1,7 @@
 """For each finding code: the doctor's expected gain on the test pipeline that plants it, next to the
 gain measured by applying the fix (side by side in one run). Uses tests/test_doctor.py's pipelines.
 
-    PYTHONPATH=. python scripts/doctor_gains.py [--seconds 3] [--json FILE]
+    PYTHONPATH=. python scripts/experiments/doctor_gains.py [--seconds 3] [--json FILE]
 """
 
 import argparse
@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
