@@ -30,6 +30,9 @@ def test_committed_clean_with_parameters_cell(path):
     headings = [line for c in nb.cells if c.cell_type == "markdown"
                 for line in c.source.splitlines() if line.startswith("# ")]
     assert len(headings) == 1, f"{path.name}: one H1 expected, found {headings}"
+    walls = {i: len(c.source.split()) for i, c in enumerate(nb.cells)
+             if c.cell_type == "markdown" and len(c.source.split()) > 200}
+    assert not walls, f"{path.name}: markdown cells over 200 words (cell: words) {walls}; split them in steps"
 
 
 #: The two runs of notebooks 05 and 00 are test_browser.py's wherever a browser is at hand: first
