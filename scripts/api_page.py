@@ -157,7 +157,10 @@ def subpackages(package: types.ModuleType) -> list[types.ModuleType]:
     found = []
     for info in sorted(pkgutil.iter_modules(package.__path__, package.__name__ + "."), key=lambda m: m.name):
         if info.ispkg:
-            sub = importlib.import_module(info.name)
+            try:
+                sub = importlib.import_module(info.name)
+            except Exception as e:  # a subpackage that cannot be imported has no page: the page fails
+                raise FaceError(f"{info.name} cannot be imported: {type(e).__name__}: {e}") from e
             found.append(sub)
             found.extend(subpackages(sub))
     return found
