@@ -1,6 +1,7 @@
-"""Benches as functions (issue 32): each bench's frozen config checks itself, ``run(config)``
-returns a ``BenchResult`` whose JSON is the bench JSON plus the config, the keyword form
-notebooks use still returns the rows, and the demo calls ``run`` with a config."""
+"""Benches as functions (issues 32, 42): each bench's frozen config checks itself and declares its
+flags, one registration builds every ``bench NAME`` command from the configs, each module's
+``run(config)`` returns a ``BenchResult`` whose JSON is the bench JSON plus the config,
+``kit.bench.run(name, ...)`` takes a config or its fields, and the demo calls it with a config."""
 
 import argparse
 import dataclasses
@@ -8,13 +9,19 @@ import importlib
 import json
 import math
 import re
+import subprocess
+import sys
 from argparse import Namespace
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from kit.bench import MODULES, BenchResult
+from kit import bench
+from kit.bench import BENCHES, BenchResult
+from kit.bench.config import add_arguments, from_args, option
+from kit.bench.configs import LoadersConfig
+from kit.cli import build_parser
 
 #: bench module -> its config class.
 CONFIGS = {
@@ -34,7 +41,19 @@ def _config(module):
 
 
 def test_every_bench_has_a_config():
-    assert set(CONFIGS) | {"kit.bench.loaders"} == set(MODULES)  # loaders: one command per case, below
+    assert set(CONFIGS) | {"kit.bench.loaders"} == {b.module for b in BENCHES.values()}  # loaders: one per case
+    for module in CONFIGS:  # the module's config is the table's (kit.bench.configs)
+        assert next(b for b in BENCHES.values() if b.module == module).config is _config(module)
+
+
+def test_the_command_line_imports_no_bench_module():
+    """``python -m kit bench --help`` builds every subcommand from the configs alone (``kit.bench.configs``):
+    no bench module, no TensorFlow."""
+    code = ("import sys; from kit.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in sys.modules if m.startswith('kit.bench.') or m.split('.')[0] in "
+            "('tensorflow', 'keras')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['kit.bench.config', 'kit.bench.configs']"
 
 
 @pytest.mark.parametrize("options,shown", [
@@ -44,8 +63,6 @@ def test_every_bench_has_a_config():
     (dict(case="spectrogram", rounds=0), "rounds must be a positive integer, got 0"),
 ])
 def test_the_generic_loader_bench_config_refuses_a_bad_value(options, shown):
-    from kit.bench.loaders import LoadersConfig
-
     assert LoadersConfig(case="segmentation").rounds == 3
     with pytest.raises(ValueError) as e:
         LoadersConfig(**options)
@@ -103,33 +120,53 @@ def test_configs_are_frozen_and_normalised():
         SpectrogramConfig("a.csv", ["generator"])  # only the data is positional, as run's was
 
 
-@pytest.mark.parametrize("module", list(CONFIGS))
-def test_the_commands_defaults_are_the_configs_defaults(module):
-    """``config_from_args`` of the command's defaults is the config's defaults: the CLI, the
-    demo and a notebook calling ``run`` all start from the same place."""
-    m = importlib.import_module(module)
-    p = argparse.ArgumentParser()
-    m.add_arguments(p)
-    assert m.config_from_args(p.parse_args([])) == _config(module)()
+def _parsed(*argv):
+    """The config ``python -m kit bench ARGV`` runs with (the command's own parser)."""
+    args = build_parser().parse_args(["bench", *argv])
+    return from_args(BENCHES[args.bench_name].config, args, **args.bench_fixed)
 
 
-def test_config_from_args_reads_the_options():
-    from kit.bench import scaling, segmentation, spectrogram
+@pytest.mark.parametrize("name", [n for n in BENCHES if n != "loaders"] + ["loaders"])
+def test_the_commands_defaults_are_the_configs_defaults(name):
+    """The config of a command given no options is the config's defaults: the CLI, the demo and
+    a notebook calling ``run`` all start from the same place."""
+    if name == "loaders":  # its command is one per case without a bench of its own (tests/test_third_case.py)
+        p = argparse.ArgumentParser()
+        add_arguments(p, LoadersConfig, default_batch=8)
+        assert from_args(LoadersConfig, p.parse_args([]), case="segmentation") == LoadersConfig(case="segmentation")
+        return
+    assert _parsed(name) == BENCHES[name].config()
 
-    p = argparse.ArgumentParser()
-    spectrogram.add_arguments(p)
-    c = spectrogram.config_from_args(p.parse_args(["--batches", "7", "--variants", "memmap,tfrecord",
-                                                   "--batch-size", "32"]))
+
+def test_the_command_reads_the_options_into_the_config():
+    c = _parsed("spectrogram", "--batches", "7", "--variants", "memmap,tfrecord", "--batch-size", "32")
     assert (c.num_batches, c.variants, c.batch_size) == (7, ("memmap", "tfrecord"), 32)
-    p = argparse.ArgumentParser()
-    segmentation.add_arguments(p)
-    c = segmentation.config_from_args(p.parse_args(["--size", "64x96", "--profile", "--one-hot"]))
+    c = _parsed("segmentation", "--size", "64x96", "--profile", "--one-hot")
     assert (c.size, c.profile, c.one_hot) == ((64, 96), True, True)
-    p = argparse.ArgumentParser()
-    scaling.add_arguments(p)
-    assert scaling.config_from_args(p.parse_args(["--replicas", "1,2,4"])).replicas == (1, 2, 4)
+    assert _parsed("scaling", "--replicas", "1,2,4").replicas == (1, 2, 4)
+    assert _parsed("compare", "--replicas", "2", "--fast").replicas == (2,)
+    assert _parsed("digest", "--data", "i.csv").csv == Path("i.csv")
+    assert _parsed("scale", "--no-peers").peers is False and _parsed("scale").peers is True
+    assert _parsed("transfer", "--frames", "64", "--data", "d.csv").frames == 64
     with pytest.raises(ValueError, match="--replicas expects positive integers, got '0,2'"):
-        scaling.config_from_args(p.parse_args(["--replicas", "0,2"]))
+        _parsed("scaling", "--replicas", "0,2")
+
+
+def test_a_config_field_declares_its_flag():
+    """``option``: the flag's name, help, type or choices and a short form, all in the field; ``add_arguments``
+    and ``from_args`` turn the dataclass into arguments and back."""
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        name: str = option("a", "which one", choices=("a", "b"))
+        count: int = option(3, "how many (default {n})", short="-n", type=int)
+        quiet: bool = option(False, "say less", action="store_true")
+        scale: float = 1.0  # no flag
+
+    p = argparse.ArgumentParser()
+    add_arguments(p, Config, n=3)
+    assert "how many (default 3)" in p.format_help() and "-n COUNT, --count COUNT" in p.format_help()
+    assert from_args(Config, p.parse_args([])) == Config()
+    assert from_args(Config, p.parse_args(["-n", "5", "--name", "b", "--quiet"]), scale=2.0) == Config("b", 5, True, 2.0)
 
 
 def test_bench_result_json_is_todays_form_plus_the_config():
@@ -166,6 +203,8 @@ def test_save_writes_the_json_and_appends_the_ledger(tmp_path, monkeypatch):
 
 
 def test_run_takes_a_config_or_its_fields(monkeypatch):
+    """``kit.bench.run(name, config)`` or ``run(name, **fields)``: the one entry, a ``BenchResult``
+    either way; the bench module's own ``run`` takes its config alone."""
     from kit.bench import digest, transfer
     from kit.bench.digest import DigestConfig
     from kit.bench.transfer import TransferConfig
@@ -177,31 +216,35 @@ def test_run_takes_a_config_or_its_fields(monkeypatch):
         return pd.DataFrame({"variant": ["stat"], "seconds": [1.0]})
 
     monkeypatch.setattr(digest, "_measure", measure)
-    res = digest.run(DigestConfig("i.csv", rounds=2))
+    res = bench.run("digest", DigestConfig("i.csv", rounds=2))
     assert isinstance(res, BenchResult) and res.name == "digest" and res.config == DigestConfig("i.csv", rounds=2)
-    rows = digest.run("i.csv", rounds=2)  # the keyword form: the rows, as before configs
-    assert isinstance(rows, pd.DataFrame) and seen == [(Path("i.csv"), 2)] * 2
-    with pytest.raises(TypeError, match="alone"):
-        digest.run(DigestConfig(), rounds=3)
+    res = bench.run("digest", csv="i.csv", rounds=2)  # the fields as keywords: the same result
+    assert isinstance(res, BenchResult) and isinstance(res.rows, pd.DataFrame) and seen == [(Path("i.csv"), 2)] * 2
+    assert isinstance(digest.run(DigestConfig()), BenchResult)
+    with pytest.raises(TypeError, match="not both"):
+        bench.run("digest", DigestConfig(), rounds=3)
     with pytest.raises(TypeError, match="takes a DigestConfig"):
-        digest.run(TransferConfig())
+        bench.run("digest", TransferConfig())
     with pytest.raises(ValueError, match="rounds must be a positive integer, got 0"):
-        digest.run(rounds=0)
+        bench.run("digest", rounds=0)
+    with pytest.raises(ValueError, match="unknown bench 'video'"):
+        bench.run("video")
 
-    def fake_run(config, *, progress, log):
+    def fake_run(config, *, progress, log=print):
+        assert progress is False
         return BenchResult("transfer", pd.DataFrame({"variant": ["x"]}), config, {"fastest_loader": "memmap"},
                            machine={})
 
-    monkeypatch.setattr(transfer, "_run", fake_run)
-    df, info = transfer.run("i.csv", frames=10, progress=False)  # notebook 07's form: (table, info)
-    assert list(df["variant"]) == ["x"] and info == {"fastest_loader": "memmap"}
-    assert isinstance(transfer.run(TransferConfig(frames=10)), BenchResult)
+    monkeypatch.setattr(transfer, "run", fake_run)
+    res = bench.run("transfer", data="i.csv", frames=10, progress=False)  # notebook 07's form
+    assert list(res.rows["variant"]) == ["x"] and res.info == {"fastest_loader": "memmap"}
+    assert res.config == TransferConfig("i.csv", frames=10)
 
 
 def test_the_demo_calls_each_benchs_run_with_a_config(tmp_path, monkeypatch, capsys):
     """``python -m kit demo`` builds each loader bench's config and calls its ``run``: no
     argparse namespace in between; its JSON carries the config."""
-    from kit import bench, samples
+    from kit import samples
     from kit.bench import segmentation, spectrogram
     from kit.bench.config import as_dict
 

@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from kit import store
+from kit import bench, store
 from kit.store import folder as store_folder
 
 
@@ -23,7 +23,7 @@ def test_free_space_check_refuses_with_one_line(tmp_path, monkeypatch):
     store.check_free_space(tmp_path, 1, what="a byte")  # there is a byte free
     monkeypatch.setattr(store_folder, "free_bytes", lambda path: 3 * 10**9)
     with pytest.raises(store.StoreError) as e:
-        scale.run(frames=1_000_000, dtype="float16", workdir=tmp_path / "w", log=lambda *a: None)
+        scale.run(scale.ScaleConfig(frames=1_000_000, dtype="float16", workdir=tmp_path / "w"), log=lambda *a: None)
     msg = str(e.value)
     assert "\n" not in msg and "needs 3" in msg and "has 3.0 GB" in msg, msg
     assert not (tmp_path / "w").exists() or not any((tmp_path / "w").iterdir())  # nothing written
@@ -442,11 +442,10 @@ def test_grain_joins_the_scale_bench(tmp_path):
     """Where the peers extra is installed, grain is measured like the kit's stores: its
     ArrayRecord store converted once, cold epochs against that store's own page-in limit,
     warm epochs against the memory gather; its threads and processes in the info."""
-    from kit.bench import scale
-
-    rows, info = scale.run(frames=600, dtype="float16", skip_extraction=True, generator_frames=50,
-                           random_seconds=1, projection_frames=300, warm_epochs=1, cold_epochs=1,
-                           workdir=tmp_path / "w", progress=False, log=lambda *a: None)
+    res = bench.run("scale", frames=600, dtype="float16", skip_extraction=True, generator_frames=50,
+                    random_seconds=1, projection_frames=300, warm_epochs=1, cold_epochs=1,
+                    workdir=tmp_path / "w", progress=False, log=lambda *a: None)
+    rows, info = res.rows, res.info
     got = {(r.variant, r.state, r.measured) for r in rows.itertuples()}
     assert ("grain", "cold", True) in got and ("grain", "warm", True) in got, got
     assert {"page_in_limit_arrayrecord", "disk_sequential_read_arrayrecord"} <= set(rows["variant"])

@@ -1,12 +1,13 @@
 """Benchmarks: variants measured side by side in one run, as DataFrames and JSON.
 
-``python -m kit bench NAME`` runs one; each lives in its own module here and adds
-its subcommand through ``register``. Each module has a frozen config dataclass
-(``SpectrogramConfig``, ...) that checks itself, and ``run(config)`` returning a
-``BenchResult``; the command parses its options into that config
-(``config_from_args``), and the demo builds one and calls the same ``run``. ``run``
-also takes the config's fields as arguments, the form notebooks use, and then returns
-the rows (or ``(rows, info)``) as before (``kit.bench.config``).
+``python -m kit bench NAME`` runs one, and ``run(NAME, config)`` (or its fields as keywords)
+does the same from Python. ``BENCHES`` is the one table of them: each bench's module, its
+config dataclass (``kit.bench.configs``: frozen, checked, its fields' flags declared with
+``kit.bench.config.option``) and its help. Each module has ``run(config, *, log=print)``
+(and ``progress`` where it shows a bar) returning a ``BenchResult``, and ``show(result)``;
+it is imported only when its bench runs (``module``), so ``python -m kit --help`` builds
+every subcommand from the configs alone. ``kit.bench.loaders`` measures every registered
+case without a bench of its own: ``bench CASE`` for each.
 
 Results follow one JSON form (``BenchResult.to_json``):
 ``{"bench": NAME, "run_id", "rows": [{...}, ...], "machine": {...}, ...info, "config": {...}}``,
@@ -28,28 +29,15 @@ from typing import Any
 import pandas as pd
 
 from kit import cache, report, results, samples
-from kit.bench.config import as_dict
+from kit.bench import configs
+from kit.bench.config import add_arguments, as_dict, from_args
 from kit.cases import registry
 from kit.results import new_run_id, this_machine
 from kit.util import format_duration, write_json
 
 machine = this_machine  # what benches record; lives with the ledger
 
-__all__ = ["run", "BenchResult", "BENCHES", "register"]
-
-#: bench modules, each with ``register(bench_subparsers)``.
-MODULES = [
-    "kit.bench.timer",
-    "kit.bench.spectrogram",
-    "kit.bench.transfer",
-    "kit.bench.segmentation",
-    "kit.bench.scaling",
-    "kit.bench.digest",
-    "kit.bench.compare",
-    "kit.bench.scale",
-    "kit.bench.loaders",  # last: a bench for every registered case without one of its own
-]
-
+__all__ = ["run", "module", "BenchResult", "Bench", "BENCHES", "register"]
 
 @dataclass
 class BenchResult:
@@ -82,18 +70,51 @@ class BenchResult:
         return obj
 
 
-#: Each bench: its module and its config dataclass (the fields ``run`` takes).
+@dataclass(frozen=True)
+class Bench:
+    """One bench of ``BENCHES``.
+
+    Attributes:
+        module: its module (``run(config, ...)`` and ``show(result)``), imported when it runs.
+        config: its config dataclass (``kit.bench.configs``), which also declares its flags.
+        help: its subcommand's help line.
+        progress: the help of its ``--no-progress`` flag where its ``run`` shows progress bars
+            (``run(config, progress=...)``); None where it has none.
+    """
+
+    module: str
+    config: type
+    help: str
+    progress: str | None = None
+
+
+#: Every bench, in the order ``python -m kit bench --help`` lists them.
 BENCHES = {
-    "timer": ("kit.bench.timer", "TimerConfig"),
-    "spectrogram": ("kit.bench.spectrogram", "SpectrogramConfig"),
-    "transfer": ("kit.bench.transfer", "TransferConfig"),
-    "segmentation": ("kit.bench.segmentation", "SegmentationConfig"),
-    "scaling": ("kit.bench.scaling", "ScalingConfig"),
-    "digest": ("kit.bench.digest", "DigestConfig"),
-    "compare": ("kit.bench.compare", "CompareConfig"),
-    "scale": ("kit.bench.scale", "ScaleConfig"),
-    "loaders": ("kit.bench.loaders", "LoadersConfig"),
+    "timer": Bench("kit.bench.timer", configs.TimerConfig, "overhead of the StepTimer callback on a training step"),
+    "spectrogram": Bench("kit.bench.spectrogram", configs.SpectrogramConfig,
+                         "every spectrogram loader variant, interleaved"),
+    "transfer": Bench("kit.bench.transfer", configs.TransferConfig,
+                      "frozen backbone: generator / fastest loader / cached features", progress="no progress bar"),
+    "segmentation": Bench("kit.bench.segmentation", configs.SegmentationConfig,
+                          "every segmentation loader variant, interleaved"),
+    "scaling": Bench("kit.bench.scaling", configs.ScalingConfig,
+                     "training throughput and efficiency per replica count"),
+    "digest": Bench("kit.bench.digest", configs.DigestConfig, "cost of the content digest in a store's key"),
+    "compare": Bench("kit.bench.compare", configs.CompareConfig,
+                     "loader rates and model step rates (1 vs 2 replicas) for epoch times"),
+    "scale": Bench("kit.bench.scale", configs.ScaleConfig, "whole epochs at the user's size, warm and cold, against "
+                   "the page-in, disk and memory limits", progress="no progress bars"),
+    # A subcommand per registered case without a bench of its own (``register``), not one of its own.
+    "loaders": Bench("kit.bench.loaders", configs.LoadersConfig, "every loader variant of a case, side by side"),
 }
+
+
+def module(name: str):
+    """The module of bench ``name`` (a key of ``BENCHES``), imported on its first use: the one
+    place a bench's module is loaded, so that the command line's help imports none of them."""
+    if name not in BENCHES:
+        raise ValueError(f"unknown bench {name!r}; choose from {', '.join(BENCHES)}")
+    return importlib.import_module(BENCHES[name].module)
 
 
 def run(name: str, config=None, /, **fields) -> BenchResult:
@@ -110,10 +131,8 @@ def run(name: str, config=None, /, **fields) -> BenchResult:
     Returns:
         A ``BenchResult``: ``rows`` (a DataFrame), ``info``, ``config``, ``run_id``, ``machine``.
     """
-    if name not in BENCHES:
-        raise ValueError(f"unknown bench {name!r}; choose from {', '.join(BENCHES)}")
-    module = importlib.import_module(BENCHES[name][0])
-    config_type = getattr(module, BENCHES[name][1])
+    bench_module = module(name)
+    config_type = BENCHES[name].config
     extras = {k: fields.pop(k) for k in ("log", "progress") if k in fields}
     if config is None:
         config = config_type(**fields)
@@ -121,7 +140,7 @@ def run(name: str, config=None, /, **fields) -> BenchResult:
         raise TypeError(f"run takes a {config_type.__name__} or its fields, not both")
     elif not isinstance(config, config_type):
         raise TypeError(f"bench {name!r} takes a {config_type.__name__}, got {type(config).__name__}")
-    return module.run(config, **extras)
+    return bench_module.run(config, **extras)
 
 
 def record(res: BenchResult) -> dict:
@@ -164,14 +183,47 @@ def print_table(df: pd.DataFrame, columns=None) -> None:
 
 
 def register(sub) -> None:
-    for name in MODULES:
-        importlib.import_module(name).register(sub["bench"])
+    """``bench NAME`` for every bench of ``BENCHES`` (``bench CASE`` for each registered case without
+    a bench of its own), each built from its config's flags, and ``demo``."""
+    for name, bench in BENCHES.items():
+        if name != "loaders":
+            _subcommand(sub["bench"], name, bench)
+    for case in registry.cases():
+        if case.name not in sub["bench"].choices:
+            _subcommand(sub["bench"], "loaders", BENCHES["loaders"], command=case.name,
+                        help=f"{case.name}: every loader variant side by side ({case.description})",
+                        fixed={"case": case.name}, context={"default_batch": case.default_batch})
     demo = sub["root"].add_parser("demo", help="the main job: both loader benches, the notebooks into reports/")
     demo.add_argument("--reports", default="reports", help="folder for executed notebooks and HTML")
     demo.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")
     demo.add_argument("--notebooks", default=None, metavar="NN,NN",
                       help="run only these notebooks (name prefixes, e.g. 00,05); the index lists all")
     demo.set_defaults(func=_demo)
+
+
+def _subcommand(bench_sub, name: str, bench: Bench, *, command: str | None = None, help: str | None = None,
+                fixed: dict | None = None, context: dict | None = None) -> None:
+    """The subcommand ``command`` (default ``name``) of bench ``name``: its config's flags
+    (``kit.bench.config.add_arguments``), ``--no-progress`` where it has progress bars, and
+    ``--json``. ``fixed``: config fields the command sets (a case's name)."""
+    p = bench_sub.add_parser(command or name, help=help or bench.help)
+    add_arguments(p, bench.config, **(context or {}))
+    if bench.progress:
+        p.add_argument("--no-progress", action="store_true", help=bench.progress)
+    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
+    p.set_defaults(func=_command, bench_name=name, bench_fixed=fixed or {})
+
+
+def _command(args) -> int:
+    """``python -m kit bench NAME``: the config from the arguments, the bench's ``run``, its table
+    printed, the result appended to the ledger and written to ``--json``."""
+    name, bench = args.bench_name, BENCHES[args.bench_name]
+    config = from_args(bench.config, args, **args.bench_fixed)
+    bench_module = module(name)
+    res = bench_module.run(config, **({"progress": not args.no_progress} if bench.progress else {}))
+    bench_module.show(res)
+    save(res, args.json)
+    return 0
 
 
 def _demo(args) -> int:
@@ -188,31 +240,24 @@ def _demo(args) -> int:
         return _demo_steps(args)
 
 
-def _demo_bench_spectrogram(fast: bool):
-    from kit.bench import spectrogram  # cycle: kit.bench.spectrogram imports this package
-
-    quick: dict[str, Any] = (dict(data=samples.embedded("spectrogram"), rounds=1, num_batches=2,
-                                  generator_seconds=1.0) if fast else {})
-    return spectrogram, spectrogram.run(spectrogram.SpectrogramConfig(**quick))
-
-
-def _demo_bench_segmentation(fast: bool):
-    from kit.bench import segmentation  # cycle: kit.bench.segmentation imports this package
-
-    quick: dict[str, Any] = (dict(data=samples.embedded("segmentation"), rounds=1, num_batches=2, batch_size=1,
-                                  size=(64, 64), seconds=0.5, slow_seconds=1.0) if fast else {})
-    return segmentation, segmentation.run(segmentation.SegmentationConfig(**quick))
-
-
-#: The cases whose demo runs a bench of their own (the user's reports, stores warmed); every other
-#: registered case with embedded samples gets the generic loader bench (``kit.bench.loaders``).
-_DEMO_BENCHES = {"spectrogram": _demo_bench_spectrogram, "segmentation": _demo_bench_segmentation}
+def _demo_config(name: str, fast: bool):
+    """The config of the demo's bench for the case ``name``: its own bench (``spectrogram``,
+    ``segmentation``: the user's reports, stores warmed), else the generic loader bench; with
+    ``fast``, on the embedded samples in one short round."""
+    quick: dict[str, Any]
+    if name == "spectrogram":
+        quick = dict(data=samples.embedded("spectrogram"), rounds=1, num_batches=2, generator_seconds=1.0)
+        return configs.SpectrogramConfig(**(quick if fast else {}))
+    if name == "segmentation":
+        quick = dict(data=samples.embedded("segmentation"), rounds=1, num_batches=2, batch_size=1, size=(64, 64),
+                     seconds=0.5, slow_seconds=1.0)
+        return configs.SegmentationConfig(**(quick if fast else {}))
+    return configs.LoadersConfig(case=name, rounds=1 if fast else 3, batches=2 if fast else 10)
 
 
-def _demo_bench_other(name: str, fast: bool):
-    from kit.bench import loaders  # cycle: kit.bench.loaders imports this package
-
-    return loaders, loaders.run(loaders.LoadersConfig(case=name, rounds=1 if fast else 3, batches=2 if fast else 10))
+#: The cases whose demo runs a bench of their own; every other registered case with embedded
+#: samples gets the generic loader bench (``kit.bench.loaders``).
+_DEMO_BENCHES = ("spectrogram", "segmentation")
 
 
 def _demo_steps(args) -> int:
@@ -227,9 +272,9 @@ def _demo_steps(args) -> int:
         for k, case in enumerate(cases, start=1):
             print(f"{chr(10) if k > 1 else ''}== [{k}/{steps}] the {case.name} loaders, side by side{mode} "
                   f"(python -m kit bench {case.name})", flush=True)
-            bench = _DEMO_BENCHES.get(case.name)
-            module, res = bench(fast) if bench else _demo_bench_other(case.name, fast)
-            module.show(res)
+            name = case.name if case.name in _DEMO_BENCHES else "loaders"
+            res = run(name, _demo_config(case.name, fast))
+            module(name).show(res)
             save(res, os.path.join(args.reports, f"bench_{case.name}.json"))
     failed = []
     if not args.no_notebooks:

@@ -16,8 +16,7 @@ Notebook 05 turns these rates into epoch times with ``kit.timing.epoch_model.epo
 the replicas share the same cores: the 2-replica rows check the code path and give
 no estimate of what two GPUs would do.
 
-``run(CompareConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(fast=..., replicas=...)``,
-the config's fields as keywords, returns its rows (a DataFrame) as before (``kit.bench.config``).
+``run(CompareConfig(...))`` returns a ``kit.bench.BenchResult``.
 """
 
 from __future__ import annotations
@@ -28,18 +27,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import keras
 import numpy as np
 import pandas as pd
+import tensorflow as tf
 
-from kit.bench.config import check_int, check_positive, configure, optional_path
+from kit import distribute, features, samples, segmentation, spectrogram, timing
+from kit.bench import BenchResult, print_table
+from kit.bench import segmentation as seg_bench
+from kit.bench import spectrogram as spec_bench
+from kit.bench.configs import CompareConfig
 from kit.cases import registry
-from kit.util import positive_int
+from kit.models import audio, unet
+from kit.models.unet import segmentation_loss
 
-__all__ = ['MODELS', 'FEATURE_CACHE', 'CompareConfig', 'run', 'add_arguments', 'register', 'config_from_args', 'show',
-           'main']
-
-
-
+__all__ = ["MODELS", "FEATURE_CACHE", "CompareConfig", "run", "show"]
 
 #: The model each case trains, and the loader that feeds the head alone.
 MODELS = {
@@ -51,14 +53,10 @@ FEATURE_CACHE = "feature_cache"
 
 
 def _spectrogram_loaders(index, *, batch_size, workdir, alpha, log):
-    from kit import features
-    from kit.bench.spectrogram import default_variants
-    from kit.models import audio
-    from kit.spectrogram import make_loader
-
     loaders = {}
-    for v in default_variants(log):  # conversions happen here, before any timing; grain where installed
-        loaders[v] = make_loader(v, index, batch_size=batch_size, shuffle=True, seed=0, workdir=workdir)
+    for v in spec_bench.default_variants(log):  # conversions happen here, before any timing; grain where installed
+        loaders[v] = spectrogram.make_loader(v, index, batch_size=batch_size, shuffle=True, seed=0,
+                                             workdir=workdir)
     backbone = audio.backbone(None, input_shape=tuple(index.frame_shape) + (1,), alpha=alpha)
     t0 = time.perf_counter()
     cache = features.extract_features(backbone, index, loader="memmap", batch_size=batch_size,
@@ -69,9 +67,8 @@ def _spectrogram_loaders(index, *, batch_size, workdir, alpha, log):
 
 
 def _segmentation_loaders(index, palette, *, batch_size, variants, workdir):
-    from kit.segmentation import make_loader
-
-    return {v: make_loader(v, index, palette, batch_size=batch_size, shuffle=True, seed=0, workdir=workdir)
+    return {v: segmentation.make_loader(v, index, palette, batch_size=batch_size, shuffle=True, seed=0,
+                                        workdir=workdir)
             for v in variants}
 
 
@@ -79,9 +76,6 @@ class _Steps:
     """One model under one strategy, fed a constant in-memory batch: times ``steps`` steps."""
 
     def __init__(self, strategy, build, x, y, *, loss=None, warmup: int = 2):
-        import keras
-        import tensorflow as tf
-
         self.replicas = strategy.num_replicas_in_sync
         self.global_batch = len(x) * self.replicas
         reps = (self.replicas,) + (1,) * (x.ndim - 1)
@@ -114,60 +108,20 @@ class _Steps:
         self.rates.append(steps * self.global_batch / took if took > 0 else math.inf)
 
 
-@dataclass(frozen=True)
-class CompareConfig:
-    """What ``run`` measures.
-
-    Attributes:
-        fast: the embedded samples, small batches and few steps (a demonstration in
-            seconds, for CI); otherwise the benches' default data at the users' batches.
-        replicas: replica counts of the compute rows (the largest splits the CPU into
-            logical devices when there is no GPU, so call ``run`` before TensorFlow starts).
-        rounds: interleaved rounds, loaders and models alike.
-        spectrogram_csv, segmentation_csv: index CSVs instead of the defaults.
-        alpha: the audio backbone's width (1.0: YAMNet's size).
-        workdir: where stores and the feature cache go (the kit cache if None).
-    """
-
-    fast: bool = False
-    replicas: tuple[int, ...] = (1, 2)
-    rounds: int = 2
-    spectrogram_csv: Path | None = None
-    segmentation_csv: Path | None = None
-    alpha: float = 1.0
-    workdir: Path | None = None
-
-    def __post_init__(self):
-        replicas = (self.replicas,) if isinstance(self.replicas, int) else tuple(self.replicas)
-        if not replicas or any(isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 1
-                               for r in replicas):
-            raise ValueError(f"replicas must be positive counts, got {self.replicas!r}")
-        object.__setattr__(self, "replicas", tuple(int(r) for r in replicas))
-        optional_path(self, "spectrogram_csv", "segmentation_csv", "workdir")
-        check_int("rounds", self.rounds)
-        check_positive("alpha", self.alpha)
-
-
-def run(config: CompareConfig | None = None, /, *, log=print, **options):
+def run(config: CompareConfig, *, log=print) -> BenchResult:
     """Measures the loaders and the models' steps; one row per loader and per (model, replicas).
 
     Args:
-        config: a ``CompareConfig``; or, as keywords in ``options``, its fields
-            (``run(fast=..., replicas=...)``).
+        config: what to measure.
         log: where progress lines go.
 
     Returns:
-        For ``run(config)``, a ``BenchResult`` with ``fast`` in its info; called with the
-        fields, its rows alone: ``case``, ``kind`` (``loader``/``compute``), ``variant``
-        (the loader or the model), ``replicas``, ``devices``, ``batch_size`` (global),
-        ``examples_per_s``, ``per_replica_examples_per_s``, ``efficiency`` (compute
-        rows), ``examples`` and ``basis``.
+        A ``BenchResult`` with ``fast`` in its info, its rows: ``case``, ``kind``
+        (``loader``/``compute``), ``variant`` (the loader or the model), ``replicas``,
+        ``devices``, ``batch_size`` (global), ``examples_per_s``,
+        ``per_replica_examples_per_s``, ``efficiency`` (compute rows), ``examples`` and ``basis``.
     """
-    from kit.bench import BenchResult
-
-    config, as_arguments = configure(CompareConfig, config, (), options)
-    res = BenchResult("compare", _measure(config, log), config, {"fast": config.fast})
-    return res.rows if as_arguments else res
+    return BenchResult("compare", _measure(config, log), config, {"fast": config.fast})
 
 
 def _measure(config: CompareConfig, log) -> pd.DataFrame:
@@ -201,8 +155,6 @@ class _Data:
 
 def _strategies(counts: list[int]) -> tuple[dict, str]:
     """A strategy per replica count, and what their devices are."""
-    from kit import distribute
-
     strategies = {}
     distribute.make_strategy(counts[-1])  # splits the CPU before anything else starts TensorFlow
     for r in counts:
@@ -213,10 +165,6 @@ def _strategies(counts: list[int]) -> tuple[dict, str]:
 
 
 def _data(c: CompareConfig, log) -> _Data:
-    from kit import samples
-    from kit.segmentation import PairIndex, Palette
-    from kit.spectrogram import FrameIndex
-
     seg_variants: tuple[str, ...]
     if c.fast:
         spec_csv = c.spectrogram_csv or samples.embedded("spectrogram")
@@ -224,16 +172,13 @@ def _data(c: CompareConfig, log) -> _Data:
         spec_batch, seg_batch, num_batches, steps, seg_steps = 16, 2, 4, 3, 1
         seg_variants = ("sequence", "tfdata_tuned", "class_index")
     else:
-        from kit.bench import segmentation as seg_bench
-        from kit.bench import spectrogram as spec_bench
-
         spec_csv = c.spectrogram_csv or spec_bench.default_data(workdir=c.workdir)
         seg_csv = c.segmentation_csv or seg_bench.default_data(workdir=c.workdir)
         spec_batch, seg_batch, num_batches, steps, seg_steps = 256, 3, 20, 10, 3
         seg_variants = ("sequence", "sequence_workers", "tfdata_naive", "tfdata_tuned", "class_index")
-    spec = FrameIndex.from_csv(spec_csv)
-    seg = PairIndex.from_csv(seg_csv)
-    palette = Palette.from_csv(Path(seg_csv).parent / "class_dict.csv")
+    spec = spectrogram.FrameIndex.from_csv(spec_csv)
+    seg = segmentation.PairIndex.from_csv(seg_csv)
+    palette = segmentation.Palette.from_csv(Path(seg_csv).parent / "class_dict.csv")
     log(f"spectrogram: {spec_csv} ({len(spec):,} frames); segmentation: {seg_csv} ({len(seg):,} pairs)")
     return _Data(spec, seg, palette, spec_batch=spec_batch, seg_batch=seg_batch, num_batches=num_batches,
                  steps=steps, seg_steps=seg_steps, seg_variants=seg_variants)
@@ -247,8 +192,6 @@ _SLOW_S = {"generator": 8.0, "pydataset": 8.0, "numpy_function": 8.0, "sequence"
 def _loader_rows(c: CompareConfig, data: _Data, *, log, stamp) -> tuple[list[dict], int]:
     """Each case's loaders measured interleaved (one ``timing.compare`` per case): a row each.
     Also returns the width of the feature cache's embeddings (the head's input)."""
-    from kit import timing
-
     loaders, _, dim = _spectrogram_loaders(data.spec, batch_size=data.spec_batch, workdir=c.workdir, alpha=c.alpha,
                                            log=log)
     seg_loaders = _segmentation_loaders(data.seg, data.palette, batch_size=data.seg_batch,
@@ -319,10 +262,6 @@ def _jobs(c: CompareConfig, data: _Data, dim: int, counts: list[int], strategies
           stamp) -> dict[tuple[str, str, int], tuple[_Steps, int]]:
     """The configurations to time, ``(case, model, replicas)``: each a traced ``_Steps`` on a
     constant random batch, and its steps per round."""
-    from kit import distribute
-    from kit.models import audio, unet
-    from kit.models.unet import segmentation_loss
-
     spec, rng = data.spec, np.random.default_rng(0)
     frame = tuple(spec.frame_shape) + (1,)
     per_replica_spec = (max(1, data.spec_batch // counts[-1]) if c.fast
@@ -357,46 +296,6 @@ def _jobs(c: CompareConfig, data: _Data, dim: int, counts: list[int], strategies
     return jobs
 
 
-
-
-
-
-
-
-
-
-
-
-def add_arguments(p) -> None:
-    p.add_argument("--fast", action="store_true", help="the embedded samples, seconds in all")
-    p.add_argument("--replicas", default="1,2", help="comma-separated replica counts of the compute rows")
-    p.add_argument("--rounds", type=positive_int, default=2,
-                   help="interleaved measuring rounds, loaders and models alike (default 2)")
-    p.add_argument("--alpha", type=float, default=1.0, help="audio backbone width (1.0: YAMNet's size)")
-    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
-
-
-def register(bench_sub) -> None:
-    p = bench_sub.add_parser("compare", help="loader rates and model step rates (1 vs 2 replicas) for epoch times")
-    add_arguments(p)
-    p.set_defaults(func=main)
-
-
-def config_from_args(args) -> CompareConfig:
-    counts = tuple(int(t) for t in args.replicas.split(",") if t.strip())
-    return CompareConfig(fast=args.fast, replicas=counts, rounds=args.rounds, alpha=args.alpha)
-
-
 def show(res) -> None:
-    from kit.bench import print_table
-
     print_table(res.rows, ["case", "kind", "variant", "replicas", "batch_size", "examples_per_s", "efficiency"])
 
-
-def main(args) -> int:
-    from kit.bench import save
-
-    res = run(config_from_args(args))
-    show(res)
-    save(res, args.json)
-    return 0

@@ -1,28 +1,112 @@
-"""What the benches' configs share: their checks, their JSON form and the two forms of ``run``.
+"""What the benches' configs share: their checks, their JSON form and their command line.
 
-Every bench module has a frozen dataclass config (``SpectrogramConfig``, ...) that checks
-itself in ``__post_init__`` and raises ``ValueError`` naming the bad value. Its fields
-are the bench's ``run`` keywords, so one ``run`` takes either form:
-
-* ``run(config)`` returns a ``kit.bench.BenchResult`` (the CLI and the demo call this);
-* ``run(...)`` with the config's fields as arguments (the form notebooks use) builds the
-  config and returns what ``run`` returned before configs: the rows (a DataFrame), or
-  ``(rows, info)`` for the benches that also return an ``info`` dict.
+Every bench has a frozen dataclass config (``SpectrogramConfig``, ...; all in
+``kit.bench.configs``, which imports no TensorFlow) that checks itself in ``__post_init__``
+and raises ``ValueError`` naming the bad value; its ``run(config)`` returns a
+``kit.bench.BenchResult``. A field made with ``option`` also carries its command-line flag
+(name, help, type or choices, an optional short form): ``add_arguments`` turns a config
+dataclass into its subcommand's arguments and ``from_args`` the parsed arguments back into
+the config, so a bench's command, its defaults and its config are declared once.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from kit.util import check_int
 
-__all__ = ["as_dict", "configure", "check_int", "check_positive", "check_one_of", "optional_path",
-           "optional_int", "check_names"]
+__all__ = ["Flag", "option", "add_arguments", "from_args", "counts", "as_dict", "check_int", "check_positive",
+           "check_one_of", "optional_path", "optional_int", "check_names"]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A config field's command-line flag (``option`` makes one; ``add_arguments`` reads it).
+
+    Attributes:
+        help: its help line; ``{name}`` fields in it are filled from ``add_arguments``' context.
+        flag: the long form (default ``--`` and the field's name with dashes).
+        short: a short form (``-n``), or None.
+        type: argparse's ``type`` (None: the string as given).
+        choices: argparse's ``choices``.
+        metavar: as argparse shows the value (default: the flag's name in capitals).
+        action: ``"store_true"`` (a switch that sets the field) or ``"store_false"`` (one that
+            clears it: ``--no-peers``); None for a flag that takes a value.
+        parse: applied by ``from_args`` to the string given (``counts``: ``"1,2"`` -> ``(1, 2)``),
+            where the value needs more than argparse's ``type`` (its error is ``kit: error:``).
+    """
+
+    help: str
+    flag: str | None = None
+    short: str | None = None
+    type: Callable[[str], Any] | None = None
+    choices: tuple | None = None
+    metavar: str | None = None
+    action: str | None = None
+    parse: Callable[[str], Any] | None = None
+
+
+def option(default, help: str, *, kw_only: bool | None = None, **flag) -> Any:
+    """A config field with a default and a command-line flag: ``dataclasses.field`` with a
+    ``Flag`` (its keywords: ``flag``, ``short``, ``type``, ``choices``, ``metavar``, ``action``,
+    ``parse``) in its metadata. ``kw_only=True`` puts a field that comes before a positional one
+    on the command line (``--frames`` before ``--data``) among the keyword-only ones."""
+    kw: dict[str, Any] = {} if kw_only is None else {"kw_only": kw_only}
+    return dataclasses.field(default=default, metadata={"flag": Flag(help, **flag)}, **kw)
+
+
+def _flags(config_type):
+    return [(f, f.metadata["flag"]) for f in dataclasses.fields(config_type) if "flag" in f.metadata]
+
+
+def add_arguments(parser: argparse.ArgumentParser, config_type, **context) -> None:
+    """One argument of ``parser`` for each field of ``config_type`` made with ``option``, in the
+    fields' order, its value stored under the field's name and defaulting to the field's.
+
+    Args:
+        context: values for the ``{name}`` fields of the help lines (a case's default batch).
+    """
+    for f, flag in _flags(config_type):
+        long = flag.flag or "--" + f.name.replace("_", "-")
+        names = [flag.short, long] if flag.short else [long]
+        help = flag.help.format(**context) if context else flag.help
+        if flag.action:
+            parser.add_argument(*names, dest=f.name, action=flag.action, help=help)
+            continue
+        metavar = flag.metavar or long.lstrip("-").replace("-", "_").upper()
+        parser.add_argument(*names, dest=f.name, type=flag.type, choices=flag.choices, default=f.default,
+                            metavar=None if flag.choices else metavar, help=help)
+
+
+def from_args(config_type, args: argparse.Namespace, **fixed):
+    """The ``config_type`` that ``args`` (parsed by ``add_arguments``' arguments) and ``fixed``
+    (fields that have no flag: a case's name) describe; each ``Flag.parse`` applied to a
+    value given as a string."""
+    fields = {}
+    for f, flag in _flags(config_type):
+        value = getattr(args, f.name)
+        fields[f.name] = flag.parse(value) if flag.parse and isinstance(value, str) else value
+    return config_type(**fields, **fixed)
+
+
+def counts(text: str) -> tuple[int, ...]:
+    """``Flag.parse`` of ``--replicas``: ``"1,2,4"`` -> ``(1, 2, 4)``, or a ``ValueError`` naming the flag."""
+    try:
+        values = tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise ValueError(f"--replicas expects comma-separated integers like 1,2,4, got {text!r}") from None
+    if not values or min(values) <= 0:
+        raise ValueError(f"--replicas expects positive integers, got {text!r}")
+    return values
 
 
 def as_dict(config) -> dict:
@@ -38,29 +122,6 @@ def _plain(value):
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     return value
-
-
-def configure(config_type, first, args: tuple, options: dict):
-    """The config a bench's ``run`` was called with, and whether it came as arguments.
-
-    Args:
-        config_type: the bench's config dataclass.
-        first: ``run``'s first positional argument: a config, or the config's first field
-            (None when not given).
-        args, options: the remaining positional and keyword arguments.
-
-    Returns:
-        ``(config, as_arguments)``: ``as_arguments`` is False for ``run(config)``.
-    """
-    if isinstance(first, config_type):
-        if args or options:
-            raise TypeError(f"run takes a {config_type.__name__} alone, or its fields as arguments, not both")
-        return first, False
-    if dataclasses.is_dataclass(first) and not isinstance(first, type):
-        raise TypeError(f"run takes a {config_type.__name__}, got a {type(first).__name__}")
-    if first is None and not args:
-        return config_type(**options), True
-    return config_type(first, *args, **options), True
 
 
 def check_positive(name: str, value) -> float:

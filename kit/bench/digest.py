@@ -14,8 +14,7 @@ files in one run, the ways of fingerprinting them:
 Each is also given relative to loading the index cold (``FrameIndex.from_csv``: every
 file's header and, now, its sampled digest), as ``x_index``.
 
-``run(DigestConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(csv, rounds=...)``, the
-config's fields as arguments, returns its rows (a DataFrame) as before (``kit.bench.config``).
+``run(DigestConfig(...))`` returns a ``kit.bench.BenchResult``.
 """
 
 from __future__ import annotations
@@ -23,45 +22,24 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from kit import store
-from kit.bench import BenchResult, print_table, save
-from kit.bench.config import check_int, configure, optional_path
+from kit.bench import BenchResult, print_table
+from kit.bench.configs import DigestConfig
 from kit.bench.spectrogram import default_data
 from kit.spectrogram import FrameIndex
 from kit.system import pagecache
-from kit.util import positive_int
 
-__all__ = ['DigestConfig', 'run', 'add_arguments', 'register', 'config_from_args', 'show', 'main']
-
-
-@dataclass(frozen=True)
-class DigestConfig:
-    """What ``run`` measures: the files of the index ``csv`` (the spectrogram bench's default
-    data if None), fingerprinted every way once per round, ``rounds`` rounds."""
-
-    csv: Path | None = None
-    _: KW_ONLY
-    rounds: int = 3
-
-    def __post_init__(self):
-        optional_path(self, "csv")
-        check_int("rounds", self.rounds)
+__all__ = ["DigestConfig", "run", "show"]
 
 
-def run(config: DigestConfig | None = None, /, *args, **options):
-    """Times each way of fingerprinting the index's files, one row a way.
-
-    Returns:
-        A ``BenchResult`` for ``run(config)``; its rows (a DataFrame) for ``run(csv, rounds=...)``.
-    """
-    config, as_arguments = configure(DigestConfig, config, args, options)
-    res = BenchResult("digest", _measure(config.csv, config.rounds), config)
-    return res.rows if as_arguments else res
+def run(config: DigestConfig, *, log=print) -> BenchResult:
+    """Times each way of fingerprinting the index's files, one row a way (``log``: unused, as
+    every bench's ``run`` takes it)."""
+    return BenchResult("digest", _measure(config.csv, config.rounds), config)
 
 
 def _measure(csv, rounds: int):
@@ -104,29 +82,6 @@ def _measure(csv, rounds: int):
     return df
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--data", type=Path, default=None,
-                   help="index CSV (default: the spectrogram bench data, 200 files x 100 frames)")
-    p.add_argument("--rounds", type=positive_int, default=3, help="interleaved measuring rounds (default 3)")
-    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
-
-
-def register(bench_sub) -> None:
-    p = bench_sub.add_parser("digest", help="cost of the content digest in a store's key")
-    add_arguments(p)
-    p.set_defaults(func=main)
-
-
-def config_from_args(args) -> DigestConfig:
-    return DigestConfig(args.data, rounds=args.rounds)
-
-
 def show(res) -> None:
     print_table(res.rows)
 
-
-def main(args) -> int:
-    res = run(config_from_args(args))
-    show(res)
-    save(res, args.json)
-    return 0

@@ -49,28 +49,29 @@ feature cache are built once and reused by later runs; an interrupted generation
 conversion resumes. The free disk space is checked first.
 
 ``run(ScaleConfig(...))`` returns a ``kit.bench.BenchResult`` (its info: limits, projection
-checks, notes and verdicts); ``run(frames=..., ...)``, the config's fields as keywords,
-returns ``(rows, info)`` as before (``kit.bench.config``). The page-cache helpers it uses
+checks, notes and verdicts). The page-cache helpers it uses
 live in ``kit.system.pagecache``; its limits in ``kit.bench.scale_limits``; its data in
 ``kit.bench.scale_data``; its verdicts and notes in ``kit.bench.scale_report``.
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import tensorflow as tf
 
 from kit import features, store, timing
-from kit.bench import BenchResult, save
+from kit.bench import BenchResult
 from kit.bench import spectrogram as bench_spectrogram
-from kit.bench.config import check_int, check_one_of, check_positive, configure, optional_int, optional_path
+from kit.bench.configs import SCALE_COLD_EPOCHS as COLD_EPOCHS
+from kit.bench.configs import SCALE_PROJECTION_FRAMES as PROJECTION_FRAMES
+from kit.bench.configs import SCALE_WARM_EPOCHS as WARM_EPOCHS
+from kit.bench.configs import ScaleConfig
 from kit.bench.scale_data import (
     FRAME_SHAPE,
     data_folder,
@@ -99,75 +100,15 @@ from kit.bench.scale_report import (
 from kit.cases import registry
 from kit.models import audio
 from kit.spectrogram import convert, make_loader
+from kit.spectrogram.grain import available as grain_available
 from kit.system.pagecache import cached_fraction, evict, free_page_reporting, proactive_reclaim, read_through
 from kit.timing.rates import cpu_used
 from kit.timing.rates import timed_epoch as epoch
-from kit.util import positive_int, usable_cpus
+from kit.util import usable_cpus
 
-__all__ = ["EPOCH", "PROJECTION_FRAMES", "WARM_EPOCHS", "COLD_EPOCHS", "COLUMNS", "ScaleConfig", "run",
-           "add_arguments", "register", "config_from_args", "main"]
+__all__ = ["EPOCH", "PROJECTION_FRAMES", "WARM_EPOCHS", "COLD_EPOCHS", "COLUMNS", "ScaleConfig", "run", "show"]
 
 EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
-#: The default spectrogram bench's size: the basis of the projections checked here.
-PROJECTION_FRAMES = 20_000
-#: Whole warm epochs per warm row, their median reported (warm epochs on 2 shared cores vary).
-WARM_EPOCHS = 3
-#: Whole cold epochs per cold row (the fully random memmap order: one), each after an eviction,
-#: their median reported with their spread (cold epochs vary with the disk as well as the cores).
-COLD_EPOCHS = 3
-
-
-@dataclass(frozen=True)
-class ScaleConfig:
-    """What ``run`` generates and measures.
-
-    Attributes:
-        frames: frames in the data (the user's 1,000,000).
-        dtype: of the data and the stores (``"float16"``: half the bytes; loaders deliver float32).
-        batch_size: the user's global batch.
-        seed: of the data and of the epochs' order.
-        skip_extraction: do not run the backbone over every frame: use its cache if one
-            is built, else a stand-in cache of the same shape (frames average-pooled to
-            1,024 values), so the head's epoch is still measured at full size.
-        generator_frames: the generator's bounded sample (it would take half an hour).
-        random_seconds: cap on the cold epoch of ``memmap`` in fully random order (then projected).
-        projection_frames: the basis of the checked projections (20,000: the default bench).
-        warm_epochs: whole warm epochs per warm row (the head: after its first, traced,
-            epoch); the row is their median, the basis lists each.
-        cold_epochs: whole cold epochs per cold row of ``memmap`` (block order) and
-            ``tfrecord``, each after an eviction; the row is their median, the basis lists
-            each, their spread and what each eviction left cached.
-        workdir: where data, stores and caches go (the kit cache).
-        workers: parallel writers of the data.
-        peers: measure the ``grain`` variant (Google Grain over an ArrayRecord store of the
-            same frames: its store converted once, cold between its own limits' reads, then
-            warm) where the peers extra is installed; the info says why not otherwise.
-    """
-
-    frames: int = EPOCH
-    dtype: str = "float16"
-    batch_size: int = 256
-    seed: int = 0
-    skip_extraction: bool = False
-    generator_frames: int = 2_000
-    random_seconds: float = 60.0
-    projection_frames: int = PROJECTION_FRAMES
-    warm_epochs: int = WARM_EPOCHS
-    cold_epochs: int = COLD_EPOCHS
-    workdir: Path | None = None
-    workers: int | None = None
-    peers: bool = True
-
-    def __post_init__(self):
-        check_one_of("dtype", self.dtype, ("float16", "float32"))
-        for name in ("frames", "batch_size", "generator_frames", "projection_frames", "warm_epochs", "cold_epochs"):
-            check_int(name, getattr(self, name))
-        check_int("seed", self.seed, 0)
-        check_positive("random_seconds", self.random_seconds)
-        optional_int("workers", self.workers)
-        optional_path(self, "workdir")
-        if not isinstance(self.peers, bool):
-            raise ValueError(f"peers must be True or False, got {self.peers!r}")
 
 
 def _worst(shares: list) -> float | None:
@@ -178,22 +119,19 @@ def _worst(shares: list) -> float | None:
 # --------------------------------------------------------------------------- the run
 
 
-def run(config: ScaleConfig | None = None, /, *, progress=True, log=print, **options):
+def run(config: ScaleConfig, *, progress=True, log=print) -> BenchResult:
     """Generates, converts and measures.
 
     Args:
-        config: a ``ScaleConfig``; or, as keywords in ``options``, its fields
-            (``run(frames=..., dtype=...)``).
+        config: what to generate and measure.
         progress: progress bars.
         log: where progress lines go.
 
     Returns:
-        For ``run(config)``, a ``BenchResult`` (rows in ``COLUMNS``, and the info);
-        called with the fields, ``(rows, info)``.
+        A ``BenchResult`` (rows in ``COLUMNS``, and the info).
     """
-    config, as_arguments = configure(ScaleConfig, config, (), options)
     rows, info = _Run(config, progress=progress, log=log).measure()
-    return (rows, info) if as_arguments else BenchResult("scale", rows, config, info)
+    return BenchResult("scale", rows, config, info)
 
 
 class _Run:
@@ -205,8 +143,6 @@ class _Run:
         self.found: list[dict] = []  # the loaders' epochs, judged at the end
 
     def measure(self) -> tuple[pd.DataFrame, dict]:
-        import tensorflow as tf  # heavy: python -m kit --help imports this module
-
         self.prepare()
         info = self.info
         self.memmap_epochs()
@@ -276,9 +212,7 @@ class _Run:
     def grain_store(self) -> dict:
         """The ArrayRecord store of the grain variant, converted once (or found), where the peers
         extra is installed and ``peers`` asks for it; returns what ``info["grain"]`` says."""
-        from kit.spectrogram.grain import available
-
-        why = available() if self.c.peers else "not asked for (--no-peers)"
+        why = grain_available() if self.c.peers else "not asked for (--no-peers)"
         if why is not None:
             self.log(f"grain: not measured: {why}")
             return {"measured": False, "why": why}
@@ -544,55 +478,3 @@ class _Run:
         self.rows.append(_row("generator", "warm", n, c.dtype, s * n / got, False,
                               f"projected from a whole epoch of a {got:,}-frame sample"))
         self.log(f"  generator: {got / s:,.0f} frames/s over {got:,} frames")
-
-
-# --------------------------------------------------------------------------- command
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--frames", type=positive_int, default=EPOCH, help="frames to generate and measure (1,000,000)")
-    p.add_argument("--dtype", choices=["float16", "float32"], default="float16",
-                   help="of the data and the stores (float16: half the bytes; loaders deliver float32)")
-    p.add_argument("--batch-size", type=positive_int, default=256, help="global batch (default 256, the user's)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the generated data and of the epoch orders (default 0)")
-    p.add_argument("--skip-extraction", action="store_true",
-                   help="do not run the backbone over every frame (~20 min on 2 cores): use its cache if "
-                        "built, else stand-in features of the same shape")
-    p.add_argument("--generator-frames", type=positive_int, default=2_000,
-                   help="the generator's bounded sample (projected)")
-    p.add_argument("--random-seconds", type=float, default=60.0,
-                   help="cap on the cold fully-random memmap epoch (then projected)")
-    p.add_argument("--projection-frames", type=positive_int, default=PROJECTION_FRAMES,
-                   help="the basis of the projections checked against the measured epochs")
-    p.add_argument("--warm-epochs", type=positive_int, default=WARM_EPOCHS,
-                   help="whole warm epochs per warm row, their median reported (3)")
-    p.add_argument("--cold-epochs", type=positive_int, default=COLD_EPOCHS,
-                   help="whole cold epochs per cold row, each after an eviction, their median reported (3)")
-    p.add_argument("--workers", type=positive_int, default=None, help="parallel writers of the data")
-    p.add_argument("--no-peers", action="store_true",
-                   help="leave out the grain variant (measured where the peers extra is installed)")
-    p.add_argument("--workdir", type=Path, default=None, help="where data, stores and caches go (kit cache)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
-
-
-def register(bench_sub) -> None:
-    p = bench_sub.add_parser("scale", help="whole epochs at the user's size, warm and cold, against the "
-                                           "page-in, disk and memory limits")
-    add_arguments(p)
-    p.set_defaults(func=main)
-
-
-def config_from_args(args) -> ScaleConfig:
-    return ScaleConfig(frames=args.frames, dtype=args.dtype, batch_size=args.batch_size, seed=args.seed,
-                       skip_extraction=args.skip_extraction, generator_frames=args.generator_frames,
-                       random_seconds=args.random_seconds, projection_frames=args.projection_frames,
-                       warm_epochs=args.warm_epochs, cold_epochs=args.cold_epochs, workdir=args.workdir,
-                       workers=args.workers, peers=not args.no_peers)
-
-
-def main(args) -> int:
-    res = run(config_from_args(args), progress=not args.no_progress)
-    show(res)
-    save(res, args.json)
-    return 0

@@ -11,13 +11,17 @@ import math
 import time
 from pathlib import Path
 
+import keras
 import numpy as np
+import tensorflow as tf
 
 from kit import features, samples, store
+from kit.cases.stores import DEFAULT_READ_BUFFER, FIXED_READ_BUFFER, SHARD_PREFETCH, TFRECORD_FRAMING, TFRECORD_HEAD
 from kit.epochs import untuned_options
 from kit.models import audio
 from kit.spectrogram import FrameIndex
 from kit.spectrogram.convert import TFRECORD_FORMAT
+from kit.spectrogram.loaders import TFRecordOptions
 from kit.util import usable_cpus
 
 __all__ = ["FRAMES_PER_FILE", "FRAME_SHAPE", "data_folder", "frame_bytes", "needed_bytes", "make_data",
@@ -89,8 +93,6 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
     """The memory limit: random batches gathered from ``sample`` held in RAM and cast to
     float32 in a tf.data map (the ``in_memory`` variant's work), for about ``seconds``.
     Returns ``(examples, seconds)``."""
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     with tf.device("/CPU:0"):
         x = tf.Variable(sample, trainable=False)
     n = len(sample)
@@ -121,17 +123,6 @@ def read_records(folder: Path, manifest) -> tuple[int, int, float]:
     shuffle, no batch. Returns ``(records, bytes, seconds)`` (the records' data, framing
     included for fixed-length pieces; the seconds of the pass, not of building it). The warm epoch less this pass is what the loader's decode,
     shuffle and batch cost (``scale_report.warm_stage``)."""
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
-    from kit.cases.stores import (
-        DEFAULT_READ_BUFFER,
-        FIXED_READ_BUFFER,
-        SHARD_PREFETCH,
-        TFRECORD_FRAMING,
-        TFRECORD_HEAD,
-    )
-    from kit.spectrogram.loaders import TFRecordOptions
-
     opts = TFRecordOptions()
     tail_name = manifest.meta.get("tail_shard")
     body = [s for s in manifest.shards if s.name != tail_name]
@@ -211,8 +202,6 @@ def _pooling_backbone(frame_shape):
     """A stand-in for the backbone when the extraction is skipped: frames average-pooled to
     1,024 values (96x64 -> 32x32), which a Dense head can learn from. Only the cache's shape
     matters to the head's epoch time."""
-    import keras  # heavy: python -m kit --help imports this module
-
     h, w = frame_shape
     ph, pw = max(1, h // 32), max(1, w // 32)
     inputs = keras.Input((h, w, 1))

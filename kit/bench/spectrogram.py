@@ -7,77 +7,32 @@ is then measured in rounds, in turn, after a warm-up, and compared with
 ``"generator"`` (the user's pattern) and ``"in_memory"`` (the ceiling). Epoch times are
 projected to the user's 1,000,000 frames.
 
-``run(SpectrogramConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(data, variants=...,
-...)``, the config's fields as arguments, returns its rows (a DataFrame) as before
-(``kit.bench.config``).
+``run(SpectrogramConfig(...))`` returns a ``kit.bench.BenchResult``.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
-from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from kit import samples, timing
-from kit.bench import BenchResult, print_table, save
-from kit.bench.config import check_int, check_names, check_positive, configure, optional_int, optional_path
+from kit.bench import BenchResult, print_table
+from kit.bench.configs import SpectrogramConfig
 from kit.cases import check_shards, registry
 from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
+from kit.spectrogram.grain import available as grain_available
 from kit.system.pagecache import warm_page_cache
-from kit.util import format_duration, non_negative_int, positive_float, positive_int
+from kit.util import format_duration
 
 __all__ = ["EPOCH", "DEFAULT_BATCH", "DEFAULT_FILES", "DEFAULT_FRAMES_PER_FILE", "STORED", "SpectrogramConfig",
-           "default_data", "default_variants", "plan", "warm_stores", "run", "add_arguments", "register", "config_from_args", "show",
-           "main"]
+           "default_data", "default_variants", "plan", "warm_stores", "run", "show"]
 
 EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
 #: The user's global batch (128 per GPU on 2 GPUs).
 DEFAULT_BATCH = registry.scale_of("spectrogram").global_batch
 #: The default bench data: 20,000 frames in 200 files (491 MB as float32).
 DEFAULT_FILES, DEFAULT_FRAMES_PER_FILE = 200, 100
-
-
-@dataclass(frozen=True)
-class SpectrogramConfig:
-    """What ``run`` measures.
-
-    Attributes:
-        data: index CSV; the default bench data if None.
-        variants: names from ``VARIANTS`` (a sequence or a comma-separated string; None: all,
-            ``grain`` only where the peers extra is installed).
-        batch_size: the global batch; None takes the user's 256, or one that fits the data (``plan``).
-        rounds: interleaved rounds.
-        num_batches: timed batches per variant per round (fewer when an epoch holds fewer).
-        generator_seconds: per-round time cap for the slow variants (the generator
-            would need minutes for ``num_batches`` of 256).
-        warmup: untimed batches before each timed round (fewer when an epoch holds fewer).
-        epoch_examples: the epoch to project to (column ``epoch_s_<N>``): 1,000,000 (the
-            user's) by default, the index's own size when ``data`` is given.
-        workdir: where stores are built (the kit cache if None).
-    """
-
-    data: Path | None = None
-    _: KW_ONLY
-    variants: tuple[str, ...] | None = None
-    batch_size: int | None = None
-    rounds: int = 3
-    num_batches: int = 20
-    generator_seconds: float = 8.0
-    warmup: int = 2
-    epoch_examples: int | None = None
-    workdir: Path | None = None
-
-    def __post_init__(self):
-        optional_path(self, "data", "workdir")
-        check_names(self, "variants", VARIANTS)
-        optional_int("batch_size", self.batch_size)
-        optional_int("epoch_examples", self.epoch_examples)
-        check_int("rounds", self.rounds)
-        check_int("num_batches", self.num_batches)
-        check_int("warmup", self.warmup, 0)
-        check_positive("generator_seconds", self.generator_seconds)
 
 
 def default_data(files: int = DEFAULT_FILES, frames_per_file: int = DEFAULT_FRAMES_PER_FILE,
@@ -125,9 +80,7 @@ STORED = {"memmap": "memmap", "tfrecord": "tfrecord", "grain": "arrayrecord"}
 
 def default_variants(log=print) -> list[str]:
     """Every variant, ``grain`` only where the peers extra is installed (else ``log`` says why not)."""
-    from kit.spectrogram.grain import available
-
-    why = available()
+    why = grain_available()
     if why is not None:
         log(f"grain: not measured: {why}")
     return [v for v in VARIANTS if v != "grain" or why is None]
@@ -149,27 +102,19 @@ def warm_stores(index, variants, *, workdir=None) -> dict:
     return read
 
 
-def run(config: SpectrogramConfig | None = None, /, *args, log=print, **options):
+def run(config: SpectrogramConfig, *, log=print) -> BenchResult:
     """Measures the variants interleaved; one row per variant.
 
     Args:
-        config: a ``SpectrogramConfig``; or, with ``args`` and ``options``, its fields
-            (``run(data, variants=..., batch_size=...)``).
+        config: what to measure.
         log: where progress lines go.
 
     Returns:
-        For ``run(config)``, a ``BenchResult`` whose rows are ``timing.compare``'s
-        DataFrame plus ``description``, ``batch_size``, ``batches_announced`` (rounds x
-        timed batches per round; ``batches`` is what was measured, fewer where a time cap
-        stopped a round) and ``epoch_examples``, and whose info holds the batch size and
-        the epoch projected to. Called with the fields, those rows alone.
+        A ``BenchResult`` whose rows are ``timing.compare``'s DataFrame plus ``description``,
+        ``batch_size``, ``batches_announced`` (rounds x timed batches per round; ``batches`` is
+        what was measured, fewer where a time cap stopped a round) and ``epoch_examples``, and
+        whose info holds the batch size and the epoch projected to.
     """
-    config, as_arguments = configure(SpectrogramConfig, config, args, options)
-    res = _run(config, log)
-    return res.rows if as_arguments else res
-
-
-def _run(config: SpectrogramConfig, log):
     c, workdir = config, config.workdir
     variants = list(c.variants or default_variants(log))
     csv = c.data if c.data is not None else default_data(workdir=workdir)
@@ -207,36 +152,6 @@ def _run(config: SpectrogramConfig, log):
     return BenchResult("spectrogram", df, config, info)
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", type=Path, default=None,
-                   help="index CSV (default: generate 200 files x 100 frames, 20,000 frames)")
-    p.add_argument("--variants", default=None, help="comma-separated subset of the variants")
-    p.add_argument("--batch-size", type=positive_int, default=None,
-                   help=f"the global batch (default {DEFAULT_BATCH}, or smaller to fit --data)")
-    p.add_argument("--rounds", type=positive_int, default=3,
-                   help="interleaved rounds: each measures every variant once, in turn (default 3)")
-    p.add_argument("--batches", type=positive_int, default=20, help="timed batches per variant per round")
-    p.add_argument("--warmup", type=non_negative_int, default=2, help="untimed batches before each round")
-    p.add_argument("--epoch-examples", type=positive_int, default=None, metavar="N",
-                   help=f"project epoch times to N examples (default {EPOCH:,}; with --data, the index's size)")
-    p.add_argument("--generator-seconds", type=positive_float, default=8.0,
-                   help="time cap per round for the Python-bound variants")
-    p.add_argument("--workdir", type=Path, default=None, help="where stores are built (kit cache)")
-    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
-
-
-def register(bench_sub) -> None:
-    p = bench_sub.add_parser("spectrogram", help="every spectrogram loader variant, interleaved")
-    add_arguments(p)
-    p.set_defaults(func=main)
-
-
-def config_from_args(args) -> SpectrogramConfig:
-    return SpectrogramConfig(args.data, variants=args.variants, batch_size=args.batch_size, rounds=args.rounds,
-                             num_batches=args.batches, generator_seconds=args.generator_seconds,
-                             warmup=args.warmup, epoch_examples=args.epoch_examples, workdir=args.workdir)
-
-
 def show(res) -> None:
     """Prints a result's table, with the epoch as a duration, and the basis of its rates."""
     df, c = res.rows, res.config
@@ -258,9 +173,3 @@ def show(res) -> None:
         print(f"fewer batches than announced ({announced}) for {', '.join(short['variant'])}: "
               f"the per-round time cap (--generator-seconds {c.generator_seconds:g}) stopped them.")
 
-
-def main(args) -> int:
-    res = run(config_from_args(args))
-    show(res)
-    save(res, args.json)
-    return 0

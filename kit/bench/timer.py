@@ -12,63 +12,34 @@ several rounds with the order rotated. Two figures:
   the callback records it (``hook_s``; the batch pull itself excluded: that is input
   wait), as a share of the no-callback step time. This one is stable.
 
-``run(TimerConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(steps=..., ...)``, the
-config's fields as keywords, returns its rows (a DataFrame) as before (``kit.bench.config``).
+``run(TimerConfig(...))`` returns a ``kit.bench.BenchResult``.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
+import keras
 import numpy as np
 import pandas as pd
+import tensorflow as tf
 
 from kit import timing
-from kit.bench import BenchResult, print_table, save
-from kit.bench.config import check_int, configure
+from kit.bench import BenchResult, print_table
+from kit.bench.configs import TimerConfig
 from kit.models import small_model
-from kit.util import positive_int
 
-__all__ = ["TimerConfig", "run", "add_arguments", "register", "config_from_args", "show", "main"]
-
-
-@dataclass(frozen=True)
-class TimerConfig:
-    """What ``run`` measures: ``rounds`` interleaved rounds of ``steps`` training steps of ``batch_size``."""
-
-    steps: int = 100
-    rounds: int = 12
-    batch_size: int = 128
-    seed: int = 0
-
-    def __post_init__(self):
-        for name in ("steps", "rounds", "batch_size"):
-            check_int(name, getattr(self, name))
-        check_int("seed", self.seed, 0)
+__all__ = ["TimerConfig", "run", "show"]
 
 
-def run(config: TimerConfig | None = None, /, **options):
+def run(config: TimerConfig, *, log=print) -> BenchResult:
     """Fits with and without the callback, interleaved: one row per setting, seconds per step
-    and overhead against no callback.
-
-    Returns:
-        A ``BenchResult`` for ``run(config)``; the rows (a DataFrame) for ``run(**options)``.
-    """
-    config, as_arguments = configure(TimerConfig, config, (), options)
-    res = _run(config)
-    return res.rows if as_arguments else res
-
-
-def _run(config: TimerConfig):
+    and overhead against no callback (``log``: unused, as every bench's ``run`` takes it)."""
     rows = _measure(config.steps, config.rounds, config.batch_size, config.seed)
     return BenchResult("timer", rows, config)
 
 
 def _measure(steps: int, rounds: int, batch_size: int, seed: int) -> pd.DataFrame:
-    import keras  # heavy: python -m kit --help imports this module
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((steps * batch_size, 96, 64, 1), dtype=np.float32)
     y = rng.integers(0, 5, size=len(x))
@@ -112,30 +83,6 @@ def _measure(steps: int, rounds: int, batch_size: int, seed: int) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--steps", type=positive_int, default=100, help="training steps per round (default 100)")
-    p.add_argument("--rounds", type=positive_int, default=12,
-                   help="interleaved rounds with and without the timer (default 12)")
-    p.add_argument("--batch-size", type=positive_int, default=128, help="examples per step (default 128)")
-    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
-
-
-def register(bench_sub) -> None:
-    p = bench_sub.add_parser("timer", help="overhead of the StepTimer callback on a training step")
-    add_arguments(p)
-    p.set_defaults(func=main)
-
-
-def config_from_args(args) -> TimerConfig:
-    return TimerConfig(steps=args.steps, rounds=args.rounds, batch_size=args.batch_size)
-
-
 def show(res) -> None:
     print_table(res.rows)
 
-
-def main(args) -> int:
-    res = run(config_from_args(args))
-    show(res)
-    save(res, args.json)
-    return 0

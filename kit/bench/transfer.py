@@ -12,26 +12,29 @@ each round trains a few batches of them; (c) trains whole epochs. The rounds run
 rate is frames trained over seconds timed, summed over the rounds, and projected to
 an epoch of 1,000,000 frames; the ``examples`` column is the basis.
 
-``run(TransferConfig(...))`` returns a ``kit.bench.BenchResult``; ``run(data, frames=..., ...)``,
-the config's fields as arguments, returns ``(table, info)`` as before (``kit.bench.config``).
+``run(TransferConfig(...))`` returns a ``kit.bench.BenchResult``.
 """
 
 from __future__ import annotations
 
 import math
 import tempfile
-from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from kit.bench.config import check_int, check_positive, configure, optional_int, optional_path
+from kit import features, store, timing
+from kit.bench import BenchResult, print_table
+from kit.bench.configs import TransferConfig
+from kit.bench.spectrogram import default_data
 from kit.cases import registry
+from kit.models import audio
+from kit.spectrogram import FrameIndex, convert, make_loader
 from kit.system.pagecache import warm_page_cache
+from kit.util import format_duration
 
-__all__ = ["EPOCH", "TARGETS", "CANDIDATES", "TransferConfig", "run", "add_arguments", "register",
-           "config_from_args", "show", "main"]
+__all__ = ["EPOCH", "TARGETS", "CANDIDATES", "TransferConfig", "run", "show"]
 
 EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
 #: Targets of the issue, on 2 CPU cores and the default bench data.
@@ -48,75 +51,20 @@ def _subset(index, frames: int | None):
     return index.subset(np.arange(frames))
 
 
-@dataclass(frozen=True)
-class TransferConfig:
-    """What ``run`` measures.
-
-    Attributes:
-        data: index CSV; the spectrogram bench's default data (20,000 frames) if None.
-        frames: use only the first ``frames`` rows of the data (None: all).
-        batch_size: the user's global batch (256), for every path.
-        rounds: interleaved rounds.
-        batches: training batches of (a) and of (b) timed per round.
-        head_epochs: epochs of (c) timed per round.
-        loader: the loader of (b), or ``"auto"``: the fastest of ``CANDIDATES``.
-        weights: a backbone weights file (random weights if None).
-        alpha: the backbone's width multiplier (1.0: YAMNet's size).
-        workdir: where stores and the (temporary) feature cache go.
-    """
-
-    data: Path | None = None
-    _: KW_ONLY
-    frames: int | None = None
-    batch_size: int = 256
-    rounds: int = 2
-    batches: int = 4
-    head_epochs: int = 5
-    loader: str = "auto"
-    weights: Path | None = None
-    alpha: float = 1.0
-    workdir: Path | None = None
-
-    def __post_init__(self):
-        from kit.spectrogram import VARIANTS
-
-        optional_path(self, "data", "weights", "workdir")
-        optional_int("frames", self.frames)
-        for name in ("batch_size", "rounds", "batches", "head_epochs"):
-            check_int(name, getattr(self, name))
-        choices = [v for v in VARIANTS if v != "generator"]  # (a) is the generator
-        if self.loader != "auto" and self.loader not in choices:
-            raise ValueError(f"loader must be 'auto' or one of {', '.join(choices)}, got {self.loader!r}")
-        check_positive("alpha", self.alpha)
-
-
-def run(config: TransferConfig | None = None, /, *args, progress: bool = True, log=print, **options):
+def run(config: TransferConfig, *, progress: bool = True, log=print) -> BenchResult:
     """Measures (a), (b), (c) and the extraction.
 
     Args:
-        config: a ``TransferConfig``; or, with ``args`` and ``options``, its fields
-            (``run(data, frames=..., batch_size=...)``).
+        config: what to measure.
         progress: show the extraction's progress bar.
         log: where progress lines go.
 
     Returns:
-        For ``run(config)``, a ``BenchResult``: its rows the table (one row per path:
-        ``variant``, ``setup``, ``examples_per_s``, ``examples``, ``seconds``,
-        ``epoch_s_1000000``, ``x_generator``, ``x_<b>``, ``basis``), its info a dict with
-        the backbone's cost, the loader of (b) and the targets checked. Called with the
-        fields, ``(table, info)``.
+        A ``BenchResult``: its rows the table (one row per path: ``variant``, ``setup``,
+        ``examples_per_s``, ``examples``, ``seconds``, ``epoch_s_1000000``, ``x_generator``,
+        ``x_<b>``, ``basis``), its info a dict with the backbone's cost, the loader of (b) and
+        the targets checked.
     """
-    config, as_arguments = configure(TransferConfig, config, args, options)
-    res = _run(config, progress=progress, log=log)
-    return (res.rows, res.info) if as_arguments else res
-
-
-def _run(config: TransferConfig, *, progress: bool, log):
-    from kit.bench import BenchResult
-    from kit.bench.spectrogram import default_data
-    from kit.models import audio
-    from kit.spectrogram import FrameIndex
-
     c = config
     csv = Path(c.data) if c.data is not None else default_data(workdir=c.workdir)
     index = _subset(FrameIndex.from_csv(csv), c.frames)
@@ -140,9 +88,6 @@ def _run(config: TransferConfig, *, progress: bool, log):
 def _loaders(c: TransferConfig, index, *, log) -> tuple[dict, str]:
     """The loaders of (a) and (b), keyed by variant (the memmap store the extraction reads built
     too), and the variant (b) uses: the fastest of ``CANDIDATES`` read alone, or the one asked for."""
-    from kit import timing
-    from kit.spectrogram import convert, make_loader
-
     n, batch_size = len(index), c.batch_size
     convert(index, "memmap", workdir=c.workdir, progress=False)  # what the extraction reads
     candidates = list(CANDIDATES) if c.loader == "auto" else [c.loader]
@@ -163,9 +108,6 @@ def _measure(c: TransferConfig, index, backbone, loaders: dict, fastest: str, *,
     """Extracts the features into a fresh scratch folder (timed), then trains (a), (b) and (c)
     in interleaved rounds. Returns ``{path: [frames, seconds]}`` summed over the rounds, the
     feature cache, and the batches of (a) and (b) a round."""
-    from kit import features, store, timing
-    from kit.models import audio
-
     n, batch_size = len(index), c.batch_size
     root = Path(c.workdir) if c.workdir is not None else store.default_workdir()
     root.mkdir(parents=True, exist_ok=True)
@@ -249,43 +191,8 @@ def _targets(df: pd.DataFrame, fastest: str) -> tuple[dict, dict]:
     return measured, met
 
 
-def add_arguments(p) -> None:
-    from kit.util import positive_int
-
-    p.add_argument("--frames", type=positive_int, default=None,
-                   help="use the first N frames of the data (default: all; 20,000 of the default data)")
-    p.add_argument("--data", type=Path, default=None,
-                   help="index CSV (default: the spectrogram bench's data, 200 files x 100 frames)")
-    p.add_argument("--batch-size", type=positive_int, default=256, help="examples per batch (default 256, the user's global batch)")
-    p.add_argument("--rounds", type=positive_int, default=2, help="interleaved rounds of (a), (b) and (c) (default 2)")
-    p.add_argument("--batches", type=positive_int, default=4,
-                   help="training batches of (a) and (b) timed per round (they are slow)")
-    p.add_argument("--head-epochs", type=positive_int, default=5, help="epochs of (c) timed per round")
-    p.add_argument("--loader", default="auto", help="the loader of (b) (default: the fastest of memmap, in_memory)")
-    p.add_argument("--weights", type=Path, default=None, help="backbone .weights.h5 (default: random weights)")
-    p.add_argument("--alpha", type=float, default=1.0, help="backbone width multiplier (1.0: YAMNet's size)")
-    p.add_argument("--workdir", type=Path, default=None, help="where stores go (kit cache)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", default=None, help="write the result as JSON to this file (- for stdout)")
-
-
-def register(bench_sub) -> None:
-    p = bench_sub.add_parser("transfer", help="frozen backbone: generator / fastest loader / cached features")
-    add_arguments(p)
-    p.set_defaults(func=main)
-
-
-def config_from_args(args) -> TransferConfig:
-    return TransferConfig(args.data, frames=args.frames, batch_size=args.batch_size, rounds=args.rounds,
-                          batches=args.batches, head_epochs=args.head_epochs, loader=args.loader,
-                          weights=args.weights, alpha=args.alpha, workdir=args.workdir)
-
-
 def show(res) -> None:
     """Prints a result's table, its basis and the targets met or not."""
-    from kit.bench import print_table
-    from kit.util import format_duration
-
     df, info = res.rows, res.info
     fastest = info["fastest_loader"]
     table = df.copy()
@@ -303,11 +210,3 @@ def show(res) -> None:
           f"(c)/(a) {m['c_over_a']:,.0f}x >= {t['c_over_a_min']:g}x: {mark('c_over_a')}; "
           f"(c)/(b) {m['c_over_b']:,.0f}x >= {t['c_over_b_min']:g}x: {mark('c_over_b')}")
 
-
-def main(args) -> int:
-    from kit.bench import save
-
-    res = run(config_from_args(args), progress=not args.no_progress)
-    show(res)
-    save(res, args.json)
-    return 0
