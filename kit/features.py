@@ -31,10 +31,11 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from kit import store
+from kit import store, timing
 from kit.cases.loaders import LoaderOptions
 from kit.epochs import finish, order_batches
-from kit.models.audio import leaf_layers
+from kit.models.audio import compile_classifier, leaf_layers
+from kit.spectrogram import make_loader
 from kit.spectrogram.index import FrameIndex
 from kit.util import check_int
 
@@ -305,7 +306,6 @@ def extract_features(backbone, index: FrameIndex, *, loader: str = "memmap", bat
             (naming the file and frame).
         kit.errors.DataError: unreadable frames (from the loader).
     """
-    from kit.spectrogram import make_loader
 
     dim = _check_options(backbone, index, loader=loader, batch_size=batch_size, part_frames=part_frames, dtype=dtype)
     part_frames = int(math.ceil(part_frames / batch_size) * batch_size)
@@ -517,8 +517,6 @@ def train_head(head, cache: FeatureCache, *, rows=None, validation_rows=None, ep
         ``kit.timing.fit``'s table: one row per epoch with ``examples``, ``seconds``,
         ``examples_per_s`` and the metrics Keras logged.
     """
-    from kit import timing
-    from kit.models.audio import compile_classifier
 
     if compile:
         compile_classifier(head, learning_rate=learning_rate, steps_per_execution=steps_per_execution)

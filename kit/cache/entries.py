@@ -13,10 +13,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import time
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
+
+from kit import samples, store
+from kit.cases.registry import unit_of_kind
+from kit.results import REQUIRED
+from kit.util import process_alive
 
 __all__ = ["BUSY_S", "BUSY_WAIT_S", "DIGESTS", "LEDGER", "Entry", "root", "classify", "scan", "total_bytes",
            "samples_folder", "digest_files", "digest_rows", "fmt_bytes", "fmt_age", "summary", "table"]
@@ -70,7 +77,6 @@ def root(folder: str | os.PathLike | None = None) -> Path:
     """The cache folder: ``folder``, else ``$KIT_CACHE``, else ``~/.cache/kit``."""
     if folder is not None:
         return Path(folder)
-    from kit import store
 
     return store.default_workdir()
 
@@ -109,7 +115,6 @@ def _newest(folder: Path) -> float | None:
 def _counted(kind: str, n) -> str:
     if not isinstance(n, int) or isinstance(n, bool):
         return ""
-    from kit.cases.registry import unit_of_kind
 
     return f"{n:,} {unit_of_kind(kind)}"
 
@@ -137,8 +142,6 @@ def _digests(path: Path) -> tuple[str, int | None]:
     """``("kit", rows)`` for the kit's digest database, ``("busy", None)`` for an SQLite file
     that stayed locked for ``BUSY_WAIT_S`` (not readable now), else ``("foreign", None)``.
     Opened read-only (SQLite may still tidy a leftover ``-wal``/``-shm``, as any reader does)."""
-    import sqlite3
-    from urllib.parse import quote
 
     try:
         with open(path, "rb") as f:
@@ -155,8 +158,6 @@ def _digests(path: Path) -> tuple[str, int | None]:
 
 
 def _marked_samples(path: Path) -> Entry | None:
-    from kit import samples
-
     marker = path / samples.MARKER
     if not marker.is_file() or marker.is_symlink():
         return None
@@ -183,7 +184,6 @@ LEDGER = "results.jsonl"
 
 def _is_ledger(path: Path) -> bool:
     """Its first line is a kit ledger row (``kit.results.REQUIRED`` keys)."""
-    from kit.results import REQUIRED
 
     try:
         with open(path, "rb") as f:
@@ -196,8 +196,6 @@ def _is_ledger(path: Path) -> bool:
 def classify(path: Path, *, in_samples: bool = False) -> Entry:
     """What ``path`` (an entry of the cache folder, or of its ``samples/`` folder when
     ``in_samples``) is, and whether the kit made it."""
-    from kit import store
-    from kit.util import process_alive
 
     path = Path(path)
     size = _size(path)
@@ -260,7 +258,6 @@ def classify(path: Path, *, in_samples: bool = False) -> Entry:
 
 def samples_folder() -> str:
     """The folder of the cache that holds sample folders (``kit.samples.CACHE_FOLDER``)."""
-    from kit import samples
 
     return samples.CACHE_FOLDER
 

@@ -9,12 +9,16 @@ database's lock) is left alone after ``BUSY_WAIT_S``, and an incomplete entry ch
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import sqlite3
 import time
 from contextlib import closing, contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
+from kit import store
 from kit.cache.entries import (
     BUSY_S,
     BUSY_WAIT_S,
@@ -56,9 +60,6 @@ def to_remove(entries: list[Entry], *, older_than: float | None = None,
 def _free_folder(path: Path):
     """Yields True while this process holds the build locks of the store(s) in ``path``
     (``kit.store.LOCK``, taken exclusively), False if another process held one for ``BUSY_WAIT_S``."""
-    import fcntl
-
-    from kit import store
 
     fds = []
     try:
@@ -90,8 +91,6 @@ def _free_folder(path: Path):
 def _free_digests(path: Path):
     """Yields True while this process holds the digest database exclusively (after at most
     ``BUSY_WAIT_S``) and it is still the kit's; False otherwise."""
-    import sqlite3
-    from urllib.parse import quote
 
     try:
         db = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=rw", uri=True, timeout=BUSY_WAIT_S,

@@ -13,15 +13,17 @@ variant builders, each a ``Variant`` in the case's registry, built by
 * ``Variant`` and ``build_loader``: one registry entry per variant, one function
   that builds any of them, checks that tf.data service can run it, and records the
   exact example count (``kit.epochs.epoch_of``);
-* ``epoch_pydataset`` / ``pydataset_class``: the epoch-reshuffling ``keras.utils.PyDataset``
-  base, and a case's class on it from a mixin with its ``load``;
+* ``EpochPyDataset`` (``epoch_pydataset()`` returns it) / ``pydataset_class``: the
+  epoch-reshuffling ``keras.utils.PyDataset`` base, and a class on it from a mixin with its
+  ``load`` (``kit.cases.pydataset`` imports Keras: loaded on first use of these names);
 * ``read_tfrecords`` / ``check_tfrecord_shard`` / ``check_shards`` / ``store_folder``:
   one TFRecord reader, the shard checks, and the stores' folder naming.
 """
 
+import importlib
+
 from kit.cases.index import CsvIndex
 from kit.cases.loaders import LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, graph_only
-from kit.cases.pydataset import epoch_pydataset, module_getattr, pydataset_class
 from kit.cases.stores import (
                               DEFAULT_READ_BUFFER,
                               TFRECORD_FRAMING,
@@ -34,5 +36,19 @@ from kit.cases.stores import (
 )
 
 __all__ = ["CsvIndex", "LoaderOptions", "VariantOptions", "NoOptions", "Variant", "build_loader", "graph_only",
-           "epoch_pydataset", "pydataset_class", "module_getattr", "read_tfrecords", "check_tfrecord_shard",
+           "EpochPyDataset", "epoch_pydataset", "pydataset_class", "read_tfrecords", "check_tfrecord_shard",
            "check_shards", "store_folder", "shard_tags", "DEFAULT_READ_BUFFER", "TFRECORD_FRAMING", "TFRECORD_HEAD"]
+
+#: Names of ``kit.cases.pydataset`` (it imports Keras): loaded on first use, so that importing
+#: this package imports no Keras.
+_PYDATASET = ("EpochPyDataset", "epoch_pydataset", "pydataset_class")
+
+
+def __getattr__(name):
+    if name in _PYDATASET:
+        return getattr(importlib.import_module("kit.cases.pydataset"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_PYDATASET])

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from kit import store
+from kit.epochs import order_dataset, window_seeds
 
 __all__ = ["DEFAULT_READ_BUFFER", "FIXED_READ_BUFFER", "MIN_RECORDS_PER_BATCH", "TFRECORD_FRAMING", "TFRECORD_HEAD",
            "store_folder", "shard_tags", "check_shards", "read_tfrecords", "check_tfrecord_shard"]
@@ -137,8 +138,6 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
     """
     import tensorflow as tf
 
-    from kit.epochs import order_dataset
-
     if parse_framed is not None and not end_records:
         raise ValueError("parse_framed reads shards that end in an empty record: pass end_records=True")
     read = functools.partial(_read_shards, splittable=splittable, cycle_length=cycle_length, read_buffer=read_buffer,
@@ -190,8 +189,6 @@ def _permuted(ds, size, seed):
     """``ds`` in windows of ``size`` elements, each in its own order this epoch (its own seed pair)."""
     import tensorflow as tf
 
-    from kit.epochs import window_seeds
-
     def permute(window, pair):
         order = tf.random.experimental.stateless_shuffle(
             tf.range(tf.shape(tf.nest.flatten(window)[0])[0]), seed=pair)
@@ -220,8 +217,6 @@ def _whole_records(files, count, tail, parse, opts, block, shuffle_buffer, read_
     times: 0.37-0.44x of ``in_memory`` against 0.49-0.60x on the spectrogram bench,
     2 cores). The short records of ``tail`` come last, in the last batch."""
     import tensorflow as tf
-
-    from kit.epochs import window_seeds
 
     k = opts.batch_size // block
     framed = record_bytes is not None and parse_framed is not None

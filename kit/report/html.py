@@ -12,11 +12,17 @@ plotly.js of a reports folder, and the marker by which the kit knows the files i
 
 from __future__ import annotations
 
+import copy
 import html
 import json
 import os
 import re
 from pathlib import Path
+
+import plotly
+import plotly.io as pio
+from jinja2 import DictLoader
+from plotly.offline import get_plotlyjs
 
 __all__ = ["GENERATOR", "MARK", "ReportError", "write_atomic", "FAST_BANNER", "PLOTLYJS", "last_line", "slim",
            "to_html", "write_plotlyjs", "is_kits", "describe"]
@@ -114,7 +120,6 @@ def slim(nb):
 def _figure_html(fig: dict) -> str:
     """A figure's plotly JSON as an HTML ``<div>`` drawn by the page's plotly.js (as plotly's
     notebook renderer draws it, without the library and without MathJax)."""
-    import plotly.io as pio
 
     fig = dict(fig)
     config = fig.pop("config", None) or {}
@@ -135,10 +140,8 @@ def to_html(nb, *, failed: str | None = None, fast: bool = False, plotlyjs: str 
         fast: puts a banner at the top saying the run was in fast mode (``FAST_BANNER``).
         plotlyjs: where the page loads plotly.js from.
     """
-    import copy
 
     import nbformat
-    from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
     nb = copy.deepcopy(nb)
@@ -187,8 +190,6 @@ def write_plotlyjs(out: str | os.PathLike) -> Path:
     Raises:
         ReportError: the file there was not written by kit.
     """
-    import plotly
-    from plotly.offline import get_plotlyjs
 
     target = Path(out) / PLOTLYJS
     text = f"{_JS_MARK}plotly.js of the installed plotly {plotly.__version__} */\n{get_plotlyjs()}"

@@ -14,9 +14,11 @@ Standard library only: ``kit.notebook.session`` uses it in a kernel before Tenso
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import subprocess
 import sys
 from contextlib import contextmanager
 
@@ -69,8 +71,6 @@ class _StderrFilter:
     thread: what is written just before a crash (a fatal ``F`` line, then abort) still arrives."""
 
     def __init__(self):
-        import subprocess
-
         sys.stderr.flush()
         self.saved = os.dup(2)
         r, w = os.pipe()
@@ -87,8 +87,6 @@ class _StderrFilter:
         os.close(w)
 
     def close(self, timeout: float) -> None:
-        import subprocess
-
         sys.stderr.flush()
         os.dup2(self.saved, 2)  # closes the pipe's last write end here, unless a child holds one
         os.close(self.saved)
@@ -126,8 +124,6 @@ def keep_stderr_quiet() -> None:
     """
     global _kept
     if _kept is None:
-        import atexit
-
         _kept = _StderrFilter()
         atexit.register(_kept.close, 1.0)
 

@@ -13,7 +13,7 @@ Public face:
 from kit.segmentation.case import USER_REPORT
 from kit.segmentation.convert import convert
 from kit.segmentation.index import PairIndex, Palette, crop_or_pad
-from kit.segmentation.loaders import GRAPH_ONLY, VARIANTS, default_x_dtype, make_loader
+from kit.segmentation.variants import GRAPH_ONLY, VARIANTS, default_x_dtype, make_loader
 
 __all__ = ["PairIndex", "Palette", "make_loader", "VARIANTS", "GRAPH_ONLY", "default_x_dtype",
            "convert", "crop_or_pad", "USER_REPORT", "profile", "dali"]

@@ -7,7 +7,7 @@ from pathlib import Path
 from kit import samples
 from kit.cases.registry import Case, SampleOption, Scale, register
 from kit.segmentation.index import PairIndex, Palette
-from kit.segmentation.loaders import make_loader
+from kit.segmentation.variants import make_loader
 from kit.util import positive_int
 
 
@@ -32,7 +32,7 @@ CASE = register(Case(
     name="segmentation",
     unit="pairs",
     description="RGB PNG scenes with colour-coded PNG masks (seed 004)",
-    loaders="kit.segmentation.loaders",
+    loaders="kit.segmentation.variants",
     index_columns=frozenset({"image", "label"}),
     open_index=_open,
     make_loader=_loader,

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
+import tensorflow as tf
 
 from kit.cases import (
     LoaderOptions,
@@ -33,26 +34,20 @@ from kit.cases import (
     build_loader,
     check_shards,
     graph_only,
-    module_getattr,
-    pydataset_class,
     read_tfrecords,
 )
+from kit.cases.pydataset import EpochPyDataset
 from kit.epochs import finish, order_batches, order_dataset
 from kit.errors import DataError
 from kit.segmentation.convert import DEFAULT_SHARD_MB, convert, open_memmap_store, parse_batch
 from kit.segmentation.dali import DaliOptions, make_dali
 from kit.segmentation.index import UNKNOWN, PairIndex, Palette, crop_or_pad
+from kit.segmentation.variants import GRAPH_ONLY, VARIANTS, X_DTYPES, default_x_dtype
 from kit.util import usable_cpus
 
 __all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "X_DTYPES", "default_x_dtype",
-           "PairOptions", "SequenceOptions", "WorkerSequenceOptions", "NaiveOptions", "ClassIndexOptions"]
+           "PairOptions", "PairSequence", "SequenceOptions", "WorkerSequenceOptions", "NaiveOptions", "ClassIndexOptions"]
 
-X_DTYPES = ("float32", "uint8")
-
-
-def default_x_dtype(name: str) -> str:
-    """The ``x`` dtype a variant delivers unless told: uint8 for ``class_index``, else float32."""
-    return "uint8" if name == "class_index" else "float32"
 
 
 @dataclass(frozen=True)
@@ -189,7 +184,7 @@ def _cv2_rgb(path: str, where: str) -> np.ndarray:
     three channels and drops alpha, like the other decoders; EXIF rotation is ignored,
     as Pillow and TensorFlow ignore it.
     """
-    import cv2  # optional and heavy: only the sequence variants decode with OpenCV
+    import cv2  # optional extra: cv2 (only the sequence variants decode with OpenCV)
 
     bgr = cv2.imread(path, cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
     if bgr is None:
@@ -235,12 +230,12 @@ def _raise_unknown(palette, mask, unknown, path, where):
 
 def _sequence(index: PairIndex, opts: PairOptions, vopts: SequenceOptions):
     try:
-        import cv2  # noqa: F401  # optional: probed for a clear error
+        import cv2  # noqa: F401  # optional extra: cv2 (probed for a clear error)
     except ImportError:
         raise ImportError("the sequence variants decode with OpenCV, as the user's DataGenerator: "
                           "pip install opencv-python-headless") from None
     workers = usable_cpus() if vopts.workers is None else vopts.workers
-    return pydataset_class(_PairBatches, "PairSequence")(
+    return PairSequence(
         index, opts, workers=workers, use_multiprocessing=vopts.use_multiprocessing,
         max_queue_size=vopts.max_queue_size)
 
@@ -259,9 +254,8 @@ class _PairBatches:
         return np.stack(xs), np.stack(ys)
 
 
-# PairSequence subclasses keras.utils.PyDataset: built on first use, so that
-# importing this module does not import Keras.
-__getattr__ = module_getattr(__name__, {"PairSequence": _PairBatches})
+class PairSequence(_PairBatches, EpochPyDataset):
+    """The user's DataGenerator (a ``keras.utils.PyDataset``); reshuffles at every epoch's end."""
 
 
 # --------------------------------------------------------------------------- tf.data helpers
@@ -269,8 +263,6 @@ __getattr__ = module_getattr(__name__, {"PairSequence": _PairBatches})
 
 def _crop_tf(x, size):
     """Centred crop to at most ``size`` (the offsets of ``crop_or_pad``)."""
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     h, w = tf.shape(x)[0], tf.shape(x)[1]
     top, left = tf.maximum(h - size[0], 0) // 2, tf.maximum(w - size[1], 0) // 2
     return x[top:top + size[0], left:left + size[1]]
@@ -278,8 +270,6 @@ def _crop_tf(x, size):
 
 def _pad_tf(x, size, fill):
     """Centred pad to ``size`` with ``fill`` (after ``_crop_tf``)."""
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     h, w = tf.shape(x)[0], tf.shape(x)[1]
     ph, pw = size[0] - h, size[1] - w
     pads = [[ph // 2, ph - ph // 2], [pw // 2, pw - pw // 2]] + [[0, 0]] * (len(x.shape) - 2)
@@ -288,16 +278,12 @@ def _pad_tf(x, size, fill):
 
 
 def _codes_tf(rgb):
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     rgb = tf.cast(rgb, tf.int32)
     return rgb[..., 0] * 65536 + rgb[..., 1] * 256 + rgb[..., 2]
 
 
 def _assert_known(y, unknown, code, path, where, palette: Palette):
     """Fails the pipeline, naming the file, a colour not in the palette and its pixel count."""
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     def fail():
         first = tf.boolean_mask(code, unknown)[0]
         count = tf.reduce_sum(tf.cast(tf.equal(code, first), tf.int64))
@@ -316,8 +302,6 @@ def _assert_known(y, unknown, code, path, where, palette: Palette):
 
 def _post(opts: PairOptions, num_classes: int):
     """Per-batch ``x`` cast (uint8 to float32 in [0, 1]) and ``one_hot``, or None if neither."""
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     if opts.x_dtype == "uint8" and not opts.one_hot:
         return None
 
@@ -332,8 +316,6 @@ def _post(opts: PairOptions, num_classes: int):
 
 
 def _paths(index: PairIndex):
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     return (tf.constant(list(index.images)), tf.constant(list(index.labels)),
             tf.constant([index.where(i) for i in range(len(index))]))
 
@@ -342,8 +324,6 @@ def _paths(index: PairIndex):
 
 
 def _tfdata_naive(index: PairIndex, opts: PairOptions, vopts: NaiveOptions):
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     palette = opts.palette
     h, w = opts.size
     colours = [tuple(int(v) for v in c) for c in palette.colours]  # the user's label_values
@@ -394,8 +374,6 @@ def _tfdata_naive(index: PairIndex, opts: PairOptions, vopts: NaiveOptions):
 
 
 def _tfdata_tuned(index: PairIndex, opts: PairOptions, vopts: NoOptions):
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     palette = opts.palette
     images, labels, wheres = _paths(index)
     pad_id = palette.pad_id if palette.pad_id is not None else 0
@@ -435,8 +413,6 @@ def _tfdata_tuned(index: PairIndex, opts: PairOptions, vopts: NoOptions):
 
 
 def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     palette = opts.palette
     folder, manifest = convert(index, palette, vopts.format, vopts.folder, size=opts.size, workdir=opts.workdir,
                                shard_mb=vopts.shard_mb, seed=opts.seed, progress=opts.progress,
@@ -474,8 +450,6 @@ def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
 
 
 def _with_post(ds, opts, palette):
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
     post = _post(opts, palette.num_classes)
     return ds if post is None else ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
 
@@ -490,27 +464,16 @@ def _dali(index: PairIndex, opts: PairOptions, vopts: DaliOptions):
 
 #: Every variant: its description, builder, options and whether tf.data service can run it.
 REGISTRY = {
-    "sequence": Variant("the user's DataGenerator: keras PyDataset, one worker; OpenCV decode, float "
-                        "conversion, a loop over the palette colours per mask (the baseline)",
-                        _sequence, SequenceOptions),
-    "sequence_workers": Variant("the same PyDataset with workers (default: the usable CPUs) and "
-                                "use_multiprocessing", _sequence, WorkerSequenceOptions),
-    "tfdata_naive": Variant("the user's tf.data rewrite: decode_png, convert_image_dtype, an equal/reduce_all "
-                            "per palette colour in the graph, map with 4 parallel calls, batch",
-                            _tfdata_naive, NaiveOptions, graph_only=True),
-    "tfdata_tuned": Variant("tf.data: native decode, one vectorised palette lookup (no colour loop), uint8 "
-                            "until a per-batch cast, parallel map, prefetch", _tfdata_tuned, graph_only=True),
-    "class_index": Variant("converted once: uint8 images and class-index maps in memmap (or TFRecord) shards, "
-                           "one vectorised read per batch; normalisation (and one-hot) in the model",
-                           _class_index, ClassIndexOptions, graph_only=("format", "tfrecord")),
-    "dali": Variant("NVIDIA DALI (optional, the dali extra): decode and a two-table palette lookup in a DALI "
-                    "pipeline (on the GPU when there is one), uint8 into TensorFlow through DALIDataset",
-                    _dali, DaliOptions),
+    "sequence": Variant(VARIANTS["sequence"], _sequence, SequenceOptions),
+    "sequence_workers": Variant(VARIANTS["sequence_workers"], _sequence, WorkerSequenceOptions),
+    "tfdata_naive": Variant(VARIANTS["tfdata_naive"], _tfdata_naive, NaiveOptions, graph_only=True),
+    "tfdata_tuned": Variant(VARIANTS["tfdata_tuned"], _tfdata_tuned, graph_only=True),
+    "class_index": Variant(VARIANTS["class_index"], _class_index, ClassIndexOptions,
+                           graph_only=("format", "tfrecord")),
+    "dali": Variant(VARIANTS["dali"], _dali, DaliOptions),
 }
 
-#: name -> one-line description.
-VARIANTS = {name: v.description for name, v in REGISTRY.items()}
-
-#: Variants whose pipeline is pure TensorFlow graph (no Python function), what tf.data
-#: service can run; ``class_index`` is too with ``format="tfrecord"``.
-GRAPH_ONLY = graph_only(REGISTRY)
+# kit.segmentation.variants names them without importing this module: the same variants, the same
+# graph-only ones.
+if list(VARIANTS) != list(REGISTRY) or GRAPH_ONLY != graph_only(REGISTRY):
+    raise RuntimeError("kit.segmentation.variants names other variants than kit.segmentation.loaders builds")

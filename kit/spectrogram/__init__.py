@@ -12,6 +12,6 @@ Public face:
 
 from kit.spectrogram.convert import convert
 from kit.spectrogram.index import FrameIndex
-from kit.spectrogram.loaders import GRAPH_ONLY, VARIANTS, make_loader
+from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS, make_loader
 
 __all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "convert", "order", "ladder", "grain"]

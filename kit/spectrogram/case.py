@@ -7,7 +7,7 @@ from pathlib import Path
 from kit import samples
 from kit.cases.registry import Case, SampleOption, Scale, register
 from kit.spectrogram.index import FrameIndex
-from kit.spectrogram.loaders import make_loader
+from kit.spectrogram.variants import make_loader
 from kit.util import positive_int
 
 
@@ -27,7 +27,7 @@ CASE = register(Case(
     name="spectrogram",
     unit="frames",
     description="one-second log-mel-like frames in .npy files (seed 000)",
-    loaders="kit.spectrogram.loaders",
+    loaders="kit.spectrogram.variants",
     index_columns=frozenset({"path", "frame", "label"}),
     open_index=_open,
     make_loader=_loader,

@@ -40,6 +40,7 @@ import numpy as np
 from kit import store
 from kit.cases import TFRECORD_FRAMING, TFRECORD_HEAD, check_tfrecord_shard, shard_tags, store_folder, validate
 from kit.spectrogram.index import FrameIndex, open_frames
+from kit.spectrogram.peers import available, require
 from kit.util import usable_cpus
 
 __all__ = ["convert", "decode_records", "store_key", "default_folder", "FORMATS", "DEFAULT_SHARD_MB",
@@ -133,8 +134,6 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
     if not isinstance(record_frames, (int, np.integer)) or record_frames <= 0:
         raise ValueError(f"record_frames must be a positive integer, got {record_frames!r}")
     if to == "arrayrecord":
-        from kit.spectrogram.grain import require  # the peers extra: one clear error where it is missing
-
         require("converting to arrayrecord")
     if to == "memmap":
         opts: dict = {"dtype": store_dtype}
@@ -410,8 +409,8 @@ def arrayrecord_dtype(manifest: store.Manifest) -> str:
 
 
 def _array_record_module():
-    """``array_record.python.array_record_module`` (the peers extra: ``kit.spectrogram.grain.require`` first)."""
-    from array_record.python import array_record_module  # optional: the peers extra
+    """``array_record.python.array_record_module`` (the peers extra: ``kit.spectrogram.peers.require`` first)."""
+    from array_record.python import array_record_module  # optional extra: array_record
 
     return array_record_module
 
@@ -458,8 +457,6 @@ def _check_arrayrecord(folder: Path, manifest: store.Manifest, shard: store.Shar
         dtype = arrayrecord_dtype(manifest)
     except store.StoreError as e:
         return str(e)
-    from kit.spectrogram.grain import available
-
     why = available()
     if why is not None:
         return f"not checked: reading ArrayRecord files needs the peers extra ({why})"

@@ -44,17 +44,14 @@ ran out of data; interrupting training" at the end of each epoch of a finite Gra
 
 from __future__ import annotations
 
-import functools
-import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from kit.cases import VariantOptions, check_shards
-from kit.spectrogram.convert import DEFAULT_SHARD_MB, STORE_DTYPES, arrayrecord_dtype, record_dtype
+from kit.cases import VariantOptions
+from kit.spectrogram.convert import DEFAULT_SHARD_MB, STORE_DTYPES, record_dtype
+from kit.spectrogram.peers import available, require
 from kit.store import StoreError
 from kit.util import check_int, usable_cpus
 
@@ -66,40 +63,6 @@ __all__ = ["GrainOptions", "available", "require", "make_grain", "loader_class",
 #: meant for elements of a few KB; ours are whole batches (6 MB at 256 float32 frames of
 #: 96 x 64), so 500 would hold 3 GB.
 PREFETCH_PER_THREAD = 2
-
-
-class _NoJaxProfiler(logging.Filter):
-    """Drops Grain's import-time warning that JAX's profiler is missing (this kit uses
-    TensorFlow's): it printed an absl WARNING line into every command that imports Grain."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Failed to load jax profiler" not in record.getMessage()
-
-
-@functools.cache
-def available() -> str | None:
-    """None if Grain and ArrayRecord import, else why not (one line, with the fix). The first
-    import of Grain happens here, its JAX-profiler warning dropped (``_NoJaxProfiler``)."""
-    quiet = _NoJaxProfiler()
-    logging.getLogger("absl").addFilter(quiet)
-    try:
-        import grain  # noqa: F401  # optional: the peers extra, probed here
-    except ImportError as e:
-        return f"Google Grain is not installed ({e}); pip install 'kit[peers]' (make test installs it)"
-    finally:
-        logging.getLogger("absl").removeFilter(quiet)
-    try:
-        from array_record.python import array_record_module  # noqa: F401  # optional: the peers extra
-    except ImportError as e:
-        return f"ArrayRecord is not installed ({e}); pip install 'kit[peers]' (make test installs it)"
-    return None
-
-
-def require(what: str) -> None:
-    """Raises ``ImportError`` saying what to install when the peers extra is missing."""
-    why = available()
-    if why is not None:
-        raise ImportError(f"{what} needs the peers extra (grain, array-record): {why}")
 
 
 @dataclass(frozen=True)
@@ -208,200 +171,28 @@ class NamedRecords:
         return f"NamedRecords({self.folder}, {len(self.paths)} shards)"
 
 
-def make_grain(index, opts, vopts: GrainOptions):
-    """The ``grain`` loader over ``index`` (see the module docstring).
-
-    Args:
-        index: the ``FrameIndex``.
-        opts: the ``LoaderOptions`` (batch size, shuffle, seed, workdir, progress).
-        vopts: the variant's ``GrainOptions``.
-
-    Returns:
-        A ``GrainLoader``.
-    """
+def _pipeline():
+    """``kit.spectrogram.grain_loader`` (Grain's subclasses and the pipeline), once ``require``
+    has said what to install where the peers extra is missing."""
     require("the grain variant")
-    import grain  # optional: the peers extra
+    from kit.spectrogram import grain_loader  # optional extra: grain
 
-    from kit.spectrogram.convert import convert
-
-    folder, manifest = convert(index, "arrayrecord", vopts.folder, workdir=opts.workdir, shard_mb=vopts.shard_mb,
-                               progress=opts.progress, adopt=True, store_dtype=vopts.store_dtype,
-                               check=vopts.check_store)
-    dtype = arrayrecord_dtype(manifest)  # the store's, whatever was asked
-    paths = check_shards(folder, manifest)  # a shard cut short or replaced is refused before reading
-    source = NamedRecords(grain.sources.ArrayRecordDataSource(paths), paths, [s.count for s in manifest.shards],
-                          folder)
-    if len(source) != len(index):
-        raise StoreError(f"{folder}: its shards hold {len(source)} records, the index {len(index)} frames; "
-                         f"run `python -m kit verify {folder}`")
-    ds = grain.MapDataset.source(source)
-    if opts.shuffle:
-        ds = ds.shuffle(seed=shuffle_seed(opts.seed))
-    ds = ds.batch(opts.batch_size, batch_fn=DecodeBatch(index.frame_shape, dtype, folder))
-    read = grain.ReadOptions(num_threads=vopts.read_threads(), prefetch_buffer_size=vopts.read_ahead())
-    return loader_class()(ds, examples=len(index), batch_size=opts.batch_size, read_options=read,
-                          processes=vopts.processes, folder=folder)
+    return grain_loader
 
 
-@functools.cache
+def make_grain(index, opts, vopts: GrainOptions):
+    """The ``grain`` loader over ``index`` (see the module docstring), a
+    ``kit.spectrogram.grain_loader.GrainLoader``: ``index`` the ``FrameIndex``, ``opts`` the
+    ``LoaderOptions``, ``vopts`` the variant's ``GrainOptions``."""
+    return _pipeline().make_grain(index, opts, vopts)
+
+
+def loader_class() -> type:
+    """The ``GrainLoader`` class (a ``grain.IterDataset``, in ``kit.spectrogram.grain_loader``)."""
+    return _pipeline().GrainLoader
+
+
 def iterator_class() -> type:
     """The ``EpochIterator`` class (a ``grain.DatasetIterator`` that is also a
-    ``tf.train.experimental.PythonState``), built on the first call like ``loader_class``."""
-    import grain  # optional: the peers extra
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-
-    class EpochIterator(grain.DatasetIterator, tf.train.experimental.PythonState):
-        """One epoch of a ``GrainLoader``: its batches, then ``StopIteration``.
-
-        ``get_state()`` is a small JSON-able dict (the epoch, the batches delivered, Grain's
-        own iterator state); ``set_state(state)`` on an iterator of a loader built the same
-        way continues from there: the rest of that epoch, exactly the batches not yet
-        delivered, and the loader's next iteration is the epoch after it. As a
-        ``tf.train.experimental.PythonState`` it goes into a ``tf.train.Checkpoint``.
-        """
-
-        def __init__(self, loader, epoch: int):
-            super().__init__()
-            self._loader, self._epoch, self._done = loader, epoch, 0
-            self._inner: Any = None  # Grain's iterator over this epoch's slice, opened on first use
-            self._pending: Any = None  # Grain's state to restore into it when it opens
-
-        @property
-        def epoch(self) -> int:
-            return self._epoch
-
-        def __next__(self):
-            self._assert_not_closed()
-            steps = self._loader.steps_per_epoch
-            if self._done >= steps:
-                raise StopIteration
-            if self._inner is None:
-                self._inner = iter(self._loader.epoch(self._epoch))
-                if self._pending is not None:
-                    self._inner.set_state(self._pending)
-                    self._pending = None
-            try:
-                batch = next(self._inner)
-            except StopIteration:
-                self._close_inner()
-                raise StoreError(f"{self._loader.folder}: epoch {self._epoch} of the grain loader ended after "
-                                 f"{self._done} of {steps} batches") from None
-            self._done += 1
-            if self._done == steps:
-                self._close_inner()  # its threads (and processes) are not needed any more
-            return batch
-
-        def get_state(self) -> dict:
-            inner = self._inner.get_state() if self._inner is not None else self._pending
-            return {"epoch": self._epoch, "batches": self._done, "grain": inner,
-                    "examples": self._loader.examples, "batch_size": self._loader.batch_size}
-
-        def set_state(self, state: dict) -> None:
-            want = (self._loader.examples, self._loader.batch_size)
-            got = (state.get("examples"), state.get("batch_size"))
-            if got != want:
-                raise ValueError(f"a grain loader state for {got[0]} examples in batches of {got[1]}; this loader "
-                                 f"has {want[0]} in batches of {want[1]}")
-            self._close_inner()
-            self._epoch, self._done, self._pending = int(state["epoch"]), int(state["batches"]), state["grain"]
-            self._loader.next_epoch = self._epoch + 1  # the epochs after it keep their orders
-
-        def serialize(self) -> str:
-            return json.dumps(self.get_state())
-
-        def deserialize(self, string_value) -> None:
-            self.set_state(json.loads(string_value))
-
-        def _close_inner(self) -> None:
-            if self._inner is not None:
-                self._inner.close()
-                self._inner = None
-
-        def close(self) -> None:
-            self._close_inner()
-            super().close()
-
-    EpochIterator.__module__, EpochIterator.__qualname__ = __name__, EpochIterator.__name__
-    return EpochIterator
-
-
-@functools.cache
-def loader_class() -> type:
-    """The ``GrainLoader`` class (a ``grain.IterDataset``), built on the first call: importing
-    this module imports neither Grain nor TensorFlow."""
-    import grain  # optional: the peers extra
-
-    class GrainLoader(grain.IterDataset):
-        """The ``grain`` variant's loader: each iteration the next epoch of every frame, once,
-        in batches (the last partial), as ``(x, y)`` NumPy arrays.
-
-        Attributes:
-            one_epoch: the ``MapDataset`` of one epoch (source, shuffle, batch): the same
-                order every time it is iterated (the fit pitfall, see the module docstring).
-            epochs: ``one_epoch.repeat()``: endless, each epoch in its own order.
-            steps_per_epoch: batches an epoch.
-            examples, batch_size: frames an epoch, frames a batch.
-            read_options: Grain's ``ReadOptions`` (threads, batches read ahead).
-            processes: ``mp_prefetch`` processes (0: none).
-            folder: the ArrayRecord store.
-            next_epoch: the epoch the next iteration reads (from 0).
-        """
-
-        def __init__(self, one_epoch, *, examples: int, batch_size: int, read_options, processes: int, folder):
-            super().__init__()
-            self.one_epoch = one_epoch
-            self.epochs = one_epoch.repeat()
-            self.steps_per_epoch = len(one_epoch)
-            self.examples, self.batch_size = int(examples), int(batch_size)
-            self.read_options, self.processes, self.folder = read_options, int(processes), Path(folder)
-            self.next_epoch = 0
-
-        def settings(self) -> dict:
-            """How it reads: threads, batches read ahead, processes, shards (for a bench's row)."""
-            return {"threads": int(self.read_options.num_threads),
-                    "prefetch": int(self.read_options.prefetch_buffer_size),
-                    "processes": self.processes, "store": str(self.folder)}
-
-        def __len__(self) -> int:
-            return self.steps_per_epoch
-
-        def cardinality(self) -> int:
-            """Batches an epoch (as a tf.data loader's ``cardinality()``)."""
-            return self.steps_per_epoch
-
-        def _read(self, ds):
-            ds = ds.to_iter_dataset(self.read_options)
-            if self.processes:
-                ds = ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=self.processes))
-            return ds
-
-        def epoch(self, e: int):
-            """The batches of epoch ``e`` (from 0), as a ``grain.IterDataset`` read with the loader's options."""
-            b = self.steps_per_epoch
-            return self._read(self.epochs[e * b:(e + 1) * b])
-
-        def endless(self, start_epoch: int = 0):
-            """Every epoch from ``start_epoch`` on, endless, as a ``grain.IterDataset``: for
-            ``model.fit(loader.endless(), steps_per_epoch=loader.steps_per_epoch, epochs=...)``."""
-            return self._read(self.epochs[start_epoch * self.steps_per_epoch:])
-
-        def __iter__(self):
-            e, self.next_epoch = self.next_epoch, self.next_epoch + 1
-            return iterator_class()(self, e)
-
-        def __str__(self) -> str:
-            return (f"GrainLoader({self.examples} examples in batches of {self.batch_size}, "
-                    f"{self.settings()})")
-
-    GrainLoader.__module__, GrainLoader.__qualname__ = __name__, GrainLoader.__name__
-    return GrainLoader
-
-
-def __getattr__(name):
-    # GrainLoader and EpochIterator subclass Grain's classes: built on first use (loader_class,
-    # iterator_class), so that importing this module imports neither Grain nor TensorFlow.
-    if name == "GrainLoader":
-        return loader_class()
-    if name == "EpochIterator":
-        return iterator_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    ``tf.train.experimental.PythonState``, in ``kit.spectrogram.grain_loader``)."""
+    return _pipeline().EpochIterator

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import tensorflow as tf
 
 from kit import store
 from kit.cases import (
@@ -28,10 +29,9 @@ from kit.cases import (
     build_loader,
     check_shards,
     graph_only,
-    module_getattr,
-    pydataset_class,
     read_tfrecords,
 )
+from kit.cases.pydataset import EpochPyDataset
 from kit.epochs import (
     BLOCK_FRAMES,
     WINDOW_BLOCKS,
@@ -46,10 +46,11 @@ from kit.spectrogram.convert import DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STO
 from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.grain import GrainOptions, make_grain
 from kit.spectrogram.index import FrameIndex, open_frames
+from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS
 from kit.store import StoreError, load_npy, read_npy_header
 from kit.system import pagecache
 
-__all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "LoaderOptions", "PyDatasetOptions",
+__all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "LoaderOptions", "FramePyDataset", "PyDatasetOptions",
            "StoreOptions", "MemmapOptions", "TFRecordOptions", "GrainOptions", "npy_data_offset"]
 
 
@@ -163,7 +164,7 @@ def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool 
 
     Returns:
         A ``tf.data.Dataset`` for every variant but ``pydataset`` (a ``keras.utils.PyDataset``)
-        and ``grain`` (a ``kit.spectrogram.grain.GrainLoader``, a ``grain.IterDataset`` whose
+        and ``grain`` (a ``kit.spectrogram.grain_loader.GrainLoader``, a ``grain.IterDataset`` whose
         every iteration is the next epoch). All go straight into ``model.fit`` and
         ``kit.timing.measure``.
     """
@@ -175,8 +176,6 @@ def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool 
 
 
 def _generator(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
-    import tensorflow as tf
-
     h, w = index.frame_shape
     paths = [str(p) for p in index.files]
     epoch = [0]
@@ -206,7 +205,7 @@ def _generator(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
 
 
 def _pydataset(index: FrameIndex, opts: LoaderOptions, vopts: PyDatasetOptions):
-    return pydataset_class(_FrameBatches, "FramePyDataset")(
+    return FramePyDataset(
         index, opts, workers=vopts.workers, use_multiprocessing=vopts.use_multiprocessing,
         max_queue_size=vopts.max_queue_size)
 
@@ -226,17 +225,14 @@ class _FrameBatches:
         return x, self.index.labels[rows]
 
 
-# FramePyDataset subclasses keras.utils.PyDataset: built on first use, so that
-# importing this module does not import Keras.
-__getattr__ = module_getattr(__name__, {"FramePyDataset": _FrameBatches})
+class FramePyDataset(_FrameBatches, EpochPyDataset):
+    """Batches of frames read by memory map (a ``keras.utils.PyDataset``); reshuffles at every epoch's end."""
 
 
 # --------------------------------------------------------------------------- numpy_function
 
 
 def _numpy_function(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
-    import tensorflow as tf
-
     h, w = index.frame_shape
     files = index.files
     file_ids, frames, labels = index.file_ids, index.frames, index.labels
@@ -265,8 +261,6 @@ def _numpy_function(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
 
 
 def _memmap(index: FrameIndex, opts: LoaderOptions, vopts: MemmapOptions):
-    import tensorflow as tf
-
     folder, manifest = to_store(index, "memmap", vopts.folder, workdir=opts.workdir, progress=opts.progress,
                                 adopt=True, store_dtype=vopts.store_dtype, check=vopts.check_store)
     path = folder / "frames.npy"
@@ -400,8 +394,6 @@ def npy_data_offset(path) -> int:
 
 
 def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
-    import tensorflow as tf
-
     folder, manifest = to_store(index, "tfrecord", vopts.folder, workdir=opts.workdir, shard_mb=vopts.shard_mb,
                                 seed=opts.seed, progress=opts.progress, adopt=True, store_dtype=vopts.store_dtype,
                                 record_frames=vopts.record_frames, check=vopts.check_store)
@@ -457,8 +449,6 @@ def _grain(index: FrameIndex, opts: LoaderOptions, vopts: GrainOptions):
 
 
 def _in_memory(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
-    import tensorflow as tf
-
     # Held in variables, so the dataset graph refers to the data instead of copying it;
     # in host memory, where tf.data runs, even on a machine with GPUs.
     with tf.device("/CPU:0"):
@@ -474,26 +464,16 @@ def _in_memory(index: FrameIndex, opts: LoaderOptions, vopts: NoOptions):
 
 #: Every variant: its description, builder, options and whether tf.data service can run it.
 REGISTRY = {
-    "generator": Variant("the user's pattern: a Python generator that np.loads a whole file for every frame",
-                         _generator),
-    "pydataset": Variant("keras.utils.PyDataset reading frames by memory map (workers, use_multiprocessing)",
-                         _pydataset, PyDatasetOptions),
-    "numpy_function": Variant("tf.data with a per-frame tf.numpy_function, parallel map, prefetch (GIL-bound)",
-                              _numpy_function),
-    "memmap": Variant("frames consolidated once into one memory-mapped .npy; one sorted gather per batch in "
-                      "the graph", _memmap, MemmapOptions),
-    "tfrecord": Variant("TFRecord shards of records of 32 frames: shards in a seeded order, read ahead in "
-                        "parallel and interleaved, records permuted in windows, one decode per batch", _tfrecord,
-                        TFRecordOptions, graph_only=True),
-    "grain": Variant("Google Grain over ArrayRecord shards (optional, the peers extra): a global shuffle per "
-                     "epoch, a batch's records decoded at once in NumPy, read by threads (default: the usable "
-                     "CPUs), no processes (processes=N: mp_prefetch)", _grain, GrainOptions),
-    "in_memory": Variant("all frames in RAM, one gather per batch: the ceiling", _in_memory, graph_only=True),
+    "generator": Variant(VARIANTS["generator"], _generator),
+    "pydataset": Variant(VARIANTS["pydataset"], _pydataset, PyDatasetOptions),
+    "numpy_function": Variant(VARIANTS["numpy_function"], _numpy_function),
+    "memmap": Variant(VARIANTS["memmap"], _memmap, MemmapOptions),
+    "tfrecord": Variant(VARIANTS["tfrecord"], _tfrecord, TFRecordOptions, graph_only=True),
+    "grain": Variant(VARIANTS["grain"], _grain, GrainOptions),
+    "in_memory": Variant(VARIANTS["in_memory"], _in_memory, graph_only=True),
 }
 
-#: name -> one-line description, from the user's generator (the floor) to all data in RAM (the ceiling).
-VARIANTS = {name: v.description for name, v in REGISTRY.items()}
-
-#: Variants whose pipeline is pure TensorFlow graph (no Python function): what
-#: tf.data service can run.
-GRAPH_ONLY = graph_only(REGISTRY)
+# kit.spectrogram.variants names them without importing this module: the same variants, the same
+# graph-only ones.
+if list(VARIANTS) != list(REGISTRY) or GRAPH_ONLY != graph_only(REGISTRY):
+    raise RuntimeError("kit.spectrogram.variants names other variants than kit.spectrogram.loaders builds")

@@ -19,13 +19,18 @@ part of the kit (a module that maps files registers its release with ``on_evict`
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import mmap
 import os
+import resource
 import time
 from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
+
+from kit import store
 
 __all__ = ["READ_AHEAD_CHUNKS", "POLL_S", "STALL_S", "mapped", "Residency", "cached_fraction", "on_evict", "evict",
            "warm_page_cache", "read_through", "cache_through", "page_in", "first_touch", "proactive_reclaim", "free_page_reporting"]
@@ -56,9 +61,6 @@ class Residency:
     pages."""
 
     def __init__(self, path):
-        import ctypes
-        import mmap
-
         libc = ctypes.CDLL(None, use_errno=True)
         try:
             self._map, self._unmap, self._mincore = libc.mmap, libc.munmap, libc.mincore
@@ -182,8 +184,6 @@ class _Chunks:
         return self.items[j]
 
     def ask(self, j):
-        from kit import store
-
         if j >= len(self.items):
             return
         i, offset, length = self.items[j]
@@ -296,7 +296,6 @@ def page_in(paths, chunk: int = 16 << 20, ahead: int = READ_AHEAD_CHUNKS) -> tup
     Against ``cache_through`` (the disk alone) it also pays what touching a page new from the
     disk costs this machine: on a VM whose host backs guest memory only when it is first
     used, about a CPU-second per GB here (``results/NOTES.md``), which no loader avoids."""
-    import mmap
 
     paths = [Path(p) for p in paths]
     chunks = _Chunks(paths, chunk)
@@ -325,7 +324,6 @@ def first_touch(path, nbytes: int, out: np.ndarray, piece: int = 64 << 20) -> tu
     CPU-s)``. Right after ``cache_through`` of an evicted file, the copy touches pages no
     process has read since the disk filled them; a second copy touches the same pages again.
     The difference is what a cold reader pays per byte beside the disk's own time."""
-    import resource
 
     mm = np.memmap(path, np.uint8, "r", shape=(nbytes,))
     r0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -392,7 +390,6 @@ def free_page_reporting(root: str = "/sys") -> str | None:
     host, and the pages a cold epoch then reads into are new to it: the first read of each
     costs a fault in the host, CPU time a machine without it does not pay
     (``first_touch``, ``scripts/first_touch.py``, measures the cost)."""
-    import mmap
 
     base = Path(root)
     for dev in sorted(base.glob("bus/virtio/devices/*")):
