@@ -92,7 +92,7 @@ lint: $(STAMP)
 # has git status compare a saved notebook by its filtered content.
 lab: $(STAMP)
 	@sh scripts/strip_outputs_filter.sh "$(abspath $(PY))" && \
-	  echo "nbstripout: notebook outputs stay on disk but out of git (see README, 'make lab')"
+	  echo "nbstripout: notebook outputs stay on disk but out of git (see docs/development.md, 'Notebooks')"
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) \
 	  --config=$(abspath scripts/lab_config.py) notebooks/
 

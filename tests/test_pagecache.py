@@ -1,5 +1,5 @@
 """kit.system.pagecache: eviction, residency, the warming and the disk's reference reads, reclaim and
-free-page-reporting detection, and scripts/first_touch.py."""
+free-page-reporting detection, and scripts/experiments/first_touch.py."""
 
 import os
 import subprocess
@@ -293,13 +293,13 @@ def test_free_page_reporting_reads_the_virtio_balloons_features(tmp_path):
 
 
 def test_first_touch_script_copies_a_file_twice_and_reports_both(tmp_path):
-    """``scripts/first_touch.py --file``: the file evicted, brought in with nothing copied,
+    """``scripts/experiments/first_touch.py --file``: the file evicted, brought in with nothing copied,
     then copied out twice; one line for each copy, with its rate and CPU."""
     root = Path(__file__).resolve().parent.parent
     f = tmp_path / "store.bin"
     f.write_bytes(np.random.default_rng(0).integers(0, 255, 3 << 20, dtype=np.uint8).tobytes())
     env = {**os.environ, "PYTHONPATH": str(root)}
-    r = subprocess.run([sys.executable, str(root / "scripts" / "first_touch.py"), "--file", str(f), "--gb", "0.002"],
+    r = subprocess.run([sys.executable, str(root / "scripts" / "experiments" / "first_touch.py"), "--file", str(f), "--gb", "0.002"],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"{f}: evicted" in r.stdout and "nothing copied" in r.stdout, r.stdout
