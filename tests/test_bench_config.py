@@ -251,12 +251,12 @@ def test_the_demo_calls_each_benchs_run_with_a_config(tmp_path, monkeypatch, cap
     monkeypatch.setenv("KIT_FAST", "1")
     monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("KIT_RESULTS", str(tmp_path / "ledger.jsonl"))
-    calls = []
+    calls = {}  # bench -> its config (the demo goes over the cases in the registry's order)
 
     def fake(name):
         def run(config, *args, **kwargs):
             assert not args and not kwargs, (args, kwargs)
-            calls.append(config)
+            calls[name] = config
             return BenchResult(name, pd.DataFrame({"variant": ["v"], "examples_per_s": [1.0]}), config,
                                {"batch_size": 1}, machine={"host": "h"})
         return run
@@ -269,7 +269,8 @@ def test_the_demo_calls_each_benchs_run_with_a_config(tmp_path, monkeypatch, cap
     assert code == 0
     out = capsys.readouterr().out
     assert "shown spectrogram" in out and "shown segmentation" in out
-    spec, seg = calls
+    assert sorted(calls) == ["segmentation", "spectrogram"]
+    spec, seg = calls["spectrogram"], calls["segmentation"]
     assert spec == spectrogram.SpectrogramConfig(samples.embedded("spectrogram"), rounds=1, num_batches=2,
                                                  generator_seconds=1.0)
     assert seg == segmentation.SegmentationConfig(samples.embedded("segmentation"), rounds=1, num_batches=2,

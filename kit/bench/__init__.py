@@ -39,6 +39,7 @@ machine = this_machine  # what benches record; lives with the ledger
 
 __all__ = ["run", "module", "BenchResult", "Bench", "BENCHES", "register"]
 
+
 @dataclass
 class BenchResult:
     """What a bench's ``run(config)`` returns.

@@ -100,7 +100,7 @@ from kit.bench.scale_report import (
 from kit.cases import registry
 from kit.models import audio
 from kit.spectrogram import convert, make_loader
-from kit.spectrogram.grain import available as grain_available
+from kit.spectrogram.peers import available as grain_available
 from kit.system.pagecache import cached_fraction, evict, free_page_reporting, proactive_reclaim, read_through
 from kit.timing.rates import cpu_used
 from kit.timing.rates import timed_epoch as epoch

@@ -21,7 +21,7 @@ from kit.bench import BenchResult, print_table
 from kit.bench.configs import SpectrogramConfig
 from kit.cases import check_shards, registry
 from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
-from kit.spectrogram.grain import available as grain_available
+from kit.spectrogram.peers import available as grain_available
 from kit.system.pagecache import warm_page_cache
 from kit.util import format_duration
 
