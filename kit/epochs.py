@@ -64,7 +64,7 @@ def order_dataset(n: int, opts, *, splittable: bool = False):
     distributed epochs split the pipeline's one source among the workers, which a
     computed permutation is not; there, ``Dataset.range`` through a shuffle buffer.
     """
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
+    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
 
     if not opts.shuffle:
         return tf.data.Dataset.range(n)
@@ -81,7 +81,7 @@ def order_dataset(n: int, opts, *, splittable: bool = False):
 
 def _epoch_seeds(seed: int):
     """One stateless seed pair per iteration, drawn afresh every iteration from ``seed``."""
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
+    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
 
     return tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).take(2).batch(2)
 
@@ -91,7 +91,7 @@ def window_seeds(seed: int):
     every iteration from ``seed`` (after the pair that ``order_dataset`` takes, so the two
     never share one). Zipped with an epoch's windows, it permutes each window differently
     every epoch, and its state travels with the iterator's checkpoint."""
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
+    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
 
     return tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).skip(2).batch(2)
 
@@ -148,7 +148,7 @@ def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True, body=No
     batches its parallel maps and prefetch buffer hold; and turns tf.data's autotuner
     off (parallel steps run on every core; see the comment below).
     """
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
+    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
 
     body = ds if body is None else body
     ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches(examples, batch_size)))
@@ -165,7 +165,7 @@ def untuned_options():
     gather on both cores one epoch and on one the next (6.0 s, then 10.3 s, in turn, the
     same CPU time), and the TFRecord reader on one: 41.1 s every epoch, against
     20.9-22.4 s with it off. Every kit loader has these (``finish``)."""
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
+    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
 
     options = tf.data.Options()
     options.autotune.enabled = False
@@ -214,7 +214,7 @@ def iterator_checkpoint(loader, iterator, **more):
     why = _why_not_resumable(loader)
     if why is not None:
         raise NotResumableError(f"cannot checkpoint this loader's position to resume mid-epoch: {why}")
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
+    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
 
     return tf.train.Checkpoint(iterator=iterator, **more)
 #: The memmap ``"blocks"`` order's defaults: blocks of 256 consecutive frames (one batch;
@@ -249,7 +249,7 @@ def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, w
     elements are batches, not rows: under symbolic checkpointing (``finish``) a stream of
     a million single rows cost 4-6 s an epoch on 2 cores, a stream of batches 0.4 s.
     """
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
+    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
 
     for name, v in (("n", n), ("batch_size", batch_size), ("block", block), ("window", window)):
         if not isinstance(v, (int, np.integer)) or v <= 0:
@@ -301,7 +301,7 @@ def order_batches(n: int, batch_size: int, opts, *, splittable: bool = False):
     """``order_dataset(n, opts).batch(batch_size)``: the same batches of row positions, in
     the same order for a seed, with each epoch's permutation cut into batches at once
     (elements that are batches, not rows: see ``block_order_dataset``)."""
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
+    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
 
     if splittable:
         return order_dataset(n, opts, splittable=True).batch(batch_size)
@@ -318,7 +318,7 @@ def order_batches(n: int, batch_size: int, opts, *, splittable: bool = False):
 
 def _cut(order, n: int, batch_size: int):
     """The ``n`` positions of ``order`` as a dataset of batches (the last may be smaller)."""
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
+    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
 
     full = n // batch_size
     ds = tf.data.Dataset.from_tensor_slices(tf.reshape(order[:full * batch_size], (full, batch_size)))
@@ -328,7 +328,7 @@ def _cut(order, n: int, batch_size: int):
 
 
 def _in_order_batches(n: int, batch_size: int):
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
+    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
 
     return tf.data.Dataset.range(num_batches(n, batch_size)).map(
         lambda b: tf.range(b * batch_size, tf.minimum((b + 1) * batch_size, n)))

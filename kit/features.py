@@ -30,6 +30,7 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+import tensorflow as tf
 
 from kit import store, timing
 from kit.cases.loaders import LoaderOptions
@@ -261,7 +262,6 @@ class _Cursor:
 
 def _runner(backbone):
     """The backbone as a compiled function of a batch of frames (inference mode)."""
-    import tensorflow as tf
 
     spec = tf.TensorSpec((None,) + tuple(backbone.input_shape[1:]), tf.float32)
 
@@ -459,7 +459,6 @@ def head_loader(cache: FeatureCache, *, batch_size: int, rows=None, shuffle: boo
     Returns:
         A ``tf.data.Dataset`` of a known number of batches, prefetched.
     """
-    import tensorflow as tf
 
     check_int("batch_size", batch_size)
     n = len(cache)

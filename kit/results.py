@@ -87,7 +87,7 @@ def this_machine() -> dict:
         "malloc": malloc_setting(),
     }
     try:
-        import tensorflow as tf  # heavy and optional: kit.results and --help must not load TensorFlow
+        import tensorflow as tf  # keeps kit.results light: TensorFlow (optional there)
 
         info["tensorflow"] = tf.__version__
         gpus = tf.config.list_physical_devices("GPU")

@@ -136,7 +136,7 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
     Returns:
         A ``tf.data.Dataset`` of ``(x, y)`` batches (not yet guarded: ``kit.epochs.finish``).
     """
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.cases light: TensorFlow
 
     if parse_framed is not None and not end_records:
         raise ValueError("parse_framed reads shards that end in an empty record: pass end_records=True")
@@ -169,7 +169,7 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
 def _read_shards(files, count, dataset=None, *, splittable, cycle_length, read_buffer, end_records):
     """The records of the shards ``files`` names (``count`` of them), ``cycle_length`` read at once;
     ``dataset(file)`` reads one shard (default: its TFRecords, ``_tfrecords``)."""
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.cases light: TensorFlow
 
     dataset = dataset or (lambda f: _tfrecords(f, read_buffer, end_records))
     if splittable:  # tf.data service splits the shards among its workers: its parallel interleave
@@ -187,7 +187,7 @@ def _read_shards(files, count, dataset=None, *, splittable, cycle_length, read_b
 
 def _permuted(ds, size, seed):
     """``ds`` in windows of ``size`` elements, each in its own order this epoch (its own seed pair)."""
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.cases light: TensorFlow
 
     def permute(window, pair):
         order = tf.random.experimental.stateless_shuffle(
@@ -200,7 +200,7 @@ def _permuted(ds, size, seed):
 
 def _tfrecords(paths, read_buffer, end_records):
     """TFRecordDataset over ``paths`` (its CRCs computed), without the empty end records."""
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.cases light: TensorFlow
 
     ds = tf.data.TFRecordDataset(paths, buffer_size=read_buffer or DEFAULT_READ_BUFFER)
     return ds.filter(lambda r: tf.strings.length(r) > 0) if end_records else ds
@@ -216,7 +216,7 @@ def _whole_records(files, count, tail, parse, opts, block, shuffle_buffer, read_
     (permuting a window, then unbatching and batching its records, copied them three
     times: 0.37-0.44x of ``in_memory`` against 0.49-0.60x on the spectrogram bench,
     2 cores). The short records of ``tail`` come last, in the last batch."""
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.cases light: TensorFlow
 
     k = opts.batch_size // block
     framed = record_bytes is not None and parse_framed is not None
@@ -253,7 +253,7 @@ def _framed(record):
     """A record as ``read_tfrecords`` reads the last one of a shard in its fixed-length
     pieces: the data, 4 bytes where its CRC goes, then the end record's length (0, as 8
     bytes) and 4 more (the CRCs, never read, are zeros)."""
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.cases light: TensorFlow
 
     return tf.strings.join([record, b"\0" * TFRECORD_FRAMING])
 
@@ -265,7 +265,7 @@ def check_tfrecord_shard(path: Path, count: int, parse: Callable, *, batch: int 
     position of its first record), else what is wrong. ``batch=None`` passes the
     records one at a time (records that each hold a block of examples); with
     ``end_record``, the shard must end in one empty record, and have no other."""
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.cases light: TensorFlow
 
     if end_record and batch is not None:
         raise ValueError("end_record needs batch=None (records one at a time)")

@@ -9,12 +9,13 @@
 * ``kit.distribute.multiworker``: ``MultiWorkerMirroredStrategy`` and ``train_steps``;
 * ``kit.distribute.commands``: ``python -m kit service dispatcher|worker``.
 
-This package imports no case, and TensorFlow only inside functions: importing it (the
-CLI does, to register its commands) initialises nothing.
+This package imports no case and no TensorFlow: ``strategy``, ``input`` and ``multiworker``
+import it at their top and load on the first use of one of their names; ``service`` imports it
+only inside its functions, as ``kit.cases`` and the CLI (to register its commands) import it.
 """
 
-from kit.distribute.input import PATTERNS, distributed_loader, local_batches, shard_rows
-from kit.distribute.multiworker import multi_worker_strategy, run_multiworker, tf_config, train_steps, weights_digest
+import importlib
+
 from kit.distribute.service import (
                                     DISPATCHER_TIMEOUT_S,
                                     SERVICE_TIMEOUT_S,
@@ -29,15 +30,15 @@ from kit.distribute.service import (
                                     service_problems,
                                     through_service,
 )
-from kit.distribute.strategy import (
-                                    SIMULATED_REPLICAS,
-                                    describe,
-                                    global_batch_size,
-                                    is_simulated,
-                                    make_strategy,
-                                    per_replica_batch_size,
-                                    split_cpu,
-)
+
+#: The names of the modules that import TensorFlow (and Keras) at their top: loaded on first use.
+_LAZY = {
+    **dict.fromkeys(["PATTERNS", "distributed_loader", "local_batches", "shard_rows"], "kit.distribute.input"),
+    **dict.fromkeys(["multi_worker_strategy", "run_multiworker", "tf_config", "train_steps", "weights_digest"],
+                    "kit.distribute.multiworker"),
+    **dict.fromkeys(["SIMULATED_REPLICAS", "describe", "global_batch_size", "is_simulated", "make_strategy",
+                     "per_replica_batch_size", "split_cpu"], "kit.distribute.strategy"),
+}
 
 __all__ = ["SIMULATED_REPLICAS", "PATTERNS", "make_strategy", "split_cpu", "describe", "is_simulated",
            "global_batch_size", "per_replica_batch_size", "shard_rows", "distributed_loader", "local_batches",
@@ -45,3 +46,13 @@ __all__ = ["SIMULATED_REPLICAS", "PATTERNS", "make_strategy", "split_cpu", "desc
            "parse_address", "python_ops", "service_problems", "through_service", "free_port", "run_dispatcher",
            "run_worker", "local_service", "check_dispatcher", "DISPATCHER_TIMEOUT_S", "SERVICE_TIMEOUT_S",
            "ServiceTimeoutError"]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_LAZY])

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+import tensorflow as tf
 
 from kit.distribute.strategy import global_batch_size
 
@@ -35,8 +36,6 @@ def shard_rows(n: int, num_shards: int, shard: int) -> np.ndarray:
 
 
 def _dataset(make: Callable, index, batch_size: int):
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
-
     ds = make(index, batch_size=batch_size)
     if not isinstance(ds, tf.data.Dataset):
         raise ValueError(f"the loader factory returned a {type(ds).__name__}, not a tf.data.Dataset: a "
@@ -83,7 +82,6 @@ def distributed_loader(strategy, make: Callable, index, *, per_replica_batch: in
 
 def local_batches(strategy, batch) -> list:
     """The per-replica parts of one distributed batch, as NumPy structures, in replica order."""
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
 
     flat = [strategy.experimental_local_results(t) for t in tf.nest.flatten(batch)]
     return [tf.nest.pack_sequence_as(batch, [np.asarray(f[i]) for f in flat]) for i in range(len(flat[0]))]

@@ -15,7 +15,9 @@ import json
 import os
 from typing import Callable, Sequence
 
+import keras
 import numpy as np
+import tensorflow as tf
 
 from kit.distribute.service import parse_address
 from kit.distribute.strategy import global_batch_size
@@ -48,7 +50,6 @@ def multi_worker_strategy(workers: Sequence[str], index: int):
     Call it first thing in the process, on every worker; it waits until all the
     workers in the list have started. Each worker uses its local GPUs (or its CPU).
     """
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
 
     os.environ["TF_CONFIG"] = json.dumps(tf_config(workers, index))
     try:
@@ -79,7 +80,6 @@ def run_multiworker(*, workers: Sequence[str], index: int, make_data: Callable, 
         ``{"worker", "replicas", "global_batch", "losses", "digest", "weights"}``.
     """
     strategy = multi_worker_strategy(workers, index)
-    import keras  # heavy: kit.plots and the CLI import this module
 
     data = make_data(strategy)
     with strategy.scope():
@@ -111,8 +111,6 @@ def train_steps(strategy, model, data, *, steps: int | None = None, optimizer=No
     Returns:
         The global mean loss of each step.
     """
-    import keras  # heavy: kit.plots and the CLI import this module
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
 
     optimizer = optimizer or model.optimizer
     if optimizer is None:

@@ -130,7 +130,7 @@ def run_dispatcher(*, port: int | None = None, bind: str = DEFAULT_BIND, work_di
     check_bind(bind, port)
     if worker_timeout_s is not None and not worker_timeout_s > 0:
         raise ValueError(f"worker_timeout_s must be positive, got {worker_timeout_s}")
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.distribute light: TensorFlow (kit.distribute.service imports it)
 
     config = tf.data.experimental.service.DispatcherConfig(
         port=port or 0, work_dir=work_dir, fault_tolerant_mode=work_dir is not None,
@@ -178,7 +178,7 @@ def run_worker(*, dispatcher: str, port: int | None = None, bind: str | None = N
                          "this machine's address (and --host, the name others reach it by)")
     if heartbeat_s is not None and not heartbeat_s > 0:
         raise ValueError(f"heartbeat_s must be positive, got {heartbeat_s}")
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.distribute light: TensorFlow (kit.distribute.service imports it)
 
     config = tf.data.experimental.service.WorkerConfig(
         dispatcher_address=f"{dhost}:{dport}", worker_address=f"{host}:%port%", port=port or 0,

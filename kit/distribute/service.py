@@ -55,7 +55,7 @@ UNSPLITTABLE_OPS = {
 
 
 def _graph(dataset):
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.distribute light: TensorFlow
 
     return tf.compat.v1.GraphDef.FromString(
         dataset._as_serialized_graph(  # the serialisation tf.data service itself sends
@@ -123,7 +123,9 @@ class _Reader:
     """
 
     def __init__(self, dataset) -> None:
-        from tensorflow.python.eager import cancellation  # TF's own way to cancel a running function
+        from tensorflow.python.eager import (
+            cancellation,  # keeps kit.distribute light: TensorFlow
+        )
 
         self._dataset = dataset
         self._cancel = cancellation.CancellationManager()
@@ -143,7 +145,7 @@ class _Reader:
         return False
 
     def _run(self):
-        import tensorflow as tf
+        import tensorflow as tf  # keeps kit.distribute light: TensorFlow
 
         try:
             iterator = iter(self._dataset)
@@ -190,7 +192,7 @@ def _close_open_readers():
 
 
 def _batch_size(batch) -> int:
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.distribute light: TensorFlow
 
     return int(tf.shape(tf.nest.flatten(batch)[0])[0])
 
@@ -202,7 +204,7 @@ def _bounded_epochs(ds, *, host: str, port: int, examples: int, on_short: str, t
     reads the batches through a ``_Reader``: a wait longer than ``timeout_s`` raises
     ``ServiceTimeoutError`` naming the dispatcher and how many examples arrived.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.distribute light: TensorFlow
 
     where = f"the tf.data service dispatcher at {host}:{port}"
 
@@ -297,7 +299,7 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
         ValueError: a bad address or timeout, no dispatcher answering, or a pipeline
             the service cannot run (``service_problems``).
     """
-    import tensorflow as tf
+    import tensorflow as tf  # keeps kit.distribute light: TensorFlow
 
     host, port = parse_address(service)
     if on_short not in ("raise", "warn"):
@@ -348,7 +350,7 @@ def check_dispatcher(host: str, port: int, *, timeout_s: float = DISPATCHER_TIME
     Raises:
         ValueError: naming the address and why no dispatcher answered.
     """
-    import grpc  # TensorFlow's own gRPC library (a TensorFlow dependency)
+    import grpc  # keeps kit.distribute light: grpc (TensorFlow's own)
 
     with grpc.insecure_channel(f"{host}:{port}") as channel:
         try:

@@ -7,6 +7,7 @@ TensorFlow is imported inside functions only.
 from __future__ import annotations
 
 import numpy as np
+import tensorflow as tf
 
 from kit.util import check_int
 
@@ -30,7 +31,6 @@ def split_cpu(devices: int) -> None:
         RuntimeError: when TensorFlow has already initialised its devices with fewer
             logical CPUs; the message says what to do.
     """
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
 
     devices = check_int("devices", devices)
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -73,7 +73,6 @@ def make_strategy(replicas: int | None = None, *, devices: str = "auto"):
         ValueError: bad arguments, or more replicas than GPUs.
         RuntimeError: the CPU split comes too late (see ``split_cpu``).
     """
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
 
     if replicas is not None:
         replicas = check_int("replicas", replicas)
@@ -101,7 +100,6 @@ def _mirrored(devices: tuple):
     # One strategy per device set and process: two MirroredStrategy objects over the same
     # devices number their collective all-reduces alike, and a second model's reduce then
     # collides with the first's ("Shape mismatch in the collective instance").
-    import tensorflow as tf  # heavy: kit.plots and the CLI import this module
 
     if devices not in _STRATEGIES:
         _STRATEGIES[devices] = tf.distribute.MirroredStrategy(list(devices))

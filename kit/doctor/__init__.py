@@ -54,19 +54,29 @@ codes and ``Finding``), ``diagnosis`` (``diagnose``), ``report`` (``Diagnosis``)
 
 from __future__ import annotations
 
+import importlib
+
 from kit.doctor.cli import load_attr, register
-from kit.doctor.diagnosis import diagnose
 from kit.doctor.findings import CODES, STATUSES, SYMPTOMS, Finding, table
-from kit.doctor.graph import SHUFFLE_SHARE, pipeline_graph, pipeline_ops
-from kit.doctor.measure import compare_fits, measure_loader, record_trace
 from kit.doctor.report import Diagnosis
-from kit.doctor.rules import (
-    AMPLIFICATION_FACTOR,
-    AMPLIFICATION_MIN_BYTES,
-    COMPUTE_BOUND_HEADROOM,
-    INPUT_BOUND_HEADROOM,
-)
 from kit.doctor.sources import check_source
+
+#: The names of the modules that import TensorFlow or Keras (the doctor's measurements, the
+#: pipeline graph and its rewrites): loaded on first use, so that importing this package (as
+#: ``python -m kit --help`` does) imports neither.
+_LAZY = {
+    "diagnose": "kit.doctor.diagnosis",
+    "SHUFFLE_SHARE": "kit.doctor.graph",
+    "pipeline_graph": "kit.doctor.graph",
+    "pipeline_ops": "kit.doctor.graph",
+    "compare_fits": "kit.doctor.measure",
+    "measure_loader": "kit.doctor.measure",
+    "record_trace": "kit.doctor.measure",
+    "AMPLIFICATION_FACTOR": "kit.doctor.rules",
+    "AMPLIFICATION_MIN_BYTES": "kit.doctor.rules",
+    "COMPUTE_BOUND_HEADROOM": "kit.doctor.rules",
+    "INPUT_BOUND_HEADROOM": "kit.doctor.rules",
+}
 
 __all__ = [
     "AMPLIFICATION_FACTOR",
@@ -90,3 +100,13 @@ __all__ = [
     "register",
     "table",
 ]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_LAZY])

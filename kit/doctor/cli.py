@@ -107,7 +107,7 @@ def _kit_loader(csv: Path, variant: str | None, batch_size: int | None):
 
 
 def _command(args) -> int:
-    from kit.doctor import diagnose  # the package's face, which imports this module
+    from kit.doctor.diagnosis import diagnose  # keeps kit.doctor light: TensorFlow, Keras
 
     if (args.target is None) == (args.index is None):
         raise ValueError("give either MODULE:FUNCTION or --index CSV (one of them)")

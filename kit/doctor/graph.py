@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import tensorflow as tf
+
 from kit.doctor.findings import Finding
 from kit.doctor.rewrite import chain_names, graph_def, is_random, user_name
 from kit.timing.batches import batch_size_of, iterate
@@ -89,7 +91,6 @@ def _func_attrs(node) -> list[str]:
 
 def _const(nodes, node, position: int):
     """The value of a node's ``position``-th input when that input is a Const."""
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     inputs = [i.split(":")[0] for i in node.input if not i.startswith("^")]
     if position >= len(inputs):

@@ -9,14 +9,18 @@ import time
 import warnings
 from pathlib import Path
 
+import keras
 import numpy as np
 import pandas as pd
+import tensorflow as tf
 
 from kit import timing
 from kit.doctor.sources import (
     Counted,
+    ModelError,
     as_xy,
     check_source,
+    describe_error,
     first_batch,
     loop,
     one_line,
@@ -102,9 +106,6 @@ def clone(model, batch=None):
         ModelError: (a ``ValueError``) the model is not compiled, or cannot be copied (the message
             says what to pass instead).
     """
-    import keras  # heavy: python -m kit --help imports this module
-
-    from kit.doctor.sources import ModelError, as_xy, describe_error
 
     config = model.get_compile_config() if getattr(model, "compiled", False) else None
     if not config:
@@ -160,7 +161,6 @@ def compiled_copy(model, batch, name: str):
         ModelError: (a ``ValueError``) the model is not compiled, cannot be copied, or does not
             take the batches of the source ``name`` (their shapes named).
     """
-    from kit.doctor.sources import ModelError, describe_error
 
     copy, _ = clone(model, batch)
     try:
@@ -173,8 +173,6 @@ def compiled_copy(model, batch, name: str):
 
 def deadline_callback(seconds: float, min_steps: int, trace: bool = False):
     """A Keras callback that stops training after ``seconds`` and at least ``min_steps`` steps."""
-    import keras  # heavy: python -m kit --help imports this module
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     class Deadline(keras.callbacks.Callback):
         def __init__(self):
@@ -320,7 +318,6 @@ def frozen_prefix(model):
 
 def _split(prefix, rest, x):
     """The model as a chain: its frozen part and its head, checked to give the model's output."""
-    import keras  # heavy: python -m kit --help imports this module
 
     def chain(layers, shape):
         inp = keras.Input(shape)
@@ -366,7 +363,6 @@ def record_trace(model, source, trace_dir, *, steps: int = 5) -> Path:
     Open it with ``tensorboard --logdir TRACE_DIR`` and the Profile tab (``pip install
     'kit[profile]'``): the input-pipeline page shows each step's wait for input.
     """
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
 
     trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)

@@ -9,9 +9,13 @@ the user's own terms (their function's name, as the graph names it).
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import tensorflow as tf
+from tensorflow.python.ops import gen_experimental_dataset_ops  # DatasetFromGraph has no tf.raw_ops alias here
 
 # Ops whose functions draw random numbers: a map running one is not repeatable, and TensorFlow's
 # map_parallelization leaves such (stateful) maps serial.
@@ -56,7 +60,6 @@ def user_name(fn_name: str) -> str:
 def graph_def(ds):
     """The pipeline's ``GraphDef``, with device placements cleared (a ``py_function`` node keeps a
     malformed one that would not read back)."""
-    import tensorflow as tf  # heavy: python -m kit --help imports this package
 
     serialized = tf.raw_ops.DatasetToGraphV2(input_dataset=tf.data.experimental.to_variant(ds),
                                             external_state_policy=1, strip_device_assignment=True)
@@ -72,8 +75,6 @@ def graph_def(ds):
 
 def from_graph(g, element_spec):
     """A ``Dataset`` read back from ``g`` in this process (its Python functions still registered)."""
-    import tensorflow as tf  # heavy
-    from tensorflow.python.ops import gen_experimental_dataset_ops  # DatasetFromGraph has no tf.raw_ops alias here
 
     variant = gen_experimental_dataset_ops.dataset_from_graph(g.SerializeToString())
     return tf.data.experimental.from_variant(variant, element_spec)
@@ -97,8 +98,6 @@ def chain_names(g) -> list[str]:
 
 
 def _const(g, name: str, value, dtype: str):
-    import tensorflow as tf  # heavy
-
     node = g.node.add()
     node.name = _fresh(g, name)
     node.op = "Const"
@@ -298,8 +297,6 @@ def options_fix(changes: dict[str, bool], text: str) -> Rewrite:
     (``experimental_optimization.map_parallelization``) to values."""
 
     def post(ds):
-        import tensorflow as tf  # heavy
-
         o = tf.data.Options()
         for dotted, value in changes.items():
             target = o
@@ -322,8 +319,6 @@ def map_after_batch(map_name: str, batch_name: str, fn: str) -> Rewrite:
     checks on an epoch."""
 
     def edit(g):
-        import tensorflow as tf  # heavy
-
         m, b = _node(g, map_name), _node(g, batch_name)
         src = _dataset_inputs(m)[0].split(":")[0]
         src_shapes = _node(g, src).attr["output_shapes"]
@@ -361,8 +356,6 @@ def pydataset_workers(workers: int) -> Rewrite:
     Keras's adapter keeps the batches in order)."""
 
     def post(ds):
-        import copy
-
         out = copy.copy(ds)
         out._workers, out._use_multiprocessing = workers, False  # PyDataset.__init__'s own attributes
         return out

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from kit.doctor.findings import Cap, Finding, Measured
+from kit.doctor.graph import fn_label
 from kit.doctor.sources import is_pydataset
 
 #: Verdict thresholds on the headroom, the compute ceiling over the real fit measured side by side:
@@ -184,7 +185,6 @@ def python_source(graph: dict | None, m: Measured) -> list[Finding]:
     the whole headroom (the Python work gone from the loader)."""
     if graph is None:
         return []
-    from kit.doctor.graph import fn_label
 
     chain = graph["chain"]
     where = [n for n in chain if n.name in graph["python"] and n.op != "MapDataset"]

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+import tensorflow as tf
 
 from kit import timing
 from kit.doctor.sources import loop
@@ -20,8 +21,6 @@ MIN_GAIN = 1.05
 
 
 def _leaves(element) -> list[np.ndarray]:
-    import tensorflow as tf  # heavy: python -m kit --help imports this package
-
     return [np.asarray(v) for v in tf.nest.flatten(element)]
 
 

@@ -25,6 +25,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import keras
+from keras import layers
+
 from kit.util import check_int
 
 __all__ = ["FRAME_SHAPE", "EMBEDDING_DIM", "LAYERS", "backbone", "head", "transfer_model", "compile_classifier", "Cost",
@@ -80,8 +83,6 @@ def backbone(weights: str | os.PathLike | None = None, *, input_shape=FRAME_SHAP
         FileNotFoundError: ``weights`` names a file that does not exist.
         ValueError: the file's weights do not fit this architecture.
     """
-    import keras  # heavy: kit.models stays light (--help imports it)
-    from keras import layers  # heavy: kit.models stays light (--help imports it)
 
     alpha = _check_alpha(alpha)
     if weights is not None and not Path(weights).is_file():
@@ -143,8 +144,6 @@ def head(num_classes: int, *, embedding_dim: int = EMBEDDING_DIM, hidden: int | 
     Returns:
         A ``keras.Model`` producing logits (use ``from_logits=True`` losses).
     """
-    import keras  # heavy: kit.models stays light (--help imports it)
-    from keras import layers  # heavy: kit.models stays light (--help imports it)
 
     check_int("num_classes", num_classes)
     check_int("embedding_dim", embedding_dim)
@@ -173,7 +172,6 @@ def transfer_model(backbone_model, head_model, *, name: str = "transfer"):
     The backbone is set ``trainable = False`` and called with ``training=False``, so
     its batch-norm statistics stay fixed, exactly as when its features are cached.
     """
-    import keras  # heavy: kit.models stays light (--help imports it)
 
     backbone_model.trainable = False
     inputs = keras.Input(backbone_model.input_shape[1:], name="frames")
@@ -183,7 +181,6 @@ def transfer_model(backbone_model, head_model, *, name: str = "transfer"):
 
 def compile_classifier(model, *, learning_rate: float = 1e-3, steps_per_execution: int = 1):
     """Compiles a classifier producing logits: Adam, sparse cross-entropy, accuracy."""
-    import keras  # heavy: kit.models stays light (--help imports it)
 
     model.compile(optimizer=keras.optimizers.Adam(learning_rate),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -229,7 +226,6 @@ def cost(model) -> Cost:
     Counts Conv2D, DepthwiseConv2D, SeparableConv2D and Dense layers (nested
     models included) from their output shapes, so it works for any input size.
     """
-    import keras  # heavy: kit.models stays light (--help imports it)
 
     macs = 0
     for layer in leaf_layers(model):

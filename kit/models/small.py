@@ -5,6 +5,8 @@ Keras is imported only when a model is built.
 
 from __future__ import annotations
 
+import keras
+
 from kit.util import check_int
 
 __all__ = ["small_model"]
@@ -24,7 +26,6 @@ def small_model(frame_shape, classes: int, *, seed: int = 0, width: int = 1, hea
         head_only: only a Dense head on pooled frames: little compute per example, like
             training a head on a frozen backbone (the spectrogram user's case).
     """
-    import keras  # heavy: kit.models stays light (--help imports it)
 
     width = check_int("width", width)
     keras.utils.set_random_seed(seed)

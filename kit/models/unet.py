@@ -31,7 +31,7 @@ def unet(num_classes: int, *, input_shape=(None, None, 3), input_dtype: str = "f
     Returns:
         An uncompiled ``keras.Model`` whose outputs are logits (use ``from_logits=True``).
     """
-    import keras  # heavy: kit.models stays light (--help imports it)
+    import keras  # keeps kit.models.unet light: Keras (tests/test_segmentation.py checks it)
 
     if input_dtype not in ("float32", "uint8"):
         raise ValueError(f"input_dtype must be 'float32' or 'uint8', got {input_dtype!r}")
@@ -69,7 +69,7 @@ def segmentation_loss(*, one_hot: bool = False, ignore_label: int | None = None)
     sparse loss skip those pixels (averaging over the others); one-hot masks give
     ignored pixels all-zero rows, which add nothing to the categorical loss.
     """
-    import keras  # heavy: kit.models stays light (--help imports it)
+    import keras  # keeps kit.models.unet light: Keras (tests/test_segmentation.py checks it)
 
     if one_hot:
         return keras.losses.CategoricalCrossentropy(from_logits=True)

@@ -85,7 +85,7 @@ export default () => {
 def _figure_widget_class():
     """plotly's ``FigureWidget`` with the front-end module above; plotly's own where its
     bundle is not where plotly 6/7 keeps it."""
-    import plotly.basewidget  # heavy: loads anywidget (seconds); only a live widget needs it
+    import plotly.basewidget  # keeps kit.notebook.explorer light: anywidget (seconds); only a live widget needs it
 
     cls = getattr(_figure_widget_class, "cls", None)
     if cls is not None:
@@ -138,7 +138,9 @@ class _Shown:
         raise NotImplementedError
 
     def _ipython_display_(self):
-        from IPython.display import display  # looked up when shown (a kernel has IPython; tests patch it)
+        from IPython.display import (
+            display,  # keeps kit.notebook.explorer light: IPython; looked up when shown
+        )
 
         display(self.static() if headless() else self.live())
 
@@ -154,7 +156,7 @@ class Choice(_Shown):
         self._widget = None
 
     def live(self):
-        import ipywidgets as widgets  # heavy: only the live widgets need ipywidgets (kit.notebook.explorer stays light)
+        import ipywidgets as widgets  # keeps kit.notebook.explorer light: ipywidgets, only the live widgets need it
 
         if self._widget is None:
             names = list(self.figures)
@@ -354,7 +356,7 @@ class EpochExplorer(_Shown):
             self._syncing = False
 
     def live(self):
-        import ipywidgets as widgets  # heavy: only the live widgets need ipywidgets (kit.notebook.explorer stays light)
+        import ipywidgets as widgets  # keeps kit.notebook.explorer light: ipywidgets, only the live widgets need it
 
         if self._widget is not None:
             return self._widget

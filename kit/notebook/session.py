@@ -72,8 +72,8 @@ def _older(version: str, floor: str) -> bool:
 
 def versions() -> dict:
     """The installed versions of what the kit depends on most: ``{"kit", "tensorflow", "keras", "numpy"}``."""
-    import keras  # after setup sets its log level and stderr filter
-    import tensorflow as tf  # after setup sets its log level and stderr filter
+    import keras  # keeps kit.notebook light: Keras, after setup sets its logging
+    import tensorflow as tf  # keeps kit.notebook light: TensorFlow, after setup sets its logging
 
     return {"kit": kit.__version__, "tensorflow": tf.__version__, "keras": keras.__version__,
             "numpy": np.__version__}
@@ -115,7 +115,7 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = Tr
     record_for_life()  # under `python -m kit demo`: which cache entries this notebook reused
     for message in _IGNORED:
         warnings.filterwarnings("ignore", message=message)
-    import tensorflow as tf  # after setup sets its log level and stderr filter
+    import tensorflow as tf  # keeps kit.notebook light: TensorFlow, after setup sets its logging
 
     tf.get_logger().setLevel("ERROR")
     pio.renderers.default = os.environ.get("PLOTLY_RENDERER", "plotly_mimetype+notebook")

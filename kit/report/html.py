@@ -56,7 +56,7 @@ def last_line(out) -> str:
 
 def _error_html(out) -> str:
     """An error output as its last line, with the full traceback collapsed."""
-    from nbconvert.filters.ansi import ansi2html
+    from nbconvert.filters.ansi import ansi2html  # keeps kit.report light: nbconvert (--help imports it)
 
     last = last_line(out)
     trace = "\n".join(out.get("traceback", []))
@@ -141,8 +141,8 @@ def to_html(nb, *, failed: str | None = None, fast: bool = False, plotlyjs: str 
         plotlyjs: where the page loads plotly.js from.
     """
 
-    import nbformat
-    from nbconvert import HTMLExporter
+    import nbformat  # keeps kit.report light: nbformat (--help imports it)
+    from nbconvert import HTMLExporter  # keeps kit.report light: nbconvert (--help imports it)
 
     nb = copy.deepcopy(nb)
     figures = False
@@ -220,7 +220,7 @@ def is_kits(path: Path, source: Path | None = None) -> bool:
         if source is None:
             return False
         # written before the marker: nbconvert's export of this notebook (its H1 in it)
-        import nbformat
+        import nbformat  # keeps kit.report light: nbformat (--help imports it)
 
         title, _ = describe(nbformat.read(source, as_version=4))
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -67,7 +67,7 @@ def execute(path: str | os.PathLike, *, fast: bool = False, timeout: int = 1800,
         env: extra environment variables for the kernel (on top of ``QUIET_ENV``).
         log: a file for the kernel process's own stdout and stderr (None: inherited).
     """
-    import nbformat
+    import nbformat  # keeps kit.report light: nbformat (--help imports it)
 
     nb = nbformat.read(Path(path), as_version=4)
     _execute(nb, Path(path), fast=fast, timeout=timeout, env=env, log=log)
@@ -75,7 +75,7 @@ def execute(path: str | os.PathLike, *, fast: bool = False, timeout: int = 1800,
 
 
 def _execute(nb, path: Path, *, fast: bool, timeout: int, env: dict | None, log) -> None:
-    from nbclient import NotebookClient
+    from nbclient import NotebookClient  # keeps kit.report light: nbclient (--help imports it)
 
     saved = dict(os.environ)
     for k, v in QUIET_ENV.items():
@@ -139,7 +139,7 @@ def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike =
     Raises:
         ReportError: a file the kit would write exists and is not the kit's.
     """
-    import nbformat
+    import nbformat  # keeps kit.report light: nbformat (--help imports it)
 
     out = Path(out)
     every = notebooks(src)
@@ -178,8 +178,12 @@ def _refuse_foreign(out: Path, chosen) -> None:
 
 def _run_one(p: Path, e: Entry, out: Path, *, fast: bool, timeout: int, log) -> None:
     """Executes notebook ``p`` into ``out`` (its ``.ipynb``, HTML page and log) and fills in its ``e``."""
-    import nbformat
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    import nbformat  # keeps kit.report light: nbformat (--help imports it)
+    from nbclient.exceptions import (  # keeps kit.report light: nbclient (--help imports it)
+        CellExecutionError,
+        CellTimeoutError,
+        DeadKernelError,
+    )
 
     html_path, nb_path = out / p.with_suffix(".html").name, out / p.name
     for stale in (html_path, nb_path):  # ours (checked before): never left looking current

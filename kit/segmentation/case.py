@@ -45,7 +45,7 @@ CASE = register(Case(
     default_variant="sequence",
     default_batch=3,
     # The user (seed 004): 140 steps of batch 3 per epoch, plain Keras on one device.
-    scale=Scale(examples=USER_REPORT["pairs_per_epoch"], replicas=1, global_batch=3),
+    scale=Scale(examples=int(USER_REPORT["pairs_per_epoch"]), replicas=1, global_batch=3),
     model_for=lambda variant: "unet",
     store_kinds=("segmentation",),
 ))

@@ -173,7 +173,7 @@ def _bad_ids(ids: np.ndarray, manifest: store.Manifest) -> str | None:
 
 def _tfrecord(index, palette, size, folder, key, meta, per_shard, seed, workers, progress,
               extra) -> store.Manifest:
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
+    import tensorflow as tf  # keeps kit.segmentation light: TensorFlow
 
     order = np.random.default_rng(seed).permutation(len(index))
     pieces = _pieces(order, per_shard)
@@ -198,7 +198,7 @@ def _tfrecord(index, palette, size, folder, key, meta, per_shard, seed, workers,
 
 def parse_batch(serialized, size):
     """Parses a batch of serialized records at once: ``(B, H, W, 3)`` uint8, ``(B, H, W)`` uint8."""
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
+    import tensorflow as tf  # keeps kit.segmentation light: TensorFlow
 
     feats = tf.io.parse_example(serialized, {"x": tf.io.FixedLenFeature([], tf.string),
                                              "y": tf.io.FixedLenFeature([], tf.string)})

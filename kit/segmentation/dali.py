@@ -76,12 +76,12 @@ class DaliOptions(VariantOptions):
 def available() -> str | None:
     """None if DALI and its TensorFlow plugin import, else why not (one line, with the fix)."""
     try:
-        import nvidia.dali  # noqa: F401  # optional: the dali extra, probed here
+        import nvidia.dali  # noqa: F401  # optional extra: dali
     except ImportError as e:
         return (f"NVIDIA DALI is not installed ({e}); on Linux x86_64: "
                 "pip install 'kit[dali]' then the plugin, see the README")
     try:
-        import nvidia.dali.plugin.tf  # noqa: F401  # optional: the dali extra, probed here
+        import nvidia.dali.plugin.tf  # noqa: F401  # optional extra: dali
     except ImportError as e:
         return (f"DALI's TensorFlow plugin does not load ({e}); install it with "
                 "pip install --no-build-isolation nvidia-dali-tf-plugin-cuda120")
@@ -95,7 +95,7 @@ def _require() -> None:
 
 
 def _gpu_visible() -> bool:
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
+    import tensorflow as tf  # keeps kit.segmentation.dali light: TensorFlow (kit.bench.segmentation imports it)
 
     return bool(tf.config.list_physical_devices("GPU"))
 
@@ -112,8 +112,8 @@ def lookup_keys(palette: Palette) -> tuple[list[int], list[int]]:
 
 def _pipeline(palette: Palette, size, *, batch_size: int, device: str, threads: int, seed: int):
     """The DALI pipeline: encoded image and mask bytes in; uint8 images, class ids, rows out."""
-    from nvidia.dali import fn, pipeline_def, types  # optional: the dali extra
-    from nvidia.dali import math as dmath  # optional: the dali extra
+    from nvidia.dali import fn, pipeline_def, types  # optional extra: dali
+    from nvidia.dali import math as dmath  # optional extra: dali
 
     h, w = size
     rg_keys, b_keys = lookup_keys(palette)
@@ -156,7 +156,7 @@ def _pipeline(palette: Palette, size, *, batch_size: int, device: str, threads: 
 
 def _complete(data, path, where, kind: str):
     """Fails, naming the file and its line, when a PNG or JPEG lacks its end marker."""
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
+    import tensorflow as tf  # keeps kit.segmentation.dali light: TensorFlow (kit.bench.segmentation imports it)
 
     head = tf.strings.substr(data, 0, 4)
     tail = tf.strings.substr(data, tf.maximum(tf.strings.length(data) - 1024, 0), 1024)
@@ -194,8 +194,8 @@ def make_dali(index: PairIndex, opts, vopts: DaliOptions, *, post=None):
         post: a per-batch ``(x, ids) -> (x, y)`` map (the cast and one-hot every variant shares), or None.
     """
     _require()
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
-    from nvidia.dali.plugin import tf as dali_tf  # optional: the dali extra
+    import tensorflow as tf  # keeps kit.segmentation.dali light: TensorFlow (kit.bench.segmentation imports it)
+    from nvidia.dali.plugin import tf as dali_tf  # optional extra: dali
 
     palette = opts.palette
     device = vopts.device or ("gpu" if _gpu_visible() else "cpu")

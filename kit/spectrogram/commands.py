@@ -6,8 +6,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from kit import distribute, samples
-from kit.models import small_model
+from kit import distribute, models, samples
 from kit.spectrogram import FrameIndex, convert, make_loader
 from kit.spectrogram.convert import DEFAULT_SHARD_MB
 from kit.util import non_negative_int, positive_float, positive_int, write_json
@@ -67,7 +66,7 @@ def _multiworker(args) -> int:
         workers=args.workers, index=args.index, per_replica_batch=args.per_replica_batch, steps=args.steps,
         make_data=lambda strategy: distribute.distributed_loader(
             strategy, make, frames, per_replica_batch=args.per_replica_batch, pattern="per_replica"),
-        make_model=lambda: small_model(frames.frame_shape, frames.num_classes))
+        make_model=lambda: models.small_model(frames.frame_shape, frames.num_classes))
     print(f"worker {out['worker']}: {out['replicas']} replicas, global batch {out['global_batch']}, "
           f"losses {', '.join(f'{v:.4f}' for v in out['losses'])}, weights {out['digest']}")
     write_json(args.json, out)

@@ -249,7 +249,7 @@ def _check_memmap(folder: Path, manifest: store.Manifest, shard: store.ShardReco
 
 
 def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check, dtype, k) -> store.Manifest:
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
+    import tensorflow as tf  # keeps kit.spectrogram light: TensorFlow
 
     n = len(index)
     frame_bytes = int(np.prod(index.frame_shape)) * np.dtype(dtype).itemsize
@@ -327,7 +327,7 @@ def decode_records(records, frame_shape, dtype: str = "float32", *, framed: bool
     its CRC, then the next record's length as 8 bytes (0 for the shard's empty end
     record) and that length's CRC. The stated length must be the record's, or 0: a store
     of another layout fails, it is never misread. The CRCs are not computed."""
-    import tensorflow as tf  # heavy: python -m kit --help imports this module
+    import tensorflow as tf  # keeps kit.spectrogram light: TensorFlow
 
     dt = tf.as_dtype(dtype)
     frame_bytes = int(np.prod(frame_shape)) * dt.size

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import hashlib
 
+import keras
 import numpy as np
+import tensorflow as tf
 
 from kit.epochs import block_order_dataset
 from kit.errors import DataError
@@ -118,7 +120,6 @@ def fit_orders(data, index: FrameIndex, *, epochs: int = 2, digests: dict[bytes,
     A small model (global pooling, one dense layer) records each batch its ``train_step``
     receives (run eagerly, so the batches are NumPy-readable); each frame is named by its
     content, its label checked, as ``epoch_rows`` does."""
-    import keras
 
     digests = digests if digests is not None else frame_digests(index)
     seen: list[list[int]] = []
@@ -168,8 +169,6 @@ def epoch_orders(order: str, n: int, *, batch_size: int, seed: int = 0, epochs: 
     if order == "blocks":
         ds = block_order_dataset(n, batch_size, seed=seed, **blocks)
     elif order == "random":
-        import tensorflow as tf  # heavy: python -m kit --help imports this module
-
         ds = tf.data.Dataset.range(n).shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(batch_size)
     else:
         raise ValueError(f"order must be 'random' or 'blocks', got {order!r}")

@@ -14,6 +14,8 @@ Importing this package imports no TensorFlow: ``kit.timing.fitting`` (Keras) loa
 use of one of its names.
 """
 
+import importlib
+
 from kit.timing.batches import batch_size_of, iterate
 from kit.timing.epoch_model import (
     EpochEstimate,
@@ -43,7 +45,5 @@ __all__ = ["measure", "Measurement", "compare", "add_ratios", "project_epoch", "
 
 def __getattr__(name):
     if name in _FITTING:  # kit.timing.fitting imports Keras: loaded on first use
-        from kit.timing import fitting
-
-        return getattr(fitting, name)
+        return getattr(importlib.import_module("kit.timing.fitting"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

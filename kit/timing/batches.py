@@ -49,9 +49,11 @@ def pydataset_adapter():
         ImportError: naming what moved, when a Keras upgrade moved it.
     """
     try:
-        from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+        from keras.src.trainers.data_adapters.py_dataset_adapter import (
+            PyDatasetAdapter,  # keeps kit.timing light: Keras
+        )
     except ImportError as e:
-        import keras
+        import keras  # keeps kit.timing light: Keras
 
         raise ImportError(
             f"kit.timing.batches reads a keras.utils.PyDataset through Keras's private PyDatasetAdapter "
