@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from kit.cases import check_shards
 from kit.spectrogram.convert import arrayrecord_dtype, convert
-from kit.spectrogram.grain import DecodeBatch, GrainOptions, NamedRecords, shuffle_seed
+from kit.spectrogram.grain_options import DecodeBatch, GrainOptions, NamedRecords, shuffle_seed
 from kit.spectrogram.peers import require
 from kit.store import StoreError
 
