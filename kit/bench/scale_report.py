@@ -243,4 +243,4 @@ def show(res) -> None:
     if info.get("free_page_reporting"):
         print(f"note: on this machine {info['free_page_reporting']}: an evicted store's pages go back to the host, "
               f"so a cold epoch reads into memory new to it, and the first read of each page costs CPU that a "
-              f"re-read does not (PYTHONPATH=. python scripts/first_touch.py measures how much)")
+              f"re-read does not (PYTHONPATH=. python scripts/experiments/first_touch.py measures how much)")
