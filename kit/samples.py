@@ -475,7 +475,7 @@ def embedded(case: str) -> Path:
     """Path of the committed sample index of ``case`` (a registered case: ``"spectrogram"``, ``"segmentation"``).
 
     These are what notebooks and tests use by default. They are regenerated with
-    ``python -m kit samples ... --out data_samples/<case>`` (see the README).
+    ``python -m kit samples ... --out data_samples/<case>`` (see docs/stores.md).
     """
     path = registry.get(case).embedded
     if path is None:

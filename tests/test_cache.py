@@ -371,14 +371,14 @@ def test_a_child_process_says_which_cache_entries_it_opened_at_exit(tmp_path):
     kc = tmp_path / "cache"
     csv = samples.cached("spectrogram", files=2, frames_per_file=3, workdir=kc)
     used = tmp_path / "used.txt"
-    code = ("import numpy as np, sys; from kit import cache; assert cache.record_for_life(); "
+    code = ("import numpy as np, sys; from kit.cache import reuse; assert reuse.record_for_life(); "
             "np.load(sys.argv[1], allow_pickle=False)")
     npy = next(csv.parent.rglob("*.npy"))
     env = {**os.environ, "KIT_CACHE": str(kc), cache.USED_ENV: str(used)}
     subprocess.run([sys.executable, "-c", code, str(npy)], env=env, check=True, timeout=120)
     assert cache.used_by_others(used) == {f"samples/{csv.parent.name}"}
     env.pop(cache.USED_ENV)
-    subprocess.run([sys.executable, "-c", code.replace("assert cache.record_for_life()", "pass"), str(npy)],
+    subprocess.run([sys.executable, "-c", code.replace("assert reuse.record_for_life()", "pass"), str(npy)],
                    env=env, check=True, timeout=120)
     assert cache.used_by_others(used) == {f"samples/{csv.parent.name}"}  # nothing more without the variable
     assert cache.used_by_others(tmp_path / "none.txt") == set()

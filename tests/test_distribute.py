@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from kit import distribute, epochs
+from kit.distribute import service as kit_service
 from kit.models import small_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,11 +130,11 @@ def test_tf_config_names_the_cluster_and_this_task():
 
 
 def test_service_addresses_are_checked():
-    assert distribute.parse_address("grpc://localhost:5050") == ("localhost", 5050)
-    assert distribute.parse_address("10.0.0.7:5050") == ("10.0.0.7", 5050)
+    assert kit_service.parse_address("grpc://localhost:5050") == ("localhost", 5050)
+    assert kit_service.parse_address("10.0.0.7:5050") == ("10.0.0.7", 5050)
     for bad in ("localhost", "http://h:1", "h:0", "h:99999", ""):
         with pytest.raises(ValueError, match="grpc://HOST:PORT"):
-            distribute.parse_address(bad)
+            kit_service.parse_address(bad)
 
 
 def test_batch_arithmetic_global_is_per_replica_times_replicas():
@@ -156,7 +157,7 @@ def test_make_strategy_rejects_bad_arguments_before_touching_devices():
 def test_free_port_is_bindable():
     import socket
 
-    port = distribute.free_port()
+    port = kit_service.free_port()
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
 
@@ -178,8 +179,8 @@ def test_pipelines_the_service_cannot_run_are_refused():
     py = tf.data.Dataset.range(8).map(lambda i: tf.numpy_function(lambda v: v, [i], tf.int64))
     zipped = tf.data.Dataset.zip((tf.data.Dataset.range(8), tf.data.Dataset.from_tensors(0).repeat()))
     cached = tf.data.Dataset.range(8).cache()
-    assert distribute.python_ops(graph_only) == [] and distribute.service_problems(graph_only) == []
-    assert distribute.python_ops(py) == ["PyFunc"]
+    assert kit_service.python_ops(graph_only) == [] and distribute.service_problems(graph_only) == []
+    assert kit_service.python_ops(py) == ["PyFunc"]
     with pytest.raises(ValueError, match=r"runs Python \(PyFunc\)"):
         distribute.through_service(py, "grpc://localhost:5050")
     assert any(p.startswith("zip()") for p in distribute.service_problems(zipped))
@@ -349,10 +350,10 @@ def test_service_every_worker_killed_mid_epoch_raises_within_the_timeout(childre
         assert service.ready[0].startswith(f"kit service dispatcher: ready at grpc://127.0.0.1:{dport} (port {dport}, "
                                            "--bind 127.0.0.1)")
         assert service.ready[1].startswith(f"kit service worker: ready at 127.0.0.1:{wport} (--bind 127.0.0.1)")
-        distribute.check_dispatcher("127.0.0.1", dport)
+        kit_service.check_dispatcher("127.0.0.1", dport)
         with pytest.raises(ValueError, match=f"127.0.0.1:{wport} .a gRPC server answers there, but not a tf.data "
                                              "service dispatcher: a worker's port"):
-            distribute.check_dispatcher("127.0.0.1", wport)
+            kit_service.check_dispatcher("127.0.0.1", wport)
         go = tmp_path / "go"
         reader = children([sys.executable, __file__, "service-dead", str(tmp_path / "out.json"), service.target,
                            str(go)], child_env)
@@ -426,7 +427,7 @@ def _child_service_exit(_, target, go):
 
 @pytest.mark.slow
 def test_multi_worker_two_processes_reach_the_same_weights(children, child_env, tmp_path):
-    ports = [distribute.free_port(), distribute.free_port()]
+    ports = [kit_service.free_port(), kit_service.free_port()]
     workers = ",".join(f"127.0.0.1:{p}" for p in ports)
     procs = [children([sys.executable, "-m", "kit", "multiworker", "--workers", workers, "--index", str(i),
                        "--steps", "3", "--per-replica-batch", "8", "--json", str(tmp_path / f"w{i}.json")],

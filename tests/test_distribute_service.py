@@ -53,9 +53,10 @@ def test_a_service_without_workers_times_out_and_a_gone_dispatcher_is_named():
     import tensorflow as tf
 
     from kit import distribute
+    from kit.distribute import service as kit_service
 
     service = tf.data.experimental.service
-    dispatcher = service.DispatchServer(service.DispatcherConfig(port=distribute.free_port()))
+    dispatcher = service.DispatchServer(service.DispatcherConfig(port=kit_service.free_port()))
     address = dispatcher.target.split("://")[1]
     try:
         ds = distribute.through_service(tf.data.Dataset.range(8).batch(4), dispatcher.target, examples=8,
@@ -79,7 +80,8 @@ def test_a_service_address_without_a_dispatcher_is_refused_before_the_epoch():
     import tensorflow as tf
 
     from kit import distribute
+    from kit.distribute import service as kit_service
 
-    port = distribute.free_port()
+    port = kit_service.free_port()
     with pytest.raises(ValueError, match=rf"no tf.data service dispatcher answers at 127.0.0.1:{port}"):
         distribute.through_service(tf.data.Dataset.range(8).batch(4), f"grpc://127.0.0.1:{port}")

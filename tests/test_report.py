@@ -16,6 +16,7 @@ from kit import report
 from kit.report import html as report_html
 from kit.report import index as report_index
 from kit.report import noise as report_noise
+from kit.report import run as report_run
 
 NOISE = (
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
@@ -191,7 +192,7 @@ def test_headline_of_a_table_keeps_the_table():
         "7,219 frames/s over 136 frames", None)
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")),
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]*_*.ipynb")),
                          ids=lambda p: p.name)
 def test_every_walkthrough_notebook_tags_one_headline_cell(path):
     """index.html shows each notebook's headline: the first output of its cell tagged ``headline``."""
@@ -300,14 +301,14 @@ def test_the_index_of_a_fast_run_says_so_at_the_top_and_on_each_headline(tmp_pat
                             headline_table="<table><tr><td>x</td></tr></table>"),
                report_index.Entry("02_c", "02 · C", "third", status="failed", error="ValueError: bad", html="02_c.html"),
                report_index.Entry("03_d", "03 · D", "fourth")]
-    page = report.write_index(entries, tmp_path, fast=True).read_text()
+    page = report_index.write_index(entries, tmp_path, fast=True).read_text()
     assert report_html.FAST_BANNER == ("fast mode: small samples, figures are a demonstration, "
                                 "not measurements of your scale")
     assert page.index(report_html.FAST_BANNER) < page.index("<h1>")  # at the top
     marked = re.findall(r'<span class="fastmark">fast mode</span> (.*?)</td><td style', page)
     assert marked == ["7,219 frames/s", '<div class="table"><table><tr><td>x</td></tr></table></div>']
     assert "FAILED: ValueError: bad" in page
-    full = report.write_index(entries, tmp_path, fast=False).read_text()
+    full = report_index.write_index(entries, tmp_path, fast=False).read_text()
     assert report_html.FAST_BANNER not in full and "fastmark\">" not in full and "7,219 frames/s" in full
 
 
@@ -399,3 +400,12 @@ def test_the_command_line_keeps_tensorflow_startup_lines_out_of_the_terminal(tmp
     bad = subprocess.run([sys.executable, "-m", "kit", "verify", str(tmp_path / "nothing")],
                          env=env, capture_output=True, text=True, timeout=120, check=False)
     assert bad.returncode == 2 and bad.stderr.startswith("kit: error: ") and "no manifest.json" in bad.stderr
+
+
+def test_the_walkthrough_order_takes_a_split_notebook_after_its_first_part(tmp_path):
+    """``03b_...`` (a notebook split off 03) runs right after 03; files without a number are not notebooks
+    of the walkthrough; ``only=["03"]`` keeps both parts."""
+    for name in ("04_d.ipynb", "03b_c.ipynb", "03_b.ipynb", "00_a.ipynb", "scratch.ipynb", "1_x.ipynb"):
+        (tmp_path / name).write_text("{}")
+    assert [p.name for p in report_run.notebooks(tmp_path)] == ["00_a.ipynb", "03_b.ipynb", "03b_c.ipynb", "04_d.ipynb"]
+    assert [p.name for p in report_run.notebooks(tmp_path, only=["03"])] == ["03_b.ipynb", "03b_c.ipynb"]

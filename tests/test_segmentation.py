@@ -11,8 +11,9 @@ from PIL import Image
 
 from kit import samples, store
 from kit.errors import DataError
-from kit.segmentation import VARIANTS, PairIndex, Palette, convert, crop_or_pad, make_loader
+from kit.segmentation import VARIANTS, PairIndex, Palette, convert, make_loader
 from kit.segmentation.dali import available as dali_missing
+from kit.segmentation.index import crop_or_pad
 
 #: Every variant; the optional ``dali`` one skips, saying why, where DALI is not installed.
 NAMES = [pytest.param(n, marks=pytest.mark.skipif(dali_missing() is not None, reason=f"{dali_missing()}"))

@@ -37,7 +37,7 @@ from kit.util import format_duration, write_json
 
 machine = this_machine  # what benches record; lives with the ledger
 
-__all__ = ["run", "module", "BenchResult", "Bench", "BENCHES", "register"]
+__all__ = ["run", "module", "BenchResult", "BENCHES", "register"]
 
 
 @dataclass

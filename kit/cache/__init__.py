@@ -11,8 +11,9 @@
 
 from kit.cache.command import register
 from kit.cache.entries import root, scan, summary
-from kit.cache.reuse import USED_ENV, record_for_life, recording, reuse_report, used_by_others
+from kit.cache.reuse import USED_ENV, recording, reuse_report, used_by_others
 from kit.cache.trim import clean
 
-__all__ = ["root", "scan", "summary", "clean", "recording", "reuse_report", "used_by_others", "record_for_life",
-           "USED_ENV", "register"]
+__all__ = ["root", "summary", "clean", "register",
+           # what the kit's other packages call through this one
+           "USED_ENV", "recording", "reuse_report", "scan", "used_by_others"]

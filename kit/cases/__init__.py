@@ -25,19 +25,19 @@ import importlib
 from kit.cases.index import CsvIndex
 from kit.cases.loaders import LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, graph_only
 from kit.cases.stores import (
-                              DEFAULT_READ_BUFFER,
-                              TFRECORD_FRAMING,
-                              TFRECORD_HEAD,
-                              check_shards,
-                              check_tfrecord_shard,
-                              read_tfrecords,
-                              shard_tags,
-                              store_folder,
+    TFRECORD_FRAMING,
+    TFRECORD_HEAD,
+    check_shards,
+    check_tfrecord_shard,
+    read_tfrecords,
+    shard_tags,
+    store_folder,
 )
 
-__all__ = ["CsvIndex", "LoaderOptions", "VariantOptions", "NoOptions", "Variant", "build_loader", "graph_only",
-           "EpochPyDataset", "epoch_pydataset", "pydataset_class", "read_tfrecords", "check_tfrecord_shard",
-           "check_shards", "store_folder", "shard_tags", "DEFAULT_READ_BUFFER", "TFRECORD_FRAMING", "TFRECORD_HEAD"]
+__all__ = ["LoaderOptions", "VariantOptions", "Variant", "build_loader", "read_tfrecords", "check_shards",
+           "TFRECORD_FRAMING", "TFRECORD_HEAD",
+           # what the kit's other packages call through this one
+           "CsvIndex", "NoOptions", "check_tfrecord_shard", "graph_only", "shard_tags", "store_folder"]
 
 #: Names of ``kit.cases.pydataset`` (it imports Keras): loaded on first use, so that importing
 #: this package imports no Keras.

@@ -17,18 +17,11 @@ only inside its functions, as ``kit.cases`` and the CLI (to register its command
 import importlib
 
 from kit.distribute.service import (
-                                    DISPATCHER_TIMEOUT_S,
-                                    SERVICE_TIMEOUT_S,
-                                    ServiceTimeoutError,
-                                    check_dispatcher,
-                                    free_port,
-                                    local_service,
-                                    parse_address,
-                                    python_ops,
-                                    run_dispatcher,
-                                    run_worker,
-                                    service_problems,
-                                    through_service,
+    SERVICE_TIMEOUT_S,
+    ServiceTimeoutError,
+    local_service,
+    service_problems,
+    through_service,
 )
 
 #: The names of the modules that import TensorFlow (and Keras) at their top: loaded on first use.
@@ -40,12 +33,10 @@ _LAZY = {
                      "per_replica_batch_size", "split_cpu"], "kit.distribute.strategy"),
 }
 
-__all__ = ["SIMULATED_REPLICAS", "PATTERNS", "make_strategy", "split_cpu", "describe", "is_simulated",
-           "global_batch_size", "per_replica_batch_size", "shard_rows", "distributed_loader", "local_batches",
-           "train_steps", "weights_digest", "tf_config", "multi_worker_strategy", "run_multiworker",
-           "parse_address", "python_ops", "service_problems", "through_service", "free_port", "run_dispatcher",
-           "run_worker", "local_service", "check_dispatcher", "DISPATCHER_TIMEOUT_S", "SERVICE_TIMEOUT_S",
-           "ServiceTimeoutError"]
+__all__ = ["SIMULATED_REPLICAS", "PATTERNS", "make_strategy", "describe", "global_batch_size",
+           "per_replica_batch_size", "distributed_loader", "local_batches", "train_steps", "weights_digest",
+           "tf_config", "multi_worker_strategy", "service_problems", "through_service", "local_service",
+           "SERVICE_TIMEOUT_S", "ServiceTimeoutError"]
 
 
 def __getattr__(name):

@@ -57,9 +57,8 @@ from __future__ import annotations
 import importlib
 
 from kit.doctor.cli import load_attr, register
-from kit.doctor.findings import CODES, STATUSES, SYMPTOMS, Finding, table
+from kit.doctor.findings import CODES, SYMPTOMS, Finding, table
 from kit.doctor.report import Diagnosis
-from kit.doctor.sources import check_source
 
 #: The names of the modules that import TensorFlow or Keras (the doctor's measurements, the
 #: pipeline graph and its rewrites): loaded on first use, so that importing this package (as
@@ -78,28 +77,7 @@ _LAZY = {
     "INPUT_BOUND_HEADROOM": "kit.doctor.rules",
 }
 
-__all__ = [
-    "AMPLIFICATION_FACTOR",
-    "AMPLIFICATION_MIN_BYTES",
-    "CODES",
-    "COMPUTE_BOUND_HEADROOM",
-    "INPUT_BOUND_HEADROOM",
-    "SHUFFLE_SHARE",
-    "STATUSES",
-    "SYMPTOMS",
-    "Diagnosis",
-    "Finding",
-    "check_source",
-    "compare_fits",
-    "diagnose",
-    "load_attr",
-    "measure_loader",
-    "pipeline_graph",
-    "pipeline_ops",
-    "record_trace",
-    "register",
-    "table",
-]
+__all__ = ["CODES", "SYMPTOMS", "Diagnosis", "Finding", "compare_fits", "diagnose", "load_attr", "register", "table"]
 
 
 def __getattr__(name):

@@ -6,6 +6,6 @@
   (imported by the notebooks that use it: it needs ipywidgets).
 """
 
-from kit.notebook.session import FAST_NOTE, fast, headline, setup, versions
+from kit.notebook.session import fast, headline, setup, versions
 
-__all__ = ["setup", "headline", "fast", "versions", "FAST_NOTE", "explorer"]
+__all__ = ["setup", "headline", "fast", "versions", "explorer"]

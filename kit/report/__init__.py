@@ -9,8 +9,9 @@ and an HTML page that opens offline, with ``index.html`` first.
 """
 
 from kit.report.html import ReportError, to_html
-from kit.report.index import write_index
-from kit.report.noise import keep_stderr_quiet, quiet_stderr
+from kit.report.noise import quiet_stderr
 from kit.report.run import execute, run_notebooks
 
-__all__ = ["run_notebooks", "execute", "to_html", "ReportError", "write_index", "quiet_stderr", "keep_stderr_quiet"]
+__all__ = ["run_notebooks", "execute", "to_html", "ReportError",
+           # what the kit's other packages call through this one
+           "quiet_stderr"]

@@ -107,8 +107,8 @@ def _execute(nb, path: Path, *, fast: bool, timeout: int, env: dict | None, log)
 
 
 def notebooks(src: str | os.PathLike = "notebooks", only=None) -> list[Path]:
-    """The walkthrough's notebooks in order (``NN_name.ipynb``); ``only``: name prefixes to keep."""
-    paths = sorted(Path(src).glob("[0-9][0-9]_*.ipynb"))
+    """The walkthrough's notebooks in order (``NN_name.ipynb``, then ``NNb_name.ipynb`` after ``NN``); ``only``: name prefixes to keep."""
+    paths = sorted(Path(src).glob("[0-9][0-9]*_*.ipynb"))
     if only:
         paths = [p for p in paths if any(p.name.startswith(o) for o in only)]
     return paths

@@ -12,8 +12,10 @@ Public face:
 
 from kit.segmentation.case import USER_REPORT
 from kit.segmentation.convert import convert
-from kit.segmentation.index import PairIndex, Palette, crop_or_pad
+from kit.segmentation.index import PairIndex, Palette
 from kit.segmentation.variants import GRAPH_ONLY, VARIANTS, default_x_dtype, make_loader
 
-__all__ = ["PairIndex", "Palette", "make_loader", "VARIANTS", "GRAPH_ONLY", "default_x_dtype",
-           "convert", "crop_or_pad", "USER_REPORT", "profile", "dali"]
+__all__ = ["PairIndex", "Palette", "make_loader", "VARIANTS", "GRAPH_ONLY", "convert", "USER_REPORT",
+           "profile", "dali",
+           # what the kit's other packages call through this one
+           "default_x_dtype"]

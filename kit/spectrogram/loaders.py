@@ -317,7 +317,7 @@ class _BlockHints:
     blocks, many at a time, and the call returns). A hint only: a block not read in time
     is read by the gather's page faults, as without it. At a million float16 frames on 2
     cores, cold block-order epochs took 14.7-15.5 s with it and 24.5-28.9 s without, three
-    pairs side by side (``scripts/read_ahead_pairs.py``); warm, the calls cost 0.4-0.5 s
+    pairs side by side (``scripts/experiments/read_ahead_pairs.py``); warm, the calls cost 0.4-0.5 s
     an epoch."""
 
     def __init__(self, path, offset: int, block_frames: int, frame_bytes: int, frames: int):

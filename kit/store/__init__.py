@@ -59,37 +59,8 @@ from kit.store.keys import files_fingerprint, fingerprint, forget_digests
 from kit.store.manifest import FORMAT_VERSION, Manifest, ShardRecord, complete
 
 # What the kit's modules and notebooks call; the rest lives in the parts above.
-__all__ = [
-    # keys
-    "fingerprint",
-    "files_fingerprint",
-    "forget_digests",
-    # the folder
-    "StoreError",
-    "default_workdir",
-    "MANIFEST",
-    "LOCK",
-    "store_kind",
-    "store_lock",
-    "atomic_path",
-    "check_free_space",
-    # the manifest
-    "FORMAT_VERSION",
-    "Manifest",
-    "ShardRecord",
-    "complete",
-    # building
-    "Shard",
-    "build",
-    # checks
-    "check_open",
-    "checks_on",
-    "register_check",
-    "verify",
-    # data files
-    "open_memmap",
-    "load_npy",
-    "read_npy_header",
-    "kernel_read_bytes",
-    "ask_to_read",
-]
+__all__ = ["StoreError", "Manifest", "fingerprint", "complete", "build", "checks_on", "verify",
+           # what the kit's other packages call through this one
+           "FORMAT_VERSION", "Shard", "ShardRecord", "ask_to_read", "check_open", "files_fingerprint",
+           "forget_digests", "kernel_read_bytes", "load_npy", "open_memmap", "read_npy_header",
+           "register_check"]

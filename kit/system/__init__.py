@@ -7,6 +7,6 @@
 """
 
 from kit.system.memory import keep_freed_memory
-from kit.system.pagecache import cached_fraction, evict, warm_page_cache
+from kit.system.pagecache import evict, warm_page_cache
 
-__all__ = ["evict", "cached_fraction", "warm_page_cache", "keep_freed_memory"]
+__all__ = ["evict", "warm_page_cache", "keep_freed_memory"]

@@ -389,7 +389,7 @@ def free_page_reporting(root: str = "/sys") -> str | None:
     ``/sys/bus/virtio/devices/*/features``). There, an evicted store's pages go back to the
     host, and the pages a cold epoch then reads into are new to it: the first read of each
     costs a fault in the host, CPU time a machine without it does not pay
-    (``first_touch``, ``scripts/first_touch.py``, measures the cost)."""
+    (``first_touch``, ``scripts/experiments/first_touch.py``, measures the cost)."""
 
     base = Path(root)
     for dev in sorted(base.glob("bus/virtio/devices/*")):

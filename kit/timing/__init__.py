@@ -18,7 +18,6 @@ import importlib
 
 from kit.timing.batches import batch_size_of, iterate
 from kit.timing.epoch_model import (
-    EpochEstimate,
     Scaling,
     best_next_change,
     compute_rate_from_step,
@@ -30,17 +29,18 @@ from kit.timing.epoch_model import (
     saved,
     user_scale,
 )
-from kit.timing.rates import Measurement, Projection, add_ratios, compare, cpu_used, measure, project_epoch, timed_epoch
+from kit.timing.rates import add_ratios, compare, cpu_used, measure, project_epoch, timed_epoch
 from kit.util import format_duration, usable_cpus
 
 _FITTING = ("StepTimer", "fit", "resume_point")
 
-__all__ = ["measure", "Measurement", "compare", "add_ratios", "project_epoch", "Projection", "format_duration",
-           "usable_cpus",
-           "timed_epoch", "cpu_used", "iterate", "batch_size_of",
+__all__ = ["measure", "compare", "project_epoch", "format_duration", "usable_cpus",
+           "timed_epoch", "cpu_used", "iterate",
            # the epoch model, and the users' scale it projects to
-           "EpochEstimate", "Scaling", "epoch_estimate", "epoch_table", "compute_rate_from_step", "best_next_change",
-           "user_scale", "configurations", "headline", "sample", "saved", *_FITTING]
+           "Scaling", "epoch_estimate", "epoch_table", "compute_rate_from_step", "best_next_change",
+           "user_scale", "configurations", "headline", "sample", "saved", *_FITTING,
+           # what the kit's other packages call through this one
+           "add_ratios", "batch_size_of"]
 
 
 def __getattr__(name):
