@@ -127,39 +127,8 @@ def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: in
                 shuffle: bool = True, seed: int = 0, workdir=None, x_dtype: str | None = None,
                 one_hot: bool = False, progress: bool | str = True, service: str | None = None,
                 service_timeout_s: float | None = None, **options):
-    """Builds the loader variant ``name`` over ``index``.
-
-    Args:
-        name: one of ``VARIANTS``.
-        index: a ``PairIndex``.
-        palette: the masks' colour code (and ignore label), a ``Palette``.
-        batch_size: pairs per batch (the last batch of an epoch may be smaller).
-        size: ``(height, width)`` (or one int) every pair is cropped or padded to.
-        shuffle: reshuffle every epoch.
-        seed: makes the shuffles reproducible.
-        workdir: where the ``class_index`` store is built.
-        x_dtype: ``"float32"`` or ``"uint8"`` (see the module docstring); default
-            ``default_x_dtype(name)``.
-        one_hot: masks as one-hot float32.
-        progress: show a progress bar while converting.
-        service: ``grpc://host:port`` of a tf.data service dispatcher (graph-only pipelines).
-        service_timeout_s: with ``service``, the longest wait for one batch before the
-            read raises an error naming the dispatcher and the count (default 120 s).
-        **options: the variant's own, its options class in ``REGISTRY``:
-            ``sequence``/``sequence_workers``: ``workers`` (1 / the usable CPUs),
-            ``use_multiprocessing`` (False / True), ``max_queue_size`` (10);
-            ``tfdata_naive``: ``parallel_calls`` (4, the user's setting);
-            ``class_index``: ``format`` (``"memmap"`` or ``"tfrecord"``), ``folder`` (use this
-            store folder), ``shard_mb`` (100), ``shuffle_buffer`` (64, tfrecord), ``check_store``
-            (None: a reused store's checksums compared once per change; False skips them);
-            ``dali``: ``device`` (``"cpu"``/``"gpu"``, default: a GPU if TensorFlow sees one),
-            ``threads`` (DALI's, the usable CPUs), ``parallel_reads`` (AUTOTUNE).
-
-    Returns:
-        A ``keras.utils.PyDataset`` for the ``sequence`` variants, else a ``tf.data.Dataset``
-        (ending with ``assert_cardinality``, so a short epoch fails loudly). All go
-        straight into ``model.fit`` and ``kit.timing.measure``.
-    """
+    """Builds the loader variant ``name`` over ``index``: the work behind ``kit.segmentation.make_loader``
+    (``kit.segmentation.variants``), whose docstring says every argument and what comes back."""
     if name not in REGISTRY:
         raise ValueError(f"unknown variant {name!r}; choose one of {', '.join(REGISTRY)}")
     if not isinstance(index, PairIndex) or not isinstance(palette, Palette):

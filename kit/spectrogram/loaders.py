@@ -135,39 +135,8 @@ class TFRecordOptions(StoreOptions):
 def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool = True, seed: int = 0,
                 workdir=None, progress: bool | str = True, service: str | None = None,
                 service_timeout_s: float | None = None, **options):
-    """Builds the loader variant ``name`` over ``index``.
-
-    Args:
-        name: one of ``VARIANTS``.
-        index: a ``FrameIndex``.
-        batch_size: examples per batch (the last batch of an epoch may be smaller).
-        shuffle: reshuffle every epoch.
-        seed: makes the shuffles reproducible (where the variant allows it).
-        workdir: where derived stores (memmap, TFRecord shards) are built.
-        progress: show a progress bar while converting.
-        service: ``grpc://host:port`` of a tf.data service dispatcher, for variants
-            in ``GRAPH_ONLY``.
-        service_timeout_s: with ``service``, the longest wait for one batch before the
-            read raises an error naming the dispatcher and the count (default 120 s).
-        **options: the variant's own, its options class in ``REGISTRY``:
-            ``pydataset``: ``workers`` (1), ``use_multiprocessing`` (False), ``max_queue_size`` (10);
-            ``memmap``: ``folder`` (use this store folder), ``store_dtype`` ("float32"),
-            ``check_store`` (None: checksums of a reused store compared once per change,
-            unless ``$KIT_CHECK_STORES=0``; False skips them),
-            ``order`` ("random" or "blocks"), ``block_frames`` (256), ``window_blocks`` (32);
-            ``tfrecord``: ``folder``, ``store_dtype``, ``check_store``, ``shard_mb`` (100), ``record_frames`` (32),
-            ``shuffle_buffer`` (4096 frames), ``cycle_length`` (4), ``read_buffer`` (256 KB or 8 MB,
-            see ``TFRecordOptions``);
-            ``grain`` (optional: the peers extra): ``folder``, ``store_dtype``, ``check_store``,
-            ``shard_mb`` (100), ``threads`` (None: the usable CPUs), ``processes`` (0: no
-            ``mp_prefetch``), ``prefetch`` (None: 2 batches per thread), see ``GrainOptions``.
-
-    Returns:
-        A ``tf.data.Dataset`` for every variant but ``pydataset`` (a ``keras.utils.PyDataset``)
-        and ``grain`` (a ``kit.spectrogram.grain_loader.GrainLoader``, a ``grain.IterDataset`` whose
-        every iteration is the next epoch). All go straight into ``model.fit`` and
-        ``kit.timing.measure``.
-    """
+    """Builds the loader variant ``name`` over ``index``: the work behind ``kit.spectrogram.make_loader``
+    (``kit.spectrogram.variants``), whose docstring says every argument and what comes back."""
     opts = LoaderOptions(batch_size, shuffle, seed, workdir, progress)
     return build_loader(REGISTRY, name, index, opts, service, service_timeout_s, **options)
 
