@@ -46,8 +46,10 @@ $(PEERS): $(STAMP)
 	else echo "peers: install failed (above); the grain variant's tests skip (pip install 'kit[peers]' to retry)"; fi
 
 # Prints its own progress; each notebook's kernel log goes to reports/logs/. Ends with the file
-# to open (reports/index.html), the time it took and the size of the kit cache.
-demo: $(STAMP) $(DALI) $(PEERS)
+# to open (reports/index.html), the time it took and the size of the kit cache. The peers (Grain,
+# DALI: a 424 MB wheel and a plugin built with g++) only when asked, `make demo WITH_PEERS=1`:
+# the demo's pages say where a peer was left out and how to add it; make test always installs them.
+demo: $(STAMP) $(if $(WITH_PEERS),$(DALI) $(PEERS))
 	$(PY) -m kit demo --reports reports
 
 # The browser tests need Debian's chromium (never a downloaded browser): installed here when root.

@@ -6,6 +6,7 @@ draws from, and what a notebook's run must show. Test files import them by name
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -242,3 +243,5 @@ def assert_ran_in_fast_mode(nb, run: str) -> None:
     line, table = report_index.headline_output(nb)
     assert line and table is None, f"{run} run: the headline is not one line: {line!r}"
     assert f"[{FAST_NOTE}: " in line, f"{run} run: a fast-mode headline not marked: {line!r}"
+    # a figure that could not be computed is said in words, never printed as nan ("expected nanx")
+    assert not re.search(r"\bnan(x|\b)", line, re.IGNORECASE), f"{run} run: nan in the headline: {line!r}"

@@ -29,7 +29,7 @@ def test_setup_returns_fast_and_prints_versions_and_gpus():
     assert re.match(r"kit [\d.]+, tensorflow [\d.]+, keras [\d.]+, numpy [\d.]+$", lines[0])
     assert lines[1].startswith("GPUs: ") or lines[1].startswith("No GPU found")
     printed = lines[-3:]  # what the code above printed after setup()'s own lines
-    assert printed[0] == "FAST True 2 plotly_mimetype+notebook"
+    assert printed[0] == "FAST True 2 plotly_mimetype"
     assert printed[1] == "filtered True"
     glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
     assert printed[2] == f"kept {glibc}"  # freed batch buffers kept mapped (kit.system.memory), where glibc

@@ -1,5 +1,10 @@
-"""Every notebook: committed without outputs, a KIT_FAST parameters cell, and runs headless."""
+"""Every notebook: committed without outputs, a parameters cell of plain values, and runs headless
+(nbclient, and papermill with ``-p FAST True``)."""
 
+import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -23,7 +28,13 @@ def test_committed_clean_with_parameters_cell(path):
         assert not c.get("outputs") and c.get("execution_count") is None, f"{path.name} has outputs"
     first = code[0]
     assert "parameters" in first.metadata.get("tags", []), f"{path.name}: first code cell not tagged"
-    assert "KIT_FAST" in first.source
+    # Plain values only, so that papermill's injected cell (after this one) sets them; the sizes
+    # are derived in the next cell, from what FAST is by then.
+    for stmt in ast.parse(first.source).body:
+        assert isinstance(stmt, ast.Assign), f"{path.name}: the parameters cell holds assignments only"
+        ast.literal_eval(stmt.value)  # raises on anything but a plain value
+    assert "FAST = None" in first.source, f"{path.name}: FAST = None in the parameters cell"
+    assert "kit.notebook.setup(fast=FAST" in code[1].source, f"{path.name}: setup(fast=FAST) after the parameters"
     tagged = [c for c in code if "headline" in c.metadata.get("tags", [])]
     assert len(tagged) == 1 and "kit.notebook.headline(" in tagged[0].source, \
         f"{path.name}: one cell tagged headline, printing through kit.notebook.headline"
@@ -33,6 +44,28 @@ def test_committed_clean_with_parameters_cell(path):
     walls = {i: len(c.source.split()) for i, c in enumerate(nb.cells)
              if c.cell_type == "markdown" and len(c.source.split()) > 200}
     assert not walls, f"{path.name}: markdown cells over 200 words (cell: words) {walls}; split them in steps"
+
+
+@pytest.mark.slow
+def test_papermill_runs_a_notebook_in_fast_mode_by_its_parameter(tmp_path):
+    """``papermill NB OUT -p FAST True`` without KIT_FAST: fast mode all the same (its parameter once
+    came too late, after the cell that had derived the sizes), and the executed notebook carries
+    its figures as plotly JSON without a copy of plotly.js (nbconvert's once weighed 5 MB)."""
+    path = next(p for p in NOTEBOOKS if p.name.startswith("00_"))
+    out = tmp_path / path.name
+    env = {k: v for k, v in os.environ.items() if k != "KIT_FAST"}
+    subprocess.run([sys.executable, "-m", "papermill", str(path), str(out), "-p", "FAST", "True",
+                    "--cwd", str(path.parent), "--no-progress-bar"], env=env, check=True, timeout=900,
+                   capture_output=True)
+    nb = nbformat.read(out, as_version=4)
+    assert_ran_in_fast_mode(nb, "papermill")
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "FAST = True" in injected[0].source
+    figures = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+               if "application/vnd.plotly.v1+json" in o.get("data", {})]
+    assert figures, "no plotly figure in the executed notebook"
+    assert "plotly.js v" not in out.read_text()[:2_000_000]
+    assert out.stat().st_size < 1_000_000, f"{out.stat().st_size} bytes"
 
 
 #: The two runs of notebooks 05 and 00 are test_browser.py's wherever a browser is at hand: first

@@ -1,4 +1,7 @@
-"""The setup every notebook runs first: ``FAST = kit.notebook.setup()``.
+"""The setup every notebook runs first: ``FAST = kit.notebook.setup(fast=FAST)``.
+
+A notebook's ``parameters`` cell holds plain values (``FAST = None``), so that papermill's
+``-p FAST True`` reaches them; the next cell calls ``setup(fast=FAST)`` and derives the sizes.
 
 One call instead of a setup cell copied into every notebook: TensorFlow's log level
 and its start-up lines kept out of the cell's output, the warning filters the kit's
@@ -34,6 +37,9 @@ _IGNORED = (
 def fast() -> bool:
     """True when ``KIT_FAST=1`` (``make test``): the notebooks shrink to seconds."""
     return os.environ.get("KIT_FAST") == "1"
+
+
+_fast_mode = fast  # setup's argument ``fast`` hides the function there
 
 
 #: How a fast-mode figure is marked, in the notebook and on the index page (``kit.report``).
@@ -85,8 +91,13 @@ def _in_kernel() -> bool:
     return type(shell).__name__ == "ZMQInteractiveShell"
 
 
-def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = True) -> bool:
+def setup(*, fast: bool | None = None, gpu_hint: str | None = None, log_level: str = "2",
+          quiet: bool = True) -> bool:
     """Prepares this kernel for a kit notebook; returns ``FAST``.
+
+    ``fast`` True or False sets ``KIT_FAST`` for this kernel (and what it starts), so that
+    ``papermill NB OUT -p FAST True`` runs fast mode as ``KIT_FAST=1`` does; None keeps
+    ``KIT_FAST`` as it is.
 
     Sets TensorFlow's C++ log level (unless already set) and its Python logger to
     errors; in a Jupyter kernel, drops from its stderr the lines TensorFlow prints
@@ -94,12 +105,15 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = Tr
     probes' lines) while every other line, errors included, still shows; keeps freed
     batch buffers mapped for the next batch (``kit.system.memory.keep_freed_memory``), filters
     the Keras warnings that do not apply to kit loaders, sets the plotly renderer
-    (``$PLOTLY_RENDERER``, else one that keeps plotly.js in the output), prints the
+    (``$PLOTLY_RENDERER``, else ``plotly_mimetype``: each figure is its JSON, which JupyterLab
+    draws with its own plotly.js and ``kit.report`` with the reports folder's one copy, so an
+    executed notebook carries no copy of the library), prints the
     versions and warns when one is older than the floors the kit was tested with
     (``kit.util.VERSION_FLOORS``), and prints how many GPUs TensorFlow sees (without
     initialising it: a strategy can still be made after).
 
     Args:
+        fast: fast mode (small samples, short measurements); None: ``KIT_FAST=1`` decides.
         gpu_hint: what to print when there is no GPU (a default line otherwise).
         log_level: ``TF_CPP_MIN_LOG_LEVEL`` (``"2"``: errors only; ``"0"`` everything).
         quiet: drop the ``kit.report.noise.NOISE`` lines from the kernel's stderr (False: keep them).
@@ -107,6 +121,8 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = Tr
     Returns:
         ``fast()``.
     """
+    if fast is not None:
+        os.environ["KIT_FAST"] = "1" if fast else "0"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", log_level)
     if quiet and _in_kernel():
         # Before TensorFlow loads: what it prints at load time ignores the log level.
@@ -118,7 +134,7 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = Tr
     import tensorflow as tf  # keeps kit.notebook light: TensorFlow, after setup sets its logging
 
     tf.get_logger().setLevel("ERROR")
-    pio.renderers.default = os.environ.get("PLOTLY_RENDERER", "plotly_mimetype+notebook")
+    pio.renderers.default = os.environ.get("PLOTLY_RENDERER", "plotly_mimetype")
     have = versions()
     print(", ".join(f"{name} {v}" for name, v in have.items()))
     for name, floor in VERSION_FLOORS.items():
@@ -128,7 +144,7 @@ def setup(*, gpu_hint: str | None = None, log_level: str = "2", quiet: bool = Tr
     gpus = tf.config.list_physical_devices("GPU")
     print(f"GPUs: {len(gpus)}" if gpus else
           gpu_hint or "No GPU found: everything below runs on the CPU (loader speeds are what matter here).")
-    if fast():
+    if _fast_mode():
         print(f"{FAST_NOTE} (KIT_FAST=1): small samples and short measurements, so the notebook runs in seconds; "
               f"its figures show the path, not your scale. Unset KIT_FAST for the full run.")
-    return fast()
+    return _fast_mode()

@@ -62,7 +62,7 @@ def execute(path: str | os.PathLike, *, fast: bool = False, timeout: int = 1800,
 
     Args:
         path: the ``.ipynb`` file.
-        fast: sets ``KIT_FAST=1`` for the kernel (the notebooks' parameter cells read it).
+        fast: sets ``KIT_FAST=1`` for the kernel (``kit.notebook.setup`` reads it).
         timeout: seconds allowed per cell.
         env: extra environment variables for the kernel (on top of ``QUIET_ENV``).
         log: a file for the kernel process's own stdout and stderr (None: inherited).

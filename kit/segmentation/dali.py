@@ -79,7 +79,7 @@ def available() -> str | None:
         import nvidia.dali  # noqa: F401  # optional extra: dali
     except ImportError as e:
         return (f"NVIDIA DALI is not installed ({e}); on Linux x86_64: "
-                "pip install 'kit[dali]' then the plugin, see the README")
+                "pip install 'kit[dali]' then the plugin (make demo WITH_PEERS=1 does both), see the README")
     try:
         import nvidia.dali.plugin.tf  # noqa: F401  # optional extra: dali
     except ImportError as e:

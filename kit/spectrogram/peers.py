@@ -31,13 +31,13 @@ def available() -> str | None:
     try:
         import grain  # noqa: F401  # optional extra: grain (probed here)
     except ImportError as e:
-        return f"Google Grain is not installed ({e}); pip install 'kit[peers]' (make test installs it)"
+        return f"Google Grain is not installed ({e}); pip install 'kit[peers]' or make demo WITH_PEERS=1 (make test installs it)"
     finally:
         logging.getLogger("absl").removeFilter(quiet)
     try:
         from array_record.python import array_record_module  # noqa: F401  # optional extra: array_record (probed here)
     except ImportError as e:
-        return f"ArrayRecord is not installed ({e}); pip install 'kit[peers]' (make test installs it)"
+        return f"ArrayRecord is not installed ({e}); pip install 'kit[peers]' or make demo WITH_PEERS=1 (make test installs it)"
     return None
 
 
