@@ -43,15 +43,16 @@ __all__ = [
 
 
 def throughput(df: pd.DataFrame, *, title: str = "Loader throughput", log: bool = True,
-               ratio: str | None = None) -> go.Figure:
+               ratio: str | None = None, in_order: bool = False) -> go.Figure:
     """Bar chart of examples/s per variant (one row per variant in ``df``).
 
     Args:
         df: needs ``variant`` and ``examples_per_s``; ``ratio`` names an ``x_<name>``
             column whose values label the bars.
         log: logarithmic axis (loaders differ by orders of magnitude).
+        in_order: bars in ``df``'s order, top to bottom (a ladder's rungs), not by speed.
     """
-    d = df.sort_values("examples_per_s")
+    d = df.iloc[::-1] if in_order else df.sort_values("examples_per_s")
     text = None
     if ratio is not None:
         text = [f"{v:,.1f}x" for v in d[ratio]]
@@ -60,6 +61,7 @@ def throughput(df: pd.DataFrame, *, title: str = "Loader throughput", log: bool 
                  labels={"examples_per_s": "examples / s", "variant": ""})
     fig.update_traces(textposition="outside", cliponaxis=False)
     fig.update_layout(height=120 + 45 * len(d), margin=dict(l=10, r=40, t=50, b=40))
+    fig.update_yaxes(categoryorder="array", categoryarray=list(d["variant"]))
     if log:
         fig.update_xaxes(**log_ticks("/s"))
     return fig

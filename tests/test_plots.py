@@ -58,3 +58,12 @@ def test_the_replica_figure_marks_assumed_points():
     line = next(t for t in fig.data if t.name == "memmap")
     assert list(line.marker.symbol) == ["circle", "circle"] + ["circle-open"] * 6
     assert "assumed" in fig.layout.title.text and "assumed" in line.text[7]
+
+
+def test_a_ladder_is_drawn_in_its_order_not_by_speed():
+    """Notebook 02's rungs were once sorted by speed, so the chart did not read as a ladder."""
+    df = pd.DataFrame({"variant": ["generator", "map", "+prefetch", "+vectorise"],
+                       "examples_per_s": [10.0, 500.0, 400.0, 9000.0]})
+    top_down = list(plots.throughput(df, in_order=True).layout.yaxis.categoryarray)[::-1]
+    assert top_down == ["generator", "map", "+prefetch", "+vectorise"]  # plotly draws the first category lowest
+    assert list(plots.throughput(df).layout.yaxis.categoryarray) == ["generator", "+prefetch", "map", "+vectorise"]

@@ -1,64 +1,214 @@
 """The tf.data guide's ladder, on the spectrogram case: one change per rung.
 
 ``ladder(index, batch_size=...)`` returns the rungs in order, each a ``tf.data.Dataset``
-that yields the same batches as the loader variants:
+that yields the same batches as the loader variants; ``CHANGES`` says what each rung changes
+against the one below it, and ``source(rung)`` is the rung's own code (notebook 02 shows it):
 
-1. ``map``: a per-frame ``tf.numpy_function`` read, one frame at a time, then batch;
-2. ``+prefetch``: reading overlaps with the consumer;
-3. ``+parallel map``: several frames read at once (bounded by Python's GIL);
-4. ``+vectorise``: batch the row numbers first, then read the whole batch in one
-   gather from the consolidated memmap, inside the graph (the ``memmap`` variant).
+1. ``map``: tf.data over row numbers, each frame read by ``np.load`` of its whole file (the
+   user's read) in a per-frame ``tf.numpy_function``, one call at a time, then batch;
+2. ``+memory maps``: the frame read through its file's memory map (only its own bytes);
+3. ``+prefetch``: reading overlaps with the consumer;
+4. ``+parallel map``: several frames read at once (bounded by Python's GIL);
+5. ``+vectorise``: batch the row numbers first, then one Python call reads the whole batch;
+6. ``+in the graph``: the frames consolidated once into one memmap, each batch one gather
+   inside the graph, no Python at all (the ``memmap`` variant).
+
+TensorFlow applies two of these rungs by itself (``tf.data.Options``' default optimisations
+``inject_prefetch`` and ``map_parallelization``: a stateless map runs in parallel, a prefetch
+is added at the end). The rungs below them turn those off, so that each rung shows its own
+change; a pipeline written as the ``map`` rung but with the defaults on gets both for free.
 """
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
+import pandas as pd
 import tensorflow as tf
 
 from kit.epochs import num_batches, order_dataset
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.spectrogram.loaders import LoaderOptions, make_loader
 
-__all__ = ["RUNGS", "ladder"]
+__all__ = ["RUNGS", "CHANGES", "ladder", "source", "steps", "reading"]
 
-RUNGS = ("map", "+prefetch", "+parallel map", "+vectorise")
+#: What each rung changes against the rung below it.
+CHANGES = {
+    "map": "tf.data over row numbers; a per-frame numpy_function np.loads the frame's whole file",
+    "+memory maps": "the frame read through its file's memory map: its own bytes, not the whole file",
+    "+prefetch": "prefetch: reading overlaps with the consumer",
+    "+parallel map": "num_parallel_calls=AUTOTUNE: several frames read at once (the GIL bounds it)",
+    "+vectorise": "batch the row numbers first, then one numpy_function call reads the whole batch",
+    "+in the graph": "the frames consolidated once into one memmap; one gather per batch in the graph",
+}
+RUNGS = tuple(CHANGES)
 
 
-def _per_frame(index: FrameIndex, opts: LoaderOptions, *, parallel: bool, prefetch: bool):
+def _only(ds, *, prefetch: bool, parallel: bool, n: int, batch_size: int):
+    """The epoch's length stated, and TensorFlow's own prefetch and map parallelisation off where
+    the rung has not made that change yet (see the module docstring)."""
+    ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches(n, batch_size)))
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = prefetch
+    options.experimental_optimization.map_parallelization = parallel
+    return ds.with_options(options)
+
+
+def _tensors(read, index: FrameIndex, batched: bool = False):
+    """``read`` (NumPy, row numbers -> frames, labels) as a tf.data map function, its shapes restored."""
     h, w = index.frame_shape
-    maps = {}
 
-    def read_one(i):
+    def load(i):
+        x, y = tf.numpy_function(read, [i], (tf.float32, tf.int64), stateful=False)
+        return tf.ensure_shape(x, (None, h, w, 1) if batched else (h, w, 1)), tf.ensure_shape(y, (None,) if batched else ())
+
+    return load
+
+
+def _whole_file(index: FrameIndex):
+    """The user's read: ``np.load`` the frame's whole file, keep one frame."""
+    h, w = index.frame_shape
+
+    def read(i):
+        frames = np.load(index.files[int(index.file_ids[i])], allow_pickle=False)
+        return frames[index.frames[i]].astype(np.float32).reshape(h, w, 1), index.labels[i]
+
+    return read
+
+
+def _memory_mapped(index: FrameIndex):
+    """One frame through its file's memory map, opened once per file."""
+    h, w = index.frame_shape
+    maps: dict = {}
+
+    def read(i):
         k = int(index.file_ids[i])
         if k not in maps:
             maps[k] = open_frames(index.files[k])
         return np.asarray(maps[k][index.frames[i]], np.float32).reshape(h, w, 1), index.labels[i]
 
-    def load(i):
-        x, y = tf.numpy_function(read_one, [i], (tf.float32, tf.int64), stateful=False)
-        return tf.ensure_shape(x, (h, w, 1)), tf.ensure_shape(y, ())
+    return read
 
+
+def _memory_mapped_batch(index: FrameIndex):
+    """A batch of rows through the files' memory maps: one call, every frame of the batch."""
+    one = _memory_mapped(index)
+
+    def read(rows):
+        frames, labels = zip(*(one(i) for i in rows))
+        return np.stack(frames), np.asarray(labels, np.int64)
+
+    return read
+
+
+def rung_map(index: FrameIndex, opts: LoaderOptions):
     ds = order_dataset(len(index), opts)
-    ds = ds.map(load, num_parallel_calls=tf.data.AUTOTUNE if parallel else None)
+    ds = ds.map(_tensors(_whole_file(index), index))  # one frame per call, one call at a time
     ds = ds.batch(opts.batch_size)
-    ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches(len(index), opts.batch_size)))
-    if prefetch:
-        ds = ds.prefetch(tf.data.AUTOTUNE)
-    else:  # tf.data would otherwise add a prefetch by itself (inject_prefetch)
-        options = tf.data.Options()
-        options.experimental_optimization.inject_prefetch = False
-        ds = ds.with_options(options)
-    return ds
+    return _only(ds, prefetch=False, parallel=False, n=len(index), batch_size=opts.batch_size)
+
+
+def rung_memory_maps(index: FrameIndex, opts: LoaderOptions):
+    ds = order_dataset(len(index), opts)
+    ds = ds.map(_tensors(_memory_mapped(index), index))  # changed: the frame's bytes, not its file
+    ds = ds.batch(opts.batch_size)
+    return _only(ds, prefetch=False, parallel=False, n=len(index), batch_size=opts.batch_size)
+
+
+def rung_prefetch(index: FrameIndex, opts: LoaderOptions):
+    ds = order_dataset(len(index), opts)
+    ds = ds.map(_tensors(_memory_mapped(index), index))
+    ds = ds.batch(opts.batch_size)
+    ds = ds.prefetch(tf.data.AUTOTUNE)  # changed: read ahead while the consumer works
+    return _only(ds, prefetch=True, parallel=False, n=len(index), batch_size=opts.batch_size)
+
+
+def rung_parallel_map(index: FrameIndex, opts: LoaderOptions):
+    ds = order_dataset(len(index), opts)
+    ds = ds.map(_tensors(_memory_mapped(index), index),
+                num_parallel_calls=tf.data.AUTOTUNE)  # changed: several frames at once
+    ds = ds.batch(opts.batch_size)
+    ds = ds.prefetch(tf.data.AUTOTUNE)
+    return _only(ds, prefetch=True, parallel=True, n=len(index), batch_size=opts.batch_size)
+
+
+def rung_vectorise(index: FrameIndex, opts: LoaderOptions):
+    ds = order_dataset(len(index), opts)
+    ds = ds.batch(opts.batch_size)  # changed: batch the row numbers first ...
+    ds = ds.map(_tensors(_memory_mapped_batch(index), index, batched=True),
+                num_parallel_calls=tf.data.AUTOTUNE)  # ... then one call reads the whole batch
+    ds = ds.prefetch(tf.data.AUTOTUNE)
+    return _only(ds, prefetch=True, parallel=True, n=len(index), batch_size=opts.batch_size)
+
+
+def rung_in_the_graph(index: FrameIndex, opts: LoaderOptions, workdir=None):
+    # changed: the frames consolidated once into one memmap (a verified store in the kit cache),
+    # each batch one sorted gather inside the graph: no Python per frame or per batch
+    return make_loader("memmap", index, batch_size=opts.batch_size, shuffle=opts.shuffle, seed=opts.seed,
+                       workdir=workdir, progress=False)
+
+
+_BUILDERS = {"map": rung_map, "+memory maps": rung_memory_maps, "+prefetch": rung_prefetch,
+             "+parallel map": rung_parallel_map, "+vectorise": rung_vectorise, "+in the graph": rung_in_the_graph}
+
+
+#: The read each rung's builder takes from the functions above (shown with it).
+_READS = {"map": _whole_file, "+memory maps": _memory_mapped, "+vectorise": _memory_mapped_batch}
+
+
+def source(rung: str) -> str:
+    """The code of ``rung`` as the kit runs it: its builder, after the read it introduces."""
+    parts = [_READS[rung]] if rung in _READS else []
+    return "\n\n".join(inspect.getsource(f) for f in [*parts, _BUILDERS[rung]])
 
 
 def ladder(index: FrameIndex, *, batch_size: int, shuffle: bool = True, seed: int = 0,
            workdir=None) -> dict:
     """The rungs of the ladder, name -> dataset, in order (see the module docstring)."""
     opts = LoaderOptions(batch_size, shuffle, seed)
-    return {
-        "map": _per_frame(index, opts, parallel=False, prefetch=False),
-        "+prefetch": _per_frame(index, opts, parallel=False, prefetch=True),
-        "+parallel map": _per_frame(index, opts, parallel=True, prefetch=True),
-        "+vectorise": make_loader("memmap", index, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                                  workdir=workdir, progress=False),
-    }
+    rungs = {name: build(index, opts) for name, build in _BUILDERS.items() if name != "+in the graph"}
+    rungs["+in the graph"] = rung_in_the_graph(index, opts, workdir)
+    return rungs
+
+
+#: Why a rung can give nothing where it is measured, said beside it when it did not gain.
+_WHY_NOT = {
+    "+prefetch": "the measuring loop does no work between batches, so reading ahead has nothing to overlap "
+                 "with; in training the step is that work",
+    "+parallel map": "every numpy_function call holds Python's GIL, so parallel calls queue for it ({cpus} "
+                     "usable CPUs here)",
+}
+
+
+def steps(df):
+    """Each rung against the rung below it (``map`` against the ``generator`` where the table has it),
+    from ``kit.timing.compare``'s table of the rungs (its
+    ``variant``, ``examples_per_s``, ``round_min``, ``round_max``): ``rung``, ``change``, ``x_below``
+    (the ratio of the rates), ``low`` and ``high`` (the widest the rounds allow: this rung's slowest
+    round over the rung below's fastest, and the other way round) and ``verdict``: ``gain`` where even
+    ``low`` is above 1.05, ``loss`` where even ``high`` is below 0.95, else ``unclear``."""
+    rates = df.set_index("variant")
+    rows = []
+    order = ("generator", *RUNGS) if "generator" in rates.index else RUNGS  # the first rung against the user's
+    for below, rung in zip(order, order[1:]):
+        a, b = rates.loc[below], rates.loc[rung]
+        low, high = b["round_min"] / a["round_max"], b["round_max"] / a["round_min"]
+        rows.append({"rung": rung, "change": CHANGES[rung], "x_below": b["examples_per_s"] / a["examples_per_s"],
+                     "low": low, "high": high,
+                     "verdict": "gain" if low > 1.05 else "loss" if high < 0.95 else "unclear"})
+    return pd.DataFrame(rows)
+
+
+def reading(table, *, cpus: int) -> list[str]:
+    """One sentence per rung of ``steps``' table, each computed from its row; then which rung gained most."""
+    out = []
+    for r in table.itertuples():
+        said = {"gain": "gained", "loss": "lost", "unclear": "changed nothing clear:"}[r.verdict]
+        line = f"{r.rung} ({r.change}) {said} {r.x_below:,.2f}x (rounds {r.low:,.2f}-{r.high:,.2f}x)"
+        if r.verdict != "gain" and r.rung in _WHY_NOT:
+            line += f"; why here: {_WHY_NOT[r.rung].format(cpus=cpus)}"
+        out.append(line)
+    top = table.loc[table["x_below"].idxmax()]
+    out.append(f"The biggest rung in this run: {top.rung}, {top.x_below:,.1f}x the rung below it.")
+    return out
