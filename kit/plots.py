@@ -37,6 +37,7 @@ __all__ = [
     'epoch_text',
     'epoch_comparison',
     'epoch_vs_replicas',
+    'epoch_vs_layout',
     'machines',
     'epoch_order',
 ]
@@ -319,6 +320,45 @@ def epoch_vs_replicas(table: pd.DataFrame, *, title: str | None = None) -> go.Fi
                       xaxis_title="replicas", yaxis_title="seconds per epoch", height=450)
     fig.update_yaxes(**log_ticks("s"))
     fig.update_xaxes(**integer_ticks())
+    return fig
+
+
+def epoch_vs_layout(table: pd.DataFrame, fit, *, target_s: float, reached: int | None, examples: int = 1_000_000,
+                    title: str | None = None) -> go.Figure:
+    """The generator's epoch against frames per file: the measured layouts, the fitted line, the
+    user's epoch marked (a dashed line) and the layout where the line reaches it.
+
+    Args:
+        table: ``kit.spectrogram.layouts.epoch_table`` rows (``frames_per_file``, ``epoch_s``).
+        fit: their ``kit.spectrogram.layouts.Fit``.
+        target_s: the user's epoch (seconds).
+        reached: the frames per file at which ``fit`` reaches ``target_s`` (None: it does not).
+    """
+    top = max(float(table["frames_per_file"].max()), float(reached or 0)) * 2
+    xs = np.geomspace(max(1.0, float(table["frames_per_file"].min()) / 2), top, 60)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=xs, y=fit.epoch_s(xs, examples), mode="lines", name="fitted: " + fit.basis,
+                             line=dict(color="#636efa"), hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=table["frames_per_file"], y=table["epoch_s"], mode="markers", name="measured",
+                             marker=dict(size=10, color="#ef553b"),
+                             text=[f"{n:,} frames per file: {format_duration(e)} per epoch; read amplification "
+                                   + (f"{a:,.0f}x" if pd.notna(a) else "not counted")
+                                   for n, e, a in zip(table["frames_per_file"], table["epoch_s"],
+                                                      table.get("amplification", pd.Series(np.nan, index=table.index)))],
+                             hoverinfo="text"))
+    fig.add_trace(go.Scatter(x=[xs[0], xs[-1]], y=[target_s, target_s], mode="lines",
+                             name=f"the user's epoch: {format_duration(target_s)}",
+                             line=dict(color="#00cc96", dash="dash")))
+    if reached is not None:
+        fig.add_trace(go.Scatter(x=[reached], y=[target_s], mode="markers+text", name=f"reached at {reached:,} "
+                                 "frames per file", marker=dict(symbol="star", size=14, color="#00cc96"),
+                                 text=[f"{reached:,} frames per file"], textposition="top left"))
+    fig.update_layout(title=title or f"The generator's epoch of {examples:,} frames against the files' layout",
+                      xaxis_title="frames per file (read amplification: each frame reads its whole file)",
+                      yaxis_title="seconds per epoch", height=500,
+                      legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(**log_ticks("s"))
     return fig
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["VERSION_FLOORS", "process_alive", "check_int", "positive_int", "non_negative_int", "size_arg", "write_json",
+__all__ = ["VERSION_FLOORS", "process_alive", "process_io", "check_int", "positive_int", "non_negative_int", "size_arg", "write_json",
            "format_duration", "usable_cpus"]
 
 
@@ -118,6 +118,16 @@ def usable_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def process_io() -> dict | None:
+    """This process's I/O counters (``/proc/self/io``: ``rchar``, the bytes its read calls returned,
+    page cache included; ``read_bytes``, those that came from the disk), or None where there is none."""
+    try:
+        with open("/proc/self/io") as f:
+            return {k: int(v) for k, v in (line.split(":") for line in f if ":" in line)}
+    except OSError:
+        return None
 
 
 def process_alive(pid: int) -> bool:

@@ -26,16 +26,9 @@ from kit.doctor.sources import (
     one_line,
     shapes,
 )
+from kit.util import process_io
 
 # --------------------------------------------------------------------------- the loader alone
-
-
-def _proc_io() -> dict | None:
-    try:
-        with open("/proc/self/io") as f:
-            return {k: int(v) for k, v in (line.split(":") for line in f if ":" in line)}
-    except OSError:
-        return None
 
 
 def _cpu_s() -> float:
@@ -74,9 +67,9 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
         except StopIteration:
             raise ValueError("the source ended during the warm-up") from None
         sizes.clear()
-        io0, cpu0, t0 = _proc_io(), _cpu_s(), time.perf_counter()
+        io0, cpu0, t0 = process_io(), _cpu_s(), time.perf_counter()
         m = timing.measure(it, warmup=0, max_seconds=max_seconds)
-        io1, cpu1, wall = _proc_io(), _cpu_s(), time.perf_counter() - t0
+        io1, cpu1, wall = process_io(), _cpu_s(), time.perf_counter() - t0
     finally:
         it.close()  # the epoch being read ends here (a PyDataset's workers stop), not when collected
     examples = sum(sizes)

@@ -7,6 +7,8 @@ Public face:
         resumable, verified).
     order (module): the order a loader delivers, read back from the frames.
     ladder (module): the tf.data guide's ladder, one change per rung (notebook 02).
+    layouts (module): the generator's epoch against frames per file, and the layout that reaches
+        the user's 40 hours (notebook 01).
     grain (module): the Grain peer (``grain.available()`` says why not where the extra is missing).
 """
 
@@ -14,4 +16,4 @@ from kit.spectrogram.convert import convert
 from kit.spectrogram.index import FrameIndex
 from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS, make_loader
 
-__all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "convert", "order", "ladder", "grain"]
+__all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "convert", "order", "ladder", "layouts", "grain"]

@@ -22,6 +22,8 @@ change; a pipeline written as the ``map`` rung but with the defaults on gets bot
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -149,12 +151,12 @@ def rung_in_the_graph(index: FrameIndex, opts: LoaderOptions, workdir=None):
                        workdir=workdir, progress=False)
 
 
-_BUILDERS = {"map": rung_map, "+memory maps": rung_memory_maps, "+prefetch": rung_prefetch,
+_BUILDERS: dict[str, Callable[..., Any]] = {"map": rung_map, "+memory maps": rung_memory_maps, "+prefetch": rung_prefetch,
              "+parallel map": rung_parallel_map, "+vectorise": rung_vectorise, "+in the graph": rung_in_the_graph}
 
 
 #: The read each rung's builder takes from the functions above (shown with it).
-_READS = {"map": _whole_file, "+memory maps": _memory_mapped, "+vectorise": _memory_mapped_batch}
+_READS: dict[str, Callable[..., Any]] = {"map": _whole_file, "+memory maps": _memory_mapped, "+vectorise": _memory_mapped_batch}
 
 
 def source(rung: str) -> str:

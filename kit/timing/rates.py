@@ -190,7 +190,7 @@ def compare(
     loaders: Mapping[str, Any],
     *,
     baselines: Sequence[str] | str = (),
-    num_batches: int | Mapping[str, int] = 20,
+    num_batches: int | Mapping[str, int] | None = 20,
     warmup: int = 2,
     rounds: int = 3,
     max_seconds: float | Mapping[str, float] | None = None,
@@ -207,7 +207,7 @@ def compare(
             ``PyDataset``) or a zero-argument callable returning a fresh one.
         baselines: names of loaders to express ratios against; adds a column
             ``x_<name>`` per baseline (rate / baseline's rate).
-        num_batches: timed batches per round, one number or per loader.
+        num_batches: timed batches per round, one number or per loader (None: to the end, or ``max_seconds``).
         warmup: untimed batches before each timed round.
         rounds: how many interleaved rounds.
         max_seconds: per-round time cap, one number or per loader.
