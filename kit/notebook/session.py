@@ -21,6 +21,7 @@ import plotly.io as pio
 
 import kit
 from kit.cache.reuse import record_for_life
+from kit.notebook.records import show
 from kit.report.noise import keep_stderr_quiet
 from kit.system.memory import keep_freed_memory
 from kit.util import VERSION_FLOORS
@@ -46,7 +47,7 @@ _fast_mode = fast  # setup's argument ``fast`` hides the function there
 FAST_NOTE = "FAST MODE"
 
 
-def headline(text: str, *, sample: str) -> str:
+def headline(text: str, *, sample: str, figures=(), summary: str | None = None) -> str:
     """Prints a notebook's headline figure, one line; in fast mode marked as such, with its sample.
 
     The index page (``kit.report``) shows the first line the cell tagged ``headline`` prints,
@@ -56,13 +57,18 @@ def headline(text: str, *, sample: str) -> str:
     Args:
         text: the headline, its figures rounded and with their units.
         sample: what the figures were measured on ("200 frames, 5 batches a round").
+        figures: ``kit.notebook.records.figure`` / ``shared`` records of the figures the line states,
+            which ``python -m kit demo`` gathers into ``reports/headlines.json``.
+        summary: the index's one sentence for this notebook (about 160 characters at most;
+            None: the index shows the line).
 
     Returns:
-        The line printed.
+        The line shown.
     """
     line = f"{text} [{FAST_NOTE}: {sample}; a demonstration, not a measurement at scale]" if fast() else text
-    print(line)
-    return line
+    if summary is not None and len(summary) > 180:
+        raise ValueError(f"a headline's summary is one sentence for the index, about 160 characters; got {len(summary)}")
+    return show(line, {"kind": "headline", "text": line, "summary": summary, "figures": list(figures), "fast": fast()})
 
 
 def _older(version: str, floor: str) -> bool:

@@ -1,20 +1,37 @@
 """The walkthrough's index page: ``index.html``, one row per notebook in order, with what it
 teaches, the headline it measured in this run (``headline_output``: the first output of its cell
-tagged ``headline``) and whether it ran.
+tagged ``headline``; its ``summary`` sentence where the notebook gave one), how many of its lessons
+held, and whether it ran; at the top, what the run found (``summary_lines``).
+
+``records(nb)``: what a notebook stated through ``kit.notebook`` (headlines with their figures,
+lessons), read from its outputs of type ``RECORD_MIME``; ``headlines(entries)`` is the list
+``reports/headlines.json`` holds and ``disagreements`` the quantities whose values on one basis
+differ by more than 10%.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.report.html import FAST_BANNER, MARK, ReportError, is_kits, write_atomic
+from kit.util import format_duration
 
-__all__ = ["Entry", "headline", "headline_output", "format_run_time", "write_index"]
+__all__ = ["RECORD_MIME", "RUN_ENV", "RUN_ID_ENV", "NOTEBOOK_ENV", "RUN_FOLDER", "HEADLINES", "Entry", "headline", "headline_output", "records", "headlines", "disagreements",
+           "summary_lines", "format_run_time", "write_index"]
+
+#: The output type of what a notebook states through ``kit.notebook`` (``kit.notebook.records``).
+RECORD_MIME = "application/vnd.kit.record+json"
+#: What ``run_notebooks`` tells each kernel: the run's folder of shared figures, the run's id and
+#: the notebook's name (``kit.notebook.records.shared`` reads them).
+RUN_ENV, RUN_ID_ENV, NOTEBOOK_ENV = "KIT_RUN_DIR", "KIT_RUN_ID", "KIT_NOTEBOOK"
+#: In a reports folder: the run's shared figures, and the list of every headline figure.
+RUN_FOLDER, HEADLINES = ".kit-run", "headlines.json"
 
 
 @dataclass
@@ -30,6 +47,82 @@ class Entry:
     error: str | None = None
     seconds: float | None = None
     html: str | None = None
+    summary: str | None = None   # the notebook's one sentence for the index (its headline's summary=)
+    figures: list = field(default_factory=list)   # its headline figures (kit.notebook.figure / shared)
+    lessons: list = field(default_factory=list)   # its lessons: {"claim", "held", "measured"}
+
+
+def records(nb) -> list[dict]:
+    """Every record a notebook's outputs carry (``RECORD_MIME``), in order."""
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            rec = o.get("data", {}).get(RECORD_MIME) if o.get("output_type") in ("display_data", "execute_result") else None
+            if isinstance(rec, str):
+                rec = json.loads(rec)
+            if isinstance(rec, dict):
+                out.append(rec)
+    return out
+
+
+def headlines(entries: list[Entry]) -> list[dict]:
+    """``reports/headlines.json``: one ``{"notebook", "quantity", "value", "unit", "basis"}`` per headline
+    figure of the notebooks that ran."""
+    return [{"notebook": e.name, **f} for e in entries if e.status == "ok" for f in e.figures]
+
+
+def disagreements(rows: list[dict], tolerance: float = 0.10) -> list[str]:
+    """The quantities whose values on one basis differ by more than ``tolerance`` (one line each)."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["quantity"], json.dumps(r["basis"], sort_keys=True)), []).append(r)
+    out = []
+    for (quantity, _), rs in groups.items():
+        values = [r["value"] for r in rs]
+        if min(values) > 0 and max(values) / min(values) > 1 + tolerance:
+            out.append(f"{quantity}: " + ", ".join(f"{r['notebook']} {r['value']:,.4g} {r['unit']}" for r in rs)
+                       + f" on one basis differ by more than {tolerance:.0%}")
+    return out
+
+
+def _lesson_count(lessons: list) -> str:
+    held = sum(x["held"] is True for x in lessons)
+    failed = sum(x["held"] is False for x in lessons)
+    unshown = sum(x["held"] is None for x in lessons)
+    text = f"{held} of {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} held"
+    if failed:
+        text += f", {failed} did not"
+    if unshown:
+        text += f", {unshown} not shown at this size"
+    return text
+
+
+def summary_lines(entries: list[Entry]) -> list[str]:
+    """What the run found, in up to three lines: the users' bottleneck (notebook 01's figures), the best
+    fix measured (the largest ``speedup_over_generator``), and how many lessons held."""
+    figs = {f["quantity"]: (e, f) for e in entries if e.status == "ok" for f in e.figures}
+    lines = []
+    if "generator_epoch_1m" in figs:
+        e, f = figs["generator_epoch_1m"]
+        b = f["basis"]
+        line = (f"The bottleneck: the spectrogram user's generator reads a frame's whole file for every frame; "
+                f"at {b.get('frames_per_file', '?')} frames per file its 1,000,000-frame epoch takes "
+                f"{format_duration(f['value'])} here ({b.get('measured_in', e.name)})")
+        if "layout_reaching_user_epoch" in figs:
+            f2 = figs["layout_reaching_user_epoch"][1]
+            line += (f", and the user's 40 hours come at about {f2['value']:,.0f} frames per file "
+                     f"({f2['basis'].get('how', 'fitted')})")
+        lines.append(line + ".")
+    best = [(f["value"], e, f) for e in entries if e.status == "ok" for f in e.figures
+            if f["quantity"] == "speedup_over_generator"]
+    if best:
+        value, e, f = max(best, key=lambda t: t[0])
+        lines.append(f"The best fix measured in this run: {f['basis'].get('loader', '?')}, {value:,.0f}x the generator "
+                     f"on the same data, side by side ({e.name}).")
+    lessons = [x for e in entries if e.status == "ok" for x in e.lessons]
+    if lessons:
+        lines.append(f"Lessons: {_lesson_count(lessons)} in this run (each checked against the run's numbers on its page).")
+    return lines
 
 
 def headline(nb) -> str | None:
@@ -44,6 +137,11 @@ def headline_output(nb) -> tuple[str | None, str | None]:
     DataFrame: several lines of text and an HTML form) ``table`` is its HTML, which the
     index shows, since a table's first line is only its header.
     """
+    for cell in nb.cells:  # the line kit.notebook.headline showed, wherever its cell printed others first
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            rec = out.get("data", {}).get(RECORD_MIME) if out.output_type in ("display_data", "execute_result") else None
+            if isinstance(rec, dict) and rec.get("kind") == "headline" and rec.get("text"):
+                return str(rec["text"]).strip(), None
     for cell in nb.cells:
         if cell.cell_type != "code" or "headline" not in cell.metadata.get("tags", []):
             continue
@@ -79,7 +177,9 @@ def _index_row(e: Entry, fast: bool) -> str:
     name = html.escape(e.title or e.name)
     link = f'<a href="{html.escape(e.html)}">{name}</a>' if e.html else name
     if e.status == "ok":
-        if e.headline_table:
+        if e.summary:
+            figure = f'<span class="sum">{html.escape(e.summary)}</span>'
+        elif e.headline_table:
             figure = f'<div class="table">{e.headline_table}</div>'
         elif e.headline:
             figure = html.escape(e.headline)
@@ -88,6 +188,9 @@ def _index_row(e: Entry, fast: bool) -> str:
         if fast and (e.headline_table or e.headline):
             figure = f'<span class="fastmark">fast mode</span> {figure}'
         status = f'<span class="ok">ran in {format_run_time(e.seconds)}</span>' if e.seconds is not None else "ok"
+        if e.lessons:
+            bad = any(x["held"] is False for x in e.lessons)
+            status += f'<div class="{"bad" if bad else "dim"}">{html.escape(_lesson_count(e.lessons))}</div>'
     elif e.status == "failed":
         figure = f'<span class="bad">FAILED: {html.escape(e.error or "")}</span>'
         status = '<span class="bad">failed</span>'
@@ -125,12 +228,14 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 8px 10px; vertical-align: top;
 .table table {{ font-size: 12px; width: auto; }} .table td, .table th {{ padding: 2px 6px; text-align: right; }}
 .ok {{ color: #2a7a2a; }} .bad {{ color: #c9302c; font-weight: bold; }} .dim {{ color: #999; }}
 .fast {{ background: #fcf8e3; color: #8a6d3b; border: 1px solid #faebcc; padding: 10px 14px; font-size: 17px; }}
+.sum {{ font-family: system-ui, sans-serif; font-size: 14px; }} .found {{ font-size: 16px; }}
 .fastmark {{ background: #f0ad4e; color: white; border-radius: 3px; padding: 0 5px; font: bold 11px sans-serif; }}
 </style></head><body>
 {f'<p class="fast"><strong>{html.escape(FAST_BANNER)}.</strong></p>' if fast else ""}
 <h1>{html.escape(title)}</h1>
-<p>Each notebook was executed headless in this run; the figure beside it is the first output of its
-<code>headline</code> cell, measured in this run{" in fast mode" if fast else ""}.
+{"".join(f'<p class="found">{html.escape(x)}</p>' for x in summary_lines(entries))}
+<p>Each notebook was executed headless in this run; the sentence beside it is its headline, measured in
+this run{" in fast mode" if fast else ""} (the full line is on its page), with how many of its lessons held.
 Click a title to read the notebook.</p>
 <table><tr><th style="width:42%">notebook: what it teaches</th><th>headline measured in this run</th>
 <th style="white-space:nowrap">status</th></tr>

@@ -18,6 +18,7 @@ overwritten or removed.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -33,7 +34,20 @@ from kit.report.html import (
     write_atomic,
     write_plotlyjs,
 )
-from kit.report.index import Entry, format_run_time, headline_output, write_index
+from kit.report.index import (
+    HEADLINES,
+    NOTEBOOK_ENV,
+    RUN_ENV,
+    RUN_FOLDER,
+    RUN_ID_ENV,
+    Entry,
+    disagreements,
+    format_run_time,
+    headline_output,
+    headlines,
+    records,
+    write_index,
+)
 from kit.report.noise import clean
 
 __all__ = ["QUIET_ENV", "execute", "notebooks", "run_notebooks"]
@@ -148,6 +162,11 @@ def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike =
     out.mkdir(parents=True, exist_ok=True)
     write_plotlyjs(out)  # the one copy every page loads
 
+    # This run's shared figures (kit.notebook.shared): measured once, stated by every later notebook.
+    run_dir = out / RUN_FOLDER
+    run_dir.mkdir(exist_ok=True)
+    (run_dir / "shared.json").unlink(missing_ok=True)  # the kit's own file: a new run measures anew
+    run_env = {RUN_ENV: str(run_dir), RUN_ID_ENV: time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"}
     entries = []
     for p in every:
         title, teaches = describe(nbformat.read(p, as_version=4))
@@ -159,9 +178,14 @@ def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike =
     chosen_list = [p for p in every if p in chosen]
     for n, p in enumerate(chosen_list, 1):
         log(f"  [{n}/{len(chosen_list)}] {p.stem} ...")
-        _run_one(p, entries[every.index(p)], out, fast=fast, timeout=timeout, log=log)
+        _run_one(p, entries[every.index(p)], out, fast=fast, timeout=timeout, log=log,
+                 env={**run_env, NOTEBOOK_ENV: p.stem})
         write_index(entries, out, fast=fast)
     write_index(entries, out, fast=fast)
+    rows = headlines(entries)
+    write_atomic(out / HEADLINES, json.dumps(rows, indent=1) + "\n")
+    for line in disagreements(rows):
+        log(f"  headlines: {line}")
     return entries
 
 
@@ -174,9 +198,22 @@ def _refuse_foreign(out: Path, chosen) -> None:
     for target in (out / "index.html", out / PLOTLYJS):
         if target.exists() and not is_kits(target):
             raise ReportError(f"{target} was not written by kit; move it away or use another reports folder")
+    target = out / HEADLINES
+    if target.exists() and not _our_headlines(target):
+        raise ReportError(f"{target} was not written by kit; move it away or use another reports folder")
 
 
-def _run_one(p: Path, e: Entry, out: Path, *, fast: bool, timeout: int, log) -> None:
+def _our_headlines(path: Path) -> bool:
+    """Whether ``path`` is a headlines list as ``run_notebooks`` writes it (a list of figure records)."""
+    try:
+        rows = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(rows, list) and all(isinstance(r, dict) and {"notebook", "quantity", "basis"} <= r.keys()
+                                          for r in rows)
+
+
+def _run_one(p: Path, e: Entry, out: Path, *, fast: bool, timeout: int, log, env: dict | None = None) -> None:
     """Executes notebook ``p`` into ``out`` (its ``.ipynb``, HTML page and log) and fills in its ``e``."""
     import nbformat  # keeps kit.report light: nbformat (--help imports it)
     from nbclient.exceptions import (  # keeps kit.report light: nbclient (--help imports it)
@@ -192,7 +229,7 @@ def _run_one(p: Path, e: Entry, out: Path, *, fast: bool, timeout: int, log) -> 
     t0 = time.perf_counter()
     failed = None
     try:
-        _execute(nb, p, fast=fast, timeout=timeout, env=None, log=out / "logs" / f"{p.stem}.log")
+        _execute(nb, p, fast=fast, timeout=timeout, env=env, log=out / "logs" / f"{p.stem}.log")
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as err:
         failed = _one_line(err, nb)
     e.seconds = time.perf_counter() - t0
@@ -207,6 +244,11 @@ def _run_one(p: Path, e: Entry, out: Path, *, fast: bool, timeout: int, log) -> 
     else:
         e.status = "ok"
         e.headline, e.headline_table = headline_output(nb)
+        said = records(nb)
+        e.lessons = [r for r in said if r.get("kind") == "lesson"]
+        for r in said:
+            if r.get("kind") == "headline":
+                e.summary, e.figures = r.get("summary"), list(r.get("figures") or [])
         log(f"        done in {format_run_time(e.seconds)}"
             + (f": {e.headline}" if e.headline and not e.headline_table else ""))
 

@@ -1,0 +1,113 @@
+"""What a notebook states, kept where the index and ``reports/headlines.json`` can read it.
+
+* ``lesson(claim, held, measured=...)``: a teaching claim checked against this run's numbers,
+  shown as one line ("Lesson held: ...", "Lesson did not hold in this run: ...", or, where
+  fast mode's sizes cannot show it, "Lesson not shown at this size: ...");
+* ``figure(quantity, value, unit, basis)``: one headline figure, for ``kit.notebook.headline``'s
+  ``figures=``: the same ``quantity`` name wherever the walkthrough states the same thing, its
+  ``basis`` a dict of what was measured;
+* ``shared(quantity, basis, value)``: a figure the walkthrough repeats, measured once per run: the
+  first notebook of a ``python -m kit demo`` run to state it on a basis keeps it in the run's
+  folder (``$KIT_RUN_DIR``), the later ones state that value and say where it was measured; a
+  notebook run by itself states its own.
+
+Each is an output with two forms: the line a reader sees (``text/plain``) and the record
+(``RECORD_MIME``), which ``kit.report`` reads from the executed notebook.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from kit.report.index import NOTEBOOK_ENV, RECORD_MIME, RUN_ENV, RUN_ID_ENV
+from kit.util import write_json
+
+__all__ = ["RECORD_MIME", "RUN_ENV", "RUN_ID_ENV", "NOTEBOOK_ENV", "lesson", "figure", "shared", "show"]
+
+
+def _plain(obj):
+    """``obj`` with NumPy scalars as Python ones, so that a record is JSON (a notebook's outputs are)."""
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    item = getattr(obj, "item", None)
+    return item() if callable(item) and type(obj).__module__ == "numpy" else obj
+
+
+def _fast() -> bool:
+    return os.environ.get("KIT_FAST") == "1"
+
+
+def show(line: str, record: dict) -> str:
+    """Displays ``line`` with ``record`` beside it (``RECORD_MIME``) in a kernel, else prints ``line``;
+    returns ``line``."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    if shell is None:
+        print(line)
+        return line
+    from IPython.display import display  # keeps kit.notebook light: IPython, loaded by the kernel already
+
+    display({"text/plain": line, RECORD_MIME: _plain(record)}, raw=True)
+    return line
+
+
+def lesson(claim: str, held: bool | None, *, measured: str) -> str:
+    """Shows whether a teaching claim held in this run, with the measurement it rests on.
+
+    Args:
+        claim: the lesson as the page teaches it ("batching before the read is the biggest rung").
+        held: True or False from this run's numbers; None where this run's sizes cannot show it
+            (fast mode's samples), said so rather than contradicted.
+        measured: the numbers that decided it, rounded, with their units.
+
+    Returns:
+        The line shown.
+    """
+    said = {True: "Lesson held", False: "Lesson did not hold in this run", None: "Lesson not shown at this size"}
+    held = None if held is None else bool(held)
+    line = f"{said[held]}: {claim} ({measured})."
+    return show(line, {"kind": "lesson", "claim": claim, "held": held, "measured": measured, "fast": _fast()})
+
+
+def figure(quantity: str, value: float, unit: str, basis: dict) -> dict:
+    """One headline figure for ``kit.notebook.headline(..., figures=[...])``."""
+    return {"quantity": quantity, "value": float(value), "unit": unit, "basis": _plain(dict(basis))}
+
+
+def _run_file() -> Path | None:
+    folder = os.environ.get(RUN_ENV)
+    return Path(folder) / "shared.json" if folder else None
+
+
+def shared(quantity: str, basis: dict, value: float, unit: str, *, detail: dict | None = None) -> tuple[dict, str]:
+    """``quantity`` on ``basis`` as this run states it: the value an earlier notebook of this run kept
+    (same quantity, same basis), else ``value`` (this notebook's own), kept for the later ones.
+
+    Returns:
+        ``(figure, where)``: the figure (its basis with ``measured_in``, the notebook that measured
+        it, and the run's id) and the words saying where it was measured ("measured here" or
+        "measured in 01_diagnose_slow_generator, this run"). ``detail`` (how many examples were
+        measured, say) goes into a new figure's basis without being part of what must match.
+    """
+    here = os.environ.get(NOTEBOOK_ENV, "this notebook")
+    path = _run_file()
+    key = json.dumps([quantity, basis], sort_keys=True)
+    kept = {}
+    if path is not None and path.exists():
+        kept = json.loads(path.read_text())
+    if key in kept:
+        f = kept[key]
+        where = "measured here" if f["basis"]["measured_in"] == here else f"measured in {f['basis']['measured_in']}, this run"
+        return f, where
+    run = os.environ.get(RUN_ID_ENV)
+    f = figure(quantity, value, unit, {**basis, **(detail or {}), "measured_in": here, "run": run})
+    if path is not None:
+        kept[key] = f
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        write_json(tmp, kept)
+        os.replace(tmp, path)  # never half a file for the next notebook
+    return f, "measured here"
