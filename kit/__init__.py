@@ -11,7 +11,8 @@ so ``import kit`` sets no seeds or devices and imports no TensorFlow:
 * the epoch model: ``epoch_estimate``, ``epoch_table``, ``Scaling``;
 * the doctor: ``diagnose``; the frozen-backbone feature cache: ``features`` (``extract_features``);
 * several devices: ``make_strategy``, ``distributed_loader``;
-* figures: ``plots``; the results ledger: ``results``; the benchmarks: ``bench.run(name, config)``.
+* figures: ``plots``; the results ledger: ``results``; the benchmarks: ``run_bench(name, config)``
+  (``python -m kit bench NAME`` runs the same; ``kit.bench`` holds the benches themselves).
 
 The subpackages (``kit.timing``, ``kit.doctor``, ``kit.distribute``, ``kit.store``, ...) list
 the rest of what users call in their own ``__all__``; docs/api.md lists the whole face.
@@ -46,6 +47,7 @@ _FACE = {
     "distributed_loader": ("kit.distribute", "distributed_loader"),
     "plots": ("kit.plots", None),
     "results": ("kit.results", None),
+    "run_bench": ("kit.bench", "run"),
     "bench": ("kit.bench", None),
 }
 

@@ -1,5 +1,6 @@
 """The public face (issue 42): ``kit``'s names and each subpackage's ``__all__``; notebooks use
-nothing else, reach a bench only through ``kit.bench.run``, and ``import kit`` stays light."""
+nothing else, reach a bench only through ``kit.run_bench`` (never ``kit.bench`` itself), and
+``import kit`` stays light."""
 
 import ast
 import importlib
@@ -53,11 +54,19 @@ def reaches(path: Path) -> list[str]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
+                    if a.name == "kit.bench" or a.name.startswith("kit.bench."):
+                        out.append(f"cell {n}: import {a.name} (call kit.run_bench)")
                     if a.name.startswith("kit"):
                         if not _public_module(a.name):
                             out.append(f"cell {n}: import {a.name}")
                         bound[a.asname or a.name] = a.name
+                        if a.asname is None:
+                            bound["kit"] = "kit"  # import kit.notebook binds kit as well
             elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kit"):
+                if node.module == "kit.bench" or node.module.startswith("kit.bench.") \
+                        or node.module == "kit" and any(a.name == "bench" for a in node.names):
+                    out.append(f"cell {n}: from {node.module} import ... bench (call kit.run_bench)")
+                    continue
                 if not _public_module(node.module):
                     out.append(f"cell {n}: from {node.module} import ...")
                     continue
@@ -72,6 +81,11 @@ def reaches(path: Path) -> list[str]:
             if isinstance(node, ast.Attribute):
                 base = _dotted(node.value)
                 if base not in bound:
+                    continue
+                if node.attr.startswith("__"):  # kit.__file__, kit.__version__: every module has them
+                    continue
+                if bound[base] == "kit" and node.attr == "bench":
+                    out.append(f"cell {n}: {base}.bench (call kit.run_bench)")
                     continue
                 full = f"{bound[base]}.{node.attr}"
                 if _is_module(full) and not _public_module(full) or not _is_module(full) \
@@ -108,8 +122,20 @@ def test_the_checker_finds_a_reach_into_a_bench_module(tmp_path):
                                                      "timing.nothing_here\n"]}]}
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps(nb))
-    assert sorted(reaches(path)) == ["cell 0: from kit.bench import scale", "cell 1: timing.nothing_here",
-                                     "cell 1: timing.rates"]
+    assert sorted(reaches(path)) == ["cell 0: from kit.bench import ... bench (call kit.run_bench)",
+                                     "cell 1: timing.nothing_here", "cell 1: timing.rates"]
+
+
+def test_a_notebook_reaches_a_bench_through_kit_run_bench_only(tmp_path):
+    """Notebooks 04-07 once imported kit.bench for its run(); kit.run_bench is the one entry."""
+    nb = {"cells": [{"cell_type": "code", "source": ["from kit import bench\n", "bench.run('compare')\n"]},
+                    {"cell_type": "code", "source": ["import kit.notebook\n", "kit.bench.run('compare')\n",
+                                                     "kit.run_bench('compare')\n"]}]}
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(nb))
+    assert reaches(path) == ["cell 0: from kit import ... bench (call kit.run_bench)",
+                             "cell 1: kit.bench (call kit.run_bench)"]
+    assert kit.run_bench is kit.bench.run
 
 
 def test_every_face_name_resolves_and_import_kit_stays_light():
