@@ -22,8 +22,8 @@ import os
 import sys
 from pathlib import Path
 
+from kit.report.html import write_atomic
 from kit.report.index import NOTEBOOK_ENV, RECORD_MIME, RUN_ENV, RUN_ID_ENV
-from kit.util import write_json
 
 __all__ = ["RECORD_MIME", "RUN_ENV", "RUN_ID_ENV", "NOTEBOOK_ENV", "lesson", "figure", "shared", "show"]
 
@@ -42,11 +42,15 @@ def _fast() -> bool:
     return os.environ.get("KIT_FAST") == "1"
 
 
+def shell():
+    """The running IPython shell, or None (plain Python): IPython is only asked where it is loaded."""
+    return getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+
+
 def show(line: str, record: dict) -> str:
     """Displays ``line`` with ``record`` beside it (``RECORD_MIME``) in a kernel, else prints ``line``;
     returns ``line``."""
-    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    if shell is None:
+    if shell() is None:
         print(line)
         return line
     from IPython.display import display  # keeps kit.notebook light: IPython, loaded by the kernel already
@@ -107,7 +111,6 @@ def shared(quantity: str, basis: dict, value: float, unit: str, *, detail: dict 
     f = figure(quantity, value, unit, {**basis, **(detail or {}), "measured_in": here, "run": run})
     if path is not None:
         kept[key] = f
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        write_json(tmp, kept)
-        os.replace(tmp, path)  # never half a file for the next notebook
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(kept, indent=1) + "\n")  # never half a file for the next notebook
     return f, "measured here"

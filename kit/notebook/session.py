@@ -13,7 +13,6 @@ line on the GPUs (a hint, never a failure).
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 
 import numpy as np
@@ -21,7 +20,7 @@ import plotly.io as pio
 
 import kit
 from kit.cache.reuse import record_for_life
-from kit.notebook.records import show
+from kit.notebook.records import shell, show
 from kit.report.noise import keep_stderr_quiet
 from kit.system.memory import keep_freed_memory
 from kit.util import VERSION_FLOORS
@@ -93,8 +92,7 @@ def versions() -> dict:
 
 def _in_kernel() -> bool:
     """Whether this is a Jupyter kernel (whose file descriptor 2 goes to the notebook)."""
-    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    return type(shell).__name__ == "ZMQInteractiveShell"
+    return type(shell()).__name__ == "ZMQInteractiveShell"
 
 
 def setup(*, fast: bool | None = None, gpu_hint: str | None = None, log_level: str = "2",
