@@ -36,6 +36,7 @@ __all__ = [
     'BOUND_COLOURS',
     'epoch_text',
     'epoch_comparison',
+    'epoch_scenarios',
     'epoch_vs_replicas',
     'epoch_vs_layout',
     'machines',
@@ -238,7 +239,7 @@ def integer_ticks() -> dict:
 # --------------------------------------------------------------------------- epoch-time comparison
 
 
-BOUND_COLOURS = {"input": "#d62728", "compute": "#1f77b4"}
+BOUND_COLOURS = {"input": "#d62728", "compute": "#1f77b4", "input or compute": "#9467bd"}
 
 
 def epoch_text(t: pd.DataFrame) -> list[str]:
@@ -280,6 +281,57 @@ def epoch_comparison(table: pd.DataFrame, *, title: str = "Projected epoch time 
     fig.update_xaxes(title_text="seconds per epoch", row=len(cases), col=1)  # under the last panel only
     fig.update_layout(title=title, barmode="overlay", height=140 + 42 * len(table),
                       margin=dict(l=10, r=260, t=80, b=40), legend=dict(orientation="h", y=-0.08))
+    return fig
+
+
+def epoch_scenarios(table: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Each loader's epoch in each scenario (``kit.timing.gpu.scenarios`` rows): the first scenario
+    (the user's GPUs) is shown, buttons switch to the others or to all; bars are coloured by what
+    bounds the epoch over the compute rate's range (input, compute, or either where the range
+    straddles the loader's rate), whiskers span an assumed compute rate's range.
+    """
+    names = list(dict.fromkeys(table["scenario"]))
+    first = table[table["scenario"] == names[0]].sort_values("epoch_s", ascending=False)
+    order = list(first["variant"])
+    fig = go.Figure()
+    owner, notes = [], {}
+    for k, name in enumerate(names):
+        d = table[table["scenario"] == name].set_index("variant").reindex(order).dropna(subset=["epoch_s"])
+        ranged = d["epoch_max_s"] > 1.01 * d["epoch_min_s"]
+        notes[name] = [dict(x=float(np.log10(max(s, hi))), y=v, xanchor="left", xshift=6, showarrow=False,
+                            font=dict(size=11), yshift=(18 if len(names) > 1 else 0) * (k - 0.5),  # "both": grouped, the first at the bottom
+                            text=f"{format_duration(s)} ({r}-bound"
+                                 + (f"; {format_duration(lo)}-{format_duration(hi)} assumed" if g else "") + ")")
+                       for v, s, r, g, lo, hi in zip(d.index, d["epoch_s"], d["bound_range"], ranged,
+                                                     d["epoch_min_s"], d["epoch_max_s"])]
+        for bound in ("input", "input or compute", "compute"):
+            b = d[d["bound_range"] == bound]
+            if b.empty:
+                continue
+            fig.add_trace(go.Bar(x=b["epoch_s"], y=list(b.index), orientation="h", name=f"{name}: {bound}-bound",
+                                 marker_color=BOUND_COLOURS[bound], opacity=1.0 if k == 0 else 0.6,
+                                 visible=k == 0, offsetgroup=str(k),
+                                 error_x=dict(type="data", symmetric=False, array=b["epoch_max_s"] - b["epoch_s"],
+                                              arrayminus=b["epoch_s"] - b["epoch_min_s"],
+                                              visible=bool(ranged[b.index].any()))))
+            owner.append(name)
+    buttons = [dict(label=name, method="update",
+                    args=[{"visible": [o == name for o in owner]},
+                          {"barmode": "overlay", "annotations": [dict(n, yshift=0) for n in notes[name]]}])
+               for name in names]
+    buttons.append(dict(label="both", method="update",
+                        args=[{"visible": [True] * len(owner)},
+                              {"barmode": "group", "annotations": [n for name in names for n in notes[name]]}]))
+    examples, replicas = int(table["examples"].iloc[0]), int(table["replicas"].iloc[0])
+    fig.update_yaxes(categoryorder="array", categoryarray=order)
+    fig.update_xaxes(title_text="seconds per epoch", **log_ticks("s"))
+    fig.update_layout(title=dict(text=title or f"{examples:,} examples on {replicas} replicas: the user's GPUs "
+                                               f"and this machine", y=0.98, yanchor="top"),
+                      annotations=[dict(n, yshift=0) for n in notes[names[0]]],
+                      barmode="overlay", height=240 + 60 * len(order), margin=dict(l=10, r=330, t=120, b=40),
+                      updatemenus=[dict(type="buttons", direction="right", buttons=buttons, x=0, xanchor="left",
+                                        y=1.03, yanchor="bottom", active=0)],
+                      legend=dict(orientation="h", y=-0.12))
     return fig
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -189,7 +190,7 @@ def _drive_lab(page, lab, page_errors):
 
     # The live explorer: its controls, the FigureWidget and the summary line. JupyterLab may
     # render cells lazily: bring the explorer's cell into view first.
-    cell = page.locator(".jp-CodeCell").filter(has_text=".epoch_explorer(configs").first
+    cell = page.locator(".jp-CodeCell").filter(has_text=".epoch_explorer(user_configs").first
     cell.scroll_into_view_if_needed()
     box = cell.locator(".widget-vbox").first
     plot = box.locator(".js-plotly-plot")
@@ -269,7 +270,12 @@ def test_notebook_05_twice_headless_with_its_html_then_in_jupyterlab(tmp_path, b
     assert_ran_in_fast_mode(nbformat.read(out / NOTEBOOK.name, as_version=4), "first")
     html = out / entry.html
     assert html.name == "05_compare_epoch_times.html"
-    assert entry.headline and entry.headline.startswith("spectrogram, 1,000,000 frames on 2 replica(s)")
+    # both machines: the user's two GPUs (the default view, compute measured or assumed) and this one
+    assert entry.headline and entry.headline.startswith("The user's 2 GPUs (")
+    assert re.search(r"compute (assumed|measured)\): generator [\d.]+ \w+ \(input", entry.headline)
+    assert "; this machine: generator " in entry.headline and "this CPU" in entry.summary
+    assert {r["claim"] for r in entry.lessons} >= {
+        "on the user's GPUs the generator is the limit: input-bound over the whole assumed range"}
     assert "[FAST MODE: " in entry.headline  # a fast-mode figure says so, with its sample
     _check_exported_html(browser, html)
 

@@ -94,3 +94,26 @@ def test_unet_normalises_uint8_inside_the_model():
     np.testing.assert_allclose(np.asarray(a(x)), np.asarray(b(x / np.float32(255))), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="input_dtype must be"):
         unet(3, input_dtype="float16")
+
+
+def test_training_flops_count_a_frozen_backbone_forward_only(small):
+    """Training FLOPs: forward everywhere, backward (twice the forward) only where gradients flow."""
+    head = audio.head(5, embedding_dim=256)
+    head_fwd = 2 * audio.cost(head).macs
+    assert head_fwd == 2 * 256 * 5
+    assert audio.training_flops(head) == 3 * head_fwd  # trainable: forward, weight and input gradients
+    t = audio.transfer_model(small, head)
+    backbone_fwd = 2 * audio.cost(small).macs
+    assert audio.training_flops(t) == backbone_fwd + 3 * head_fwd  # nothing flows back into the frozen part
+    assert sum(audio.layer_macs(layer) for layer in audio.leaf_layers(t)) == audio.cost(t).macs
+
+
+def test_training_flops_of_a_frozen_layer_after_a_trainable_one_count_its_input_gradient():
+    import keras
+
+    inputs = keras.Input((8,))
+    first = keras.layers.Dense(4, name="trains")
+    last = keras.layers.Dense(3, name="frozen")
+    model = keras.Model(inputs, last(first(inputs)))
+    last.trainable = False
+    assert audio.training_flops(model) == 3 * 2 * 8 * 4 + 2 * 2 * 4 * 3

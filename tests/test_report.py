@@ -305,7 +305,7 @@ def test_the_index_of_a_fast_run_says_so_at_the_top_and_on_each_headline(tmp_pat
     assert report_html.FAST_BANNER == ("fast mode: small samples, figures are a demonstration, "
                                 "not measurements of your scale")
     assert page.index(report_html.FAST_BANNER) < page.index("<h1>")  # at the top
-    marked = re.findall(r'<span class="fastmark">fast mode</span> (.*?)</td><td style', page)
+    marked = re.findall(r'<span class="fastmark">fast mode</span> (.*?)</td><td', page)
     assert marked == ["7,219 frames/s", '<div class="table"><table><tr><td>x</td></tr></table></div>']
     assert "FAILED: ValueError: bad" in page
     full = report_index.write_index(entries, tmp_path, fast=False).read_text()
@@ -381,8 +381,38 @@ def test_a_report_page_draws_its_figure_and_its_slider_works_offline(tmp_path):
             page.goto((out / "control.html").as_uri())
             page.wait_for_timeout(500)
             assert blocked == ["https://cdn.jsdelivr.net/npm/x.png"]
+            # the index draws the notebook's figure small, with the same plotly.js and nothing else
+            blocked.clear(), requested.clear()
+            page.goto((out / "index.html").as_uri())
+            page.wait_for_selector(".thumb .main-svg", timeout=60_000)
+            assert page.evaluate("document.querySelector('.thumb').layout.height") == 170
+            assert requested == [(out / "index.html").as_uri(), (out / "plotly.min.js").as_uri()]
+            assert blocked == [] and errors == []
         finally:
             browser.close()
+
+
+def test_the_index_thumbnail_is_the_headline_figure_made_small():
+    plotly_mime = "application/vnd.plotly.v1+json"
+
+    def fig(name, **layout):
+        return nbformat.v4.new_output("display_data", data={plotly_mime: {
+            "data": [{"type": "bar", "name": name, "x": [1, 2], "text": ["a", "b"]}],
+            "layout": {"title": {"text": "a long title " * 8}, "height": 600, "sliders": [{"steps": []}],
+                       "updatemenus": [{}], "xaxis": {"title": {"text": "s"}, "type": "log"}, **layout}}})
+
+    nb = _nb(_code("first", outputs=[fig("before")]), _code("x", tags=["headline"], outputs=[_stream("stdout", "h\n")]),
+             _code("after", outputs=[fig("after")]))
+    small = report_index.thumbnail(nb)
+    assert [t["name"] for t in small["data"]] == ["after"]  # the first figure from the headline cell on
+    assert "text" not in small["data"][0] and small["data"][0]["x"] == [1, 2]
+    lay = small["layout"]
+    assert lay["height"] == 170 and lay["showlegend"] is False and "sliders" not in lay and "updatemenus" not in lay
+    assert len(lay["title"]["text"]) <= 63 and lay["xaxis"]["type"] == "log" and "title" not in lay["xaxis"]
+    assert report_index.thumbnail(_nb(_code("x", tags=["headline"]))) is None  # no figure: no thumbnail
+    # a notebook whose only figure precedes the headline cell still gets it
+    assert report_index.thumbnail(_nb(_code("first", outputs=[fig("before")]), _code("x", tags=["headline"])))[
+        "data"][0]["name"] == "before"
 
 
 @pytest.mark.slow

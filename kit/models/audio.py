@@ -31,7 +31,7 @@ from keras import layers
 from kit.util import check_int
 
 __all__ = ["FRAME_SHAPE", "EMBEDDING_DIM", "LAYERS", "backbone", "head", "transfer_model", "compile_classifier", "Cost",
-           "cost", "leaf_layers"]
+           "cost", "layer_macs", "training_flops", "leaf_layers"]
 
 #: Input frame of YAMNet: 96 time steps of 10 ms by 64 mel bands, one channel.
 FRAME_SHAPE = (96, 64, 1)
@@ -227,26 +227,47 @@ def cost(model) -> Cost:
     models included) from their output shapes, so it works for any input size.
     """
 
-    macs = 0
-    for layer in leaf_layers(model):
-        if not isinstance(layer, (keras.layers.Conv2D, keras.layers.DepthwiseConv2D,
-                                  keras.layers.SeparableConv2D, keras.layers.Dense)):
-            continue
-        out = layer.output.shape
-        cin = layer.input.shape[-1]
-        positions = math.prod(out[1:-1]) if len(out) > 2 else 1
-        if isinstance(layer, keras.layers.DepthwiseConv2D):
-            macs += positions * math.prod(layer.kernel_size) * cin * layer.depth_multiplier
-        elif isinstance(layer, keras.layers.SeparableConv2D):
-            mid = cin * layer.depth_multiplier
-            macs += positions * (math.prod(layer.kernel_size) * mid + mid * layer.filters)
-        elif isinstance(layer, keras.layers.Conv2D):
-            macs += positions * math.prod(layer.kernel_size) * cin * layer.filters // layer.groups
-        else:
-            macs += positions * cin * layer.units
+    macs = sum(layer_macs(layer) for layer in leaf_layers(model))
     trainable = sum(math.prod(w.shape) for w in model.trainable_weights)
     return Cost(params=int(model.count_params()), trainable_params=int(trainable), macs=int(macs),
                 input_shape=tuple(model.input_shape[1:]), output_shape=tuple(model.output_shape[1:]))
+
+
+def layer_macs(layer) -> int:
+    """Multiply-adds per example of one Conv2D, DepthwiseConv2D, SeparableConv2D or Dense layer; 0 for others."""
+    if not isinstance(layer, (keras.layers.Conv2D, keras.layers.DepthwiseConv2D,
+                              keras.layers.SeparableConv2D, keras.layers.Dense)):
+        return 0
+    out = layer.output.shape
+    cin = layer.input.shape[-1]
+    positions = math.prod(out[1:-1]) if len(out) > 2 else 1
+    if isinstance(layer, keras.layers.DepthwiseConv2D):
+        return positions * math.prod(layer.kernel_size) * cin * layer.depth_multiplier
+    if isinstance(layer, keras.layers.SeparableConv2D):
+        mid = cin * layer.depth_multiplier
+        return positions * (math.prod(layer.kernel_size) * mid + mid * layer.filters)
+    if isinstance(layer, keras.layers.Conv2D):
+        return positions * math.prod(layer.kernel_size) * cin * layer.filters // layer.groups
+    return positions * cin * layer.units
+
+
+def training_flops(model) -> int:
+    """Floating-point operations one training step spends per example (a multiply-add is 2).
+
+    Each counted layer (``layer_macs``) costs its forward pass; a trainable one twice that again
+    backwards (the gradients of its weights and of its input); a frozen one after a trainable one
+    once again (its input's gradient only); a frozen one before every trainable layer nothing
+    backwards, since no gradient flows into it. Layers are taken in the model's order, which is
+    the order of a chain such as ``transfer_model``'s (frozen backbone, then the head).
+    """
+
+    flops, seen_trainable = 0, False
+    for layer in leaf_layers(model):
+        forward = 2 * layer_macs(layer)
+        trains = bool(layer.trainable and layer.trainable_weights)
+        seen_trainable = seen_trainable or trains
+        flops += forward * (3 if trains else 2 if seen_trainable else 1)
+    return int(flops)
 
 
 def leaf_layers(model):

@@ -19,10 +19,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kit.report.html import FAST_BANNER, MARK, ReportError, is_kits, write_atomic
+from kit.report.html import _PLOTLY_MIME, FAST_BANNER, MARK, PLOTLYJS, ReportError, is_kits, write_atomic
 from kit.util import format_duration
 
-__all__ = ["RECORD_MIME", "RUN_ENV", "RUN_ID_ENV", "NOTEBOOK_ENV", "RUN_FOLDER", "HEADLINES", "Entry", "headline", "headline_output", "records", "headlines", "disagreements",
+__all__ = ["RECORD_MIME", "RUN_ENV", "RUN_ID_ENV", "NOTEBOOK_ENV", "RUN_FOLDER", "HEADLINES", "Entry", "headline", "headline_output", "thumbnail", "records", "headlines", "disagreements",
            "summary_lines", "format_run_time", "write_index"]
 
 #: The output type of what a notebook states through ``kit.notebook`` (``kit.notebook.records``).
@@ -50,6 +50,7 @@ class Entry:
     summary: str | None = None   # the notebook's one sentence for the index (its headline's summary=)
     figures: list = field(default_factory=list)   # its headline figures (kit.notebook.figure / shared)
     lessons: list = field(default_factory=list)   # its lessons: {"claim", "held", "measured"}
+    thumbnail: dict | None = None  # its headline's figure, shrunk for the index (``thumbnail``)
 
 
 def records(nb) -> list[dict]:
@@ -162,6 +163,56 @@ def headline_output(nb) -> tuple[str | None, str | None]:
     return None, None
 
 
+#: A figure larger than this (its JSON, in characters) is left out of the index rather than shrunk.
+THUMBNAIL_MAX_CHARS = 150_000
+
+
+def thumbnail(nb) -> dict | None:
+    """The notebook's headline figure, made small for the index: the first plotly figure of the
+    cell tagged ``headline`` (or of the cell showing ``kit.notebook.headline``'s line), else the first
+    after it, else the notebook's first; None without one.
+
+    The small figure keeps the traces (their visibility as the page opens) and their axes, and drops
+    what needs room or a kernel: frames, sliders, buttons, the legend; titles are shortened.
+    """
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+
+    def is_headline(cell):
+        if "headline" in cell.metadata.get("tags", []):
+            return True
+        return any(isinstance(o.get("data", {}).get(RECORD_MIME), dict)
+                   and o["data"][RECORD_MIME].get("kind") == "headline" for o in cell.get("outputs", []))
+
+    def figure_of(cell):
+        for o in cell.get("outputs", []):
+            fig = o.get("data", {}).get(_PLOTLY_MIME) if o.output_type in ("display_data", "execute_result") else None
+            if isinstance(fig, dict) and fig.get("data"):
+                return fig
+        return None
+
+    start = next((i for i, c in enumerate(cells) if is_headline(c)), 0)
+    fig = next((f for c in cells[start:] + cells[:start] if (f := figure_of(c)) is not None), None)
+    if fig is None or len(json.dumps(fig)) > THUMBNAIL_MAX_CHARS:
+        return None
+    layout = {k: v for k, v in (fig.get("layout") or {}).items()
+              if k not in ("sliders", "updatemenus", "height", "width", "margin", "legend", "annotations")}
+    title = layout.get("title")
+    text = title.get("text") if isinstance(title, dict) else title
+    layout["title"] = {"text": (text[:60] + "...") if text and len(text) > 63 else (text or ""), "font": {"size": 11}}
+    for axis in [k for k in layout if k.startswith(("xaxis", "yaxis"))]:
+        a = dict(layout[axis])
+        a.pop("title", None)
+        a["tickfont"] = {"size": 9}
+        layout[axis] = a
+    layout.update(height=170, width=300, showlegend=False, margin={"l": 40, "r": 10, "t": 28, "b": 24},
+                  font={"size": 9})
+    data = []
+    for t in fig["data"]:
+        t = {k: v for k, v in t.items() if k not in ("text", "texttemplate", "hovertemplate", "customdata")}
+        data.append(t)
+    return {"data": data, "layout": layout}
+
+
 #: tqdm's text bar ("memmap: 100%|#####| 200/200 [...]"), which a headless run prints to
 #: stdout before the figure: never a headline.
 _PROGRESS_BAR = re.compile(r"\d+%\|")
@@ -200,16 +251,20 @@ def _index_row(e: Entry, fast: bool) -> str:
     else:
         figure = '<span class="dim">not run</span>'
         status = '<span class="dim">not run</span>'
+    small = ""
+    if e.status == "ok" and e.thumbnail is not None:
+        small = (f"<div class='thumb' data-figure='{html.escape(json.dumps(e.thumbnail), quote=True)}'></div>")
     return (f"<tr><td>{link}<div class='teach'>{html.escape(e.teaches)}</div></td>"
-            f"<td class='fig'>{figure}</td><td style='white-space:nowrap'>{status}</td></tr>")
+            f"<td class='fig'>{figure}</td><td>{small}</td><td style='white-space:nowrap'>{status}</td></tr>")
 
 
 def write_index(entries: list[Entry], out: str | os.PathLike, *, title: str = "kit: the walkthrough",
-                extra: str = "", fast: bool = False) -> Path:
+                extra: str = "", fast: bool = False, plotlyjs: str = PLOTLYJS) -> Path:
     """Writes ``out/index.html``: one row per notebook, in order, linking its HTML.
 
     ``fast``: the notebooks ran in fast mode; the page says so at the top (``FAST_BANNER``)
-    and marks each headline of this run.
+    and marks each headline of this run. Each row's small figure (``Entry.thumbnail``) is drawn by
+    the folder's ``plotlyjs`` (``run_notebooks`` writes it); the page loads nothing else.
     """
     out = Path(out)
     target = out / "index.html"
@@ -229,6 +284,7 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 8px 10px; vertical-align: top;
 .ok {{ color: #2a7a2a; }} .bad {{ color: #c9302c; font-weight: bold; }} .dim {{ color: #999; }}
 .fast {{ background: #fcf8e3; color: #8a6d3b; border: 1px solid #faebcc; padding: 10px 14px; font-size: 17px; }}
 .sum {{ font-family: system-ui, sans-serif; font-size: 14px; }} .found {{ font-size: 16px; }}
+.thumb {{ width: 300px; height: 170px; }}
 .fastmark {{ background: #f0ad4e; color: white; border-radius: 3px; padding: 0 5px; font: bold 11px sans-serif; }}
 </style></head><body>
 {f'<p class="fast"><strong>{html.escape(FAST_BANNER)}.</strong></p>' if fast else ""}
@@ -237,10 +293,11 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 8px 10px; vertical-align: top;
 <p>Each notebook was executed headless in this run; the sentence beside it is its headline, measured in
 this run{" in fast mode" if fast else ""} (the full line is on its page), with how many of its lessons held.
 Click a title to read the notebook.</p>
-<table><tr><th style="width:42%">notebook: what it teaches</th><th>headline measured in this run</th>
-<th style="white-space:nowrap">status</th></tr>
+<table><tr><th style="width:32%">notebook: what it teaches</th><th>headline measured in this run</th>
+<th>its figure</th><th style="white-space:nowrap">status</th></tr>
 {chr(10).join(rows)}
 </table>
+{_THUMBNAILS_JS.format(src=html.escape(plotlyjs)) if any(e.thumbnail for e in entries if e.status == "ok") else ""}
 {extra}
 <p class="dim">Written by kit.report at {time.strftime("%Y-%m-%d %H:%M:%S %Z")}.</p>
 </body></html>
@@ -248,3 +305,13 @@ Click a title to read the notebook.</p>
     write_atomic(target, page)
     return target
 
+
+
+#: Draws each row's small figure with the folder's plotly.js; static (no hover, no mode bar).
+_THUMBNAILS_JS = """<script src="{src}"></script>
+<script>
+for (const el of document.querySelectorAll('.thumb')) {{
+  const fig = JSON.parse(el.dataset.figure);
+  Plotly.newPlot(el, fig.data, fig.layout, {{staticPlot: true, displayModeBar: false}});
+}}
+</script>"""

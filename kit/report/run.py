@@ -46,6 +46,7 @@ from kit.report.index import (
     headline_output,
     headlines,
     records,
+    thumbnail,
     write_index,
 )
 from kit.report.noise import clean
@@ -244,6 +245,7 @@ def _run_one(p: Path, e: Entry, out: Path, *, fast: bool, timeout: int, log, env
     else:
         e.status = "ok"
         e.headline, e.headline_table = headline_output(nb)
+        e.thumbnail = thumbnail(nb)
         said = records(nb)
         e.lessons = [r for r in said if r.get("kind") == "lesson"]
         for r in said:
