@@ -15,7 +15,7 @@ from kit.report import index as report_index
 def test_a_lesson_says_held_did_not_hold_or_not_shown(capsys):
     assert notebook.lesson("x beats y", True, measured="2.0x") == "Lesson held: x beats y (2.0x)."
     assert notebook.lesson("x beats y", False, measured="0.8x") == "Lesson did not hold in this run: x beats y (0.8x)."
-    assert notebook.lesson("x beats y", None, measured="too small").startswith("Lesson not shown at this size")
+    assert notebook.lesson("x beats y", None, measured="too small").startswith("Lesson not shown in this run")
     assert "Lesson held: x beats y" in capsys.readouterr().out  # outside a kernel: printed
 
 

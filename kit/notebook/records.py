@@ -2,7 +2,7 @@
 
 * ``lesson(claim, held, measured=...)``: a teaching claim checked against this run's numbers,
   shown as one line ("Lesson held: ...", "Lesson did not hold in this run: ...", or, where
-  fast mode's sizes cannot show it, "Lesson not shown at this size: ...");
+  fast mode's sizes cannot show it, "Lesson not shown in this run: ...", the reason in its measurement);
 * ``figure(quantity, value, unit, basis)``: one headline figure, for ``kit.notebook.headline``'s
   ``figures=``: the same ``quantity`` name wherever the walkthrough states the same thing, its
   ``basis`` a dict of what was measured;
@@ -64,14 +64,15 @@ def lesson(claim: str, held: bool | None, *, measured: str) -> str:
 
     Args:
         claim: the lesson as the page teaches it ("batching before the read is the biggest rung").
-        held: True or False from this run's numbers; None where this run's sizes cannot show it
-            (fast mode's samples), said so rather than contradicted.
-        measured: the numbers that decided it, rounded, with their units.
+        held: True or False from this run's numbers; None where this run cannot show it (fast mode's
+            samples, logical CPU devices sharing one machine's cores), said so rather than contradicted.
+        measured: the numbers that decided it, rounded, with their units (and, where ``held`` is
+            None, why it cannot be shown).
 
     Returns:
         The line shown.
     """
-    said = {True: "Lesson held", False: "Lesson did not hold in this run", None: "Lesson not shown at this size"}
+    said = {True: "Lesson held", False: "Lesson did not hold in this run", None: "Lesson not shown in this run"}
     held = None if held is None else bool(held)
     line = f"{said[held]}: {claim} ({measured})."
     return show(line, {"kind": "lesson", "claim": claim, "held": held, "measured": measured, "fast": _fast()})
