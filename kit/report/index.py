@@ -94,7 +94,7 @@ def _lesson_count(lessons: list) -> str:
     if failed:
         text += f", {failed} did not"
     if unshown:
-        text += f", {unshown} not shown in this run"
+        text += f", {unshown} not shown"
     return text
 
 
