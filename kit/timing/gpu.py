@@ -165,8 +165,14 @@ def on_gpus(configs: pd.DataFrame, rates: dict[str, GpuRate], *, efficiency: flo
     assumed_scaling = Scaling(assumed=float(efficiency),
                               source=f"efficiency {efficiency:.2f} assumed on GPUs (MirroredStrategy all-reduces "
                                      f"only the trainable weights' gradients)")
-    d["scaling"] = [Scaling.measured({2: rates[m].efficiency}, source=f"device run of {m}")
-                    if rates[m].efficiency is not None else assumed_scaling for m in d["model"]]
+
+    def scaling(model: str) -> Scaling:
+        measured_two = rates[model].efficiency
+        if measured_two is None:
+            return assumed_scaling
+        return Scaling.measured({2: measured_two}, source=f"device run of {model}")
+
+    d["scaling"] = [scaling(m) for m in d["model"]]
     for col in ("compute_round_min", "compute_round_max", "efficiency_min", "efficiency_max"):
         if col in d.columns:
             d[col] = None  # the CPU's rounds say nothing about the GPU
