@@ -116,23 +116,24 @@ def test_notebooks_use_only_the_public_face(path):
     assert reaches(path) == []
 
 
-def test_the_checker_finds_a_reach_into_a_bench_module(tmp_path):
-    nb = {"cells": [{"cell_type": "code", "source": ["from kit.bench import scale\n", "scale.run()\n"]},
-                    {"cell_type": "code", "source": ["from kit import timing\n", "timing.rates.cpu_used\n",
-                                                     "timing.nothing_here\n"]}]}
+def _notebook(tmp_path, *cells):
+    """A notebook of code cells, each a list of source lines."""
     path = tmp_path / "nb.ipynb"
-    path.write_text(json.dumps(nb))
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "source": lines} for lines in cells]}))
+    return path
+
+
+def test_the_checker_finds_a_reach_into_a_bench_module(tmp_path):
+    path = _notebook(tmp_path, ["from kit.bench import scale\n", "scale.run()\n"],
+                     ["from kit import timing\n", "timing.rates.cpu_used\n", "timing.nothing_here\n"])
     assert sorted(reaches(path)) == ["cell 0: from kit.bench import ... bench (call kit.run_bench)",
                                      "cell 1: timing.nothing_here", "cell 1: timing.rates"]
 
 
 def test_a_notebook_reaches_a_bench_through_kit_run_bench_only(tmp_path):
     """Notebooks 04-07 once imported kit.bench for its run(); kit.run_bench is the one entry."""
-    nb = {"cells": [{"cell_type": "code", "source": ["from kit import bench\n", "bench.run('compare')\n"]},
-                    {"cell_type": "code", "source": ["import kit.notebook\n", "kit.bench.run('compare')\n",
-                                                     "kit.run_bench('compare')\n"]}]}
-    path = tmp_path / "nb.ipynb"
-    path.write_text(json.dumps(nb))
+    path = _notebook(tmp_path, ["from kit import bench\n", "bench.run('compare')\n"],
+                     ["import kit.notebook\n", "kit.bench.run('compare')\n", "kit.run_bench('compare')\n"])
     assert reaches(path) == ["cell 0: from kit import ... bench (call kit.run_bench)",
                              "cell 1: kit.bench (call kit.run_bench)"]
     assert kit.run_bench is kit.bench.run

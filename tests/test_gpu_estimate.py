@@ -53,6 +53,8 @@ def test_a_device_run_in_the_ledger_replaces_the_assumption():
     # a CPU run of the same bench is this machine's compute, not a GPU's: the estimate stays assumed
     assert timing.gpu_rate(137e6, _ledger("CPU (simulated)")).kind == "assumed"
     assert timing.gpu_rate(137e6, None).kind == "assumed"
+    # a fast-mode device run demonstrates the path, it measures nothing at scale
+    assert timing.gpu_rate(137e6, _ledger("GPU").assign(fast=True)).kind == "assumed"
 
 
 def test_scenarios_put_the_users_gpus_first_and_keep_this_machines_loaders():

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from kit.timing.epoch_model import Scaling, epoch_table
+from kit.timing.epoch_model import Scaling, epoch_table, saved
 
 __all__ = ["GpuClass", "GPU_CLASSES", "UTILISATION", "GpuRate", "assumed", "measured", "gpu_rate", "on_gpus",
            "scenarios", "THIS_MACHINE"]
@@ -108,16 +108,16 @@ def assumed(flops_per_example: float, gpu: str = "V100", *, utilisation=UTILISAT
 
 def measured(ledger: pd.DataFrame, *, case: str = "spectrogram", model: str = "backbone+head") -> GpuRate | None:
     """The latest GPU device run of ``model`` in ``ledger`` (``compute`` rows on ``GPU``), or None."""
-    need = {"bench", "kind", "case", "variant", "devices", "replicas", "per_replica_examples_per_s"}
+    need = {"bench", "kind", "case", "variant", "devices", "replicas", "per_replica_examples_per_s",
+            "machine_label", "run_id", "time"}
     if ledger is None or ledger.empty or not need <= set(ledger.columns):
         return None
-    d = ledger[(ledger["bench"] == "compare") & (ledger["kind"] == "compute") & (ledger["case"] == case)
-               & (ledger["variant"] == model) & (ledger["devices"].astype(str).str.upper() == "GPU")]
-    if "fast" in d.columns:
-        d = d[~d["fast"].eq(True)]
+    d = saved(ledger)  # each machine's latest full comparison
+    d = d[(d["kind"] == "compute") & (d["case"] == case) & (d["variant"] == model)
+          & (d["devices"].astype(str).str.upper() == "GPU")]
     if d.empty:
         return None
-    run = d[d["run_id"] == d.sort_values("time")["run_id"].iloc[-1]] if "run_id" in d.columns else d
+    run = d[d["run_id"] == d.sort_values("time")["run_id"].iloc[-1]]  # the newest of those machines' runs
     run = run.sort_values("replicas")
     one = run.iloc[0]
     rate = float(one["per_replica_examples_per_s"])
@@ -126,11 +126,10 @@ def measured(ledger: pd.DataFrame, *, case: str = "spectrogram", model: str = "b
     high = float(one["round_max"]) / r if pd.notna(one.get("round_max")) else rate
     two = run[run["replicas"] == 2]
     eff = float(two["efficiency"].iloc[0]) if len(two) and pd.notna(two["efficiency"].iloc[0]) else None
-    where = one.get("machine_label", "a GPU machine")
-    when = f" on {one['time']:%Y-%m-%d}" if "time" in run.columns and pd.notna(one["time"]) else ""
-    run_id = f", run {one['run_id']}" if "run_id" in run.columns else ""
+    where = one["machine_label"]
+    when = f" on {one['time']:%Y-%m-%d}" if pd.notna(one["time"]) else ""
     return GpuRate(rate, low, high, "measured", str(where),
-                   f"measured by `bench compare` on {where}{when}{run_id}: {one['basis']}", eff)
+                   f"measured by `bench compare` on {where}{when}, run {one['run_id']}: {one['basis']}", eff)
 
 
 def gpu_rate(flops_per_example: float, ledger: pd.DataFrame | None = None, *, gpu: str = "V100",
