@@ -100,7 +100,8 @@ def assumed(flops_per_example: float, gpu: str = "V100", *, utilisation=UTILISAT
     g = GPU_CLASSES[gpu]
     peak = g.fp32_tflops * 1e12
     low, high = lo_u * peak / flops_per_example, hi_u * peak / flops_per_example
-    basis = (f"{flops_per_example / 1e6:,.0f} MFLOPs per example to train (the model's layers counted), at "
+    mflops = flops_per_example / 1e6
+    basis = (f"{f'{mflops:,.0f}' if mflops >= 100 else f'{mflops:.3g}'} MFLOPs per example to train (the model's layers counted), at "
              f"{lo_u:.0%}-{hi_u:.0%} of the {g.name}'s {g.fp32_tflops:g} TFLOP/s FP32 peak ({g.source}); "
              f"the share of peak is assumed, not measured")
     return GpuRate(math.sqrt(low * high), low, high, "assumed", g.name, basis)
