@@ -67,6 +67,6 @@ def model():
     keras.utils.set_random_seed(0)
     return compiled(keras.Sequential([
         keras.Input((SIZE, SIZE, 1)),
-        keras.layers.Conv2D(64, 3, activation="relu"), keras.layers.Conv2D(64, 3, activation="relu"),
+        keras.layers.Conv2D(96, 3, activation="relu"), keras.layers.Conv2D(96, 3, activation="relu"),
         keras.layers.MaxPooling2D(2), keras.layers.Flatten(), keras.layers.Dense(128, activation="relu"),
         keras.layers.Dense(4)]))

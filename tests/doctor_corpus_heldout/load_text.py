@@ -61,5 +61,5 @@ def model():
     keras.utils.set_random_seed(0)
     return compiled(keras.Sequential([
         keras.Input((LENGTH,), dtype="int64"), keras.layers.Embedding(len(VOCAB) + 2, 64),
-        keras.layers.Conv1D(128, 5, activation="relu"), keras.layers.Conv1D(64, 5, activation="relu"),
+        keras.layers.Conv1D(128, 5, activation="relu"), keras.layers.Conv1D(128, 5, activation="relu"),
         keras.layers.GlobalMaxPooling1D(), keras.layers.Dense(CLASSES)]))

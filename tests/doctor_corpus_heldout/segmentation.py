@@ -22,7 +22,7 @@ VERDICT = "compute-bound"
 EXACT = False  # random crops and flips: the same count
 
 NAME = "segmentation"
-N, OUT, BATCH, MASK_CLASSES = 192, 128, 16, 3
+N, OUT, BATCH, MASK_CLASSES = 192, 96, 16, 3
 
 
 def make_data(folder) -> None:
