@@ -195,11 +195,12 @@ def test_read_amplification(tmp_path):
                 yield whole[start:start + B], np.full(B, k)
 
     d = doctor.diagnose(planted, max_seconds=SECONDS)
-    assert d.top == "read_amplification", str(d)
     assert d.rates["read_amplification"] == pytest.approx(frames, rel=0.2)
     row = d.findings.set_index("code").loc["read_amplification"]
-    assert row["status"] == "predicted"  # a range: from no gain to reading k times less
-    assert row["gain_low"] == 1.0 and row["gain_high"] == pytest.approx(d.rates["read_amplification"])
+    # Small files from the page cache: the bytes are a few percent of the loader's time, so they do
+    # not prove reading is the cost (np.load's per-call work may be): listed as not measured.
+    assert row["status"] == "unmeasured" and row["list"] == "not measured", str(d)
+    assert "of the loader's time" in row["evidence"] and "read_amplification" not in d.top3
     d = doctor.diagnose(fixed, max_seconds=SECONDS)
     assert "read_amplification" not in d.codes, str(d)
     assert d.rates["read_amplification"] == pytest.approx(1.0, abs=0.3)
@@ -374,14 +375,14 @@ def test_trace_dir_holds_a_profile(tmp_path):
 def test_renders_as_text_and_html():
     d = doctor.diagnose(shuffle_before_cache(False), max_seconds=4)  # time left for the fix's trial when loaded
     assert str(d).splitlines()[0] == "verdict: loader only"
-    assert "1. shuffle_before_cache [correctness" in str(d)
-    assert "fix: .cache() before .shuffle(...)" in str(d)
+    assert "  1. shuffle_before_cache at test_doctor.py:" in str(d)
+    assert "fix: .map(_heavy).cache().shuffle(256)" in str(d)
     html = d._repr_html_()
     assert "<table" in html and "shuffle_before_cache" in html
     saved = json.loads(json.dumps(d.as_dict(), default=float))
     assert saved["findings"][0]["code"] == "shuffle_before_cache"
     assert saved["changes"][0]["code"] == "shuffle_before_cache"
-    assert "Diagnosis.fixed applies" in str(d) and ".cache() before .shuffle(...)" in d.code_change()
+    assert "Diagnosis.fixed applies" in str(d) and ".map(_heavy).cache().shuffle(256)" in d.code_change()
 
 
 def test_codes_are_documented():
@@ -486,13 +487,25 @@ def test_cli_model_mismatch_names_the_shapes(user_module, capsys):
     assert rc == 2 and "does not take the batches" in err and "16x16" in err
 
 
+def _max_depth(text: str) -> int:
+    """How deep parentheses nest in ``text`` (the doctor's lines never nest them)."""
+    depth = most = 0
+    for ch in text:
+        depth += ch == "("
+        most = max(most, depth)
+        depth -= ch == ")"
+    return most
+
+
 def test_cli_kit_loader(spec_csv, capsys):
     rc, out, err = run_doctor(capsys, "--index", str(spec_csv), "--variant", "generator", "--batch-size", "16",
                         "--max-seconds", "1")
     assert rc == 0, err
-    lines = out.splitlines()
-    findings = [line.split()[1] for line in lines if line[:1].isdigit()]
-    assert findings[0] == "read_amplification" and "python_in_pipeline" in findings[:3], out
+    # Without a model: the generator's Python and its re-reads named, each in the list its evidence
+    # allows (a gain the free cores bound, or not measured with the reason).
+    listed = [line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith(("  1.", "  2.", "  3.", "  ?", "  -"))]
+    assert {"python_in_pipeline", "read_amplification"} <= set(listed), out
+    assert _max_depth(out) <= 1, out
 
 
 def test_cli_is_a_real_command(tmp_path):

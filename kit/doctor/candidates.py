@@ -12,8 +12,10 @@ import os
 from dataclasses import dataclass
 
 from kit.doctor import rewrite as rw
+from kit.doctor.findings import Finding
 from kit.doctor.graph import (
     _BATCH_OPS,
+    _const,
     _INTERLEAVE_OPS,
     _MAP_OPS,
     _PASSIVE_OPS,
@@ -48,10 +50,17 @@ class Candidate:
     ordered: bool
     random: bool
     correctness: bool = False
+    also: tuple = ()
 
     @property
     def code(self) -> str:
         return self.rewrite.code
+
+    @property
+    def findings(self) -> list[tuple[str, str]]:
+        """``(code, evidence)`` of every finding this fix answers: its own, then ``also`` (a cache after
+        both a random map and a shuffle is one fix and two correctness findings)."""
+        return [(self.code, self.evidence), *self.also]
 
 
 def memory_available() -> int | None:
@@ -87,21 +96,11 @@ def candidates(graph: dict, ds, *, examples: int | None, example_bytes: float) -
         out.append(Candidate(rewrite, evidence, ordered, random, correctness))
 
     caches = [i for i, n in enumerate(chain) if n.op in rw.CACHE_OPS]
-    # Correctness first: a cache after a random map or a shuffle replays the first epoch.
+    # Correctness first: a cache after a random map or a reshuffling shuffle replays the first epoch.
     for i in caches:
-        before = chain[:i]
-        rand = next((n for n in before if n.name in randoms and n.op in _MAP_OPS), None)
-        if rand is not None:
-            what = f".map({fn_label(graph, rand)})"
-            add(rw.move_cache(chain[i].name, rand.name, what, "random_before_cache"),
-                f"{what} draws random numbers before .cache(): every epoch after the first replays "
-                f"the first epoch's draws", correctness=True)
-            continue
-        shuffle = next((n for n in reversed(before) if n.op in _SHUFFLE_OPS), None)
-        if shuffle is not None:
-            add(rw.move_cache(chain[i].name, shuffle.name, ".shuffle(...)", "shuffle_before_cache"),
-                ".shuffle() before .cache(): the cache keeps the first epoch's order for every epoch",
-                correctness=True)
+        cand = _cache_order(graph, i, randoms, ordered, random)
+        if cand is not None:
+            out.append(cand)
 
     for n in chain:
         python = bool(graph["ops"][n.name] & _PY_OPS)
@@ -145,18 +144,87 @@ def candidates(graph: dict, ds, *, examples: int | None, example_bytes: float) -
     return out
 
 
+def reshuffles(node) -> bool:
+    """Whether a shuffle node draws a new order each epoch (``reshuffle_each_iteration``, True when
+    the graph does not say)."""
+    if "reshuffle_each_iteration" in node.attr:
+        return bool(node.attr["reshuffle_each_iteration"].b)
+    return True
+
+
+def _cache_order(graph, i: int, randoms: set, ordered: bool, random: bool) -> Candidate | None:
+    """The correctness finding(s) of the cache at ``chain[i]``: a random map before it
+    (``random_before_cache``) and a shuffle before it that reshuffles each epoch with none after it
+    (``shuffle_before_cache``: a fixed split shuffle, ``reshuffle_each_iteration=False``, or a reshuffle
+    after the cache, freezes nothing). Both found: one fix, two findings. The fix caches after the last
+    deterministic op before the first random one and shuffles after the cache."""
+    chain, nodes = graph["chain"], graph["nodes"]
+    before = chain[:i]
+    first_batch = next((k for k, n in enumerate(chain) if n.op in _BATCH_OPS), len(chain))
+    after_cache = chain[i + 1:first_batch] if first_batch > i else []
+    rand = next((n for n in before if n.name in randoms and n.op in _MAP_OPS), None)
+    reshuffled_after = any(n.op in _SHUFFLE_OPS and reshuffles(n) for n in after_cache)
+    shuffles = [n for n in before if n.op in _SHUFFLE_OPS and reshuffles(n)]
+    frozen = bool(shuffles) and not reshuffled_after
+    if rand is None and not frozen:
+        return None
+    end = chain.index(rand) if rand is not None else i
+    moved = {n.name for n in shuffles} if frozen else set()
+    keep = [n for n in chain[:end] if n.name not in moved]
+    if not keep:
+        return None
+    after = keep[-1]
+    work = f".map({fn_label(graph, after)})" if after.op in _MAP_OPS else after.op
+    buffer = None
+    if frozen:
+        size = _const(nodes, shuffles[-1], 1)
+        buffer = int(size) if size is not None else None
+    tail = (f".shuffle({buffer:,})" if buffer else ".shuffle(N)") if frozen else ""
+    rand_what = f".map({fn_label(graph, rand)})" if rand is not None else ""
+    snippet = f"{work}.cache(){tail}" + (f" then {rand_what}" if rand is not None else "") + (
+        ", with no shuffle before the cache" if frozen else "")
+    what = (f"cache after {work}" + (f", before {rand_what}" if rand is not None else "")
+            + (", then shuffle each epoch" if frozen else ""))
+    found = []
+    if rand is not None:
+        found.append(("random_before_cache", f"{rand_what} draws random numbers before .cache(): every epoch "
+                      f"after the first replays the first epoch's draws"))
+    if frozen:
+        found.append(("shuffle_before_cache", ".shuffle() before .cache() with no reshuffle after it: the "
+                      "cache keeps the first epoch's order for every epoch"))
+    code, evidence = found[0]
+    rewrite = rw.reorder_cache(chain[i].name, [n.name for n in shuffles] if frozen else [], after.name,
+                               buffer=buffer, what=what, code=code, snippet=snippet)
+    return Candidate(rewrite, evidence, ordered, random, correctness=True, also=tuple(found[1:]))
+
+
 def _map_before_batch(graph):
-    """The map right before the first batch (the one batching first could vectorise)."""
+    """The map right before the first batch (the one batching first could vectorise), where moving
+    it can pay: not a random map (on a batch it would draw once per batch), not Python, not one that
+    a cache after it runs once only, and not on elements of varying shape (they cannot be batched
+    before the map makes them equal: ``batch`` would fail or need padding)."""
     chain = graph["chain"]
     for i, n in enumerate(chain):
         if n.op in _BATCH_OPS:
             prev = chain[i - 1] if i > 0 else None
-            # Not a random map: on a batch it would draw once per batch where it drew once per example.
-            if (prev is not None and prev.op in _MAP_OPS and not (graph["ops"][prev.name] & _PY_OPS)
-                    and prev.name not in random_nodes(graph)):
-                return prev, n
-            return None
+            if (prev is None or prev.op not in _MAP_OPS or graph["ops"][prev.name] & _PY_OPS
+                    or prev.name in random_nodes(graph) or n.op.startswith("Padded")):
+                return None
+            if any(m.op in rw.CACHE_OPS for m in chain[i:]):
+                return None  # behind a cache: the map runs in the first epoch only
+            before = chain[i - 2] if i > 1 else None
+            if before is None or not _fixed_shapes(before):
+                return None
+            return prev, n
     return None
+
+
+def _fixed_shapes(node) -> bool:
+    """Whether a dataset node's elements all have one known shape (every dimension known)."""
+    if "output_shapes" not in node.attr:
+        return False
+    shapes = node.attr["output_shapes"].list.shape
+    return bool(shapes) and all(not s.unknown_rank and all(d.size >= 0 for d in s.dim) for s in shapes)
 
 
 def _cache_point(graph, randoms):
@@ -191,3 +259,28 @@ def _fits_in_memory(examples: int | None, example_bytes: float) -> float | None:
 def _work_after_last_prefetch(chain) -> list:
     last = max((i for i, n in enumerate(chain) if n.op == "PrefetchDataset"), default=None)
     return [n for n in chain[(last + 1 if last is not None else 0):] if n.op not in _PASSIVE_OPS]
+
+
+def already_done(graph: dict, ds, places: dict | None = None) -> list:
+    """What looks like a fix to make but TensorFlow already does (its effective options): a stateless
+    map without ``num_parallel_calls`` (``map_parallelization`` runs it in parallel) and a pipeline
+    with no final prefetch (``inject_prefetch`` adds one). Each as a 'checked: no gain here' finding
+    with the option that does it, so the reader sees it was looked at."""
+    opts = effective_options(ds)
+    chain = graph["chain"]
+    randoms = set(random_nodes(graph))
+    out = []
+    if opts["map_parallelization"]:
+        for n in chain:
+            if n.op == "MapDataset" and not graph["ops"][n.name] & _PY_OPS and n.name not in randoms:
+                name = fn_label(graph, n)
+                out.append(Finding(
+                    "serial_map", f".map({name}) has no num_parallel_calls, but it is stateless", 1.0,
+                    "TensorFlow already runs it in parallel: its map_parallelization option is on, so "
+                    "num_parallel_calls would change nothing", status="no gain",
+                    fix=f".map({name}, num_parallel_calls=tf.data.AUTOTUNE)", where=(places or {}).get(n.name, "")))
+    if opts["inject_prefetch"] and _work_after_last_prefetch(chain):
+        out.append(Finding(
+            "no_prefetch", "the pipeline does not end with .prefetch()", 1.0,
+            "TensorFlow already adds one: its inject_prefetch option is on", status="no gain"))
+    return out

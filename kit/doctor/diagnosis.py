@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kit.doctor import rewrite as rw
 from kit.doctor import rules, trial
-from kit.doctor.candidates import Candidate, candidates
-from kit.doctor.findings import Finding, Measured, table
-from kit.doctor.graph import dataset_examples, labels, pipeline_graph, random_nodes, small_shuffle
+from kit.doctor.candidates import Candidate, already_done, candidates
+from kit.doctor.findings import NOISE, Finding, Measured, table
+from kit.doctor.graph import dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
 from kit.doctor.measure import (
     compiled_copy,
     cores,
@@ -127,26 +127,29 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     rates["cores_available"] = m.free_cores() if fits else rules.cores_available(n_cores, m.cores_busy, load)
     if copy is not None:
         found += _frozen(copy, batch, fits, graph, budget, max_seconds)
+    where = places(source, graph) if graph is not None else {}
     amplification, more = rules.read_amplification(loader, example_bytes, m)
     if amplification is not None:
         rates["read_amplification"] = amplification
-    found += more + rules.python_source(graph, m)
+    found += more + rules.python_source(graph, m, where) + rules.pydataset_gil(source, m)
     cands: list[Candidate] = []
     if graph is not None:
         found += small_shuffle(graph, source, count_seconds=budget.take(
             max(COUNT_SHARE * max_seconds, COUNT_MIN_S), "counting an epoch of unknown length", least=0.0))
         examples = dataset_examples(source, graph)
         cands = candidates(graph, source, examples=examples, example_bytes=example_bytes)
+        found += already_done(graph, source, where)
         rates["random_ops"] = len(random_nodes(graph))
     if is_pydataset(source) and (getattr(source, "workers", 1) or 1) <= 1:
         cands.append(Candidate(rw.pydataset_workers(rules.IO_WORKERS if m.io_wait else max(2, n_cores)),
                                f"workers={getattr(source, 'workers', 1)}: one thread reads every batch while "
                                f"the loader alone keeps {m.cores_busy:.2f} cores busy", ordered=True, random=False))
     tried = _try_all(cands, source, copy, m, budget)
-    found += [f for t in tried if (f := _finding(t, m)) is not None]
+    found += [f for t in tried for f in _findings(t, m, where)]
     if not any(f.code == "pydataset_single_worker" and f.status == "measured" for f in found):
         # Threads measured no gain (or were not tried): processes predicted, as far as the cores allow.
         found = [f for f in found if f.code != "pydataset_single_worker"] + rules.pydataset_workers(source, m)
+    found = _settle(found)
     fixed, changes, fixed_gain = _best(tried, source, copy, budget)
     if fixed_gain is not None:
         rates["fixed_fit_gain" if copy is not None else "fixed_loader_gain"] = fixed_gain.median
@@ -228,10 +231,10 @@ def _check_and_time(t: Tried, source, budget: Budget, each: float) -> None:
         t.outcome = f"cannot apply here: {one_line(e)}"
         return
     if t.check.same is False:
-        t.outcome = f"changes the data ({t.check.how}): not applied"
+        t.outcome = f"changes the data, not applied: {t.check.how}"
         return
     if c.rewrite.warm_epoch and not trial.warm(fixed, max(0.3, min(each / 5, budget.left()))):
-        t.outcome = "not measured: its first epoch (which fills the cache) is longer than the budget allows"
+        t.outcome = "not measured: its first epoch, which fills the cache, is longer than the budget allows"
         budget.skipped.append(f"the A/B of {c.rewrite.change}")
         return
     seconds = budget.take(max(0.0, end - time.perf_counter()) / (2 * TRIAL_ROUNDS),
@@ -243,14 +246,17 @@ def _check_and_time(t: Tried, source, budget: Budget, each: float) -> None:
     t.outcome = ("gain" if t.loader.real else "no gain here") if not c.correctness else "correctness fix"
 
 
-def _finding(t: Tried, m: Measured) -> Finding | None:
-    """The finding a tried fix makes: a measured gain, a correctness fix, or 'checked: no gain here'."""
+def _findings(t: Tried, m: Measured, places: dict) -> list[Finding]:
+    """The findings a tried fix makes: a measured gain, a correctness fix (one per finding it
+    answers), 'checked: no gain here' (its rounds within the noise, or its end-to-end gain under
+    ``NOISE``), or unmeasured (out of time, or TensorFlow refused it), with the reason."""
     c = t.candidate
+    where = next((places[n] for n in c.rewrite.names if n in places), "")
     if t.loader is None and not c.correctness:
-        if t.outcome.startswith("not measured"):  # tried, but out of time: said, with no gain claimed
-            return Finding(c.code, c.evidence, math.nan, t.outcome, status="predicted", fix=c.rewrite.snippet,
-                           rewrite=c.rewrite)
-        return None
+        if t.outcome.startswith(("not measured", "cannot apply", "changes the data")):
+            return [Finding(c.code, c.evidence, math.nan, t.outcome, status="unmeasured", fix=c.rewrite.snippet,
+                            where=where, rewrite=c.rewrite)]
+        return []
     loader = t.loader
     if t.fit is not None:
         gain, low, high = t.fit.median, t.fit.low, t.fit.high
@@ -261,7 +267,7 @@ def _finding(t: Tried, m: Measured) -> Finding | None:
         basis = f"measured on the loader alone, interleaved with the original, {loader.text()}"
         if m.ceiling_rate:
             basis += ("; the fit not timed: it follows the slower of loader and compute ceiling "
-                      f"({m.ceiling_rate:,.1f}/s), at most the headroom {m.headroom:,.2f}x")
+                      f"{m.ceiling_rate:,.1f}/s, at most the headroom {m.headroom:,.2f}x")
     else:
         gain = low = high = math.nan
         basis = t.outcome
@@ -271,11 +277,28 @@ def _finding(t: Tried, m: Measured) -> Finding | None:
         basis += (f"; {t.check.how}: " + ("the same elements in the same order by construction" if
                                           c.rewrite.keeps_elements else "not applied in Diagnosis.fixed"))
     status = "measured"
-    if not c.correctness and (loader is None or not loader.real or (t.fit is not None and not t.fit.real)):
+    if not c.correctness and (loader is None or not loader.real or (t.fit is not None and not t.fit.real)
+                              or not gain >= NOISE):
         status = "no gain"
-        basis = f"checked: no gain here ({basis})"
-    return Finding(c.code, c.evidence, gain, basis, status=status, fix=c.rewrite.snippet, gain_low=low,
-                   gain_high=high, loader_gain=loader.median if loader else math.nan, rewrite=c.rewrite)
+        basis = f"checked, no gain here: {basis}"
+    return [Finding(code, evidence, gain, basis, status=status, fix=c.rewrite.snippet, gain_low=low,
+                    gain_high=high, loader_gain=loader.median if loader else math.nan, where=where,
+                    rewrite=c.rewrite) for code, evidence in c.findings]
+
+
+def _settle(found: list[Finding]) -> list[Finding]:
+    """Predicted speed findings put in their list: a prediction under ``NOISE`` end to end (capped by
+    the model's headroom, or the loader not the limit) is 'checked: no gain here'; one with no gain
+    at all is 'not measured', its basis the reason."""
+    out = []
+    for f in found:
+        if f.kind == "speed" and f.status == "predicted":
+            if not math.isfinite(f.expected_gain):
+                f = replace(f, status="unmeasured")
+            elif f.expected_gain < NOISE and not (math.isfinite(f.gain_high) and f.gain_high >= NOISE * NOISE):
+                f = replace(f, status="no gain", basis=f"predicted under {NOISE}x here: {f.basis}")
+        out.append(f)
+    return out
 
 
 def _best(tried: list[Tried], source, copy, budget: Budget):

@@ -93,15 +93,26 @@ CODES = {
 }
 
 #: What a finding's gain is: measured here (the doctor applied the fix and timed it), predicted
-#: (a fix it cannot apply: a range with its basis), or checked and found to give nothing here.
-STATUSES = ("measured", "predicted", "no gain")
+#: (a fix it cannot apply: a range from measured numbers, with its basis), checked and found to give
+#: nothing here (its rounds within the noise, or TensorFlow already does it), or unmeasured (a
+#: structural suspicion the doctor could not test here: listed last, with the reason, never ranked).
+STATUSES = ("measured", "predicted", "no gain", "unmeasured")
+
+#: The three lists a diagnosis prints: the findings (ranked), the fixes checked and found to give
+#: nothing here, and the suspicions the doctor could not measure.
+LISTS = {"measured": "findings", "predicted": "findings", "no gain": "checked: no gain here",
+         "unmeasured": "not measured"}
+
+#: An end-to-end gain (measured, or predicted from measured numbers) under this is within the noise
+#: of a shared two-core machine's rounds: the fix is listed under "checked: no gain here".
+NOISE = 1.1
 
 #: Codes that name the symptom (what limits the step) rather than a cause: listed first.
 SYMPTOMS = ("input_bound", "compute_bound")
 
 #: The columns of ``Diagnosis.findings``, one row per ``Finding``.
-COLUMNS = ("code", "kind", "status", "evidence", "fix", "expected_gain", "gain_low", "gain_high",
-           "loader_gain", "basis", "learn_more")
+COLUMNS = ("code", "kind", "status", "list", "where", "evidence", "fix", "expected_gain", "gain_low",
+           "gain_high", "loader_gain", "basis", "learn_more")
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,7 @@ class Finding:
         fix: the change in the user's code (default: the code's general fix).
         gain_low, gain_high: the range of ``expected_gain`` (measured rounds, or the prediction's).
         loader_gain: the fix's gain on the loader alone (measured), where it differs.
+        where: the place in the user's code (``mymod.py:31 load_image``), where known.
         rewrite: the ``kit.doctor.rewrite.Rewrite`` that applied it, if the doctor did.
     """
 
@@ -130,6 +142,7 @@ class Finding:
     gain_low: float = math.nan
     gain_high: float = math.nan
     loader_gain: float = math.nan
+    where: str = ""
     rewrite: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
@@ -160,8 +173,8 @@ class Finding:
 
     def row(self) -> dict:
         """The finding as a row of ``Diagnosis.findings`` (``COLUMNS``)."""
-        return {"code": self.code, "kind": self.kind, "status": self.status, "evidence": self.evidence,
-                "fix": self.fix, "expected_gain": self.expected_gain, "gain_low": self.gain_low,
+        return {"code": self.code, "kind": self.kind, "status": self.status, "list": LISTS[self.status],
+                "where": self.where, "evidence": self.evidence, "fix": self.fix, "expected_gain": self.expected_gain, "gain_low": self.gain_low,
                 "gain_high": self.gain_high, "loader_gain": self.loader_gain, "basis": self.basis,
                 "learn_more": self.learn_more}
 
@@ -244,13 +257,14 @@ class Measured:
 
 def table(findings: list[Finding]) -> pd.DataFrame:
     """The findings as a DataFrame (``COLUMNS``): the symptom first, then correctness, then speed by
-    expected gain (not measured after), then order, then the fixes checked and found to give nothing;
-    ties in the order of ``CODES``."""
+    expected gain, then order; then the fixes checked and found to give nothing here; then what
+    could not be measured; ties in the order of ``CODES``."""
     df = pd.DataFrame([f.row() for f in findings], columns=list(COLUMNS))
     if len(df):
         order = {c: i for i, c in enumerate(CODES)}
         kinds = {"symptom": 0, "correctness": 1, "speed": 2, "order": 3}
-        df["_group"] = [4 if st == "no gain" else kinds[k] for k, st in zip(df["kind"], df["status"])]
+        lists = {"no gain": 4, "unmeasured": 5}
+        df["_group"] = [lists.get(st, kinds[k]) for k, st in zip(df["kind"], df["status"])]
         df["_rank"] = df["code"].map(order)
         df["_gain"] = df["expected_gain"].fillna(-1.0)
         df = df.sort_values(["_group", "_gain", "_rank"], ascending=[True, False, True])

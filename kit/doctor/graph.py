@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import os
 import time
 
 import tensorflow as tf
@@ -147,6 +149,59 @@ def _dataset_examples(ds, chain, nodes, first_batch) -> int | None:
 def fn_names(graph: dict, node) -> list[str]:
     """The user's names of the functions a chain node calls (``decode``, ``lambda``)."""
     return [user_name(f) for f in _func_attrs(node) if f in graph["functions"]]
+
+
+def _python_functions(ds) -> dict:
+    """Traced function name -> the user's Python function, for every map, filter, interleave ... of
+    ``ds`` and the datasets it reads (its Python objects followed through ``_input_dataset``)."""
+    out: dict = {}
+    seen: set = set()
+    todo = [ds]
+    while todo:
+        d = todo.pop()
+        if d is None or id(d) in seen:
+            continue
+        seen.add(id(d))
+        for attr in ("_map_func", "_predicate", "_scan_func", "_reduce_func", "_key_func"):
+            wrapper = getattr(d, attr, None)
+            func = getattr(wrapper, "_func", None)
+            traced = getattr(wrapper, "function", None)
+            name = getattr(traced, "name", None)
+            if func is not None and name is not None:
+                out[name.decode() if isinstance(name, bytes) else str(name)] = func
+        todo += [getattr(d, "_input_dataset", None), *getattr(d, "_datasets", ())]
+    return out
+
+
+def _library(filename: str) -> bool:
+    """Whether a file is TensorFlow's, Keras's or the standard library's, not the user's."""
+    import sysconfig  # noqa: PLC0415  (used here only)
+
+    paths = sysconfig.get_paths()
+    real = os.path.realpath(filename)
+    return any(real.startswith(os.path.realpath(paths[k]) + os.sep) for k in ("stdlib", "purelib", "platlib"))
+
+
+def where_in_code(func) -> str:
+    """``mymod.py:31 load_image``: where a Python function is defined ('' when unknown)."""
+    func = inspect.unwrap(func)
+    code = getattr(func, "__code__", None)
+    if code is None or _library(code.co_filename):
+        return ""
+    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno} {getattr(func, '__name__', '')}".strip()
+
+
+def places(ds, graph: dict) -> dict:
+    """Chain node name -> where its function is defined in the user's code (nodes without a Python
+    function left out)."""
+    funcs = _python_functions(ds)
+    out = {}
+    for node in graph["chain"]:
+        for f in _func_attrs(node):
+            if f in funcs and (text := where_in_code(funcs[f])):
+                out[node.name] = text
+                break
+    return out
 
 
 def fn_label(graph: dict, node) -> str:

@@ -52,6 +52,26 @@ def load_average() -> float:
         return math.nan
 
 
+def read_seconds(nbytes: int, *, repeats: int = 20) -> float:
+    """Seconds this process takes to open, read whole and close a file of ``nbytes`` held in the page
+    cache (a temporary file, the median of ``repeats`` reads; capped at 64 MiB): what re-reading the
+    bytes one example pulls costs at the least, system calls included."""
+    import tempfile  # noqa: PLC0415  (used here only)
+
+    nbytes = int(min(max(nbytes, 1), 64 << 20))
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(os.urandom(min(nbytes, 1 << 20)) * (nbytes // (1 << 20)) + os.urandom(nbytes % (1 << 20)))
+        f.flush()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            with open(f.name, "rb") as g:
+                g.read()
+            times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2]
+
+
 def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
     """The loader alone: rate, latency, cores kept busy and bytes read per example.
 
@@ -80,6 +100,8 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
         out["rchar_per_example"] = (io1.get("rchar", 0) - io0.get("rchar", 0)) / examples
         out["read_bytes_per_example"] = (io1.get("read_bytes", 0) - io0.get("read_bytes", 0)) / examples
         out["window_examples"] = examples
+        if out["rchar_per_example"] >= 4096:
+            out["read_s_per_example"] = read_seconds(out["rchar_per_example"])
     return out
 
 
@@ -304,9 +326,16 @@ def frozen_prefix(model):
         return [], layers  # nothing trains
     while prefix and not prefix[-1].weights:  # weightless layers just before the head stay in it
         prefix.pop()
-    if not any(layer.weights for layer in prefix):
-        return [], layers
+    if not any(layer.weights and not is_preprocessing(layer) for layer in prefix):
+        return [], layers  # only preprocessing (Normalization's statistics, Resizing): no backbone
     return prefix, layers[len(prefix):]
+
+
+def is_preprocessing(layer) -> bool:
+    """A Keras preprocessing layer (Normalization, Rescaling, Resizing, ...): its non-trainable
+    weights are statistics, not a frozen backbone, and it costs little to recompute."""
+    return any(".preprocessing." in c.__module__ or ".preprocessing" == c.__module__[-14:]
+               for c in type(layer).__mro__ if c.__module__.startswith("keras"))
 
 
 def _split(prefix, rest, x):

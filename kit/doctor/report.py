@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from kit.doctor.findings import SYMPTOMS, fmt_gain
+from kit.doctor.findings import NOISE, SYMPTOMS, fmt_gain
 
 
 @dataclass
@@ -64,7 +64,8 @@ class Diagnosis:
     def top3(self) -> list[str]:
         """The first three findings that are causes and gave (or are predicted to give) something:
         neither the symptom nor 'checked: no gain here'."""
-        rows = self.findings[(self.findings["kind"] != "symptom") & (self.findings["status"] != "no gain")]
+        rows = self.findings[(self.findings["kind"] != "symptom")
+                             & ~self.findings["status"].isin(["no gain", "unmeasured"])]
         return list(rows["code"])[:3]
 
     def code_change(self, source: str = "your pipeline") -> str:
@@ -76,30 +77,73 @@ class Diagnosis:
         return "\n".join(lines)
 
     def as_dict(self) -> dict:
+        """The diagnosis as JSON-ready data: the three printed lists under ``findings``,
+        ``checked_no_gain`` and ``not_measured``, each row with its fields named and its printed
+        ``line``; NaN gains as None."""
+        def rows(df):
+            out = []
+            for r in df.itertuples(index=False):
+                row = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                       for k, v in r._asdict().items()}
+                row["line"] = _line(r)
+                out.append(row)
+            return out
+
+        parts = self.lists()
         return {"verdict": self.verdict, "summary": self.summary, "rates": self.rates,
-                "findings": self.findings.to_dict(orient="records"), "pipeline": self.pipeline,
+                "findings": rows(parts["findings"]), "checked_no_gain": rows(parts["checked: no gain here"]),
+                "not_measured": rows(parts["not measured"]), "pipeline": self.pipeline,
                 "trace_dir": self.trace_dir, "changes": [{"code": r.code, "change": r.change, "fix": r.snippet}
                                                          for r in self.changes],
                 "tried": self.tried, "skipped": self.skipped}
 
+    def lists(self) -> dict[str, pd.DataFrame]:
+        """The findings split as printed: ``findings`` (ranked, the symptom first), ``checked: no gain
+        here`` and ``not measured``."""
+        col = self.findings["list"] if "list" in self.findings else pd.Series([], dtype=object)
+        return {name: self.findings[col == name].reset_index(drop=True)
+                for name in ("findings", "checked: no gain here", "not measured")}
+
     def __str__(self) -> str:
+        """One pass: the verdict and its basis, one line per finding (what, where, the gain with its
+        spread, the change), then the fixes checked and found to give nothing, then what could not be
+        measured. ``details()`` adds each finding's evidence and basis."""
+        return self._text(details=False)
+
+    def details(self) -> str:
+        """``str(self)`` with each finding's evidence and basis under it."""
+        return self._text(details=True)
+
+    def _text(self, *, details: bool) -> str:
         lines = [f"verdict: {self.verdict}", f"  {self.summary}"]
+        for key in ("verdict_basis", "time_split"):
+            if self.rates.get(key):
+                lines.append(f"  {self.rates[key]}")
         if self.pipeline:
             lines.append(f"  tf.data pipeline: {' -> '.join(self.pipeline)}")
-        if self.findings.empty:
-            lines.append("no findings")
-        for i, r in enumerate(self.findings.itertuples(index=False), start=1):
-            lines.append(f"{i}. {r.code} [{r.kind}, {r.status}]: {_gain_text(r)} ({r.basis})")
-            lines.append(f"   evidence: {r.evidence}")
-            lines.append(f"   fix: {r.fix}")
-            if r.fix != r.learn_more:
-                lines.append(f"   learn more: {r.learn_more}")
+        parts = self.lists()
+        found = parts["findings"]
+        lines.append("findings:" if len(found) else "findings: none")
+        for i, r in enumerate(found.itertuples(index=False), start=1):
+            lines.append(f"  {i}. {_line(r)}")
+            if details:
+                lines += [f"     evidence: {r.evidence}", f"     basis: {r.basis}"]
+        for title, mark in (("checked: no gain here", "-"), ("not measured", "?")):
+            rows = parts[title]
+            if len(rows):
+                lines.append(f"{title}:")
+            for r in rows.itertuples(index=False):
+                lines.append(f"  {mark} {_line(r)}")
+                if details:
+                    lines += [f"     evidence: {r.evidence}", f"     basis: {r.basis}"]
         if self.changes:
             lines.append("Diagnosis.fixed applies: " + "; ".join(r.change for r in self.changes))
         if self.skipped:
             lines.append("skipped to keep to the time budget: " + "; ".join(self.skipped))
         if self.trace_dir:
-            lines.append(f"profiler trace: {self.trace_dir} (tensorboard --logdir {self.trace_dir})")
+            lines.append(f"profiler trace: {self.trace_dir}, view with tensorboard --logdir {self.trace_dir}")
+        if not details and len(self.findings):
+            lines.append("each finding's evidence and basis: print(d.details()), or --details / --json")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -120,10 +164,50 @@ class Diagnosis:
 
 
 def _gain_text(r) -> str:
-    """``expected gain 1.8x (1.6-2.0x)``; for a loader fix with a model, the loader's gain beside it."""
+    """``expected gain 1.8x, rounds 1.6-2.0x``; for a loader fix with a model, the loader's gain beside it."""
     text = f"expected gain {fmt_gain(r.expected_gain)}"
     if math.isfinite(r.gain_low) and math.isfinite(r.gain_high) and r.gain_high > r.gain_low:
-        text += f" ({fmt_gain(r.gain_low)}-{fmt_gain(r.gain_high)})"
+        text += f", {fmt_gain(r.gain_low)}-{fmt_gain(r.gain_high)}"
     if math.isfinite(r.loader_gain) and abs(r.loader_gain - r.expected_gain) > 0.005:
         text += f", loader alone {fmt_gain(r.loader_gain)}"
     return text
+
+
+def _spread(r) -> str:
+    if math.isfinite(r.gain_low) and math.isfinite(r.gain_high) and r.gain_high > r.gain_low:
+        return f"{fmt_gain(r.gain_low)}-{fmt_gain(r.gain_high)}"
+    return ""
+
+
+def _what(r) -> str:
+    """The gain part of a finding's line: measured with its rounds' spread, predicted with its range,
+    a correctness fix's cost, or why nothing was measured."""
+    g, spread = r.expected_gain, _spread(r)
+    if r.kind == "symptom":
+        return f"{fmt_gain(g)} headroom" if r.code == "input_bound" else "the model's step is the limit"
+    if r.kind == "correctness":
+        if not math.isfinite(g):
+            return "a correctness fix, its cost not measured"
+        if g < 1 / NOISE:
+            return f"a correctness fix that costs time: {1 / g:,.2f}x slower, measured"
+        return "a correctness fix at no measured cost" if g < NOISE else f"a correctness fix, {fmt_gain(g)} faster too"
+    if r.kind == "order":
+        return "order quality, not speed"
+    if r.status == "unmeasured":
+        return r.basis.removeprefix("not measured: ")
+    if not math.isfinite(g):
+        return "gain not measured"
+    word = {"measured": "measured end to end", "predicted": "predicted", "no gain": "measured"}[r.status]
+    if r.status == "no gain" and r.basis.startswith("TensorFlow already"):
+        return r.basis.split(":")[0]
+    if r.status == "no gain":
+        return f"{fmt_gain(g)}{', rounds ' + spread if spread else ''}: within the noise or capped by the model"
+    rng = f", {'rounds' if r.status == 'measured' else 'range'} {spread}" if spread else ""
+    return f"{fmt_gain(g)} {word}{rng}"
+
+
+def _line(r) -> str:
+    """One finding on one line: code, where in the user's code, the gain, the change."""
+    where = f" at {r.where}" if getattr(r, "where", "") else ""
+    fix = "" if r.kind == "symptom" or r.status == "unmeasured" else f"; fix: {r.fix}"
+    return f"{r.code}{where}: {_what(r)}{fix}"

@@ -285,6 +285,27 @@ def move_cache(cache: str, before: str, what: str, code: str) -> Rewrite:
                    names=(cache, before), spec=("move_cache", cache, before, what, code))
 
 
+def reorder_cache(cache: str, shuffles: list[str], after: str, *, buffer: int | None, what: str,
+                  code: str, snippet: str) -> Rewrite:
+    """The ``cache()`` node ``cache`` and the reshuffling ``shuffles`` before it taken out; a cache put
+    back after node ``after`` (the last deterministic op before the first random one), then, where
+    there were shuffles, one shuffle of ``buffer`` elements reshuffled each epoch after the cache. The
+    decoded data is cached once, the order changes every epoch and random ops draw anew."""
+
+    def edit(g):
+        _remove(g, cache)
+        for name in shuffles:
+            _remove(g, name)
+        cached = _after(g, after, "CacheDataset", [_const(g, "filename", "", "string")])
+        if shuffles:
+            _after(g, cached, "ShuffleDataset",
+                   [_const(g, "buffer_size", max(1, buffer or 1), "int64"), _const(g, "seed", 0, "int64"),
+                    _const(g, "seed2", 0, "int64")], {"reshuffle_each_iteration": True})
+
+    return Rewrite(code, what, snippet, edit=edit, warm_epoch=True, names=(cache, *shuffles, after),
+                   spec=("reorder_cache", cache, list(shuffles), after, buffer, what, code, snippet))
+
+
 def final_prefetch() -> Rewrite:
     """``.prefetch(tf.data.AUTOTUNE)`` at the end."""
     return Rewrite("no_prefetch", "prefetch at the end", ".prefetch(tf.data.AUTOTUNE)",
@@ -376,6 +397,9 @@ def from_spec(spec) -> Rewrite:
     if factory == "insert_cache":
         after, what, reshuffle, count, code = args
         return insert_cache(after, what, reshuffle=reshuffle, count=count, code=code)
+    if factory == "reorder_cache":
+        cache, shuffles, after, buffer, what, code, snippet = args
+        return reorder_cache(cache, shuffles, after, buffer=buffer, what=what, code=code, snippet=snippet)
     return _FACTORIES[factory](*args)
 
 

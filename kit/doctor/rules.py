@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from kit.doctor.findings import Cap, Finding, Measured
+from kit.doctor.findings import NOISE, Cap, Finding, Measured
 from kit.doctor.graph import fn_label
 from kit.doctor.sources import is_pydataset
 
@@ -129,10 +129,18 @@ def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: s
         gain_high=gain)
 
 
+#: Reading (opening and reading the bytes read from the page cache, timed here) under this share of the
+#: loader's time cannot be what it waits on: reading less is then 'checked: no gain here'.
+READ_SHARE = 0.25
+
+
 def read_amplification(loader: dict, example_bytes: float, m: Measured) -> tuple[float | None, list[Finding]]:
-    """Bytes read per example over the example's bytes: ``(factor or None, findings)``. The gain is
-    predicted as a range: from none (reading is not what the loader waits on) to reading ``k`` times
-    less, capped by the headroom."""
+    """Bytes read per example over the example's bytes: ``(factor or None, findings)``. Claimed only
+    where the bytes prove reading is the cost: at the page cache's measured speed the bytes read take
+    at least ``READ_SHARE`` of the loader's time (or the loader waits, from storage, with its cores
+    idle). The gain is predicted from that share: reading ``k`` times less saves
+    ``share * (1 - 1/k)`` of the loader's time, capped by the headroom. Where decoding, not reading,
+    is the cost (an image folder), it is listed as checked with no gain here."""
     per_example = max(loader.get("rchar_per_example", 0.0), loader.get("read_bytes_per_example", 0.0))
     if not (per_example and example_bytes):
         return None, []
@@ -140,15 +148,28 @@ def read_amplification(loader: dict, example_bytes: float, m: Measured) -> tuple
     surplus = (per_example - example_bytes) * loader.get("window_examples", 0)
     if not (k >= AMPLIFICATION_FACTOR and surplus >= AMPLIFICATION_MIN_BYTES):
         return k, []
-    gain, low, high = predicted(m, 1.0, k)
+    read_s = loader.get("read_s_per_example", 0.0)
+    share = min(0.95, m.loader_rate * read_s / max(1.0, m.cores_busy))
+    cold = loader.get("read_bytes_per_example", 0.0) >= 0.5 * per_example and m.io_wait
+    evidence = (f"{per_example / 1e3:,.1f} kB read per example of {example_bytes / 1e3:,.1f} kB, {k:,.1f}x, "
+                f"from /proc/self/io; reading that much from the page cache takes {read_s * 1e3:,.2f} ms here, "
+                f"{share:.0%} of the loader's time")
+    fix = ("open each file once and slice it (np.load(path, mmap_mode='r')[i]), or convert it once "
+           "(python -m kit convert spectrogram --to memmap, for frames in .npy files)")
+    if share < READ_SHARE and not cold:
+        return k, [Finding("read_amplification", evidence, math.nan,
+                           f"not measured: the bytes do not prove it, reading them is {share:.0%} of the "
+                           f"loader's time; opening or parsing a file per example may still cost, which "
+                           f"the doctor cannot time without rewriting the code",
+                           status="unmeasured", fix=fix)]
+    saved = share * (1 - 1 / k) if not cold else 1 - 1 / k
+    loader_gain = 1 / max(0.05, 1 - saved)
+    gain, low, high = predicted(m, min(loader_gain, 1 + saved / 2), loader_gain)
     return k, [Finding(
-        "read_amplification",
-        f"{per_example / 1e3:,.1f} kB read (/proc/self/io) per example of {example_bytes / 1e3:,.1f} kB: "
-        f"{k:,.1f}x", gain,
-        m.cap.explain(f"predicted: between no gain (if reading is not what the loader waits on) and reading "
-                      f"{k:,.1f}x less"), status="predicted", gain_low=low, gain_high=high,
-        fix="open each file once and slice it (np.load(path, mmap_mode='r')[i]), or convert it once "
-            "(python -m kit convert spectrogram --to memmap, for frames in .npy files)")]
+        "read_amplification", evidence + ("; read from storage while the loader's cores idle" if cold else ""),
+        m.end_to_end(loader_gain) if math.isfinite(m.end_to_end(loader_gain)) else gain,
+        m.cap.explain(f"predicted: reading {k:,.1f}x less saves {saved:.0%} of the loader's time, the loader "
+                      f"{loader_gain:,.2f}x faster"), status="predicted", gain_low=low, gain_high=high, fix=fix)]
 
 
 def pydataset_workers(source, m: Measured) -> list[Finding]:
@@ -179,26 +200,77 @@ def pydataset_workers(source, m: Measured) -> list[Finding]:
         status="predicted", gain_low=lo, gain_high=hi, fix=fix)]
 
 
-def python_source(graph: dict | None, m: Measured) -> list[Finding]:
-    """Python feeding a tf.data pipeline where the doctor cannot try a fix (``from_generator``, a
-    Python map already parallel): predicted from threads on the free cores (the GIL's share) up to
-    the whole headroom (the Python work gone from the loader)."""
+def python_source(graph: dict | None, m: Measured, places: dict | None = None) -> list[Finding]:
+    """Python feeding a tf.data pipeline (``from_generator``, a ``py_function`` / ``numpy_function`` in
+    a map, serial or parallel): the Python holds the GIL, so threads cannot run it side by side. Where
+    the loader runs it on parallel threads yet keeps at most ``GIL_CORES`` cores busy of two or more,
+    the GIL is measured to be the limit. Predicted from what threads on the free cores give (the
+    GIL's share) up to the whole headroom (the Python work replaced by tf.data ops)."""
     if graph is None:
         return []
 
     chain = graph["chain"]
-    where = [n for n in chain if n.name in graph["python"] and n.op != "MapDataset"]
+    where = [n for n in chain if n.name in graph["python"]]
     if not where:
         return []
+    if not math.isfinite(m.cap.factor) and m.parallel_gain < NOISE:
+        labels = ", ".join("from_generator" if "GeneratorDataset" in graph["ops"][n.name]
+                           else f".map({fn_label(graph, n)})" for n in where)
+        return [Finding("python_in_pipeline", f"Python called from {labels}", math.nan,
+                        "not measured: no model given, and the free cores give more threads nothing, so "
+                        "the gain of doing this work in tf.data ops has no bound to predict from",
+                        status="unmeasured", where=(places or {}).get(where[0].name, ""))]
     labels = [("from_generator" if "GeneratorDataset" in graph["ops"][n.name] else f".map({fn_label(graph, n)})")
               for n in where]
-    low = m.parallel_gain if not m.io_wait else 1.0
+    parallel = any(n.op.startswith("Parallel") for n in where)
+    gil = gil_bound(m, threads=parallel)
+    low = 1.0 if m.io_wait else (max(NOISE, m.parallel_gain) if gil else m.parallel_gain)
     high = m.cap.factor if math.isfinite(m.cap.factor) else max(low, m.parallel_gain)
     gain, lo, hi = predicted(m, low, high)
+    if gil:
+        how = (f"the Python runs on parallel threads yet the loader keeps {m.cores_busy:.2f} of {m.cores} cores "
+               f"busy: the GIL lets one thread run Python at a time")
+    elif m.io_wait:
+        how = f"the loader keeps {m.cores_busy:.2f} cores busy: the Python waits, on files or the network"
+    else:
+        how = f"the loader keeps {m.cores_busy:.2f} of {m.cores} cores busy running it"
     return [Finding(
-        "python_in_pipeline", f"Python called from {', '.join(labels)}", gain,
-        m.cap.explain(f"predicted: from what threads on the free cores give ({m.parallel_basis}) to the "
-                      "whole headroom (the Python work replaced by tf.data ops or a store the graph reads)"),
+        "python_in_pipeline", f"Python called from {', '.join(labels)}: {how}", gain,
+        m.cap.explain(f"predicted: from what threads on the free cores give, {m.parallel_basis}, to the "
+                      "whole headroom, the Python work replaced by tf.data ops or a store the graph reads"),
+        status="predicted", gain_low=lo, gain_high=hi, where=(places or {}).get(where[0].name, ""),
+        fix="do the work in tf.data ops (tf.io.read_file, tf.io.decode_*, tf.image.*, tf.strings.*) mapped with "
+            "num_parallel_calls=tf.data.AUTOTUNE, or convert the data once into a store the graph reads (TFRecord)")]
+
+
+#: A loader running Python on two or more threads that keeps at most this many cores busy (of two or
+#: more) is held by the GIL: one thread runs Python at a time (1 core, plus what C code releasing
+#: the GIL adds around it).
+GIL_CORES = 1.3
+
+
+def gil_bound(m: Measured, *, threads: bool) -> bool:
+    """Whether the loader's Python is held by the GIL: it runs on several threads (``threads``), the
+    machine has two or more cores, and the loader computes (not waits) on at most ``GIL_CORES``."""
+    return threads and m.cores >= 2 and not m.io_wait and m.cores_busy <= GIL_CORES
+
+
+def pydataset_gil(source, m: Measured) -> list[Finding]:
+    """A ``keras.utils.PyDataset`` whose thread workers keep about one core busy: its ``__getitem__``
+    holds the GIL, so more threads cannot help; vectorising it (NumPy over the whole batch) or
+    processes on the cores the model's step leaves can."""
+    if not is_pydataset(source):
+        return []
+    workers = getattr(source, "workers", 1) or 1
+    if workers <= 1 or getattr(source, "use_multiprocessing", False) or not gil_bound(m, threads=True):
+        return []
+    high = m.cap.factor if math.isfinite(m.cap.factor) else float(m.cores)
+    gain, lo, hi = predicted(m, NOISE, high)
+    return [Finding(
+        "python_in_pipeline",
+        f"{workers} thread workers keep {m.cores_busy:.2f} of {m.cores} cores busy: __getitem__ holds the GIL",
+        gain, m.cap.explain("predicted: from a little to the whole headroom, __getitem__ vectorised over the "
+                            "batch so that NumPy, not Python, does the per-example work"),
         status="predicted", gain_low=lo, gain_high=hi,
-        fix="replace the generator by tf.data ops over the files (tf.data.Dataset.from_tensor_slices(paths)"
-            ".map(read_and_decode, num_parallel_calls=tf.data.AUTOTUNE)), or convert once to TFRecord")]
+        fix="vectorise __getitem__: one NumPy call over the whole batch instead of a Python loop per example; "
+            "more threads cannot help, processes only on cores the model's step leaves")]

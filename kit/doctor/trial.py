@@ -95,15 +95,15 @@ def same_elements(original, fixed, *, ordered: bool, random: bool, seconds: floa
     except Exception as e:  # noqa: BLE001  (TensorFlow's many error types: the fix does not run here)
         return Check(False, f"the fixed pipeline fails: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
     if a is None or b is None:
-        return Check(None, f"not checked: an epoch did not end within {seconds:.0f} s (or never ends)")
-    what = "labels and count (the pipeline draws random numbers)" if random else "examples"
+        return Check(None, f"not checked: an epoch did not end within {seconds:.0f} s, or never ends")
+    what = "labels and count, the pipeline drawing random numbers," if random else "examples"
     if ordered and not random:
         same = a == b
         return Check(same, f"{len(a):,} {what} in the same order" if same else
-                     f"the {what} differ or come in another order ({len(a):,} against {len(b):,})")
+                     f"the {what} differ or come in another order: {len(a):,} against {len(b):,}")
     same = Counter(a) == Counter(b)
-    return Check(same, f"the same {len(a):,} {what} per epoch (as a multiset)" if same else
-                 f"the {what} differ ({len(a):,} against {len(b):,} per epoch)")
+    return Check(same, f"the same {len(a):,} {what} per epoch, as a multiset" if same else
+                 f"the {what} differ: {len(a):,} against {len(b):,} per epoch")
 
 
 def loader_rate(ds, seconds: float) -> float:
