@@ -20,7 +20,8 @@ from kit import store
 from kit.epochs import order_dataset, window_seeds
 
 __all__ = ["DEFAULT_READ_BUFFER", "FIXED_READ_BUFFER", "MIN_RECORDS_PER_BATCH", "TFRECORD_FRAMING", "TFRECORD_HEAD",
-           "store_folder", "shard_tags", "check_shards", "read_tfrecords", "check_tfrecord_shard"]
+           "store_folder", "shard_tags", "check_shards", "read_tfrecords", "check_tfrecord_shard", "record_batches",
+           "window_records", "window_order", "whole_records"]
 
 #: Batches are cut from whole records (``read_tfrecords(block=...)``) only when a batch
 #: holds at least this many: a record's examples always share a batch, so each example
@@ -143,8 +144,7 @@ def read_tfrecords(paths: Sequence[str], parse: Callable, opts, *, shuffle_buffe
     read = functools.partial(_read_shards, splittable=splittable, cycle_length=cycle_length, read_buffer=read_buffer,
                              end_records=end_records)
     tail = list(tail)
-    whole = (block is not None and not splittable and opts.batch_size % block == 0
-             and opts.batch_size // block >= MIN_RECORDS_PER_BATCH and len(paths) > 0)
+    whole = block is not None and not splittable and whole_records(opts.batch_size, block) and len(paths) > 0
     if not whole:
         paths, tail = list(paths) + tail, []
     names = tf.constant(list(paths))
@@ -233,20 +233,84 @@ def _whole_records(files, count, tail, parse, opts, block, shuffle_buffer, read_
     if not opts.shuffle:
         return ds.batch(k).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
     full = None if record_bytes is None else record_bytes + (TFRECORD_FRAMING if framed else 0)
-    size = max(1, shuffle_buffer // block // k) * k  # records a window: whole batches
+    size = window_records(shuffle_buffer, block, k)
 
     def batches(window, pair):
-        n = tf.shape(window)[0]
         # The tail's short records (only ever at the end of the last window) stay last.
         lengths = tf.strings.length(window)
         body = tf.reduce_sum(tf.cast(tf.equal(lengths, full if full is not None else lengths[0]), tf.int32))
-        order = tf.concat([tf.random.experimental.stateless_shuffle(tf.range(body), seed=pair),
-                           tf.range(body, n)], 0)
-        return tf.data.Dataset.range(tf.cast((n + k - 1) // k, tf.int64)).map(
+        order = window_order(tf.shape(window)[0], body, pair)
+        return tf.data.Dataset.range(tf.cast((tf.shape(window)[0] + k - 1) // k, tf.int64)).map(
             lambda b: tf.gather(window, order[b * k:(b + 1) * k]))
 
     ds = tf.data.Dataset.zip(ds.batch(size), window_seeds(opts.seed)).flat_map(batches)
     return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def whole_records(batch_size: int, block: int) -> bool:
+    """Whether batches of ``batch_size`` are cut from whole records of ``block`` examples:
+    a whole number of them, at least ``MIN_RECORDS_PER_BATCH``."""
+    return batch_size % block == 0 and batch_size // block >= MIN_RECORDS_PER_BATCH
+
+
+def window_records(shuffle_buffer: int, block: int, per_batch: int) -> int:
+    """Records a window holds: ``shuffle_buffer`` examples in records of ``block``, rounded
+    down to whole batches of ``per_batch`` records (at least one batch)."""
+    return max(1, shuffle_buffer // block // per_batch) * per_batch
+
+
+def window_order(n, body, pair):
+    """The order of a window of ``n`` records whose first ``body`` are whole: those permuted
+    by the seed pair ``pair``, the rest (the tail's short record) kept last."""
+    import tensorflow as tf  # keeps kit.cases light: TensorFlow
+
+    return tf.concat([tf.random.experimental.stateless_shuffle(tf.range(body), seed=pair), tf.range(body, n)], 0)
+
+
+def record_batches(counts: Sequence[int], opts, *, per_batch: int, window: int, cycle_length: int,
+                   tail: bool = False, ahead: int = 0):
+    """The epoch order of ``read_tfrecords``' batches of whole records, as record ids.
+
+    The records of shard ``i`` (``counts[i]`` of them) are ids ``sum(counts[:i])`` on; the
+    tail's short record, with ``tail``, is id ``sum(counts)``. The shards are taken in the
+    order ``order_dataset`` permutes per epoch, ``cycle_length`` interleaved, the stream
+    cut into windows of ``window`` records, each window permuted by its own seed pair
+    (``window_seeds``, ``window_order``) and cut into batches of ``per_batch`` records:
+    the same batches, for the same seed, as ``read_tfrecords(block=...)`` reads from the
+    shards themselves (unshuffled: the records in that order).
+
+    Returns:
+        A ``tf.data.Dataset`` of ``(ids, next_ids)``: ``ids`` the ``per_batch`` record ids
+        of a batch (-1 pads the last one), ``next_ids`` those of the ``ahead`` batches
+        after it in its window (-1 where there are none), for reading ahead.
+    """
+    import tensorflow as tf  # keeps kit.cases light: TensorFlow
+
+    if window % per_batch:
+        raise ValueError(f"window must be whole batches of {per_batch} records, got {window}")
+    counts = [int(c) for c in counts]
+    starts = tf.constant([sum(counts[:i]) for i in range(len(counts))], tf.int64)
+    sizes = tf.constant(counts, tf.int64)
+    total = sum(counts)
+    ids = order_dataset(len(counts), opts).interleave(
+        lambda i: tf.data.Dataset.range(starts[i], starts[i] + sizes[i]), cycle_length=min(cycle_length, len(counts)))
+    if tail:
+        ids = ids.concatenate(tf.data.Dataset.from_tensors(tf.constant(total, tf.int64)))
+    k = per_batch
+
+    def batches(records, pair):
+        n = tf.shape(records)[0]
+        body = tf.reduce_sum(tf.cast(records < total, tf.int32))
+        order = window_order(n, body, pair) if opts.shuffle else tf.range(n)
+        rows = (n + k - 1) // k
+        cut = tf.reshape(tf.concat([tf.gather(records, order), tf.fill([rows * k - n], tf.constant(-1, tf.int64))],
+                                   0), [rows, k])
+        padded = tf.concat([cut, tf.fill([ahead, k], tf.constant(-1, tf.int64))], 0)
+        later = tf.concat([padded[j + 1:j + 1 + rows] for j in range(ahead)], 1) if ahead else \
+            tf.zeros([rows, 0], tf.int64)
+        return tf.data.Dataset.from_tensor_slices((cut, later))
+
+    return tf.data.Dataset.zip(ids.batch(window), window_seeds(opts.seed)).flat_map(batches)
 
 
 def _framed(record):

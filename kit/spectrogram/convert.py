@@ -14,6 +14,12 @@
   (``kit.cases.read_tfrecords``, ``decode_records``): parsing one 24 KB
   ``tf.train.Example`` per frame (format 1) cost more than reading it, and unbatching
   the frames of each record to permute them (format 2) cost as much again.
+* ``tfexample``: the TFRecord layout TensorFlow's TFRecord tutorial teaches, for the
+  ``tfrecord_guide`` variant: one ``tf.train.Example`` a frame, its features ``frame`` (the
+  frame's raw bytes in the store's dtype, little-endian, row-major, one ``bytes_list``
+  entry) and ``label`` (one ``int64_list`` entry), in shards of about ``shard_mb`` holding
+  the frames in the same seeded order as the ``tfrecord`` store's (``_shard_rows``).
+  ``parse_examples`` parses a batch of them at once (``tf.io.parse_example``).
 * ``arrayrecord``: ArrayRecord files (the format Google Grain reads; optional, the
   ``peers`` extra), one record per frame in index order, in shards of about
   ``shard_mb`` (``shard-00000-of-00003.array_record``), written with
@@ -43,12 +49,12 @@ from kit.spectrogram.index import FrameIndex, open_frames
 from kit.spectrogram.peers import available, require
 from kit.util import usable_cpus
 
-__all__ = ["convert", "decode_records", "store_key", "default_folder", "FORMATS", "DEFAULT_SHARD_MB",
+__all__ = ["convert", "decode_records", "parse_examples", "TFEXAMPLE_FORMAT", "store_key", "default_folder", "FORMATS", "DEFAULT_SHARD_MB",
            "DEFAULT_RECORD_FRAMES", "TFRECORD_FORMAT", "TAIL_SHARD", "STORE_DTYPES", "records_dtype",
            "ARRAYRECORD_FORMAT", "ARRAYRECORD_LAYOUT", "ARRAYRECORD_WRITER_OPTIONS", "record_dtype",
-           "arrayrecord_dtype"]
+           "arrayrecord_dtype", "examples_dtype"]
 
-FORMATS = ("memmap", "tfrecord", "arrayrecord")
+FORMATS = ("memmap", "tfrecord", "tfexample", "arrayrecord")
 #: 100 MB shards: a few shards per core keeps the interleaved reads busy on the
 #: default bench data (491 MB) while each file stays large enough to stream.
 DEFAULT_SHARD_MB = 100
@@ -68,6 +74,9 @@ DEFAULT_RECORD_FRAMES = 32
 #: reader side by side, 2 cores). In the store's key, so a store of an older layout is
 #: rebuilt, never misread.
 TFRECORD_FORMAT = 4
+#: The ``tfexample`` layout (in its key and manifest): 1, one ``tf.train.Example`` a frame,
+#: features ``frame`` (raw bytes) and ``label`` (int64).
+TFEXAMPLE_FORMAT = 1
 #: The shard of a store that holds its short record, if it has one.
 TAIL_SHARD = "tail.tfrecord"
 STORE_DTYPES = ("float32", "float16")
@@ -83,7 +92,7 @@ ARRAYRECORD_LAYOUT = "frame: H*W values of the store dtype, little-endian, row-m
 #: every read CPU time.
 ARRAYRECORD_WRITER_OPTIONS = "group_size:1,uncompressed"
 #: Each store format's layout version, kept in the manifest's options.
-_LAYOUTS = {"tfrecord": TFRECORD_FORMAT, "arrayrecord": ARRAYRECORD_FORMAT}
+_LAYOUTS = {"tfrecord": TFRECORD_FORMAT, "tfexample": TFEXAMPLE_FORMAT, "arrayrecord": ARRAYRECORD_FORMAT}
 
 
 def store_key(index: FrameIndex, fmt: str, **options) -> str:
@@ -103,12 +112,12 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
 
     Args:
         index: the validated frames.
-        to: ``"memmap"``, ``"tfrecord"`` or ``"arrayrecord"`` (needs the ``peers`` extra:
+        to: ``"memmap"``, ``"tfrecord"``, ``"tfexample"`` or ``"arrayrecord"`` (needs the ``peers`` extra:
             ``pip install 'kit[peers]'``; ``make test`` installs it).
         out: the store's folder; by default a content-keyed folder under ``workdir``.
         workdir: where default folders go (``kit.store.default_workdir()`` if None).
         shard_mb: target TFRecord or ArrayRecord shard size in MB.
-        seed: TFRecord write order (an ArrayRecord store is in index order).
+        seed: TFRecord (and ``tfexample``) write order (an ArrayRecord store is in index order).
         workers: threads writing TFRecord or ArrayRecord shards (default: the usable CPUs).
         progress: show a tqdm bar.
         adopt: use a complete store already in ``out`` if it holds this index in this
@@ -139,6 +148,8 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
         opts: dict = {"dtype": store_dtype}
     elif to == "arrayrecord":
         opts = {"shard_mb": float(shard_mb), "dtype": store_dtype, "format": ARRAYRECORD_FORMAT}
+    elif to == "tfexample":
+        opts = {"shard_mb": float(shard_mb), "seed": int(seed), "dtype": store_dtype, "format": TFEXAMPLE_FORMAT}
     else:
         opts = {"shard_mb": float(shard_mb), "seed": int(seed), "dtype": store_dtype,
                 "record_frames": int(record_frames), "format": TFRECORD_FORMAT}
@@ -160,6 +171,8 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
         workers = usable_cpus()
     if to == "arrayrecord":
         return folder, _arrayrecord(index, folder, key, meta, shard_mb, workers, progress, check, store_dtype)
+    if to == "tfexample":
+        return folder, _tfexample(index, folder, key, meta, shard_mb, seed, workers, progress, check, store_dtype)
     return folder, _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check,
                              store_dtype, int(record_frames))
 
@@ -388,6 +401,72 @@ def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: store.ShardRe
     return check_tfrecord_shard(folder / shard.name, shard.count,
                                 lambda r: decode_records(r, frame_shape, dtype), batch=None, inspect=nonfinite,
                                 end_record=True)
+
+
+# --------------------------------------------------------------------------- tfexample
+
+
+def _tfexample(index, folder, key, meta, shard_mb, seed, workers, progress, check, dtype) -> store.Manifest:
+    import tensorflow as tf  # keeps kit.spectrogram light: TensorFlow
+
+    frame_bytes = int(np.prod(index.frame_shape)) * np.dtype(dtype).itemsize
+    pieces = _shard_rows(index, max(1, int(shard_mb * 1e6 // frame_bytes)), seed)
+    shards = [store.Shard(f"shard-{tag}.tfrecord", len(rows), rows) for tag, rows in zip(shard_tags(len(pieces)), pieces)]
+
+    def write(shard: store.Shard, tmp: Path, advance):
+        data, labels = _shard_frames(index, shard.task, dtype, meta["nonfinite"])
+        with tf.io.TFRecordWriter(str(tmp)) as w:  # as the TFRecord tutorial writes them: an Example a frame
+            for j in range(len(data)):
+                example = tf.train.Example(features=tf.train.Features(feature={
+                    "frame": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data[j].tobytes()])),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(labels[j])]))}))
+                w.write(example.SerializeToString())
+                if (j + 1) % 1024 == 0 or j + 1 == len(data):
+                    advance((j % 1024) + 1)
+
+    return store.build(folder, kind="spectrogram-tfexample", key=key, shards=shards, write=write,
+                       sources=index.files, meta=meta, workers=min(workers, len(shards)), check=check,
+                       expected_bytes=len(index) * (frame_bytes + 40),  # + the Example's and the record's framing
+                       progress="tfexample" if progress is True else progress)
+
+
+def parse_examples(serialized, frame_shape, dtype: str = "float32"):
+    """A batch of ``tfexample`` records parsed at once: ``(n, H, W, 1)`` float32 frames and
+    ``(n,)`` int64 labels (``tf.io.parse_example``, then one ``decode_raw`` of the batch's frames)."""
+    import tensorflow as tf  # keeps kit.spectrogram light: TensorFlow
+
+    dt = tf.as_dtype(dtype)
+    features = tf.io.parse_example(serialized, {"frame": tf.io.FixedLenFeature([], tf.string),
+                                                "label": tf.io.FixedLenFeature([], tf.int64)})
+    raw = tf.uint16 if dt == tf.float16 else dt  # decode_raw has no float16 kernel: a bitcast after
+    x = tf.io.decode_raw(features["frame"], raw)
+    tf.debugging.assert_equal(tf.shape(x)[-1], int(np.prod(frame_shape)),
+                              message="an Example whose frame holds another number of values")
+    if raw != dt:
+        x = tf.bitcast(x, dt)
+    x = tf.reshape(x, (-1,) + tuple(frame_shape) + (1,))
+    return (x if dt == tf.float32 else tf.cast(x, tf.float32)), features["label"]
+
+
+def examples_dtype(manifest: store.Manifest) -> str:
+    if manifest.meta.get("options", {}).get("format") != TFEXAMPLE_FORMAT:
+        raise store.StoreError("a tfexample store of another layout; convert again to rebuild it")
+    return manifest.meta.get("dtype", "float32")
+
+
+@store.register_check("spectrogram-tfexample")
+def _check_tfexample(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
+    frame_shape = tuple(manifest.meta["frame_shape"])
+    try:
+        dtype = examples_dtype(manifest)
+    except store.StoreError as e:
+        return str(e)
+
+    def nonfinite(x, y, first):
+        return _nonfinite(x.numpy(), manifest, first)
+
+    return check_tfrecord_shard(folder / shard.name, shard.count, lambda r: parse_examples(r, frame_shape, dtype),
+                                inspect=nonfinite)
 
 
 # --------------------------------------------------------------------------- arrayrecord

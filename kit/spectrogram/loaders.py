@@ -15,6 +15,7 @@ import os
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -32,6 +33,7 @@ from kit.cases import (
     read_tfrecords,
 )
 from kit.cases.pydataset import EpochPyDataset
+from kit.cases.stores import record_batches, whole_records, window_records
 from kit.epochs import (
     BLOCK_FRAMES,
     WINDOW_BLOCKS,
@@ -41,17 +43,27 @@ from kit.epochs import (
     not_resumable,
     order_batches,
     order_dataset,
+    record,
 )
-from kit.spectrogram.convert import DEFAULT_RECORD_FRAMES, DEFAULT_SHARD_MB, STORE_DTYPES, decode_records, records_dtype
+from kit.spectrogram.convert import (
+    DEFAULT_RECORD_FRAMES,
+    DEFAULT_SHARD_MB,
+    STORE_DTYPES,
+    decode_records,
+    examples_dtype,
+    parse_examples,
+    records_dtype,
+)
 from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.grain import GrainOptions, make_grain
 from kit.spectrogram.index import FrameIndex, open_frames
+from kit.spectrogram.mapped import READ_AHEAD_BATCHES, MappedShards
 from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS
 from kit.store import StoreError, load_npy, read_npy_header
 from kit.system import pagecache
 
 __all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "LoaderOptions", "FramePyDataset", "PyDatasetOptions",
-           "StoreOptions", "MemmapOptions", "TFRecordOptions", "GrainOptions", "npy_data_offset"]
+           "StoreOptions", "MemmapOptions", "GuideOptions", "TFRecordOptions", "GrainOptions", "npy_data_offset"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,16 @@ class MemmapOptions(StoreOptions):
             raise ValueError(f"order must be 'random' or 'blocks', got {self.order!r}")
         if isinstance(self.read_ahead, bool) or not isinstance(self.read_ahead, int) or self.read_ahead < 0:
             raise ValueError(f"read_ahead must be a whole number of windows (0 turns it off), got {self.read_ahead!r}")
+
+
+@dataclass(frozen=True)
+class GuideOptions(StoreOptions):
+    """``tfrecord_guide``: shard size and the shuffle buffer (frames; the same 4096 as the
+    ``tfrecord`` variant's windows, so that both mix the same span of the shards)."""
+
+    POSITIVE = ("shuffle_buffer",)
+    shard_mb: float = DEFAULT_SHARD_MB
+    shuffle_buffer: int = 4096
 
 
 @dataclass(frozen=True)
@@ -326,7 +348,13 @@ class _Mapping:
         return self.array
 
 
-_MAPPINGS: "weakref.WeakSet[_Mapping]" = weakref.WeakSet()
+_MAPPINGS: "weakref.WeakSet[Any]" = weakref.WeakSet()  # _Mapping, kit.spectrogram.mapped.MappedShards
+
+
+def track_mapping(mapping) -> None:
+    """Lists ``mapping`` (an object whose ``array`` holds what it maps, None once released)
+    among those ``release_store_mappings`` releases."""
+    _MAPPINGS.add(mapping)
 
 
 def release_store_mappings() -> int:
@@ -403,7 +431,70 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
                               record_bytes=record_bytes, parse_framed=parse_framed if checked else None,
                               end_records=True)
 
-    return finish(pipeline(False), len(index), opts.batch_size, body=pipeline(True))
+    body = [p for p in paths if p not in tail]
+    if checked and body and whole_records(opts.batch_size, block):
+        # The shards mapped, each batch's records copied once from the page cache into the
+        # batch, in the order the reader above gives the same seed (kit.spectrogram.mapped).
+        local = _mapped_records(manifest, body + tail, shape, dtype, block, opts, vopts, bool(tail))
+    else:
+        local = pipeline(False)
+    return finish(local, len(index), opts.batch_size, body=pipeline(True))
+
+
+def _mapped_records(manifest, paths, shape, dtype, block, opts: LoaderOptions, vopts: TFRecordOptions, tail: bool):
+    """Batches of whole records read from the mapped shards (``kit.spectrogram.mapped``)."""
+    by_name = {s.name: s for s in manifest.shards}
+    shards = [by_name[Path(p).name] for p in paths]
+    maps = MappedShards(paths, [s.bytes for s in shards], [s.count for s in shards], block=block,
+                        frame_shape=shape, dtype=dtype, tail=tail)
+    k = opts.batch_size // block
+    ids = record_batches(maps.records, opts, per_batch=k, window=window_records(vopts.shuffle_buffer, block, k),
+                         cycle_length=vopts.cycle_length, tail=tail, ahead=READ_AHEAD_BATCHES)
+    h, w = shape
+    raw = tf.as_dtype(dtype)
+
+    def take(rows, later):
+        x, y = tf.numpy_function(maps.take, [rows, later], (raw, tf.int64), stateful=False)
+        x = tf.reshape(x, (-1, h, w, 1))
+        return (x if raw == tf.float32 else tf.cast(x, tf.float32)), tf.reshape(y, [-1])
+
+    return ids.map(take, num_parallel_calls=tf.data.AUTOTUNE)  # every core: finish turns autotune off
+
+
+# --------------------------------------------------------------------------- tfrecord_guide
+
+
+def _tfrecord_guide(index: FrameIndex, opts: LoaderOptions, vopts: GuideOptions):
+    # The pipeline TensorFlow's tf.data performance guide builds over the store its TFRecord
+    # tutorial writes (a tf.train.Example per frame), every knob as documented: the files
+    # shuffled, read in parallel and interleaved (AUTOTUNE: as many as there are cores),
+    # order traded for speed (deterministic=False), a shuffle buffer, batch then one
+    # vectorised parse_example a batch on parallel calls, prefetch; tf.data's autotuner on.
+    folder, manifest = to_store(index, "tfexample", vopts.folder, workdir=opts.workdir, shard_mb=vopts.shard_mb,
+                                seed=opts.seed, progress=opts.progress, adopt=True, store_dtype=vopts.store_dtype,
+                                check=vopts.check_store)
+    dtype = examples_dtype(manifest)  # the store's, whatever was asked
+    paths = check_shards(folder, manifest)
+    shape = index.frame_shape
+
+    @tf.autograph.experimental.do_not_convert
+    def parse(serialized):
+        return parse_examples(serialized, shape, dtype)
+
+    files = tf.data.Dataset.from_tensor_slices(paths)
+    if opts.shuffle:
+        files = files.shuffle(len(paths), seed=opts.seed, reshuffle_each_iteration=True)
+    ds = files.interleave(tf.data.TFRecordDataset, num_parallel_calls=tf.data.AUTOTUNE,
+                          deterministic=not opts.shuffle)  # unshuffled: the shards' order, every epoch
+    if opts.shuffle:
+        ds = ds.shuffle(vopts.shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
+    body = ds.batch(opts.batch_size).map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    # The kit's guard only: a shorter epoch (a shard cut short after the check) fails loudly.
+    ds = body.apply(tf.data.experimental.assert_cardinality(-(-len(index) // opts.batch_size)))
+    record(ds, len(index), opts.batch_size, body)
+    return not_resumable(ds, "variant 'tfrecord_guide' shuffles through a shuffle buffer, whose frames a "
+                             "checkpoint would have to hold; use 'tfrecord' (the same store's frames in records of "
+                             "32, an order computed per epoch), 'memmap' or 'in_memory', which resume mid-epoch")
 
 
 # --------------------------------------------------------------------------- grain
@@ -437,6 +528,7 @@ REGISTRY = {
     "pydataset": Variant(VARIANTS["pydataset"], _pydataset, PyDatasetOptions),
     "numpy_function": Variant(VARIANTS["numpy_function"], _numpy_function),
     "memmap": Variant(VARIANTS["memmap"], _memmap, MemmapOptions),
+    "tfrecord_guide": Variant(VARIANTS["tfrecord_guide"], _tfrecord_guide, GuideOptions, graph_only=True),
     "tfrecord": Variant(VARIANTS["tfrecord"], _tfrecord, TFRecordOptions, graph_only=True),
     "grain": Variant(VARIANTS["grain"], _grain, GrainOptions),
     "in_memory": Variant(VARIANTS["in_memory"], _in_memory, graph_only=True),

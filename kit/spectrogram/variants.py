@@ -15,8 +15,11 @@ VARIANTS = {
     "pydataset": "keras.utils.PyDataset reading frames by memory map (workers, use_multiprocessing)",
     "numpy_function": "tf.data with a per-frame tf.numpy_function, parallel map, prefetch (GIL-bound)",
     "memmap": "frames consolidated once into one memory-mapped .npy; one sorted gather per batch in the graph",
-    "tfrecord": "TFRecord shards of records of 32 frames: shards in a seeded order, read ahead in "
-                "parallel and interleaved, records permuted in windows, one decode per batch",
+    "tfrecord_guide": "TensorFlow's guide: a tf.train.Example per frame in TFRecord shards, parallel "
+                      "interleaved reads, a shuffle buffer, batch then a vectorised parse_example, prefetch",
+    "tfrecord": "TFRecord shards of records of 32 frames: records permuted in windows of the interleaved "
+                "shards, each batch's records copied once from the mapped shards (unchecked: read and decoded "
+                "by tf.data)",
     "grain": "Google Grain over ArrayRecord shards (optional, the peers extra): a global shuffle per "
              "epoch, a batch's records decoded at once in NumPy, read by threads (default: the usable "
              "CPUs), no processes (processes=N: mp_prefetch)",
@@ -25,7 +28,7 @@ VARIANTS = {
 
 #: Variants whose pipeline is pure TensorFlow graph (no Python function): what tf.data service
 #: can run (``kit.spectrogram.loaders`` checks this against its registry).
-GRAPH_ONLY = ("tfrecord", "in_memory")
+GRAPH_ONLY = ("tfrecord_guide", "tfrecord", "in_memory")
 
 
 def make_loader(name: str, index, *, batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -51,6 +54,8 @@ def make_loader(name: str, index, *, batch_size: int, shuffle: bool = True, seed
             ``check_store`` (None: checksums of a reused store compared once per change,
             unless ``$KIT_CHECK_STORES=0``; False skips them),
             ``order`` ("random" or "blocks"), ``block_frames`` (256), ``window_blocks`` (32);
+            ``tfrecord_guide``: ``folder``, ``store_dtype``, ``check_store``, ``shard_mb`` (100),
+            ``shuffle_buffer`` (4096 frames), see ``GuideOptions``;
             ``tfrecord``: ``folder``, ``store_dtype``, ``check_store``, ``shard_mb`` (100), ``record_frames`` (32),
             ``shuffle_buffer`` (4096 frames), ``cycle_length`` (4), ``read_buffer`` (256 KB or 8 MB,
             see ``TFRecordOptions``);
