@@ -49,6 +49,36 @@ def empty_image():
     return _images("empty_image", b"")
 
 
+def autograph_error():
+    import tensorflow as tf
+
+    def parse(x):
+        return undefined_name(x)  # noqa: F821  (the user's bug: autograph reports it "in user code")
+
+    return tf.data.Dataset.range(8).map(parse).batch(2)
+
+
+def py_raises():
+    import tensorflow as tf
+
+    def load(i):
+        raise ValueError(f"bad file {int(i)}")
+
+    return tf.data.Dataset.range(8).map(lambda i: tf.numpy_function(load, [i], tf.int64)).batch(2)
+
+
+def stuck():
+    import time
+
+    import tensorflow as tf
+
+    def load(i):
+        time.sleep(3600)  # a read that never returns
+        return i
+
+    return tf.data.Dataset.range(8).map(lambda i: (tf.numpy_function(load, [i], tf.float32), i)).batch(2)
+
+
 def pydataset():
     import keras
 
@@ -216,8 +246,11 @@ def _one_error_line(err: str) -> str:
     (["{m}:dataset", "--model", "{m}:subclassed_wrapping"],
      ["model '{m}:subclassed_wrapping': Keras model", "is a subclassed model (Wrapped)",
       "give Wrapped a get_config()", "or pass a Functional or Sequential model"]),
+    (["{m}:autograph_error"], ["source '{m}:autograph_error' raised NameError: name 'undefined_name' is not "
+                               "defined, at {m}.py:", " in parse; --debug shows the traceback"]),
+    (["{m}:py_raises"], ["source '{m}:py_raises' raised ValueError: bad file 0, at {m}.py:", " in load; --debug"]),
 ], ids=["not-a-jpeg", "empty-jpeg", "pydataset-batch-5", "model-raises", "model-refuses-batches",
-        "uncompiled", "subclassed-without-config"])
+        "uncompiled", "subclassed-without-config", "autograph-name-error", "numpy-function-raises"])
 def test_what_raises_gets_one_line_naming_the_function(user, capsys, argv, says):
     rc, out, err = run_doctor(capsys, *[a.format(m=user) for a in argv], "--max-seconds", SECONDS)
     assert rc == 2
@@ -225,6 +258,25 @@ def test_what_raises_gets_one_line_naming_the_function(user, capsys, argv, says)
     for text in says:
         assert text.format(m=user) in line, line
     assert "{{function_node" not in line and "[Op:" not in line
+
+
+@pytest.mark.slow
+def test_a_batch_that_never_arrives_ends_within_the_budget_plus_the_margin(tmp_path):
+    """A map stuck for an hour: the command ends after --max-seconds plus the margin (15 s here), in one
+    line naming the batch it waited for, exit status 2 (issue 44 item 6)."""
+    from kit.doctor.cli import margin
+
+    (tmp_path / "pipe.py").write_text(USER)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    t0 = __import__("time").monotonic()
+    r = subprocess.run([sys.executable, "-m", "kit", "doctor", "pipe:stuck", "--max-seconds", "2"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120, env=env)
+    took = __import__("time").monotonic() - t0
+    assert r.returncode == 2, r.stderr
+    line = _one_error_line(r.stderr)
+    assert "no batch arrived in time: batch 1 of source 'pipe:stuck'" in line and "waited" in line, line
+    assert f"--max-seconds 2 plus {margin(2):.0f} s" in line
+    assert took < 2 + margin(2) + 60, took  # Python and TensorFlow starting, at most a minute on a loaded machine
 
 
 @pytest.mark.slow
@@ -239,7 +291,8 @@ def test_the_command_prints_one_line_and_debug_the_traceback(tmp_path):
     r = run()
     assert r.returncode == 2, r.stderr
     errors = [line for line in r.stderr.splitlines() if line.startswith("kit: error:")]
-    assert errors == ["kit: error: source 'pipe:empty_image' raised InvalidArgumentError: Input is empty."], r.stderr
+    assert errors == ["kit: error: source 'pipe:empty_image' raised InvalidArgumentError: Input is empty.; "
+                      "--debug shows the traceback"], r.stderr
     assert "Traceback" not in r.stderr
     r = run("--debug")
     assert r.returncode == 1
@@ -327,7 +380,7 @@ def test_describe_error_keeps_the_message():
               "recent call last):\n\n  File \"x.py\", line 1, in f\n")
     for text, expected in [(noise, "InvalidArgumentError: Input is empty."),
                            (graph, "InvalidArgumentError: Input is empty."),
-                           (python, "ValueError: bad file 7.jpg")]:
+                           (python, "ValueError: bad file 7.jpg, at x.py:1 in f")]:
         assert sources.describe_error(tf.errors.InvalidArgumentError(None, None, text)) == expected
     with pytest.raises(tf.errors.InvalidArgumentError) as e:
         tf.io.decode_jpeg(b"not an image")

@@ -13,10 +13,52 @@ import importlib
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 from kit.cases import registry
 from kit.doctor.sources import ModelError, describe_error, is_dataset, is_model, is_pydataset
+
+
+#: What every error line about the user's code ends with.
+DEBUG = "; --debug shows the traceback"
+
+
+def margin(max_seconds: float) -> float:
+    """How long past its budget a diagnosis may run before the command gives up on it: a quarter of
+    the budget, at least 15 s (a model's first compile, a cold first epoch) and at most 60 s."""
+    return min(60.0, max(15.0, 0.25 * max_seconds))
+
+
+class Stuck(ValueError):
+    """A diagnosis whose batch never arrived: the message says how long it waited for which batch.
+    The reading thread cannot be stopped, so ``python -m kit doctor`` exits at once (status 2)."""
+
+
+def bounded(run, max_seconds: float, name: str):
+    """``run()`` in a thread, waited on for ``max_seconds`` plus ``margin``; ``Stuck`` when it has not
+    ended by then (a map waiting on I/O or a lock forever), naming the batch it waited for."""
+    from kit.doctor.sources import PROGRESS  # noqa: PLC0415  (kit.doctor.sources imports kit.timing)
+
+    out: dict = {}
+
+    def target():
+        try:
+            out["value"] = run()
+        except BaseException as e:  # noqa: BLE001  (handed to the caller as it is)
+            out["error"] = e
+
+    t = threading.Thread(target=target, name="kit-doctor", daemon=True)
+    t.start()
+    limit = max_seconds + margin(max_seconds)
+    t.join(limit)
+    if t.is_alive():
+        raise Stuck(f"{name}: no batch arrived in time: {PROGRESS.waiting()}; the doctor gave up after "
+                    f"--max-seconds {max_seconds:g} plus {margin(max_seconds):.0f} s. A map or generator waiting "
+                    f"on I/O or a lock that never returns?")
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
 
 def load_attr(spec: str, what: str):
@@ -33,7 +75,7 @@ def load_attr(spec: str, what: str):
     try:
         module = importlib.import_module(module_name)
     except Exception as e:  # noqa: BLE001  (whatever the user's module raises, name it)
-        raise ValueError(f"{what} {spec!r}: module {module_name!r} does not import: {describe_error(e)}") from e
+        raise ValueError(f"{what} {spec!r}: module {module_name!r} does not import: {describe_error(e)}{DEBUG}") from e
     obj = module
     for part in attr.split("."):
         try:
@@ -44,7 +86,7 @@ def load_attr(spec: str, what: str):
         try:
             obj = obj()
         except Exception as e:  # noqa: BLE001
-            raise ValueError(f"{what} {spec!r} raised {describe_error(e)}") from e
+            raise ValueError(f"{what} {spec!r} raised {describe_error(e)}{DEBUG}") from e
     return obj
 
 
@@ -95,6 +137,8 @@ def register(sub) -> None:
     p.add_argument("--out", type=Path, default=None,
                    help="with --apply: the .py file to write; its make_dataset() returns the fixed pipeline "
                         "and its comments list the changes to make in your code")
+    p.add_argument("--details", action="store_true",
+                   help="print each finding's evidence and basis under its line")
     p.add_argument("--debug", action="store_true",
                    help="on an error, show the full traceback (yours and the kit's) instead of one line")
     p.set_defaults(func=_command)
@@ -128,12 +172,15 @@ def _command(args) -> int:
         if not is_model(model):
             raise ValueError(f"model {args.model!r} returned a {type(model).__name__}, not a Keras model")
     try:
-        d = diagnose(source, model, max_seconds=args.max_seconds, trace_dir=args.trace_dir, name=name)
+        d = bounded(lambda: diagnose(source, model, max_seconds=args.max_seconds, trace_dir=args.trace_dir,
+                                     name=name), args.max_seconds, name)
+    except Stuck:
+        raise
     except ModelError as e:  # not compiled, not copyable, not taking the batches
-        raise ValueError(f"model {args.model!r}: {e}" if args.model else str(e)) from e
+        raise ValueError((f"model {args.model!r}: {e}" if args.model else str(e)) + DEBUG) from e
     except Exception as e:  # noqa: BLE001  (whatever the pipeline raises while it is read, name it)
-        raise ValueError(reading_error(e, name)) from e
-    print(d)
+        raise ValueError(reading_error(e, name) + DEBUG) from e
+    print(d.details() if args.details else d)
     if args.apply:
         print(write_fixed(d, args.target, args.out))
     if args.json is not None:

@@ -66,8 +66,8 @@ CODES = {
     ),
     "read_amplification": (
         "far more bytes read than the examples hold", "speed",
-        "Read each file once per epoch, not once per example: memory-map it (np.load(path, "
-        "mmap_mode='r')) or convert it once (notebooks 01 and 03).",
+        "Read each file once per epoch, not once per example: memory-map it with np.load(path, "
+        "mmap_mode='r'), or convert it once (notebooks 01 and 03).",
     ),
     "pydataset_single_worker": (
         "a keras.utils.PyDataset with one worker", "speed",

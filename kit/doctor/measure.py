@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from kit import timing
 from kit.doctor.sources import (
+    PROGRESS,
     Counted,
     ModelError,
     as_xy,
@@ -205,6 +206,7 @@ def deadline_callback(seconds: float, min_steps: int, trace: bool = False):
                 self._trace.__enter__()
 
         def on_train_batch_end(self, batch, logs=None):
+            PROGRESS.arrived()
             if self._trace is not None:
                 self._trace.__exit__(None, None, None)
                 self._trace = None
@@ -228,6 +230,7 @@ def timed_fit(model, source, *, max_seconds: float, min_steps: int = 3, trace: b
     The first step of the run (which may still compile or fill buffers) is left out.
     Returns examples/s over the step times, the input-wait share, and the steps table.
     """
+    PROGRESS.start("the training fit" if not isinstance(source, list) else "the compute ceiling")
     try:
         return _timed_fit(model, source, max_seconds=max_seconds, min_steps=min_steps, trace=trace)
     except SystemError as e:

@@ -154,8 +154,8 @@ def read_amplification(loader: dict, example_bytes: float, m: Measured) -> tuple
     evidence = (f"{per_example / 1e3:,.1f} kB read per example of {example_bytes / 1e3:,.1f} kB, {k:,.1f}x, "
                 f"from /proc/self/io; reading that much from the page cache takes {read_s * 1e3:,.2f} ms here, "
                 f"{share:.0%} of the loader's time")
-    fix = ("open each file once and slice it (np.load(path, mmap_mode='r')[i]), or convert it once "
-           "(python -m kit convert spectrogram --to memmap, for frames in .npy files)")
+    fix = ("open each file once and slice it: np.load(path, mmap_mode='r')[i]; or convert it once: "
+           "python -m kit convert spectrogram --to memmap, for frames in .npy files")
     if share < READ_SHARE and not cold:
         return k, [Finding("read_amplification", evidence, math.nan,
                            f"not measured: the bytes do not prove it, reading them is {share:.0%} of the "
@@ -239,8 +239,8 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
         m.cap.explain(f"predicted: from what threads on the free cores give, {m.parallel_basis}, to the "
                       "whole headroom, the Python work replaced by tf.data ops or a store the graph reads"),
         status="predicted", gain_low=lo, gain_high=hi, where=(places or {}).get(where[0].name, ""),
-        fix="do the work in tf.data ops (tf.io.read_file, tf.io.decode_*, tf.image.*, tf.strings.*) mapped with "
-            "num_parallel_calls=tf.data.AUTOTUNE, or convert the data once into a store the graph reads (TFRecord)")]
+        fix="do the work in tf.data ops, tf.io.read_file, tf.io.decode_*, tf.image.*, tf.strings.*, mapped with "
+            "num_parallel_calls=tf.data.AUTOTUNE, or convert the data once into a store the graph reads: TFRecord")]
 
 
 #: A loader running Python on two or more threads that keeps at most this many cores busy (of two or

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sysconfig
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -43,11 +46,36 @@ def check_source(source, name: str = "source"):
                          f"of batches)")
 
 
+class Progress:
+    """What the doctor is reading now and how many batches of it arrived, so that a watchdog can say
+    which batch it waits for (``python -m kit doctor`` ends a run whose batch never arrives)."""
+
+    def __init__(self):
+        self.what, self.batches, self.since = "starting", 0, time.monotonic()
+
+    def start(self, what: str) -> None:
+        self.what, self.batches, self.since = what, 0, time.monotonic()
+
+    def arrived(self) -> None:
+        self.batches += 1
+        self.since = time.monotonic()
+
+    def waiting(self) -> str:
+        """``batch 3 of the loader alone, waited 41 s``."""
+        return f"batch {self.batches + 1} of {self.what}, waited {time.monotonic() - self.since:,.0f} s"
+
+
+#: The doctor's one record of what it reads (one diagnosis runs at a time in a process).
+PROGRESS = Progress()
+
+
 def first_batch(source, name: str):
     """The first batch of ``source`` and its size; ``ValueError`` naming ``name`` if there is none."""
+    PROGRESS.start(f"{name}, its first batch")
     it = timing.iterate(source)
     try:
         batch = next(it)
+        PROGRESS.arrived()
     except StopIteration:
         raise ValueError(f"{name} yielded no batches") from None
     finally:
@@ -82,14 +110,16 @@ class Counted:
         return n
 
 
-def loop(source, sizes: list):
+def loop(source, sizes: list, what: str = "the loader alone"):
     """Batches of ``source`` epoch after epoch (for timing beyond one short epoch)."""
+    PROGRESS.start(what)
     while True:
         empty = True
         batches = timing.iterate(source)
         try:
             for batch in batches:
                 empty = False
+                PROGRESS.arrived()
                 sizes.append(timing.batch_size_of(batch))
                 yield batch
         finally:  # closed early (measure_loader's window ended): the epoch ends now
@@ -181,6 +211,34 @@ def _python_message(text: str) -> str:
     return (said or paragraphs or [""])[0]
 
 
+_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+_LIBRARY = tuple(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "purelib", "platlib"))
+_KIT = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
+
+
+def user_place(e: BaseException) -> str:
+    """``mymod.py:21 in py``: the innermost place in the user's own code that an error names, from
+    the message (TensorFlow quotes the Python traceback of a ``py_function`` and autograph's "in user
+    code" frames) or from the traceback; '' when none is the user's."""
+    texts = [str(e)]
+    tb = e.__traceback__
+    frames = []
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_code.co_name))
+        tb = tb.tb_next
+    def users(found):
+        return [(f, n, fn) for f, n, fn in found if not f.startswith("<")
+                and not os.path.basename(f).startswith("__autograph_generated")
+                and not os.path.realpath(f).startswith(_LIBRARY) and not os.path.realpath(f).startswith(_KIT)]
+
+    # The message's own frames first (the function that failed), else the traceback's.
+    user = users([(f, int(n), fn) for f, n, fn in _FILE_LINE.findall("\n".join(texts))]) or users(frames)
+    if not user:
+        return ""
+    f, n, fn = user[-1]
+    return f"{os.path.basename(f)}:{n} in {fn}"
+
+
 def describe_error(e: BaseException) -> str:
     """An exception as one line of at most 300 characters, its type first: ``RuntimeError: no data``.
 
@@ -191,16 +249,21 @@ def describe_error(e: BaseException) -> str:
     """
     name = type(e).__name__
     text = str(e)
-    if type(e).__module__.startswith("tensorflow"):
+    autograph = re.search(r"in user code:.*?\n\s*([A-Za-z_][\w.]*(?:Error|Exception)): ([^\n]*)\s*$", text, re.S)
+    if autograph:  # autograph's "in user code:" block: the error it ends with is the message
+        name, text = autograph.group(1).rsplit(".", 1)[-1], autograph.group(2)
+    elif type(e).__module__.startswith("tensorflow"):
         text = _tf_message(getattr(e, "message", None) or text)
         python = re.search(r"(?:^|: )([A-Za-z_][\w.]*(?:Error|Exception)): (.*)$", text)
         if python:  # Python's own error, raised inside the pipeline: "... Map: ValueError: bad file"
             name, text = python.group(1).rsplit(".", 1)[-1], python.group(2)
     else:
         text = _python_message(text)
+    place = user_place(e)
+    where = f", at {place}" if place else ""
     if not text:
-        return name
-    return f"{name}: {text[:300]}{'...' if len(text) > 300 else ''}"
+        return name + where
+    return f"{name}: {text[:300]}{'...' if len(text) > 300 else ''}{where}"
 
 
 #: The earlier name of ``describe_error``.

@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from kit import timing
-from kit.doctor.sources import loop
+from kit.doctor.sources import PROGRESS, loop
 from kit.timing.batches import iterate
 
 #: A fix counts as a gain only when every round was faster and the median by at least this much.
@@ -52,7 +52,9 @@ def epoch_digests(ds, *, labels_only: bool, deadline: float) -> list[str] | None
     if hasattr(ds, "cardinality") and int(ds.cardinality()) == -1:  # INFINITE
         return None
     out: list[str] = []
+    PROGRESS.start("an epoch read to check a fix")
     for element in iterate(ds):
+        PROGRESS.arrived()
         out += example_digests(element, labels_only=labels_only)
         if time.perf_counter() > deadline:
             return None
@@ -114,7 +116,9 @@ def loader_rate(ds, seconds: float) -> float:
 def warm(ds, seconds: float) -> bool:
     """Reads one epoch of ``ds`` (a cache fills); False when it did not end within ``seconds``."""
     deadline = time.perf_counter() + seconds
+    PROGRESS.start("an epoch read to fill a cache")
     for _ in iterate(ds):
+        PROGRESS.arrived()
         if time.perf_counter() > deadline:
             return False
     return True
