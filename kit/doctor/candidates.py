@@ -15,12 +15,12 @@ from kit.doctor import rewrite as rw
 from kit.doctor.findings import Finding
 from kit.doctor.graph import (
     _BATCH_OPS,
-    _const,
     _INTERLEAVE_OPS,
     _MAP_OPS,
     _PASSIVE_OPS,
     _PY_OPS,
     _SHUFFLE_OPS,
+    _const,
     effective_options,
     fn_label,
     random_nodes,

@@ -19,7 +19,6 @@ from pathlib import Path
 from kit.cases import registry
 from kit.doctor.sources import ModelError, describe_error, is_dataset, is_model, is_pydataset
 
-
 #: What every error line about the user's code ends with.
 DEBUG = "; --debug shows the traceback"
 

@@ -102,7 +102,7 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
         out["read_bytes_per_example"] = (io1.get("read_bytes", 0) - io0.get("read_bytes", 0)) / examples
         out["window_examples"] = examples
         if out["rchar_per_example"] >= 4096:
-            out["read_s_per_example"] = read_seconds(out["rchar_per_example"])
+            out["read_s_per_example"] = read_seconds(int(out["rchar_per_example"]))
     return out
 
 

@@ -143,7 +143,7 @@ class Diagnosis:
         if self.trace_dir:
             lines.append(f"profiler trace: {self.trace_dir}, view with tensorboard --logdir {self.trace_dir}")
         if not details and len(self.findings):
-            lines.append("each finding's evidence and basis: print(d.details()), or --details / --json")
+            lines.append("each finding's evidence and basis: d.details(), or --details / --json")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -173,9 +173,14 @@ def _gain_text(r) -> str:
     return text
 
 
+def _x(g: float) -> str:
+    """A gain near 1 with two decimals (0.97x, 1.04x: the noise shows), a larger one as fmt_gain."""
+    return f"{g:.2f}x" if math.isfinite(g) and g < 10 else fmt_gain(g)
+
+
 def _spread(r) -> str:
     if math.isfinite(r.gain_low) and math.isfinite(r.gain_high) and r.gain_high > r.gain_low:
-        return f"{fmt_gain(r.gain_low)}-{fmt_gain(r.gain_high)}"
+        return f"{_x(r.gain_low)}-{_x(r.gain_high)}"
     return ""
 
 
@@ -184,13 +189,13 @@ def _what(r) -> str:
     a correctness fix's cost, or why nothing was measured."""
     g, spread = r.expected_gain, _spread(r)
     if r.kind == "symptom":
-        return f"{fmt_gain(g)} headroom" if r.code == "input_bound" else "the model's step is the limit"
+        return f"{_x(g)} headroom" if r.code == "input_bound" else "the model's step is the limit"
     if r.kind == "correctness":
         if not math.isfinite(g):
             return "a correctness fix, its cost not measured"
         if g < 1 / NOISE:
             return f"a correctness fix that costs time: {1 / g:,.2f}x slower, measured"
-        return "a correctness fix at no measured cost" if g < NOISE else f"a correctness fix, {fmt_gain(g)} faster too"
+        return "a correctness fix at no measured cost" if g < NOISE else f"a correctness fix, {_x(g)} faster too"
     if r.kind == "order":
         return "order quality, not speed"
     if r.status == "unmeasured":
@@ -201,9 +206,9 @@ def _what(r) -> str:
     if r.status == "no gain" and r.basis.startswith("TensorFlow already"):
         return r.basis.split(":")[0]
     if r.status == "no gain":
-        return f"{fmt_gain(g)}{', rounds ' + spread if spread else ''}: within the noise or capped by the model"
+        return f"{_x(g)}{', rounds ' + spread if spread else ''}: within the noise or capped by the model"
     rng = f", {'rounds' if r.status == 'measured' else 'range'} {spread}" if spread else ""
-    return f"{fmt_gain(g)} {word}{rng}"
+    return f"{_x(g)} {word}{rng}"
 
 
 def _line(r) -> str:

@@ -213,15 +213,13 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     where = [n for n in chain if n.name in graph["python"]]
     if not where:
         return []
+    labels = [("from_generator" if "GeneratorDataset" in graph["ops"][n.name] else f".map({fn_label(graph, n)})")
+              for n in where]
     if not math.isfinite(m.cap.factor) and m.parallel_gain < NOISE:
-        labels = ", ".join("from_generator" if "GeneratorDataset" in graph["ops"][n.name]
-                           else f".map({fn_label(graph, n)})" for n in where)
-        return [Finding("python_in_pipeline", f"Python called from {labels}", math.nan,
+        return [Finding("python_in_pipeline", f"Python called from {', '.join(labels)}", math.nan,
                         "not measured: no model given, and the free cores give more threads nothing, so "
                         "the gain of doing this work in tf.data ops has no bound to predict from",
                         status="unmeasured", where=(places or {}).get(where[0].name, ""))]
-    labels = [("from_generator" if "GeneratorDataset" in graph["ops"][n.name] else f".map({fn_label(graph, n)})")
-              for n in where]
     parallel = any(n.op.startswith("Parallel") for n in where)
     gil = gil_bound(m, threads=parallel)
     low = 1.0 if m.io_wait else (max(NOISE, m.parallel_gain) if gil else m.parallel_gain)

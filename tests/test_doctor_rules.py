@@ -1,0 +1,229 @@
+"""The doctor's rules of issue 44, each on a pipeline that has the defect and a twin that does not:
+correctness findings complete and fixed together, no shuffle finding where the order is not frozen,
+map-before-batch only where batching first is possible and pays, preprocessing layers are no frozen
+backbone, GIL-bound Python on threads named, read amplification only where the bytes prove it, a
+prediction under the noise listed as no gain, and the three printed lists."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from kit.doctor import rewrite as rw
+from kit.doctor import rules
+from kit.doctor.candidates import already_done, candidates
+from kit.doctor.findings import NOISE, Cap, Finding, Measured, table
+from kit.doctor.graph import pipeline_graph, pipeline_ops
+from kit.doctor.report import Diagnosis
+
+X = np.arange(64 * 4, dtype=np.float32).reshape(64, 4)
+Y = np.arange(64) % 3
+B = 8
+
+
+def _cands(ds):
+    return candidates(pipeline_graph(ds), ds, examples=64, example_bytes=16.0)
+
+
+def _decode(x, y):
+    import tensorflow as tf
+
+    return tf.numpy_function(lambda a: a * 2, [x], tf.float32, stateful=False), y
+
+
+def _augment(x, y):
+    import tensorflow as tf
+
+    return x + tf.random.uniform([4]), y
+
+
+def _newcomer(fixed: bool):
+    """A newcomer's pipeline: shuffle -> map(py_function decode) -> map(random augment) -> cache();
+    its twin caches the decoded data, then shuffles and augments every epoch."""
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices((X, Y))
+    if fixed:
+        return ds.map(_decode).cache().shuffle(64).map(_augment).batch(B)
+    return ds.shuffle(64).map(_decode).map(_augment).cache().batch(B)
+
+
+def test_random_and_shuffle_before_cache_both_reported_and_fixed_together():
+    (cand,) = [c for c in _cands(_newcomer(False)) if c.correctness]
+    assert [code for code, _ in cand.findings] == ["random_before_cache", "shuffle_before_cache"]
+    fixed = cand.rewrite.apply(_newcomer(False))
+    ops = pipeline_ops(fixed)
+    cache = next(i for i, op in enumerate(ops) if op.startswith("Cache"))
+    shuffle = next(i for i, op in enumerate(ops) if op.startswith("Shuffle"))
+    assert cache < shuffle and ops[cache - 1].startswith("MapDataset"), ops  # after decode, before the shuffle
+    assert ops[shuffle + 1].startswith("MapDataset"), ops  # the random augment after the shuffle, every epoch
+    labels = sorted(int(v) for _, y in fixed.as_numpy_iterator() for v in y)
+    assert labels == sorted(Y.tolist())  # every example once
+    assert ".cache().shuffle(64) then .map(_augment)" in cand.rewrite.snippet
+    assert not [c for c in _cands(_newcomer(True)) if c.correctness]  # the twin: nothing to fix
+
+
+def test_a_fixed_split_shuffle_or_a_reshuffle_after_the_cache_is_no_defect():
+    import tensorflow as tf
+
+    base = tf.data.Dataset.from_tensor_slices((X, Y)).map(_decode)
+    split = base.shuffle(64, reshuffle_each_iteration=False).cache().shuffle(64).batch(B)
+    reshuffled_after = base.shuffle(64).cache().shuffle(64).batch(B)
+    frozen = base.shuffle(64).cache().batch(B)
+    assert not [c for c in _cands(split) if c.correctness]
+    assert not [c for c in _cands(reshuffled_after) if c.correctness]
+    assert [c.code for c in _cands(frozen) if c.correctness] == ["shuffle_before_cache"]
+
+
+def test_map_before_batch_only_where_batching_first_is_possible_and_pays():
+    import tensorflow as tf
+
+    def scale(x, y):
+        return x * 2.0, y
+
+    fixed_shapes = tf.data.Dataset.from_tensor_slices((X, Y)).map(scale).batch(B)
+    behind_cache = tf.data.Dataset.from_tensor_slices((X, Y)).map(scale).batch(B).cache()
+    varying = tf.data.Dataset.range(1, 65).map(lambda n: (tf.range(n % 5 + 1), n)).map(
+        lambda x, y: (x * 2, y)).padded_batch(B)
+    assert "map_before_batch" in [c.code for c in _cands(fixed_shapes)]
+    assert "map_before_batch" not in [c.code for c in _cands(behind_cache)]  # the map runs in one epoch only
+    assert "map_before_batch" not in [c.code for c in _cands(varying)]  # elements of varying size
+
+
+def test_what_tensorflow_already_does_is_checked_with_no_gain():
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices((X, Y)).map(lambda x, y: (x * 2, y)).batch(B)
+    found = already_done(pipeline_graph(ds), ds)
+    assert {f.code for f in found} == {"serial_map", "no_prefetch"}
+    assert all(f.status == "no gain" and f.basis.startswith("TensorFlow already") for f in found)
+    off = tf.data.Options()
+    off.experimental_optimization.map_parallelization = False
+    off.experimental_optimization.inject_prefetch = False
+    assert already_done(pipeline_graph(ds.with_options(off)), ds.with_options(off)) == []
+
+
+def test_preprocessing_layers_are_no_frozen_backbone():
+    import keras
+
+    from kit.doctor.measure import frozen_prefix
+
+    norm = keras.layers.Normalization()
+    norm.adapt(X)
+    only_preprocessing = keras.Sequential([keras.Input((4,)), keras.layers.Reshape((2, 2, 1)),
+                                           keras.layers.Resizing(4, 4), keras.layers.Flatten(), norm,
+                                           keras.layers.Dense(3)])
+    assert frozen_prefix(only_preprocessing)[0] == []
+    backbone = keras.layers.Dense(8)
+    backbone.trainable = False
+    frozen = keras.Sequential([keras.Input((4,)), backbone, keras.layers.Dense(3)])
+    assert [layer.name for layer in frozen_prefix(frozen)[0]] == [backbone.name]
+
+
+def _m(**kw) -> Measured:
+    base = dict(batch_size=B, loader_rate=100.0, cores=2, cores_busy=1.0, parallel_gain=1.0, parallel_basis="",
+                fit_rate=100.0, ceiling_rate=400.0, cap=Cap(4.0, "headroom 4x"), model_cores=1.0)
+    base.update(kw)
+    return Measured(**base)
+
+
+def _pydataset(workers: int, processes: bool = False):
+    import keras
+
+    class Items(keras.utils.PyDataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return X[:B], Y[:B]
+
+    return Items(workers=workers, use_multiprocessing=processes)
+
+
+def test_a_pydataset_held_by_the_gil_is_named_and_its_fix_is_vectorising():
+    (f,) = rules.pydataset_gil(_pydataset(4), _m(cores_busy=1.02))
+    assert f.code == "python_in_pipeline" and "holds the GIL" in f.evidence and "vectorise" in f.fix
+    assert rules.pydataset_gil(_pydataset(4), _m(cores_busy=1.9)) == []  # threads do run side by side
+    assert rules.pydataset_gil(_pydataset(4), _m(cores_busy=0.2)) == []  # it waits on I/O: threads help
+    assert rules.pydataset_gil(_pydataset(4, processes=True), _m(cores_busy=1.0)) == []
+    assert rules.pydataset_gil(_pydataset(1), _m(cores_busy=1.0)) == []  # one worker: its own rule
+
+
+def test_python_in_a_parallel_map_is_named_as_the_gil_when_one_core_is_busy():
+    import tensorflow as tf
+
+    def rotate(x):
+        return np.rot90(x.reshape(2, 2)).reshape(4)
+
+    ds = tf.data.Dataset.from_tensor_slices((X, Y)).map(
+        lambda x, y: (tf.numpy_function(rotate, [x], tf.float32), y), num_parallel_calls=tf.data.AUTOTUNE).batch(B)
+    (f,) = rules.python_source(pipeline_graph(ds), _m(cores_busy=1.05))
+    assert f.code == "python_in_pipeline" and "the GIL" in f.evidence and f.gain_high == pytest.approx(4.0)
+    plain = tf.data.Dataset.from_tensor_slices((X, Y)).map(lambda x, y: (tf.reverse(x, [0]), y)).batch(B)
+    assert rules.python_source(pipeline_graph(plain), _m(cores_busy=1.05)) == []
+
+
+def test_read_amplification_only_where_the_bytes_prove_it():
+    loader = {"rchar_per_example": 400_000.0, "read_bytes_per_example": 0.0, "window_examples": 1000}
+    slow_reads = rules.read_amplification({**loader, "read_s_per_example": 0.004}, 4_000.0, _m(loader_rate=100.0))
+    assert slow_reads[1][0].status == "predicted" and slow_reads[1][0].expected_gain > NOISE
+    fast_reads = rules.read_amplification({**loader, "read_s_per_example": 0.0001}, 4_000.0, _m(loader_rate=100.0))
+    assert fast_reads[1][0].status == "unmeasured" and "do not prove it" in fast_reads[1][0].basis
+    assert rules.read_amplification({**loader, "rchar_per_example": 4_000.0}, 4_000.0, _m())[1] == []
+
+
+def test_a_prediction_under_the_noise_is_no_gain_and_without_any_is_not_measured():
+    from kit.doctor.diagnosis import _settle
+
+    capped = Finding("no_cache", "", 1.03, "predicted", status="predicted", gain_low=1.0, gain_high=1.05)
+    unknown = Finding("python_in_pipeline", "", math.nan, "no bound", status="predicted")
+    real = Finding("serial_map", "", 1.8, "measured", gain_low=1.6, gain_high=1.9)
+    settled = {f.code: f.status for f in _settle([capped, unknown, real])}
+    assert settled == {"no_cache": "no gain", "python_in_pipeline": "unmeasured", "serial_map": "measured"}
+
+
+def _depth(text: str) -> int:
+    depth = most = 0
+    for ch in text:
+        depth += ch == "("
+        most = max(most, depth)
+        depth -= ch == ")"
+    return most
+
+
+def test_three_lists_one_line_each_in_text_and_json():
+    found = [
+        Finding("input_bound", "waits", 3.0, "ceiling over fit"),
+        Finding("random_before_cache", ".map(aug) before .cache()", 0.7, "measured", fix=".cache() then .map(aug)"),
+        Finding("serial_map", ".map(load) serial", 1.8, "measured", gain_low=1.6, gain_high=1.9,
+                fix=".map(load, num_parallel_calls=tf.data.AUTOTUNE)", where="mymod.py:12 load"),
+        Finding("map_before_batch", "per example", 1.01, "rounds 0.97-1.04x", status="no gain", gain_low=0.97,
+                gain_high=1.04),
+        Finding("read_amplification", "12x", math.nan, "not measured: the bytes do not prove it",
+                status="unmeasured"),
+    ]
+    d = Diagnosis(verdict="input-bound", summary="the fit ran at 10/s", rates={}, findings=table(found))
+    text = str(d)
+    lines = text.splitlines()
+    assert lines.index("findings:") < lines.index("checked: no gain here:") < lines.index("not measured:")
+    assert "  1. input_bound: 3.00x headroom" in lines
+    assert ("  2. random_before_cache: a correctness fix that costs time: 1.43x slower, measured; "
+            "fix: .cache() then .map(aug)") in lines  # a cost, never "a gain of 0.7x"
+    assert ("  3. serial_map at mymod.py:12 load: 1.80x measured end to end, rounds 1.60x-1.90x; "
+            "fix: .map(load, num_parallel_calls=tf.data.AUTOTUNE)") in lines
+    assert any(line.startswith("  - map_before_batch: 1.01x, rounds 0.97x-1.04x: within the noise") for line in lines)
+    assert "  ? read_amplification: the bytes do not prove it" in lines
+    assert _depth(text) <= 1 and d.top3 == ["random_before_cache", "serial_map"]
+    saved = json.loads(json.dumps(d.as_dict()))
+    assert [r["code"] for r in saved["findings"]] == ["input_bound", "random_before_cache", "serial_map"]
+    assert [r["code"] for r in saved["checked_no_gain"]] == ["map_before_batch"]
+    assert [r["code"] for r in saved["not_measured"]] == ["read_amplification"]
+    assert saved["findings"][2]["where"] == "mymod.py:12 load" and saved["findings"][2]["gain_low"] == 1.6
+    assert saved["not_measured"][0]["expected_gain"] is None and saved["findings"][2]["line"] in text
+
+
+def test_a_rewrite_spec_rebuilds_the_combined_cache_fix():
+    (cand,) = [c for c in _cands(_newcomer(False)) if c.correctness]
+    again = rw.from_spec(cand.rewrite.spec)
+    assert pipeline_ops(again.apply(_newcomer(False))) == pipeline_ops(cand.rewrite.apply(_newcomer(False)))
