@@ -1,26 +1,29 @@
-"""Scores the pipeline doctor on a corpus of foreign pipelines (tests/doctor_corpus/, issue 30 item 6).
+"""Scores the pipeline doctor on a corpus of foreign pipelines (issue 30 item 6; issue 44: two halves).
 
-For each case: makes its data, measures the ground truth (``model.fit`` rates of the slow pipeline, of
-each fixed twin and of the model on one batch replayed from memory, interleaved over rounds with
-``kit.doctor.compare_fits``), then runs ``kit.doctor.diagnose`` on the slow pipeline and on the all-fixed
-twin, and scores: the verdict; the precision and recall of the top three findings that are causes (not
-the symptom, status not "no gain"; a case's ``TOLERATED`` codes are skipped, neither right nor wrong);
-each planted speed code's predicted over measured end-to-end gain; the findings left on the fixed twin
-(false alarms). A doctor crash is a scored failure, recorded with the error's line.
+The corpus is split once: ``--corpus dev`` (tests/doctor_corpus/, the development half the doctor's
+rules were written beside) and ``--corpus heldout`` (tests/doctor_corpus_heldout/, new sources written
+apart from the doctor, scored only at the end of a change). For each case: the ground truth, measured
+with plain Keras fits and no kit code by ``scripts/doctor_truth.py`` (read from ``--truth FILE``, or
+measured here by that script's own functions); then ``kit.doctor.diagnose`` on the slow pipeline and
+on the all-fixed twin, scored: the verdict; the precision and recall of the top three findings that are
+causes (not the symptom, not "checked: no gain here", not "not measured"; a case's ``TOLERATED`` codes
+are skipped, neither right nor wrong); each planted speed code's predicted over measured end-to-end gain;
+the findings left on the fixed twin (false alarms). A doctor crash is a scored failure.
 
-    .venv/bin/python scripts/doctor_corpus.py [--only NAME] [--rounds 3] [--max-seconds S]
-        [--fit-seconds S] [--out results/doctor_corpus] [--data FOLDER]
+    .venv/bin/python scripts/doctor_corpus.py [--corpus dev|heldout] [--truth TRUTH.json] [--only NAME]
+        [--rounds 5] [--max-seconds S] [--fit-seconds S] [--out results/doctor_corpus_<corpus>] [--data FOLDER]
 
-Writes OUT.json and OUT.md. The true verdict: input-bound when fixing the planted input codes gives
->= 1.3x the slow fit (or, with none planted, the replayed batch does); compute-bound when the input fix
-gives < 1.1x (or there is none) and the replayed batch gives < 1.1x; else balanced. Measured only: the
-case's declared verdict is reported beside it (confirmed or not), never used in its place.
+Writes OUT.json and OUT.md. The true verdict is doctor_truth's: the model's compute ceiling (one batch
+replayed from memory) over the slow fit, >= 1.3x input-bound, < 1.1x compute-bound, else balanced.
+Measured only: the case's declared verdict is reported beside it, never used in its place.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
+import importlib.util
 import json
 import math
 import os
@@ -35,7 +38,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-import doctor_corpus as dc  # noqa: E402
+import doctor_corpus as dc  # noqa: E402  (the shared helpers: kind, measured_codes, fixed_pair)
+
+CORPORA = {"dev": "doctor_corpus", "heldout": "doctor_corpus_heldout"}
+
+
+def truth_script():
+    """scripts/doctor_truth.py as a module (plain Keras and tf.data: it imports no kit code)."""
+    spec = importlib.util.spec_from_file_location("doctor_truth", ROOT / "scripts" / "doctor_truth.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 INPUT_BOUND = 1.3  # the all-fixed twin at least this much faster: the slow fit waited on input
 COMPUTE_BOUND = 1.1  # below this, fixing the input changes nothing worth the name
@@ -44,15 +58,20 @@ TOP = 3
 
 def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--only", action="append", choices=dc.CASES, help="a case to run (repeatable); all by default")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the ground-truth fits")
+    p.add_argument("--corpus", choices=sorted(CORPORA), default="dev",
+                   help="dev: the half the rules were written beside; heldout: scored only at the end of a change")
+    p.add_argument("--truth", default=None, metavar="TRUTH.json",
+                   help="the ground truth written by scripts/doctor_truth.py for this corpus; without it, it "
+                        "is measured here with that script's plain fits")
+    p.add_argument("--only", action="append", help="a case to run (repeatable); all by default")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the ground-truth fits")
     p.add_argument("--max-seconds", type=float, default=8.0, help="the doctor's budget per diagnosis")
     p.add_argument("--fit-seconds", type=float, default=2.0,
                    help="ground truth: seconds of fitting per variant, over all rounds")
     p.add_argument("--min-steps", type=int, default=12,
                    help="ground truth: steps each fit trains at least per round (past its seconds if need be; "
                         "a slow step timed a few times carries the fit's start: results/NOTES.md)")
-    p.add_argument("--out", default=str(ROOT / "results" / "doctor_corpus"), help="OUT.json and OUT.md")
+    p.add_argument("--out", default=None, help="OUT.json and OUT.md (default results/doctor_corpus_<corpus>)")
     p.add_argument("--rescore", default=None, metavar="OUT.json",
                    help="recompute the totals and OUT.md from a run's OUT.json (nothing measured again)")
     p.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "kit-doctor-corpus"),
@@ -64,6 +83,11 @@ def parse(argv=None):
         p.error(f"--min-steps must be at least 2 (the first step of each fit is left out), got {a.min_steps}")
     if a.max_seconds <= 0 or a.fit_seconds <= 0:
         p.error("--max-seconds and --fit-seconds must be positive")
+    a.out = a.out or str(ROOT / "results" / f"doctor_corpus_{a.corpus}")
+    cases = importlib.import_module(CORPORA[a.corpus]).CASES
+    bad = [n for n in a.only or [] if n not in cases]
+    if bad:
+        p.error(f"--only: not a case of the {a.corpus} corpus: {', '.join(bad)} (cases: {', '.join(cases)})")
     return a
 
 
@@ -84,45 +108,26 @@ def finite(x) -> float | None:
 # --------------------------------------------------------------------------- ground truth
 
 
-def ground_truth(case, folder, *, rounds: int, seconds: float, min_steps: int = 3) -> dict:
-    """The measured gain of each planted speed code's fix, of all input fixes together, and of the
-    model on one batch replayed from memory, each against the slow fit (interleaved)."""
-    from kit import doctor
-    from kit.doctor.sources import first_batch
+#: The ground-truth fields a scored row takes from scripts/doctor_truth.py's rows.
+TRUTH_FIELDS = ("true_verdict", "measured_gain", "measured_spread", "x_replayed", "x_replayed_spread",
+                "x_all_fixed", "below_threshold", "rates")
 
-    slow_model = case.model()
-    runs = {"slow": (case.slow(folder), slow_model)}
-    measured = dc.measured_codes(case)
-    for code in measured:
-        runs[code] = dc.fixed_pair(case, folder, code)
-    input_codes = [c for c in measured if c not in dc.MODEL_FIXES]
-    if len(measured) > 1:
-        runs["all"] = dc.fixed_pair(case, folder)
-    batch, _ = first_batch(case.slow(folder), case.NAME)
-    runs["replayed"] = ([batch] * 64, slow_model)  # the compute ceiling: the step never waits
-    df = doctor.compare_fits(runs, baseline="slow", max_seconds=seconds * len(runs), rounds=rounds,
-                             min_steps=min_steps)
-    ratio = {r.variant: (r.x_slow, r.x_slow_min, r.x_slow_max) for r in df.itertuples(index=False)}
-    gains = {c: finite(ratio[c][0]) for c in measured}
-    spread = {c: [finite(ratio[c][1]), finite(ratio[c][2])] for c in measured}
-    if input_codes and not (set(measured) & set(dc.MODEL_FIXES)):
-        x_input = ratio["all" if "all" in ratio else input_codes[0]][0]
-    elif input_codes:  # the all-fixed twin changes the model too: the best single input fix
-        x_input = max(ratio[c][0] for c in input_codes)
+
+def ground_truth(pkg, name: str, args, truth: dict | None) -> dict:
+    """The case's ground truth: its row of ``truth`` (a doctor_truth JSON's cases by name), or measured
+    now with doctor_truth's plain fits (``--rounds``, ``--fit-seconds`` per variant and round)."""
+    if truth is not None:
+        row = truth.get(name)
+        if row is None:
+            raise ValueError(f"{args.truth} has no case {name!r}")
     else:
-        x_input = math.nan
-    x_replayed = ratio["replayed"][0]
-    # Measured only: a case's declared verdict is checked against this, never used in its place.
-    if x_input >= INPUT_BOUND or (not input_codes and x_replayed >= INPUT_BOUND):
-        verdict = "input-bound"
-    elif (not input_codes or x_input < COMPUTE_BOUND) and x_replayed < COMPUTE_BOUND:
-        verdict = "compute-bound"
-    else:
-        verdict = "balanced"
-    return {"measured_gain": gains, "measured_spread": spread, "x_input_fixed": finite(x_input),
-            "x_all_fixed": finite(ratio["all"][0]) if "all" in ratio else (gains[measured[0]] if measured else None),
-            "x_replayed": finite(x_replayed), "true_verdict": verdict,
-            "rates": {r.variant: finite(r.examples_per_s) for r in df.itertuples(index=False)}}
+        script = truth_script()
+        ns = argparse.Namespace(rounds=args.rounds, seconds=args.fit_seconds, min_steps=args.min_steps,
+                                max_steps=400, data=args.data)
+        row = script.run_case(pkg, name, ns)
+    if row.get("error"):
+        return {"true_verdict": None, "measured_gain": {}, "ground_truth_error": row["error"]}
+    return {k: row.get(k) for k in TRUTH_FIELDS}
 
 
 # --------------------------------------------------------------------------- the doctor's answer
@@ -142,7 +147,8 @@ def findings(diagnosis) -> list[dict]:
 def causes(rows, case) -> list[dict]:
     """The findings that count for precision: not a symptom, not "no gain", not tolerated by the case."""
     tolerated = getattr(case, "TOLERATED", ())
-    return [r for r in rows if r["kind"] != "symptom" and r["status"] != "no gain" and r["code"] not in tolerated]
+    return [r for r in rows if r["kind"] != "symptom" and r["status"] not in ("no gain", "unmeasured")
+            and r["code"] not in tolerated]
 
 
 def score(case, truth: dict, rows: list[dict]) -> dict:
@@ -150,7 +156,7 @@ def score(case, truth: dict, rows: list[dict]) -> dict:
     codes = [r["code"] for r in top]
     right = [c in case.PLANTED for c in codes]
     planted = set(case.PLANTED)
-    found = {r["code"]: r for r in rows if r["status"] != "no gain"}
+    found = {r["code"]: r for r in rows if r["status"] not in ("no gain", "unmeasured")}
     gain_ratio = {}
     for code, measured in truth.get("measured_gain", {}).items():
         predicted = found.get(code, {}).get("expected_gain")
@@ -164,10 +170,10 @@ def score(case, truth: dict, rows: list[dict]) -> dict:
             "gain_error": {c: math.exp(abs(math.log(r))) for c, r in gain_ratio.items() if r > 0}}
 
 
-def run_case(name: str, args) -> dict:
+def run_case(pkg, name: str, args, truth: dict | None = None) -> dict:
     from kit import doctor
 
-    case = dc.load(name)
+    case = pkg.load(name)
     row: dict = {"case": name, "source": case.SOURCE, "planted": list(case.PLANTED),
                  "tolerated": list(getattr(case, "TOLERATED", ())), "declared_verdict": case.VERDICT,
                  "error": None, "fixed_error": None}
@@ -175,8 +181,7 @@ def run_case(name: str, args) -> dict:
     t0 = time.perf_counter()
     try:
         case.make_data(folder)
-        row.update(ground_truth(case, folder, rounds=args.rounds, seconds=args.fit_seconds,
-                                min_steps=args.min_steps))
+        row.update(ground_truth(pkg, name, args, truth))
     except Exception as e:  # noqa: BLE001  (a broken case is recorded, the run goes on)
         row.update(true_verdict=None, measured_gain={}, ground_truth_error=one_line(e))
     try:
@@ -242,8 +247,9 @@ def fmt(x, spec=".2f", none="–"):
 
 def markdown(result: dict) -> str:
     m, t = result["machine"], result["totals"]
-    lines = ["# The pipeline doctor on the corpus of foreign pipelines", "",
+    lines = [f"# The pipeline doctor on the {result.get('corpus', 'dev')} half of its corpus of foreign pipelines", "",
              f"- date: {m['date']}", f"- machine: `{m['uname']}`",
+             f"- ground truth: {result.get('truth', 'measured in this run')}",
              f"- cores: {m['cores']} ({m['cores_usable']} usable), load average at start {fmt(m['load_average_at_start'])}",
              f"- command: `{result['command']}`", "",
              "| case | true verdict | doctor | planted | measured gain (fit, fix/slow) | top three "
@@ -285,13 +291,19 @@ def main(argv=None) -> dict:
         path.with_suffix(".md").write_text(markdown(result))
         print(f"rescored {path} and {path.with_suffix('.md')}")
         return result
-    names = args.only or list(dc.CASES)
+    pkg = importlib.import_module(CORPORA[args.corpus])
+    names = args.only or list(pkg.CASES)
+    truth = None
+    if args.truth:
+        saved = json.loads(Path(args.truth).read_text())
+        truth = {r["case"]: r for r in saved["cases"]}
     result = {"machine": machine(), "command": " ".join(["scripts/doctor_corpus.py", *(argv or sys.argv[1:])]),
+              "corpus": args.corpus, "truth": args.truth or "measured in this run (scripts/doctor_truth.py)",
               "settings": {"rounds": args.rounds, "max_seconds": args.max_seconds, "fit_seconds": args.fit_seconds},
               "cases": []}
     for name in names:
         print(f"{name} ...", flush=True)
-        row = run_case(name, args)
+        row = run_case(pkg, name, args, truth)
         result["cases"].append(row)
         print(f"  true {row['true_verdict']}, doctor {row['doctor_verdict']}, planted {row['planted']}, "
               f"gains {row['measured_gain']}, top {row['top']} {row['error'] or ''} ({row['seconds']} s)", flush=True)

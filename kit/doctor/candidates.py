@@ -127,8 +127,8 @@ def candidates(graph: dict, ds, *, examples: int | None, example_bytes: float) -
         if point is not None and fits is not None:
             node, reshuffle, what = point
             add(rw.insert_cache(node.name, what, reshuffle=reshuffle, count=examples),
-                f"{what} is recomputed every epoch; the decoded data (about {fits / 1e6:,.1f} MB) fits in "
-                f"memory")
+                f"{what} is recomputed every epoch; the decoded data, about {fits / 1e6:,.1f} MB, fits in "
+                f"the memory budget: {examples:,} examples of {example_bytes / 1e3:,.1f} kB")
 
     work_after = _work_after_last_prefetch(chain)
     if work_after and not opts["inject_prefetch"]:
@@ -245,6 +245,49 @@ def _cache_point(graph, randoms):
         return None
     what = f".map({fn_label(graph, point)})" if point.op in _MAP_OPS else point.op
     return point, shuffled, what
+
+
+def too_big_to_cache(graph: dict, ds, *, examples: int | None, example_bytes: float, places: dict | None = None):
+    """Where a cache would save work but the decoded data does not fit the memory budget (``RAM_SHARE``
+    of the memory available now): a store on disk instead, never an in-memory ``cache()``. Returns a
+    'not measured' ``no_cache`` finding with the command, or None."""
+    chain = graph["chain"]
+    if any(n.op in rw.CACHE_OPS for n in chain) or not examples or not example_bytes:
+        return None
+    point = _cache_point(graph, set(random_nodes(graph)))
+    if point is None or _fits_in_memory(examples, example_bytes) is not None:
+        return None
+    node, _, what = point
+    size, avail = examples * example_bytes, memory_available() or 0
+    return Finding(
+        "no_cache", f"{what} is recomputed every epoch; the decoded data, about {size / 1e9:,.2f} GB "
+        f"= {examples:,} examples of {example_bytes / 1e3:,.1f} kB, is over {RAM_SHARE:.0%} of the "
+        f"{avail / 1e9:,.1f} GB of memory available", float("nan"),
+        "not measured: too big for an in-memory cache here; a store on disk read every epoch instead",
+        status="unmeasured", where=(places or {}).get(node.name, ""),
+        fix=f"write it once: ds = {what}; ds.save('/data/decoded'), then train on "
+            "tf.data.Dataset.load('/data/decoded').shuffle(N).batch(B), or ds.cache('/data/decoded.cache') "
+            "on a local disk; for frames: python -m kit convert spectrogram --to memmap")
+
+
+def shuffle_memory(graph: dict, *, example_bytes: float, loader_rate: float) -> str:
+    """A shuffle buffer's memory and the time it takes to fill, where large (over 1 GB or 10 s):
+    ``''`` otherwise. The elements a shuffle holds are taken at the delivered example's size."""
+    nodes = graph["nodes"]
+    notes = []
+    for n in graph["chain"]:
+        if n.op not in _SHUFFLE_OPS:
+            continue
+        size = _const(nodes, n, 1)
+        if size is None or int(size) <= 0 or not example_bytes:
+            continue
+        buf = int(size)
+        memory, fill = buf * example_bytes, buf / loader_rate if loader_rate > 0 else float("inf")
+        if memory >= 1e9 or fill >= 10:
+            notes.append(f"shuffle buffer of {buf:,} elements holds about {memory / 1e9:,.2f} GB at "
+                         f"{example_bytes / 1e3:,.1f} kB each and takes about {fill:,.0f} s to fill at the "
+                         f"loader's {loader_rate:,.0f} examples/s, before the first batch of every epoch")
+    return "; ".join(notes)
 
 
 def _fits_in_memory(examples: int | None, example_bytes: float) -> float | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from kit.doctor import rewrite as rw
 from kit.doctor import rules, trial
-from kit.doctor.candidates import Candidate, already_done, candidates
+from kit.doctor.candidates import Candidate, already_done, candidates, shuffle_memory, too_big_to_cache
 from kit.doctor.findings import NOISE, Finding, Measured, table
 from kit.doctor.graph import dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
 from kit.doctor.measure import (
@@ -123,6 +123,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds))
         rates.update({k: v for k, v in fits.items()})
         verdict, summary, found = rules.verdict(fits, loader["loader_examples_per_s"])
+        rates["verdict_basis"] = rules.verdict_basis(fits)
     m = _measured(batch_size, example_bytes, n_cores, load, loader, fits)
     rates["cores_available"] = m.free_cores() if fits else rules.cores_available(n_cores, m.cores_busy, load)
     if copy is not None:
@@ -139,6 +140,11 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         examples = dataset_examples(source, graph)
         cands = candidates(graph, source, examples=examples, example_bytes=example_bytes)
         found += already_done(graph, source, where)
+        big = too_big_to_cache(graph, source, examples=examples, example_bytes=example_bytes, places=where)
+        found += [big] if big is not None else []
+        memory = shuffle_memory(graph, example_bytes=example_bytes, loader_rate=loader["loader_examples_per_s"])
+        if memory:
+            rates["memory"] = f"memory: {memory}"
         rates["random_ops"] = len(random_nodes(graph))
     if is_pydataset(source) and (getattr(source, "workers", 1) or 1) <= 1:
         cands.append(Candidate(rw.pydataset_workers(rules.IO_WORKERS if m.io_wait else max(2, n_cores)),
@@ -149,6 +155,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     if not any(f.code == "pydataset_single_worker" and f.status == "measured" for f in found):
         # Threads measured no gain (or were not tried): processes predicted, as far as the cores allow.
         found = [f for f in found if f.code != "pydataset_single_worker"] + rules.pydataset_workers(source, m)
+    rates["time_split"] = rules.time_split(loader, m, graph, source)
     found = _settle(found)
     fixed, changes, fixed_gain = _best(tried, source, copy, budget)
     if fixed_gain is not None:

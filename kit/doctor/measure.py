@@ -301,6 +301,8 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2) ->
         real_runs.append(timed_fit(copy, source, max_seconds=max_seconds / (2 * rounds)))
     ceiling, fit = pooled(ceiling_runs), pooled(real_runs)
     return {"ceiling_examples_per_s": ceiling, "fit_examples_per_s": fit,
+            "ceiling_rounds": [float(r["examples_per_s"]) for r in ceiling_runs],
+            "fit_rounds": [float(r["examples_per_s"]) for r in real_runs],
             "input_share": pooled_share(real_runs), "fit_steps": sum(len(r["steps"]) for r in real_runs),
             "model_cores": cpu / wall if wall > 0 else math.nan,
             "headroom": ceiling / fit if fit > 0 else math.nan}

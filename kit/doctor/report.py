@@ -116,7 +116,7 @@ class Diagnosis:
 
     def _text(self, *, details: bool) -> str:
         lines = [f"verdict: {self.verdict}", f"  {self.summary}"]
-        for key in ("verdict_basis", "time_split"):
+        for key in ("verdict_basis", "time_split", "memory"):
             if self.rates.get(key):
                 lines.append(f"  {self.rates[key]}")
         if self.pipeline:

@@ -94,6 +94,27 @@ def verdict(fits: dict, loader_rate: float) -> tuple[str, str, list[Finding]]:
     return "balanced", summary, []
 
 
+def verdict_basis(fits: dict) -> str:
+    """The verdict's basis in a line: the ceiling and the fit with their rounds' spread, the headroom
+    of each round, and a warning where the rounds fall on both sides of a threshold (the verdict then
+    depends on the machine's load: rerun it on a quiet machine)."""
+    c, f = fits.get("ceiling_rounds") or [], fits.get("fit_rounds") or []
+    if not c or not f:
+        return ""
+    ratios = [a / b for a, b in zip(c, f) if b > 0]
+
+    def spread(xs):
+        return f"{min(xs):,.1f}-{max(xs):,.1f}/s" if len(xs) > 1 else f"{xs[0]:,.1f}/s"
+
+    text = (f"verdict basis: compute ceiling {fits['ceiling_examples_per_s']:,.1f}/s, rounds {spread(c)}; real fit "
+            f"{fits['fit_examples_per_s']:,.1f}/s, rounds {spread(f)}; headroom per round "
+            + ", ".join(f"{r:.2f}x" for r in ratios))
+    for t in (INPUT_BOUND_HEADROOM, COMPUTE_BOUND_HEADROOM):
+        if ratios and min(ratios) < t <= max(ratios):
+            text += f"; the rounds straddle the {t}x threshold: a busy machine may tip this verdict"
+    return text
+
+
 def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: str,
                     augmented: str = "") -> Finding:
     """The frozen prefix's finding: the head's rate on cached features over the real fit.
@@ -272,3 +293,33 @@ def pydataset_gil(source, m: Measured) -> list[Finding]:
         status="predicted", gain_low=lo, gain_high=hi,
         fix="vectorise __getitem__: one NumPy call over the whole batch instead of a Python loop per example; "
             "more threads cannot help, processes only on cores the model's step leaves")]
+
+
+def time_split(loader: dict, m: Measured, graph: dict | None, source) -> str:
+    """Where the loader's time goes, split as DS-Analyzer splits it: fetching (the bytes read per
+    example, from storage or from the page cache, and what reading them costs here) against
+    preparation (the cores its maps and Python keep busy); for Python (a generator, a PyDataset, a
+    ``py_function``), GIL-bound work, which threads cannot spread, against waiting on I/O, which they
+    can. One line, every figure measured in this run."""
+    rchar = loader.get("rchar_per_example", 0.0)
+    storage = loader.get("read_bytes_per_example", 0.0)
+    read_s = loader.get("read_s_per_example", 0.0)
+    share = min(1.0, m.loader_rate * read_s / max(1.0, m.cores_busy)) if read_s else 0.0
+    fetch = (f"fetching {rchar / 1e3:,.1f} kB per example, {storage / 1e3:,.1f} kB of it from storage"
+             + (f", reading about {share:.0%} of the loader's time" if read_s else ""))
+    python = is_pydataset(source) or callable(source) and not hasattr(source, "element_spec") or bool(
+        graph and graph["python"])
+    threads = (is_pydataset(source) and (getattr(source, "workers", 1) or 1) > 1
+               and not getattr(source, "use_multiprocessing", False)) or bool(
+        graph and any(n.op.startswith("Parallel") for n in graph["chain"] if n.name in graph["python"]))
+    if m.io_wait and rchar < 1024 and not python:
+        prep = f"preparation keeps {m.cores_busy:.2f} of {m.cores} cores busy: light work, no files read"
+    elif m.io_wait:
+        prep = (f"the loader keeps {m.cores_busy:.2f} of {m.cores} cores busy: it mostly waits, on I/O or a "
+                "sleep, which more threads overlap")
+    elif python and (gil_bound(m, threads=threads) or (not threads and m.cores_busy <= GIL_CORES)):
+        prep = (f"preparation is Python on {m.cores_busy:.2f} of {m.cores} cores: GIL-bound, threads cannot "
+                "spread it, processes or vectorising can")
+    else:
+        prep = f"preparation keeps {m.cores_busy:.2f} of {m.cores} cores busy"
+    return f"where the loader's time goes: {fetch}; {prep}"
