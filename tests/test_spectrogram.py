@@ -742,3 +742,100 @@ print("done")
 """
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "done" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
+def _whole_record_loader(spec_index, tmp_path, **kw):
+    """A checked tfrecord store of 96 frames: records of 2, batches of 8 records (16 frames),
+    shards of 20 frames (4 of them, one of 16) and no tail."""
+    from kit.spectrogram import make_loader
+
+    frame_bytes = int(np.prod(spec_index.frame_shape)) * 4
+    return make_loader("tfrecord", spec_index, batch_size=16, seed=4, record_frames=2, shard_mb=20 * frame_bytes / 1e6,
+                       folder=tmp_path / "tf", progress=False, check_store=True, **kw)
+
+
+def test_tfrecord_reads_a_checked_stores_records_straight_into_the_batch(spec_index, tmp_path):
+    """Issue 45: a checked store's batches are read record by record into the batch
+    (kit.spectrogram.records), every frame exactly once with its label, reshuffled every
+    epoch, each record's frames together in one batch."""
+    import tensorflow as tf
+
+    from kit.spectrogram import records
+    from kit.spectrogram.convert import decode_records
+
+    reads = []
+    take = records.RecordReader.take
+
+    def counted(self, ids, later):
+        reads.append(int((ids >= 0).sum()))
+        return take(self, ids, later)
+
+    records.RecordReader.take = counted
+    try:
+        loader = _whole_record_loader(spec_index, tmp_path)
+    finally:
+        records.RecordReader.take = take
+    reference = spec_index.read_all()
+    orders = [_epoch_rows(loader, reference, spec_index.labels) for _ in range(2)]
+    assert orders[0] != orders[1]
+    assert sum(reads) == 2 * 48 and set(reads) == {8}  # 48 records of 2 an epoch, 8 a batch
+    # each record (2 consecutive frames of a shard) in one batch
+    m = store.complete(tmp_path / "tf")
+    for s in m.shards:
+        rows = _rows_by_bytes(np.concatenate([x for x, _ in [
+            decode_records(r, spec_index.frame_shape) for r in tf.data.TFRecordDataset(str(tmp_path / "tf" / s["name"]))
+            if len(r.numpy())]]), reference)
+        for a, b in zip(rows[::2], rows[1::2]):
+            assert orders[0].index(a) // 16 == orders[0].index(b) // 16
+
+
+def test_a_shard_cut_short_or_relaid_after_the_check_fails_the_epoch_naming_it(spec_index, tmp_path):
+    """Issue 45: damage after the store was checked at open fails the next epoch with one
+    error naming the shard, never a shorter epoch."""
+    import tensorflow as tf
+
+    loader = _whole_record_loader(spec_index, tmp_path)
+    assert sum(len(y) for y in _epoch(loader)[1]) == 96  # a sound epoch first
+    m = store.complete(tmp_path / "tf")
+    victim = tmp_path / "tf" / m.shards[1]["name"]
+    data = victim.read_bytes()
+    victim.write_bytes(data[:len(data) // 2])  # cut short
+    with pytest.raises(tf.errors.OpError, match=f"{victim.name}: the record at byte .*cut short"):
+        _epoch(loader)
+    framed = bytearray(data)
+    framed[0:8] = (5).to_bytes(8, "little")  # the first record's framing states another length
+    victim.write_bytes(bytes(framed))
+    with pytest.raises(tf.errors.OpError, match=f"{victim.name}: the record at byte 0: its framing states 5 bytes"):
+        _epoch(loader)
+
+
+def test_tfrecord_guide_reads_the_tutorials_examples_and_says_why_it_cannot_resume(spec_index, tmp_path):
+    """Issue 45: the guide's store holds one tf.train.Example a frame (features frame and
+    label), verified by kit.store.verify; its loader delivers every frame once with its
+    label, refuses a mid-epoch checkpoint naming a variant that resumes, and fails an epoch
+    over a shard damaged after the check rather than end it short."""
+    import tensorflow as tf
+
+    from kit.epochs import NotResumableError, iterator_checkpoint
+    from kit.spectrogram import make_loader
+
+    frame_bytes = int(np.prod(spec_index.frame_shape)) * 4
+    folder, m = convert(spec_index, "tfexample", tmp_path / "guide", shard_mb=30 * frame_bytes / 1e6, progress=False)
+    assert [s["count"] for s in m.shards] == [30, 30, 30, 6] and store.verify(folder) == []
+    first = next(iter(tf.data.TFRecordDataset(str(folder / m.shards[0]["name"]))))
+    example = tf.train.Example.FromString(first.numpy())
+    assert set(example.features.feature) == {"frame", "label"}
+    frame = np.frombuffer(example.features.feature["frame"].bytes_list.value[0], "<f4").reshape(spec_index.frame_shape)
+    row = _rows_by_bytes(frame[None, ..., None], spec_index.read_all())[0]
+    assert list(example.features.feature["label"].int64_list.value) == [spec_index.labels[row]]
+    loader = make_loader("tfrecord_guide", spec_index, batch_size=16, folder=folder, progress=False)
+    orders = [_epoch_rows(loader, spec_index.read_all(), spec_index.labels) for _ in range(2)]
+    assert orders[0] != orders[1]
+    with pytest.raises(NotResumableError, match="'tfrecord_guide' shuffles through a shuffle buffer.*'tfrecord'"):
+        iterator_checkpoint(loader, iter(loader))
+    victim = folder / m.shards[1]["name"]
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2:len(data) // 2 + 100] = b"\xff" * 100
+    victim.write_bytes(bytes(data))
+    with pytest.raises(tf.errors.DataLossError, match="corrupted record"):
+        _epoch(loader)

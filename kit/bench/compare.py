@@ -50,6 +50,8 @@ MODELS = {
     "unet": "segmentation: the small U-Net (kit.models.unet)",
 }
 FEATURE_CACHE = "feature_cache"
+#: The spectrogram loaders' reference in ``x_tfrecord_guide``: TensorFlow's guide's TFRecord pipeline.
+GUIDE = "tfrecord_guide"
 
 
 def _spectrogram_loaders(index, *, batch_size, workdir, alpha, log):
@@ -201,10 +203,13 @@ def _loader_rows(c: CompareConfig, data: _Data, *, log, stamp) -> tuple[list[dic
                                ("segmentation", seg_loaders, data.seg_batch, len(data.seg))):
         per_round = max(1, min(data.num_batches, n // batch - 1))  # one warm-up batch, the rest timed
         log(f"{stamp()} measuring the {case} loaders: {c.rounds} interleaved rounds of {per_round} batches of {batch} ...")
-        df = timing.compare(ls, num_batches=per_round, warmup=1, rounds=c.rounds,
+        # The kit's TFRecord reader beside the pipeline TensorFlow's guide builds (x_tfrecord_guide).
+        guide = [GUIDE] if GUIDE in ls else []
+        df = timing.compare(ls, baselines=guide, num_batches=per_round, warmup=1, rounds=c.rounds,
                             max_seconds={k: v for k, v in _SLOW_S.items() if k in ls})
         for r in df.itertuples():
             rows.append({"case": case, "kind": "loader", "variant": r.variant, "replicas": None,
+                         f"x_{GUIDE}": getattr(r, f"x_{GUIDE}") if guide else None,
                          "devices": "host", "batch_size": batch, "examples_per_s": r.examples_per_s,
                          "round_min": r.round_min, "round_max": r.round_max,
                          "per_replica_examples_per_s": None, "efficiency": None, "examples": int(r.examples),
@@ -297,5 +302,6 @@ def _jobs(c: CompareConfig, data: _Data, dim: int, counts: list[int], strategies
 
 
 def show(res) -> None:
-    print_table(res.rows, ["case", "kind", "variant", "replicas", "batch_size", "examples_per_s", "efficiency"])
+    print_table(res.rows, ["case", "kind", "variant", "replicas", "batch_size", "examples_per_s", f"x_{GUIDE}",
+                           "efficiency"])
 

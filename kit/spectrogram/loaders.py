@@ -15,7 +15,6 @@ import os
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -57,7 +56,7 @@ from kit.spectrogram.convert import (
 from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.grain import GrainOptions, make_grain
 from kit.spectrogram.index import FrameIndex, open_frames
-from kit.spectrogram.mapped import READ_AHEAD_BATCHES, MappedShards
+from kit.spectrogram.records import READ_AHEAD_BATCHES, RecordReader
 from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS
 from kit.store import StoreError, load_npy, read_npy_header
 from kit.system import pagecache
@@ -348,13 +347,7 @@ class _Mapping:
         return self.array
 
 
-_MAPPINGS: "weakref.WeakSet[Any]" = weakref.WeakSet()  # _Mapping, kit.spectrogram.mapped.MappedShards
-
-
-def track_mapping(mapping) -> None:
-    """Lists ``mapping`` (an object whose ``array`` holds what it maps, None once released)
-    among those ``release_store_mappings`` releases."""
-    _MAPPINGS.add(mapping)
+_MAPPINGS: "weakref.WeakSet[_Mapping]" = weakref.WeakSet()
 
 
 def release_store_mappings() -> int:
@@ -433,28 +426,27 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
 
     body = [p for p in paths if p not in tail]
     if checked and body and whole_records(opts.batch_size, block):
-        # The shards mapped, each batch's records copied once from the page cache into the
-        # batch, in the order the reader above gives the same seed (kit.spectrogram.mapped).
-        local = _mapped_records(manifest, body + tail, shape, dtype, block, opts, vopts, bool(tail))
+        # Each batch's records read straight into the batch (one copy from the page cache), in
+        # the order the reader above gives the same seed (kit.spectrogram.records).
+        local = _read_records(manifest, body + tail, shape, dtype, block, opts, vopts, bool(tail))
     else:
         local = pipeline(False)
     return finish(local, len(index), opts.batch_size, body=pipeline(True))
 
 
-def _mapped_records(manifest, paths, shape, dtype, block, opts: LoaderOptions, vopts: TFRecordOptions, tail: bool):
-    """Batches of whole records read from the mapped shards (``kit.spectrogram.mapped``)."""
-    by_name = {s.name: s for s in manifest.shards}
-    shards = [by_name[Path(p).name] for p in paths]
-    maps = MappedShards(paths, [s.bytes for s in shards], [s.count for s in shards], block=block,
-                        frame_shape=shape, dtype=dtype, tail=tail)
+def _read_records(manifest, paths, shape, dtype, block, opts: LoaderOptions, vopts: TFRecordOptions, tail: bool):
+    """Batches of whole records, each read straight into its batch (``kit.spectrogram.records``)."""
+    counts = {s.name: s.count for s in manifest.shards}
+    reader = RecordReader(paths, [counts[Path(p).name] for p in paths], block=block, frame_shape=shape, dtype=dtype,
+                        tail=tail)
     k = opts.batch_size // block
-    ids = record_batches(maps.records, opts, per_batch=k, window=window_records(vopts.shuffle_buffer, block, k),
+    ids = record_batches(reader.records, opts, per_batch=k, window=window_records(vopts.shuffle_buffer, block, k),
                          cycle_length=vopts.cycle_length, tail=tail, ahead=READ_AHEAD_BATCHES)
     h, w = shape
     raw = tf.as_dtype(dtype)
 
     def take(rows, later):
-        x, y = tf.numpy_function(maps.take, [rows, later], (raw, tf.int64), stateful=False)
+        x, y = tf.numpy_function(reader.take, [rows, later], (raw, tf.int64), stateful=False)
         x = tf.reshape(x, (-1, h, w, 1))
         return (x if raw == tf.float32 else tf.cast(x, tf.float32)), tf.reshape(y, [-1])
 
