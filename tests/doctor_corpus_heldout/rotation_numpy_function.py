@@ -21,7 +21,7 @@ VERDICT = "input-bound"
 EXACT = False  # random rotations: the same count and labels
 
 NAME = "rotation_numpy_function"
-N, SIZE, BATCH = 1024, 64, 64
+N, SIZE, BATCH = 2048, 32, 64
 _RNG = np.random.default_rng(0)
 
 
