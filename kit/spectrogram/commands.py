@@ -18,8 +18,10 @@ def register(sub) -> None:
     p = sub["convert"].add_parser(
         "spectrogram", help="frames of an index CSV into TFRecord or ArrayRecord shards or one memmap (resumable)")
     p.add_argument("--index", required=True, type=Path, help="index CSV: path,frame,label[,split]")
-    p.add_argument("--to", required=True, choices=["tfrecord", "memmap", "arrayrecord"],
-                   help="tfrecord: sharded, checksummed records; memmap: one memory-mapped array; arrayrecord: "
+    p.add_argument("--to", required=True, choices=["tfrecord", "tfexample", "memmap", "arrayrecord"],
+                   help="tfrecord: sharded, checksummed records of 32 frames; tfexample: one tf.train.Example a "
+                        "frame, as TensorFlow's TFRecord tutorial writes them (variant tfrecord_guide); memmap: "
+                        "one memory-mapped array; arrayrecord: "
                         "sharded ArrayRecord files, one record a frame, for Google Grain (needs the peers extra: "
                         "pip install 'kit[peers]')")
     p.add_argument("--out", required=True, type=Path, help="the store's folder")
