@@ -15,6 +15,7 @@ import os
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -347,7 +348,7 @@ class _Mapping:
         return self.array
 
 
-_MAPPINGS: "weakref.WeakSet[_Mapping]" = weakref.WeakSet()
+_MAPPINGS: "weakref.WeakSet[Any]" = weakref.WeakSet()  # _Mapping, kit.spectrogram.records.RecordReader
 
 
 def release_store_mappings() -> int:
@@ -426,8 +427,8 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
 
     body = [p for p in paths if p not in tail]
     if checked and body and whole_records(opts.batch_size, block):
-        # Each batch's records read straight into the batch (one copy from the page cache), in
-        # the order the reader above gives the same seed (kit.spectrogram.records).
+        # Each batch's records copied once from the mapped shards into the batch, in the order
+        # the reader above gives the same seed (kit.spectrogram.records).
         local = _read_records(manifest, body + tail, shape, dtype, block, opts, vopts, bool(tail))
     else:
         local = pipeline(False)
@@ -435,10 +436,11 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
 
 
 def _read_records(manifest, paths, shape, dtype, block, opts: LoaderOptions, vopts: TFRecordOptions, tail: bool):
-    """Batches of whole records, each read straight into its batch (``kit.spectrogram.records``)."""
-    counts = {s.name: s.count for s in manifest.shards}
-    reader = RecordReader(paths, [counts[Path(p).name] for p in paths], block=block, frame_shape=shape, dtype=dtype,
-                        tail=tail)
+    """Batches of whole records, each copied once from the mapped shards into its batch (``kit.spectrogram.records``)."""
+    shards = {s.name: s for s in manifest.shards}
+    reader = RecordReader(paths, [shards[Path(p).name].bytes for p in paths], [shards[Path(p).name].count for p in paths],
+                          block=block, frame_shape=shape, dtype=dtype, tail=tail)
+    _MAPPINGS.add(reader)  # its mappings, released before a cold epoch as memmap's are
     k = opts.batch_size // block
     ids = record_batches(reader.records, opts, per_batch=k, window=window_records(vopts.shuffle_buffer, block, k),
                          cycle_length=vopts.cycle_length, tail=tail, ahead=READ_AHEAD_BATCHES)
