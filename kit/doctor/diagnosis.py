@@ -11,7 +11,7 @@ from kit.doctor import rewrite as rw
 from kit.doctor import rules, trial
 from kit.doctor.candidates import Candidate, already_done, candidates, shuffle_memory, too_big_to_cache
 from kit.doctor.findings import NOISE, Finding, Measured, table
-from kit.doctor.graph import dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
+from kit.doctor.graph import _BATCH_OPS, dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
 from kit.doctor.measure import (
     compiled_copy,
     cores,
@@ -138,6 +138,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         found += small_shuffle(graph, source, count_seconds=budget.take(
             max(COUNT_SHARE * max_seconds, COUNT_MIN_S), "counting an epoch of unknown length", least=0.0))
         examples = dataset_examples(source, graph)
+        if examples and not any(n.op in _BATCH_OPS for n in graph["chain"]):
+            examples *= batch_size  # the source yields batches already (a generator of batches)
         cands = candidates(graph, source, examples=examples, example_bytes=example_bytes)
         found += already_done(graph, source, where)
         big = too_big_to_cache(graph, source, examples=examples, example_bytes=example_bytes, places=where)
