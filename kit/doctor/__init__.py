@@ -17,7 +17,8 @@
   gain with its basis and range.
 
 It returns a ``Diagnosis``: the ``verdict``, ``findings`` (one row per finding: ``code``, ``kind``
-(symptom, correctness, speed, order), ``status`` (measured, predicted, no gain), ``evidence``,
+(symptom, correctness, speed, order), ``status`` (measured, predicted, no gain, unmeasured) and
+``list`` (findings, checked: no gain here, not measured), ``where`` (the user's code), ``evidence``,
 ``fix`` in the user's own terms, ``expected_gain`` end to end with ``gain_low``/``gain_high``,
 ``loader_gain``, ``basis``, ``learn_more``), ``fixed`` (the best measured pipeline: train on it),
 ``tried`` and ``skipped``.
