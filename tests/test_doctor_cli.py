@@ -67,6 +67,34 @@ def py_raises():
     return tf.data.Dataset.range(8).map(lambda i: tf.numpy_function(load, [i], tf.int64)).batch(2)
 
 
+def empty():
+    import tensorflow as tf
+
+    return tf.data.Dataset.from_tensor_slices((X[:0], Y[:0])).batch(8)
+
+
+def infinite():
+    import tensorflow as tf
+
+    return tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(8)
+
+
+def strings():
+    import tensorflow as tf
+
+    return tf.data.Dataset.from_tensor_slices((np.array([b"a", b"bc"] * 32), Y)).batch(8)
+
+
+def nans():
+    import tensorflow as tf
+
+    return tf.data.Dataset.from_tensor_slices((np.full_like(X, np.nan), Y)).batch(8)
+
+
+def needs_arguments(folder):
+    return folder
+
+
 def stuck():
     import time
 
@@ -258,6 +286,25 @@ def test_what_raises_gets_one_line_naming_the_function(user, capsys, argv, says)
     for text in says:
         assert text.format(m=user) in line, line
     assert "{{function_node" not in line and "[Op:" not in line
+
+
+@pytest.mark.parametrize("argv, rc, says", [
+    (["{m}:empty"], 2, "source '{m}:empty' yielded no batches"),
+    (["{m}:infinite", "--model", "{m}:model"], 0, "verdict: "),
+    (["{m}:strings"], 0, "verdict: loader only"),
+    (["{m}:nans", "--model", "{m}:model"], 0, "verdict: "),
+    (["{m}:needs_arguments"], 2, "source '{m}:needs_arguments' raised TypeError: "),
+    (["{m}:dataset", "--model", "{m}:model_raises"], 2, "model '{m}:model_raises' raised RuntimeError"),
+], ids=["empty", "infinite", "strings", "nan", "function-needing-arguments", "model-raises"])
+def test_hostile_inputs_end_in_one_line_or_a_diagnosis(user, capsys, argv, rc, says):
+    """Issue 44 item 6: of the hostile inputs a new user tried, each ends in one clear line (exit 2) or
+    a diagnosis (exit 0); the stuck map has its own test below, 'not a dataset' is in test_doctor."""
+    got, out, err = run_doctor(capsys, *[a.format(m=user) for a in argv], "--max-seconds", "2")
+    assert got == rc, (out, err)
+    if rc == 2:
+        assert says.format(m=user) in _one_error_line(err)
+    else:
+        assert out.startswith(says), out
 
 
 @pytest.mark.slow
