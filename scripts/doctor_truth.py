@@ -20,7 +20,8 @@ cache, then a short probe fit that sizes its steps per round to about ``--second
 reversed every other round, so a drift in the machine's load weighs on all alike). Within each fit the
 first ``SKIP`` steps are left out of the timing (the iterator's start, the prefetch buffers filling):
 a Keras callback takes the clock at the end of each step. A tf.data source is fitted repeated
-(``source.repeat()``); a ``keras.utils.PyDataset`` for at most its length.
+(``source.repeat()``); a ``keras.utils.PyDataset`` for part of an epoch, or for as many whole epochs
+as the steps need where it is shorter (the epochs' ends then timed too, as in training).
 
 The ratio of a variant is its examples/s over the slow fit's examples/s in the same round; reported
 as the median over the rounds with its spread (the lowest and the highest round).
@@ -209,11 +210,13 @@ class Variant:
 
     def fit(self, steps: int) -> float:
         """Fits ``steps`` steps (plus SKIP); the examples/s of the steps after the first SKIP."""
-        if self.pydataset:
-            steps = min(steps, len(self.base) - SKIP)
         clock = StepClock()
-        self.model.fit(self.fit_source, steps_per_epoch=steps + SKIP, epochs=1, verbose=0, shuffle=False,
-                       callbacks=[clock])
+        if self.pydataset and steps + SKIP > len(self.base):  # whole epochs, as many as the steps take
+            self.model.fit(self.fit_source, epochs=math.ceil((steps + SKIP) / len(self.base)), verbose=0,
+                           shuffle=False, callbacks=[clock])
+        else:
+            self.model.fit(self.fit_source, steps_per_epoch=steps + SKIP, epochs=1, verbose=0, shuffle=False,
+                           callbacks=[clock])
         ends = clock.ends
         timed = len(ends) - SKIP
         if timed < 1:

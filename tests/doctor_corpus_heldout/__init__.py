@@ -32,6 +32,7 @@ CASES = (
     "rotation_numpy_function",
     "segmentation",
     "load_numpy",
+    "flowers_augment",
 )
 
 #: The issue's five domains.
