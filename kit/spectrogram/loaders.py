@@ -426,7 +426,9 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
                               end_records=True)
 
     body = [p for p in paths if p not in tail]
-    if checked and body and whole_records(opts.batch_size, block):
+    sizes = {s.name: s.bytes for s in manifest.shards}
+    if checked and body and whole_records(opts.batch_size, block) and RecordReader.available(
+            paths, [sizes[Path(p).name] for p in paths], block, shape, dtype):
         # Each batch's records copied once from the mapped shards into the batch, in the order
         # the reader above gives the same seed (kit.spectrogram.records).
         local = _read_records(manifest, body + tail, shape, dtype, block, opts, vopts, bool(tail))
@@ -440,7 +442,7 @@ def _read_records(manifest, paths, shape, dtype, block, opts: LoaderOptions, vop
     shards = {s.name: s for s in manifest.shards}
     reader = RecordReader(paths, [shards[Path(p).name].bytes for p in paths], [shards[Path(p).name].count for p in paths],
                           block=block, frame_shape=shape, dtype=dtype, tail=tail)
-    _MAPPINGS.add(reader)  # its mappings, released before a cold epoch as memmap's are
+    _MAPPINGS.add(reader)  # its mapping, released before a cold epoch as memmap's is
     k = opts.batch_size // block
     ids = record_batches(reader.records, opts, per_batch=k, window=window_records(vopts.shuffle_buffer, block, k),
                          cycle_length=vopts.cycle_length, tail=tail, ahead=READ_AHEAD_BATCHES)

@@ -6,11 +6,16 @@ the read from the page cache into a record string, the window of strings batched
 batch's records gathered from it, then decoded into frames (``scripts/tfrecord_stages.py``
 times each stage). Here the epoch order is computed as record ids
 (``kit.cases.stores.record_batches``: the same batches as the ``TFRecordDataset`` reader, for
-the same seed), the shards are memory-mapped (their pages are the page cache's own: nothing of
-the store is held in the process, and the shards are read from the page cache or the disk
-every epoch), and each batch's records are copied once from the mapping, frames and labels
-straight into the batch's arrays. Records of the batches ahead that are not in the page
-cache are asked of the kernel (``POSIX_FADV_WILLNEED``) before they are copied.
+the same seed), the shards are memory-mapped side by side in one range of addresses, each at
+a multiple of the record's length, so that every record of the store is a row of one strided
+array (their pages are the page cache's own: nothing of the store is held in the process, and
+the shards are read from the page cache or the disk every epoch), and each batch's records
+are copied once each, frames and labels straight into the batch's arrays, holding the GIL
+from the batch's first record to its last (a copy that let the GIL go, as ``numpy`` does for
+large ones, then waited for it at every record while other Python threads ran: the bench
+measured 0.25-0.40 of ``in_memory`` that way beside its other variants, 0.52-0.87 alone).
+Records of the batches ahead that are not in the page cache are asked of the kernel
+(``POSIX_FADV_WILLNEED``) before they are copied.
 
 Every record's framing states its length: it is checked against the layout before the
 record is copied, and each shard's size against the manifest at every batch, so a shard cut
@@ -22,8 +27,11 @@ memory map, a shard cut short while a batch is being copied from it ends the pro
 
 from __future__ import annotations
 
+import ctypes
+import math
 import mmap
 import os
+import sys
 import threading
 import weakref
 from pathlib import Path
@@ -47,8 +55,9 @@ ALIGN = 64
 
 class RecordReader:
     """Reads records of a TFRecord store of records of ``block`` frames (format 4) by id, from
-    its shards mapped on first use (``kit.spectrogram.loaders.release_store_mappings``
-    releases the mappings; the next batch maps them again).
+    its shards mapped side by side on first use (``release``, and
+    ``kit.spectrogram.loaders.release_store_mappings``, unmap them; the next batch maps them
+    again). Linux only (``available``).
 
     Args:
         paths: the shards whose every record is whole, then the tail's shard (one short
@@ -72,77 +81,205 @@ class RecordReader:
         body = len(self.paths) - 1 if tail else len(self.paths)
         #: Whole records in each shard but the tail's.
         self.records = [int(c) // self.block for c in counts[:body]]
+        self.tail = tail
         self.tail_frames = int(counts[-1]) if tail else 0
         self.entry = self.block * (self.frame_bytes + 8) + TFRECORD_FRAMING
         self.starts = np.cumsum([0] + self.records)
-        #: Each shard's mapping, made on first use; None once released (``release``).
-        self.array: list | None = None
+        self.slot = slot_bytes(self.entry, max(self.sizes, default=1))
+        self.grid = self.slot // self.entry  # rows a shard's slot holds
+        self._holder: list = [None]  # the mapped region; None until mapped and once released
         self._fds: list[int] = []  # opened at the first read; closed with this object
         self._lock = threading.Lock()
         self.piece = store.kernel_read_bytes(self.paths[0]) if self.paths else 0
-        weakref.finalize(self, _close_all, self._fds)
+        weakref.finalize(self, _close_all, self._fds, self._holder, self._lock)
 
-    def _maps(self) -> list:
-        maps = self.array
-        if maps is None:
-            with self._lock:
-                if not self._fds:
-                    self._fds.extend(os.open(p, os.O_RDONLY) for p in self.paths)
-                if self.array is None:
-                    self.array = [None] * len(self.paths)
-                maps = self.array
-        return maps
+    @staticmethod
+    def available(paths: Sequence[str], sizes: Sequence[int], block: int, frame_shape, dtype: str) -> bool:
+        """Whether a store's shards can be mapped side by side here: Linux, and the range of
+        addresses they need (``slot_bytes`` each) well within the process's."""
+        entry = block * (int(np.prod(frame_shape)) * np.dtype(dtype).itemsize + 8) + TFRECORD_FRAMING
+        return sys.platform.startswith("linux") and slot_bytes(entry, max(sizes, default=1)) * len(paths) < 1 << 44
 
-    def _mapped(self, maps: list, s: int) -> np.ndarray:
-        size = os.fstat(self._fds[s]).st_size
+    @property
+    def array(self):
+        """The mapped region, None when not mapped (``release_store_mappings`` sets it to None)."""
+        return self._holder[0]
+
+    @array.setter
+    def array(self, value) -> None:
+        if value is not None:
+            raise ValueError("only None (release) can be set")
+        self.release()
+
+    def release(self) -> bool:
+        """Unmaps the shards (at once, or when the batches being copied are done); True if mapped."""
+        with self._lock:
+            region, self._holder[0] = self._holder[0], None
+            if region is not None:
+                region.retired = True
+                if region.users == 0:
+                    region.close()
+        return region is not None
+
+    def _use(self) -> "_Region":
+        with self._lock:
+            if not self._fds:
+                self._fds.extend(os.open(p, os.O_RDONLY) for p in self.paths)
+            region = self._holder[0]
+            if region is None:
+                region = self._holder[0] = _Region(self, self._fds)
+            region.users += 1
+            return region
+
+    def _done(self, region: "_Region") -> None:
+        with self._lock:
+            region.users -= 1
+            if region.retired and region.users == 0:
+                region.close()
+
+    def _check_size(self, s: int) -> None:
+        size = _held.lseek(self._fds[s], 0, os.SEEK_END)  # its size, the GIL held (reads give their offsets)
         if size != self.sizes[s]:
             raise store.StoreError(f"{self.paths[s]}: {size} bytes where the manifest says {self.sizes[s]}: cut short "
                                    f"or rewritten since the store was checked; run `python -m kit verify "
                                    f"{Path(self.paths[s]).parent}` and reconvert")
-        m = maps[s]
-        if m is None:
-            m = maps[s] = np.frombuffer(mmap.mmap(self._fds[s], 0, access=mmap.ACCESS_READ), np.uint8)
-        return m
 
-    def where(self, record: int) -> tuple[int, int, int]:
-        """``(shard, byte offset of the record's framing, frames)`` of record id ``record``."""
-        s = int(np.searchsorted(self.starts, record, side="right")) - 1
-        if s < len(self.records):
-            return s, (record - int(self.starts[s])) * self.entry, self.block
-        return len(self.paths) - 1, 0, self.tail_frames  # the tail's short record
+    def _framing(self, s: int, offset: int, stated: int, want: int) -> store.StoreError:
+        return store.StoreError(f"{self.paths[s]}: the record at byte {offset}: its framing states {stated} bytes, "
+                                f"not {want}: not this store's layout; run `python -m kit verify "
+                                f"{Path(self.paths[s]).parent}`")
 
     def take(self, ids: np.ndarray, later: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The frames ``(n, H*W)`` in the store's dtype and labels ``(n,)`` of the records
-        ``ids`` (-1: none), in that order; of the records ``later``, those not in the page
-        cache are asked of the kernel.
+        ``ids`` (-1: none; the tail's record, id ``sum(records)``, only last), in that order;
+        of the records ``later``, those not in the page cache are asked of the kernel.
 
         Raises:
             kit.store.StoreError: a shard of another size than its manifest's, or a record
                 whose framing states another length, naming the shard.
         """
-        maps = self._maps()
-        where = [self.where(int(r)) for r in ids if r >= 0]
-        frames = sum(n for _, _, n in where)
-        x = _aligned((frames, self.values), self.dtype)
-        y = _aligned((frames,), np.dtype("<i8"))
-        at = 0
-        for s, offset, n in where:
-            m = self._mapped(maps, s)
-            data, start = n * self.frame_bytes, offset + TFRECORD_HEAD
-            stated = int(m[offset:offset + 8].view("<u8")[0])
-            if stated != data + 8 * n:
-                raise store.StoreError(f"{self.paths[s]}: the record at byte {offset}: its framing states {stated} "
-                                       f"bytes, not {data + 8 * n} ({n} frames): not this store's layout; run "
-                                       f"`python -m kit verify {Path(self.paths[s]).parent}`")
-            x[at:at + n] = m[start:start + data].view(self.dtype).reshape(n, self.values)
-            y[at:at + n] = m[start + data:start + data + 8 * n].view("<i8")
-            at += n
+        ids = np.asarray(ids)
+        ids = ids[ids >= 0]
+        total = int(self.starts[-1])
+        short = bool(len(ids)) and int(ids[-1]) == total  # the tail's short record, always last
+        body = ids[:-1] if short else ids
+        shard = np.searchsorted(self.starts, body, side="right") - 1
+        rows = shard * self.grid + (body - self.starts[shard])
+        k, n = self.block, len(body)
+        x = _aligned((n * k + (self.tail_frames if short else 0), self.values), self.dtype)
+        y = _aligned((len(x),), np.dtype("<i8"))
+        region = self._use()
+        try:
+            for s in np.unique(shard).tolist() + ([len(self.paths) - 1] if short else []):
+                self._check_size(int(s))
+            heads = region.heads[rows]
+            if n and not (heads == self.entry - TFRECORD_FRAMING).all():
+                j = int(np.flatnonzero(heads != self.entry - TFRECORD_FRAMING)[0])
+                raise self._framing(int(shard[j]), int(body[j] - self.starts[shard[j]]) * self.entry, int(heads[j]),
+                                    self.entry - TFRECORD_FRAMING)
+            # Each record's frames and labels copied straight into the batch, holding the GIL
+            # throughout (_held): a copy that let it go could wait for it back at every record.
+            frames, labels = k * self.frame_bytes, 8 * k
+            xp, yp = x.ctypes.data, y.ctypes.data
+            for j, row in enumerate(rows.tolist()):
+                data = region.base + row * self.entry + TFRECORD_HEAD
+                _held.memcpy(xp + j * frames, data, frames)
+                _held.memcpy(yp + j * labels, data + frames, labels)
+            if short:
+                self._tail(region, x[n * k:], y[n * k:])
+        finally:
+            self._done(region)
         if len(later) and hasattr(os, "posix_fadvise"):
-            for r in later[later >= 0].tolist():
-                s, offset, n = self.where(int(r))
-                if not _cached(self._fds[s], offset + TFRECORD_HEAD):  # asked only where the page cache lacks it
-                    store.ask_to_read(self._fds[s], offset + TFRECORD_HEAD, n * (self.frame_bytes + 8), self.piece)
+            self._ask(later[later >= 0])
         return x, y
+
+    def _tail(self, region: "_Region", x: np.ndarray, y: np.ndarray) -> None:
+        s, m = len(self.paths) - 1, len(x)
+        at = s * self.slot
+        want = m * (self.frame_bytes + 8)
+        stated = int(region.bytes[at:at + 8].view("<u8")[0])
+        if stated != want:
+            raise self._framing(s, 0, stated, want)
+        data = at + TFRECORD_HEAD
+        x[:] = region.bytes[data:data + m * self.frame_bytes].view(self.dtype).reshape(m, self.values)
+        y[:] = region.bytes[data + m * self.frame_bytes:data + want].view("<i8")
+
+    def _ask(self, later: np.ndarray) -> None:
+        """Asks the kernel for the records ``later`` when the first of them is not in the
+        page cache (one check a batch: each costs a call into the kernel)."""
+        if not len(later):
+            return
+        body = later[later < int(self.starts[-1])]
+        shard = np.searchsorted(self.starts, body, side="right") - 1
+        offsets = (body - self.starts[shard]) * self.entry + TFRECORD_HEAD
+        if not len(body) or _cached(self._fds[int(shard[0])], int(offsets[0])):
+            return
+        for s, offset in zip(shard.tolist(), offsets.tolist()):
+            store.ask_to_read(self._fds[s], offset, self.entry - TFRECORD_FRAMING, self.piece)
+
+
+def slot_bytes(entry: int, largest: int) -> int:
+    """Bytes of addresses a shard takes when the shards are mapped side by side: the
+    smallest multiple of both the page size and the record's length ``entry`` that holds the
+    largest shard, so that every shard starts on a page (as a mapping must) and every record
+    of the store is a row ``entry`` bytes from the previous one."""
+    unit = entry * mmap.PAGESIZE // math.gcd(entry, mmap.PAGESIZE)
+    return unit * max(1, -(-largest // unit))
+
+
+class _Region:
+    """A ``RecordReader``'s shards mapped side by side (``slot_bytes`` apart) in one range of
+    addresses reserved for them: ``bytes``, and ``heads``, each record's stated length, as one
+    strided array (record ``r`` of shard ``s`` is row ``s * grid + r``)."""
+
+    def __init__(self, reader: RecordReader, fds: Sequence[int]):
+        self.length = reader.slot * len(fds)
+        base = _map(None, self.length, _PROT_NONE, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_NORESERVE, -1)
+        self.base: int | None = base
+        self.users, self.retired = 0, False
+        try:
+            for i, (fd, size) in enumerate(zip(fds, reader.sizes)):
+                if size:
+                    _map(base + i * reader.slot, size, mmap.PROT_READ, mmap.MAP_SHARED | _MAP_FIXED, fd)
+        except OSError:
+            _munmap(base, self.length)  # what was mapped of it too
+            raise
+        self.bytes = np.ctypeslib.as_array((ctypes.c_uint8 * self.length).from_address(base))
+        rows = reader.grid * len(fds)
+        self.heads = np.lib.stride_tricks.as_strided(self.bytes, (rows, 8), (reader.entry, 1)).view("<u8")[:, 0]
+
+    def close(self) -> None:
+        if self.base is not None:
+            _munmap(self.base, self.length)
+            self.base = None
+
+
+# mmap(2) and munmap(2) through the C library: Python's mmap module maps a file anywhere, never
+# at a chosen address. The flags are Linux's.
+_PROT_NONE, _MAP_PRIVATE, _MAP_FIXED, _MAP_ANONYMOUS, _MAP_NORESERVE = 0, 0x02, 0x10, 0x20, 0x4000
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.munmap.restype = ctypes.c_int
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+#: The C library called with the GIL held (ctypes.PyDLL): memcpy, lseek.
+_held = ctypes.PyDLL(None)
+_held.memcpy.restype = ctypes.c_void_p
+_held.memcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+_held.lseek.restype = ctypes.c_long
+_held.lseek.argtypes = [ctypes.c_int, ctypes.c_long, ctypes.c_int]
+
+
+def _map(at, length: int, prot: int, flags: int, fd: int) -> int:
+    got = _libc.mmap(at, length, prot, flags, fd, 0)
+    if got is None or got == ctypes.c_void_p(-1).value or (at is not None and got != at):
+        err = ctypes.get_errno()
+        raise OSError(err, f"mmap of {length:,} bytes failed: {os.strerror(err)}")
+    return got
+
+
+def _munmap(base: int, length: int) -> None:
+    _libc.munmap(base, length)
 
 
 def _aligned(shape: tuple, dtype: np.dtype) -> np.ndarray:
@@ -166,6 +303,10 @@ def _cached(fd: int, offset: int) -> bool:
     return True
 
 
-def _close_all(fds: list) -> None:
+def _close_all(fds: list, holder: list, lock) -> None:
+    with lock:
+        region, holder[0] = holder[0], None
+        if region is not None:
+            region.close()
     while fds:
         os.close(fds.pop())
