@@ -236,6 +236,12 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
         return []
     labels = [("from_generator" if "GeneratorDataset" in graph["ops"][n.name] else f".map({fn_label(graph, n)})")
               for n in where]
+    if m.io_wait:
+        return [Finding("python_in_pipeline", f"Python called from {', '.join(labels)}: the loader keeps "
+                        f"{m.cores_busy:.2f} of {m.cores} cores busy, its Python mostly waits", math.nan,
+                        "not measured: Python that waits, on files, the network or a sleep, would wait as long "
+                        "in graph ops; reading in parallel is the fix, measured where the doctor could apply it",
+                        status="unmeasured", where=(places or {}).get(where[0].name, ""))]
     if not math.isfinite(m.cap.factor) and m.parallel_gain < NOISE:
         return [Finding("python_in_pipeline", f"Python called from {', '.join(labels)}", math.nan,
                         "not measured: no model given, and the free cores give more threads nothing, so "
@@ -246,10 +252,6 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     low = 1.0 if m.io_wait else (max(NOISE, m.parallel_gain) if gil else m.parallel_gain)
     high = m.cap.factor if math.isfinite(m.cap.factor) else max(low, m.parallel_gain)
     gain, lo, hi = predicted(m, low, high)
-    if not m.io_wait and math.isfinite(m.cap.factor):
-        # The Python computes (it does not wait): done in graph ops instead it runs on every core in
-        # C++, many times faster, and the fit reaches its compute ceiling: the whole headroom.
-        gain = hi
     if gil:
         how = (f"the Python runs on parallel threads yet the loader keeps {m.cores_busy:.2f} of {m.cores} cores "
                f"busy: the GIL lets one thread run Python at a time")
@@ -260,8 +262,7 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     return [Finding(
         "python_in_pipeline", f"Python called from {', '.join(labels)}: {how}", gain,
         m.cap.explain(f"predicted: from what threads on the free cores give, {m.parallel_basis}, to the "
-                      "whole headroom, the Python work replaced by tf.data ops or a store the graph reads; "
-                      "expected at the headroom where the Python computes rather than waits"),
+                      "whole headroom, the Python work replaced by tf.data ops or a store the graph reads"),
         status="predicted", gain_low=lo, gain_high=hi, where=(places or {}).get(where[0].name, ""),
         fix="do the work in tf.data ops, tf.io.read_file, tf.io.decode_*, tf.image.*, tf.strings.*, mapped with "
             "num_parallel_calls=tf.data.AUTOTUNE, or convert the data once into a store the graph reads: TFRecord")]
