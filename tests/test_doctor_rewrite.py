@@ -127,3 +127,7 @@ def test_ab_reports_median_and_spread_and_calls_a_gain_real_only_beyond_noise():
     assert (g.median, g.low, g.high, g.rounds) == (2.0, 1.8, 2.5, 3) and g.real
     noisy = iter([10.0, 11.0, 10.0, 9.0, 10.0, 12.0])
     assert not trial.ab("a", "b", seconds=0.0, rounds=3, rate=lambda src, s: next(noisy)).real
+    busy_round = iter([10.0, 18.0, 10.0, 9.0, 10.0, 17.0])  # a clear median, one round dipped under 1x
+    assert trial.ab("a", "b", seconds=0.0, rounds=3, rate=lambda src, s: next(busy_round)).real
+    small = iter([10.0, 12.0, 10.0, 9.0, 10.0, 12.0])  # a small median with a round under 1x: noise
+    assert not trial.ab("a", "b", seconds=0.0, rounds=3, rate=lambda src, s: next(small)).real
