@@ -325,8 +325,9 @@ def test_the_stage_holding_a_cold_epoch_back_is_named_from_the_runs_figures():
               "disk_bytes_per_s": 900e6, "warm_kernel_cores": 0.1}
     # The warm epoch (every page cached) nearly as slow as the cold one: the loader's own work.
     s = scale_report.cold_stage("tfrecord", cold_s=30.0, warm_s=27.0, cpu_cores=1.9, kernel_cores=0.6, **common)
-    assert s == ("CPU-bound parse: the warm epoch, every page cached, takes 27.0 s, 0.90 of the cold median's "
-                 "30.0 s, so the loader's own CPU work (decoding the records) bounds the cold epoch, not the reading")
+    assert s == ("CPU-bound copy: the warm epoch, every page cached, takes 27.0 s, 0.90 of the cold median's "
+                 "30.0 s, so the loader's own CPU work (copying the records into batches) bounds the cold epoch, not "
+                 "the reading")
     s = scale_report.cold_stage("memmap", cold_s=30.0, warm_s=25.0, cpu_cores=0.5, kernel_cores=0.4, **common)
     assert s.startswith("window gather: the warm epoch, every page cached, takes 25.0 s, 0.83 of") and \
         "(gathering each window's frames)" in s, s
@@ -350,8 +351,8 @@ def test_the_stage_holding_the_tfrecord_warm_epoch_back_is_reading_or_the_rest()
 
     # Half the gather of 200,000 frames/s: a million frames in 10 s.
     s = scale_report.warm_stage(warm_s=20.0, read_s=5.0, frames=1_000_000, gather_frames_per_s=200_000)
-    assert s == ("parse/shuffle/batch: reading the records alone (no decode, shuffle or batch) takes 5.0 s, 25% of "
-                 "the warm epoch's 20.0 s; decoding, shuffling and batching the other 15.0 s (75%); the target "
+    assert s == ("order/guard: reading the records alone (in shard order, nothing permuted) takes 5.0 s, 25% of "
+                 "the warm epoch's 20.0 s; the epoch's order, guard and prefetch the other 15.0 s (75%); the target "
                  "allows 10.0 s")
     s = scale_report.warm_stage(warm_s=20.0, read_s=12.0, frames=1_000_000, gather_frames_per_s=200_000)
     assert s.startswith("reading the records: reading the records alone") and s.endswith(
@@ -415,7 +416,8 @@ def test_the_limits_are_each_kinds_faster_read_before_and_after_the_cold_epochs(
 @pytest.mark.parametrize("checked", [True, False])
 def test_reading_a_tfrecord_stores_records_with_nothing_decoded(tmp_path, monkeypatch, checked):
     """``scale_data.read_records``: every record of every shard, the tail's short one included,
-    in the loader's pieces (fixed-length, without the CRCs, for a store checked at open)."""
+    as the loader reads them (a store checked at open: copied record by record from the mapped
+    shards, their data alone; else TFRecordDataset's records)."""
     from kit import samples
     from kit.bench import scale_data
     from kit.spectrogram import FrameIndex, convert
@@ -431,7 +433,7 @@ def test_reading_a_tfrecord_stores_records_with_nothing_decoded(tmp_path, monkey
     records, nbytes, seconds = scale_data.read_records(folder, manifest)
     per_frame = 96 * 64 * 2 + 8  # a frame and its label
     assert records == 31 + 1 and seconds > 0
-    assert nbytes == 31 * (32 * per_frame + (16 if checked else 0)) + 8 * per_frame
+    assert nbytes == 31 * 32 * per_frame + 8 * per_frame
 
 
 

@@ -22,6 +22,7 @@ from kit.models import audio
 from kit.spectrogram import FrameIndex
 from kit.spectrogram.convert import TFRECORD_FORMAT
 from kit.spectrogram.loaders import TFRecordOptions
+from kit.spectrogram.records import RecordReader
 from kit.util import usable_cpus
 
 __all__ = ["FRAMES_PER_FILE", "FRAME_SHAPE", "data_folder", "frame_bytes", "needed_bytes", "make_data",
@@ -117,18 +118,24 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
 
 def read_records(folder: Path, manifest) -> tuple[int, int, float]:
     """One pass over a ``tfrecord`` store's records read as its loader reads them, and nothing
-    else: the shards ``TFRecordOptions().cycle_length`` at a time, each read ahead in its own
-    thread, in the loader's pieces (fixed-length, without the CRCs, for a store checked at
-    open; else ``TFRecordDataset``), the tail's short record after them; no decode, no
-    shuffle, no batch. Returns ``(records, bytes, seconds)`` (the records' data, framing
-    included for fixed-length pieces; the seconds of the pass, not of building it). The warm epoch less this pass is what the loader's decode,
-    shuffle and batch cost (``scale_report.warm_stage``)."""
+    else: for a store checked at open, every record copied once into batches of 8 records from
+    the mapped shards (``kit.spectrogram.records``), in shard order; else the shards
+    ``TFRecordOptions().cycle_length`` at a time through ``TFRecordDataset``, each read ahead
+    in its own thread, the tail's short record after them, nothing decoded; no shuffle.
+    Returns ``(records, bytes, seconds)`` (the records' data, framing included for
+    fixed-length pieces; the seconds of the pass, not of building it). The warm epoch less
+    this pass is what the loader's order, guard and the rest cost (``scale_report.warm_stage``)."""
     opts = TFRecordOptions()
     tail_name = manifest.meta.get("tail_shard")
     body = [s for s in manifest.shards if s.name != tail_name]
     tail = [str(Path(folder) / s.name) for s in manifest.shards if s.name == tail_name]
     block = int(manifest.meta["options"]["record_frames"])
     checked = store.checks_on(opts.check_store)  # as the loader: fixed-length pieces when checked
+    shards = body + [s for s in manifest.shards if s.name == tail_name]
+    paths = [str(Path(folder) / s.name) for s in shards]
+    shape, dtype = tuple(manifest.meta["frame_shape"]), manifest.meta.get("dtype", "float32")
+    if checked and body and RecordReader.available(paths, [s.bytes for s in shards], block, shape, dtype):
+        return _copy_records(paths, shards, block, shape, dtype, bool(tail))
 
     def records(names, fixed):
         if fixed:  # every body shard: whole records of one length, then an empty end record
@@ -160,6 +167,30 @@ def read_records(folder: Path, manifest) -> tuple[int, int, float]:
     if int(count) != want:
         raise RuntimeError(f"{folder}: read {int(count):,} records, the manifest's shards hold {want:,}")
     return int(count), int(nbytes), seconds
+
+
+def _copy_records(paths, shards, block, shape, dtype, tail) -> tuple[int, int, float]:
+    """``read_records`` for a store the loader reads record by record (``kit.spectrogram.records``):
+    every record copied once into batches of the loader's 8 records, in shard order, on the
+    loader's parallel calls; nothing permuted, guarded or prefetched."""
+    reader = RecordReader(paths, [s.bytes for s in shards], [s.count for s in shards], block=block,
+                          frame_shape=shape, dtype=dtype, tail=tail)
+    total = int(reader.starts[-1]) + (1 if tail else 0)  # the tail's short record last
+    k = max(1, 256 // block)  # the records of a batch of the bench's 256 frames
+    item = tf.as_dtype(dtype).size
+
+    def take(ids):
+        x, y = tf.numpy_function(reader.take, [ids, tf.zeros([0], tf.int64)], (tf.as_dtype(dtype), tf.int64),
+                                 stateful=False)
+        return tf.cast(tf.size(x) * item + tf.size(y) * 8, tf.int64)
+
+    ds = tf.data.Dataset.range(total).batch(k).map(take, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.with_options(untuned_options())  # as the kit's loaders
+    t0 = time.perf_counter()
+    nbytes = ds.reduce(np.int64(0), lambda acc, b: acc + b)
+    seconds = time.perf_counter() - t0
+    reader.release()
+    return total, int(nbytes), seconds
 
 
 def row(variant, state, frames, dtype, epoch_s, measured, basis, limit=None, fraction=None, cpu_cores=None) -> dict:

@@ -150,13 +150,13 @@ def cold_stage(variant: str, *, cold_s: float, warm_s: float, cpu_cores: float, 
 
     Returns:
         In order: the warm epoch at least ``WARM_BOUND`` of the cold one: the loader's own
-        CPU work (``"CPU-bound parse"`` of the records, the memmap ``"window gather"``); the
+        CPU work (``"CPU-bound copy"`` of the records, the memmap ``"window gather"``); the
         cold epochs at least ``CPU_BUSY`` of the usable cores busy: ``"CPU-bound"``, with the
         kernel's CPU beyond the warm epoch's (bringing pages in) as its share; else
         ``"read-ahead"``: neither the disk nor the CPU used fully. Each with its numbers.
     """
     if warm_s >= WARM_BOUND * cold_s:
-        stage, work = (("CPU-bound parse", "decoding the records") if variant == "tfrecord"
+        stage, work = (("CPU-bound copy", "copying the records into batches") if variant == "tfrecord"
                        else ("window gather", "gathering each window's frames"))
         return (f"{stage}: the warm epoch, every page cached, takes {warm_s:.1f} s, {warm_s / cold_s:.2f} of the "
                 f"cold median's {cold_s:.1f} s, so the loader's own CPU work ({work}) bounds the cold epoch, "
@@ -178,15 +178,15 @@ def warm_stage(*, warm_s: float, read_s: float, frames: int, gather_frames_per_s
                minimum: float = TARGETS["tfrecord_warm_fraction_of_gather_min"]) -> str:
     """The stage that holds the tfrecord warm row short of ``minimum`` of the memory gather:
     its warm epoch ``warm_s`` split into reading its records (``read_s``: one warm pass over
-    the shards with nothing decoded, ``scale_data.read_records``) and the rest (decode,
-    shuffle, batch), the larger share named."""
+    them in shard order, ``scale_data.read_records``) and the rest (the epoch's order, its
+    guard, the prefetch), the larger share named."""
     target_s = frames / (minimum * gather_frames_per_s)
     rest = max(0.0, warm_s - read_s)
-    stage = "reading the records" if read_s >= rest else "parse/shuffle/batch"
+    stage = "reading the records" if read_s >= rest else "order/guard"
     alone = (f"; reading alone takes longer than the {target_s:.1f} s the target allows" if read_s > target_s
              else f"; the target allows {target_s:.1f} s")
-    return (f"{stage}: reading the records alone (no decode, shuffle or batch) takes {read_s:.1f} s, "
-            f"{read_s / warm_s:.0%} of the warm epoch's {warm_s:.1f} s; decoding, shuffling and batching the other "
+    return (f"{stage}: reading the records alone (in shard order, nothing permuted) takes {read_s:.1f} s, "
+            f"{read_s / warm_s:.0%} of the warm epoch's {warm_s:.1f} s; the epoch's order, guard and prefetch the other "
             f"{rest:.1f} s ({rest / warm_s:.0%}){alone}")
 
 
