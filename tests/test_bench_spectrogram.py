@@ -30,21 +30,24 @@ def test_bench_command_json(spec_csv, tmp_path):
     out = tmp_path / "bench.json"
     r = _kit("bench", "spectrogram", "--data", str(spec_csv), "--batch-size", "16", "--rounds", "1",
              "--batches", "2", "--generator-seconds", "1", "--json", str(out),
-             "--variants", "generator,memmap,in_memory")
+             "--variants", "generator,memmap,tfrecord_guide,tfrecord,in_memory")
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(out.read_text())
     assert result["bench"] == "spectrogram" and "machine" in result
     # Under which malloc setting it was measured (kit.system.memory; kept unless opted out).
     assert result["machine"]["malloc"] == _malloc_in_a_child()
     rows = {row["variant"]: row for row in result["rows"]}
-    assert set(rows) == {"generator", "memmap", "in_memory"}
+    assert set(rows) == {"generator", "memmap", "tfrecord_guide", "tfrecord", "in_memory"}
     n = result["epoch_examples"]  # with --data: the index's own size
     assert n == 96
     for row in rows.values():
         assert row["examples_per_s"] > 0
         assert row[f"epoch_s_{n}"] == pytest.approx(n / row["examples_per_s"])
         assert row["x_in_memory"] == pytest.approx(row["examples_per_s"] / rows["in_memory"]["examples_per_s"])
-    assert rows["generator"]["x_generator"] == 1.0
+        # issue 45: every row beside the guide's TFRecord pipeline, measured in the same run
+        assert row["x_tfrecord_guide"] == pytest.approx(row["examples_per_s"] /
+                                                        rows["tfrecord_guide"]["examples_per_s"])
+    assert rows["generator"]["x_generator"] == 1.0 and rows["tfrecord_guide"]["x_tfrecord_guide"] == 1.0
 
 
 @pytest.fixture
