@@ -27,7 +27,9 @@ VARIANTS = {
 }
 
 #: Variants whose pipeline is pure TensorFlow graph (no Python function): what tf.data service
-#: can run (``kit.spectrogram.loaders`` checks this against its registry).
+#: can run (``kit.spectrogram.loaders`` checks this against its registry). ``tfrecord``'s read of
+#: a checked store copies records in Python locally; through the service it reads the same
+#: batches with ``TFRecordDataset``.
 GRAPH_ONLY = ("tfrecord_guide", "tfrecord", "in_memory")
 
 
