@@ -394,9 +394,10 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     shape = index.frame_shape
     block = int(manifest.meta["options"]["record_frames"])
     record_bytes = block * (int(np.prod(shape)) * np.dtype(dtype).itemsize + 8)
-    # Checked at open (every byte against the manifest's SHA-256, or remembered so):
-    # the shards are read in pieces of a fixed length, their CRCs not computed again.
-    # Unchecked, TFRecordDataset computes them and damage fails the epoch loudly.
+    # Checked at open (every byte against the manifest's SHA-256, or remembered so): the
+    # records are read without their CRCs computed again (copied from the mapped shards, or
+    # where they cannot be mapped, read in pieces of a fixed length). Unchecked,
+    # TFRecordDataset computes them and damage fails the epoch loudly.
     checked = store.checks_on(vopts.check_store)
     entry = record_bytes + TFRECORD_FRAMING
     if checked:
@@ -407,8 +408,8 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
                                        f"records of {entry} bytes and an empty end record; "
                                        f"run `python -m kit verify {folder}`")
     # Whole records permuted in windows of shuffle_buffer frames (an order computed per
-    # epoch: resumable), a batch of records decoded at once; tf.data service runs it over
-    # a splittable one.
+    # epoch: resumable); through tf.data, a batch of records decoded at once, and tf.data
+    # service runs it over a splittable order.
     # Plain TensorFlow ops (its branch is a tf.cond): nothing for autograph to convert.
     @tf.autograph.experimental.do_not_convert
     def parse(records):
