@@ -845,3 +845,31 @@ def test_tfrecord_guide_reads_the_tutorials_examples_and_says_why_it_cannot_resu
     victim.write_bytes(bytes(data))
     with pytest.raises(tf.errors.DataLossError, match="corrupted record"):
         _epoch(loader)
+
+
+def test_the_record_read_resumes_mid_epoch_from_a_small_checkpoint(spec_index, tmp_path):
+    """Issue 45: the record read's position is its computed order's (record ids), so a
+    checkpoint after 2 batches holds a few KB and a new loader restored from it gives exactly
+    the rest of that epoch, then the same next epoch."""
+    import tensorflow as tf
+
+    from kit.epochs import iterator_checkpoint
+
+    loader = _whole_record_loader(spec_index, tmp_path)
+    _epoch(loader)
+    it = iter(loader)
+    seen = [next(it), next(it)]
+    prefix = iterator_checkpoint(loader, it).write(str(tmp_path / "ckpt" / "it"))
+    rest = [(x.numpy(), y.numpy()) for x, y in it]
+    following = _epoch(loader)
+    assert len(seen) + len(rest) == 96 // 16
+    size = sum(p.stat().st_size for p in (tmp_path / "ckpt").iterdir())
+    assert size < 64 << 10, size
+    again = _whole_record_loader(spec_index, tmp_path)
+    it2 = iter(again)
+    tf.train.Checkpoint(iterator=it2).read(prefix).assert_consumed()
+    resumed = [(x.numpy(), y.numpy()) for x, y in it2]
+    assert len(resumed) == len(rest)
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(resumed, rest))
+    nxt = _epoch(again)
+    assert all(np.array_equal(a, b) for a, b in zip(nxt[0], following[0]))
