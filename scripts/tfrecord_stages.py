@@ -67,7 +67,7 @@ def main(argv=None) -> dict:
     from kit.epochs import order_dataset
     from kit.spectrogram import FrameIndex, convert, make_loader
     from kit.spectrogram.convert import decode_records
-    from kit.spectrogram.records import READ_AHEAD_BATCHES, RecordReader
+    from kit.spectrogram.records import RecordReader
 
     index = FrameIndex.from_csv(default_data())
     batch = DEFAULT_BATCH
@@ -98,7 +98,7 @@ def main(argv=None) -> dict:
 
     def ids():
         return record_batches(reader.records, opts, per_batch=k, window=window_records(4096, block, k), cycle_length=4,
-                              tail=bool(tail), ahead=READ_AHEAD_BATCHES)
+                              tail=bool(tail), read_ahead=True)
 
     def take(rows, later):
         x, y = tf.numpy_function(reader.take, [rows, later], (tf.float32, tf.int64), stateful=False)

@@ -268,7 +268,7 @@ def window_order(n, body, pair):
 
 
 def record_batches(counts: Sequence[int], opts, *, per_batch: int, window: int, cycle_length: int,
-                   tail: bool = False, ahead: int = 0):
+                   tail: bool = False, read_ahead: bool = False):
     """The epoch order of ``read_tfrecords``' batches of whole records, as record ids.
 
     The records of shard ``i`` (``counts[i]`` of them) are ids ``sum(counts[:i])`` on; the
@@ -280,9 +280,12 @@ def record_batches(counts: Sequence[int], opts, *, per_batch: int, window: int, 
     shards themselves (unshuffled: the records in that order).
 
     Returns:
-        A ``tf.data.Dataset`` of ``(ids, next_ids)``: ``ids`` the ``per_batch`` record ids
-        of a batch (-1 pads the last one), ``next_ids`` those of the ``ahead`` batches
-        after it in its window (-1 where there are none), for reading ahead.
+        A ``tf.data.Dataset`` of ``(ids, ahead)``: ``ids`` the ``per_batch`` record ids of a
+        batch (-1 pads the last one). With ``read_ahead``, the first batch of each window
+        carries in ``ahead`` the records of its window and of the next one (-1 pads; the
+        other batches carry -1s), for asking the kernel for them while the window is read
+        (the windows taken one behind the read of the ids, a window of ids the only state);
+        else ``ahead`` is empty.
     """
     import tensorflow as tf  # keeps kit.cases light: TensorFlow
 
@@ -297,20 +300,29 @@ def record_batches(counts: Sequence[int], opts, *, per_batch: int, window: int, 
     if tail:
         ids = ids.concatenate(tf.data.Dataset.from_tensors(tf.constant(total, tf.int64)))
     k = per_batch
+    none = tf.constant(-1, tf.int64)
 
-    def batches(records, pair):
+    def batches(records, pair, following):
         n = tf.shape(records)[0]
         body = tf.reduce_sum(tf.cast(records < total, tf.int32))
         order = window_order(n, body, pair) if opts.shuffle else tf.range(n)
         rows = (n + k - 1) // k
-        cut = tf.reshape(tf.concat([tf.gather(records, order), tf.fill([rows * k - n], tf.constant(-1, tf.int64))],
-                                   0), [rows, k])
-        padded = tf.concat([cut, tf.fill([ahead, k], tf.constant(-1, tf.int64))], 0)
-        later = tf.concat([padded[j + 1:j + 1 + rows] for j in range(ahead)], 1) if ahead else \
-            tf.zeros([rows, 0], tf.int64)
-        return tf.data.Dataset.from_tensor_slices((cut, later))
+        cut = tf.reshape(tf.concat([tf.gather(records, order), tf.fill([rows * k - n], none)], 0), [rows, k])
+        if following is None:
+            return tf.data.Dataset.from_tensor_slices((cut, tf.zeros([rows, 0], tf.int64)))
+        wide = 2 * window
+        first = tf.concat([records, following, tf.fill([wide - n - tf.shape(following)[0]], none)], 0)
+        ahead = tf.concat([first[None], tf.fill([rows - 1, wide], none)], 0)
+        return tf.data.Dataset.from_tensor_slices((cut, ahead))
 
-    return tf.data.Dataset.zip(ids.batch(window), window_seeds(opts.seed)).flat_map(batches)
+    windows = tf.data.Dataset.zip(ids.batch(window), window_seeds(opts.seed))
+    if not read_ahead:
+        return windows.flat_map(lambda records, pair: batches(records, pair, None))
+    # One window behind: each window goes out with the next one's records (an empty one last).
+    empty = (tf.zeros([0], tf.int64), tf.zeros([2], tf.int64))
+    lagged = windows.concatenate(tf.data.Dataset.from_tensors(empty)).scan(
+        empty, lambda previous, current: (current, (previous, current[0]))).skip(1)
+    return lagged.flat_map(lambda previous, following: batches(previous[0], previous[1], following))
 
 
 def _framed(record):

@@ -57,7 +57,7 @@ from kit.spectrogram.convert import (
 from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.grain import GrainOptions, make_grain
 from kit.spectrogram.index import FrameIndex, open_frames
-from kit.spectrogram.records import READ_AHEAD_BATCHES, RecordReader
+from kit.spectrogram.records import RecordReader
 from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS
 from kit.store import StoreError, load_npy, read_npy_header
 from kit.system import pagecache
@@ -446,10 +446,11 @@ def _read_records(manifest, paths, shape, dtype, block, opts: LoaderOptions, vop
     _MAPPINGS.add(reader)  # its mapping, released before a cold epoch as memmap's is
     k = opts.batch_size // block
     ids = record_batches(reader.records, opts, per_batch=k, window=window_records(vopts.shuffle_buffer, block, k),
-                         cycle_length=vopts.cycle_length, tail=tail, ahead=READ_AHEAD_BATCHES)
+                         cycle_length=vopts.cycle_length, tail=tail, read_ahead=hasattr(os, "posix_fadvise"))
     h, w = shape
     raw = tf.as_dtype(dtype)
 
+    @tf.autograph.experimental.do_not_convert
     def take(rows, later):
         x, y = tf.numpy_function(reader.take, [rows, later], (raw, tf.int64), stateful=False)
         x = tf.reshape(x, (-1, h, w, 1))

@@ -14,8 +14,9 @@ are copied once each, frames and labels straight into the batch's arrays, holdin
 from the batch's first record to its last (a copy that let the GIL go, as ``numpy`` does for
 large ones, then waited for it at every record while other Python threads ran: the bench
 measured 0.25-0.40 of ``in_memory`` that way beside its other variants, 0.52-0.87 alone).
-Records of the batches ahead that are not in the page cache are asked of the kernel
-(``POSIX_FADV_WILLNEED``) before they are copied.
+At the first batch of each window, the runs of its records and of the next window's that are
+not in the page cache are asked of the kernel (``POSIX_FADV_WILLNEED``), a range a run, so
+that a store read from disk is read in large pieces, a window ahead of the copy.
 
 Every record's framing states its length: it is checked against the layout before the
 record is copied, and each shard's size against the manifest at every batch, so a shard cut
@@ -42,11 +43,7 @@ import numpy as np
 from kit import store
 from kit.cases import TFRECORD_FRAMING, TFRECORD_HEAD
 
-__all__ = ["RecordReader", "READ_AHEAD_BATCHES", "ALIGN"]
-
-#: Records of the next 2 batches of a window are asked of the kernel, where not cached,
-#: before they are read: a store read from disk is then read many records at once.
-READ_AHEAD_BATCHES = 2
+__all__ = ["RecordReader", "ALIGN", "slot_bytes"]
 
 #: TensorFlow takes an array returned by ``tf.numpy_function`` without a copy only where its
 #: data is aligned to this many bytes (Eigen's largest alignment); malloc gives 16.
@@ -205,17 +202,18 @@ class RecordReader:
         y[:] = region.bytes[data + m * self.frame_bytes:data + want].view("<i8")
 
     def _ask(self, later: np.ndarray) -> None:
-        """Asks the kernel for the records ``later`` when the first of them is not in the
-        page cache (one check a batch: each costs a call into the kernel)."""
-        if not len(later):
+        """Asks the kernel for the records ``later``: each run of consecutive records of a
+        shard whose first page is not in the page cache (one probe a run), as one range."""
+        body = np.unique(later[later < int(self.starts[-1])])
+        if not len(body):
             return
-        body = later[later < int(self.starts[-1])]
         shard = np.searchsorted(self.starts, body, side="right") - 1
-        offsets = (body - self.starts[shard]) * self.entry + TFRECORD_HEAD
-        if not len(body) or _cached(self._fds[int(shard[0])], int(offsets[0])):
-            return
-        for s, offset in zip(shard.tolist(), offsets.tolist()):
-            store.ask_to_read(self._fds[s], offset, self.entry - TFRECORD_FRAMING, self.piece)
+        breaks = np.flatnonzero((np.diff(body) != 1) | (np.diff(shard) != 0)) + 1
+        for run in np.split(np.arange(len(body)), breaks):
+            s, first, last = int(shard[run[0]]), int(body[run[0]]), int(body[run[-1]])
+            offset = (first - int(self.starts[s])) * self.entry + TFRECORD_HEAD
+            if not _cached(self._fds[s], offset):  # asked only where the page cache lacks it
+                store.ask_to_read(self._fds[s], offset, (last - first + 1) * self.entry, self.piece)
 
 
 def slot_bytes(entry: int, largest: int) -> int:
