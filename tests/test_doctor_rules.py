@@ -71,8 +71,10 @@ def test_a_fixed_split_shuffle_or_a_reshuffle_after_the_cache_is_no_defect():
     split = base.shuffle(64, reshuffle_each_iteration=False).cache().shuffle(64).batch(B)
     reshuffled_after = base.shuffle(64).cache().shuffle(64).batch(B)
     frozen = base.shuffle(64).cache().batch(B)
+    batches_reshuffled = base.shuffle(64).batch(B).cache().shuffle(8)  # a directory loader's batches, reshuffled
     assert not [c for c in _cands(split) if c.correctness]
     assert not [c for c in _cands(reshuffled_after) if c.correctness]
+    assert not [c for c in _cands(batches_reshuffled) if c.correctness]
     assert [c.code for c in _cands(frozen) if c.correctness] == ["shuffle_before_cache"]
 
 
@@ -148,6 +150,7 @@ def test_a_pydataset_held_by_the_gil_is_named_and_its_fix_is_vectorising():
     assert rules.pydataset_gil(_pydataset(4), _m(cores_busy=0.2)) == []  # it waits on I/O: threads help
     assert rules.pydataset_gil(_pydataset(4, processes=True), _m(cores_busy=1.0)) == []
     assert rules.pydataset_gil(_pydataset(1), _m(cores_busy=1.0)) == []  # one worker: its own rule
+    assert rules.pydataset_gil(_pydataset(4), _m(cores_busy=1.0, cap=Cap(1.12, ""))) == []  # not input-bound
 
 
 def test_python_in_a_parallel_map_is_named_as_the_gil_when_one_core_is_busy():

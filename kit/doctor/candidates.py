@@ -160,10 +160,10 @@ def _cache_order(graph, i: int, randoms: set, ordered: bool, random: bool) -> Ca
     deterministic op before the first random one and shuffles after the cache."""
     chain, nodes = graph["chain"], graph["nodes"]
     before = chain[:i]
-    first_batch = next((k for k, n in enumerate(chain) if n.op in _BATCH_OPS), len(chain))
-    after_cache = chain[i + 1:first_batch] if first_batch > i else []
     rand = next((n for n in before if n.name in randoms and n.op in _MAP_OPS), None)
-    reshuffled_after = any(n.op in _SHUFFLE_OPS and reshuffles(n) for n in after_cache)
+    # A reshuffle anywhere after the cache (of examples, or of batches a directory loader made before
+    # it) changes the order every epoch: nothing is frozen.
+    reshuffled_after = any(n.op in _SHUFFLE_OPS and reshuffles(n) for n in chain[i + 1:])
     shuffles = [n for n in before if n.op in _SHUFFLE_OPS and reshuffles(n)]
     frozen = bool(shuffles) and not reshuffled_after
     if rand is None and not frozen:

@@ -289,6 +289,8 @@ def pydataset_gil(source, m: Measured) -> list[Finding]:
     workers = getattr(source, "workers", 1) or 1
     if workers <= 1 or getattr(source, "use_multiprocessing", False) or not gil_bound(m, threads=True):
         return []
+    if m.cap.factor < INPUT_BOUND_HEADROOM:
+        return []  # the fit is not waiting on this loader: its GIL is not what limits training
     high = m.cap.factor if math.isfinite(m.cap.factor) else float(m.cores)
     gain, lo, hi = predicted(m, NOISE, high)
     return [Finding(
