@@ -203,7 +203,8 @@ class RecordReader:
 
     def _ask(self, later: np.ndarray) -> None:
         """Asks the kernel for the records ``later``: each run of consecutive records of a
-        shard whose first page is not in the page cache (one probe a run), as one range."""
+        shard whose first page is not in the page cache (one probe a run), as one range
+        twice the run's length (its shard's next records: the next window's from it)."""
         body = np.unique(later[later < int(self.starts[-1])])
         if not len(body):
             return
@@ -211,6 +212,8 @@ class RecordReader:
         breaks = np.flatnonzero((np.diff(body) != 1) | (np.diff(shard) != 0)) + 1
         for run in np.split(np.arange(len(body)), breaks):
             s, first, last = int(shard[run[0]]), int(body[run[0]]), int(body[run[-1]])
+            # Each run doubled, as far as its shard goes: the shards' reads a window further on.
+            last = min(last + (last - first + 1), int(self.starts[s + 1]) - 1)
             offset = (first - int(self.starts[s])) * self.entry + TFRECORD_HEAD
             if not _cached(self._fds[s], offset):  # asked only where the page cache lacks it
                 store.ask_to_read(self._fds[s], offset, (last - first + 1) * self.entry, self.piece)
