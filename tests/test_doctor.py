@@ -306,9 +306,14 @@ def test_input_bound_with_a_waiting_loader_far_less_headroom_with_a_fast_one():
 
 
 def _verdict_follows_headroom(d):
+    from kit.doctor.rules import input_explains
+
     h = d.rates["headroom"]
     expected = ("input-bound" if h >= doctor.INPUT_BOUND_HEADROOM else
                 "compute-bound" if h < doctor.COMPUTE_BOUND_HEADROOM else "balanced")
+    if h >= doctor.COMPUTE_BOUND_HEADROOM and input_explains(
+            d.rates, d.rates["loader_examples_per_s"], d.rates["cores_busy"]) < doctor.COMPUTE_BOUND_HEADROOM:
+        expected = "compute-bound"  # a headroom the input cannot explain: the rounds' noise
     assert d.verdict == expected, str(d)
     symptom = {"input-bound": "input_bound", "compute-bound": "compute_bound"}.get(expected)
     assert (d.codes[0] == symptom) if symptom else not set(doctor.SYMPTOMS) & set(d.codes), str(d)
@@ -353,7 +358,9 @@ def test_a_small_budget_says_what_it_skipped():
 
 @pytest.mark.slow
 def test_the_kits_own_story_gets_the_lessons_of_notebooks_01_to_07(spec_index):
-    """The user's generator and transfer model: the feature cache first (07), then reading (01-03)."""
+    """The user's generator and transfer model: the feature cache among the top findings (07), reading and
+    the Python named (01-03). Fixes the doctor applied and measured rank above predictions (issue 44), so
+    a cache of this small sample's frames, measured, may come before the predicted feature cache."""
     from kit import spectrogram
     from kit.models import audio
 
@@ -362,7 +369,10 @@ def test_the_kits_own_story_gets_the_lessons_of_notebooks_01_to_07(spec_index):
         backbone, audio.head(len(spec_index.classes), embedding_dim=backbone.output_shape[-1])))
     # 20 s: under make test's load a 10 s budget skipped the frozen head (skipped to keep to the budget)
     d = doctor.diagnose(spectrogram.make_loader("generator", spec_index, batch_size=16), model, max_seconds=20)
-    assert d.top == "frozen_backbone_recomputed", str(d)
+    assert "frozen_backbone_recomputed" in d.top3, str(d)
+    found = d.lists()["findings"].set_index("code")
+    assert (found.loc[d.top3, "status"] == "measured").tolist() == sorted(
+        (found.loc[d.top3, "status"] == "measured").tolist(), reverse=True), str(d)  # measured first
     assert {"read_amplification", "python_in_pipeline"} <= set(d.codes), str(d)
 
 

@@ -230,3 +230,15 @@ def test_a_rewrite_spec_rebuilds_the_combined_cache_fix():
     (cand,) = [c for c in _cands(_newcomer(False)) if c.correctness]
     again = rw.from_spec(cand.rewrite.spec)
     assert pipeline_ops(again.apply(_newcomer(False))) == pipeline_ops(cand.rewrite.apply(_newcomer(False)))
+
+
+def test_a_headroom_the_input_cannot_explain_is_no_input_bound_verdict():
+    """A loader 100x faster than the fit, steps hardly waiting: a 1.17x headroom (a loaded machine's
+    rounds) is not the input's; a loader at the fit's rate whose steps wait is."""
+    fits = {"fit_examples_per_s": 600.0, "ceiling_examples_per_s": 702.0, "input_share": 0.01}
+    verdict, _, found = rules.verdict(fits, 70_000.0, 0.8)
+    assert verdict == "compute-bound" and "the input explains at most" in found[0].evidence
+    assert rules.verdict({**fits, "ceiling_examples_per_s": 1_200.0}, 70_000.0, 0.8)[0] == "compute-bound"
+    waiting = {"fit_examples_per_s": 600.0, "ceiling_examples_per_s": 1_200.0, "input_share": 0.45}
+    assert rules.verdict(waiting, 650.0, 0.9)[0] == "input-bound"
+    assert rules.verdict({**fits, "input_share": 0.12}, 70_000.0, 0.8)[0] == "balanced"  # explains 1.15x

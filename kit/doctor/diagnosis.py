@@ -122,7 +122,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         seconds = budget.take(FITS_SHARE * max_seconds, "the compute ceiling and the real fit", least=0.0)
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds))
         rates.update({k: v for k, v in fits.items()})
-        verdict, summary, found = rules.verdict(fits, loader["loader_examples_per_s"])
+        verdict, summary, found = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         rates["verdict_basis"] = rules.verdict_basis(fits)
     m = _measured(batch_size, example_bytes, n_cores, load, loader, fits)
     rates["cores_available"] = m.free_cores() if fits else rules.cores_available(n_cores, m.cores_busy, load)

@@ -64,13 +64,27 @@ def loader_summary(loader: dict) -> str:
             f"(batch latency p50 {loader['loader_latency_p50_ms']:.1f} ms)")
 
 
-def verdict(fits: dict, loader_rate: float) -> tuple[str, str, list[Finding]]:
+def input_explains(fits: dict, loader_rate: float, loader_cores: float) -> float:
+    """The most of the fit's slowdown its input can explain, from two measured shares: the steps' wait
+    for input, and the CPU the loader needs at the fit's rate (its cores busy alone, scaled from its
+    own rate to the fit's), which it takes from the step. ``1 / (1 - wait - cpu)``."""
+    F, share = fits["fit_examples_per_s"], fits["input_share"]
+    cpu = F * loader_cores / loader_rate if loader_rate > 0 and math.isfinite(loader_cores) else math.inf
+    taken = (share if math.isfinite(share) else 1.0) + cpu
+    return 1 / (1 - taken) if taken < 0.9 else math.inf
+
+
+def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> tuple[str, str, list[Finding]]:
     """The verdict from the headroom (compute ceiling over real fit, measured side by side), with the
-    share of each step spent waiting beside it: ``(verdict, summary, findings)``.
+    share of each step spent waiting beside it: ``(verdict, summary, findings)``. Where the input can
+    explain under ``COMPUTE_BOUND_HEADROOM`` of it (the steps hardly wait and the loader needs a sliver
+    of a core at the fit's rate), a headroom over that line is the rounds' noise or another process's
+    load, not the input: compute-bound, said so.
 
     Args:
         fits: what ``measure.measure_fits`` returned.
         loader_rate: examples/s of the loader alone.
+        loader_cores: the CPU cores the loader alone kept busy (NaN: unknown).
     """
     F, C, share, L = (fits["fit_examples_per_s"], fits["ceiling_examples_per_s"], fits["input_share"],
                       loader_rate)
@@ -79,6 +93,13 @@ def verdict(fits: dict, loader_rate: float) -> tuple[str, str, list[Finding]]:
                f"{C:,.1f}/s: headroom {H:,.2f}x; steps waited for input {share:.0%} of the time; the "
                f"loader alone delivers {L:,.1f}/s; the model's step kept {fits.get('model_cores', math.nan):.1f} "
                f"cores busy")
+    explained = input_explains(fits, L, loader_cores)
+    if H >= COMPUTE_BOUND_HEADROOM and explained < COMPUTE_BOUND_HEADROOM:
+        return "compute-bound", summary, [Finding(
+            "compute_bound", f"the steps waited {share:.0%} of the time and the loader needs "
+            f"{F * loader_cores / L:.2f} cores at the fit's rate: the input explains at most {explained:.2f}x "
+            f"of the {H:.2f}x headroom, the rest is the rounds' noise or another process's load",
+            max(1.0, L / F), "loader alone over real fit: how much faster the step may get before input limits it")]
     if H >= INPUT_BOUND_HEADROOM:
         how = ("the step waits for input" if share >= 0.5 * (1 - 1 / H)
                else "the loader takes the step's CPU more than it makes it wait")
