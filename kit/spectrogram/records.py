@@ -85,6 +85,7 @@ class RecordReader:
         self.slot = slot_bytes(self.entry, max(self.sizes, default=1))
         self.grid = self.slot // self.entry  # rows a shard's slot holds
         self._holder: list = [None]  # the mapped region; None until mapped and once released
+        self._buffers = _Buffers()
         self._fds: list[int] = []  # opened at the first read; closed with this object
         self._lock = threading.Lock()
         self.piece = store.kernel_read_bytes(self.paths[0]) if self.paths else 0
@@ -163,7 +164,7 @@ class RecordReader:
         shard = np.searchsorted(self.starts, body, side="right") - 1
         rows = shard * self.grid + (body - self.starts[shard])
         k, n = self.block, len(body)
-        x = _aligned((n * k + (self.tail_frames if short else 0), self.values), self.dtype)
+        x = self._buffers.get((n * k + (self.tail_frames if short else 0), self.values), self.dtype)
         y = _aligned((len(x),), np.dtype("<i8"))
         region = self._use()
         try:
@@ -281,6 +282,36 @@ def _map(at, length: int, prot: int, flags: int, fd: int) -> int:
 
 def _munmap(base: int, length: int) -> None:
     _libc.munmap(base, length)
+
+
+class _Buffers:
+    """Batch buffers used again once TensorFlow (and whoever took the batch) has let go of
+    them: a buffer is free when nothing but this pool refers to it. A batch's buffer fresh
+    from malloc cost a page fault every few pages on its first write, about a third of the
+    copy's CPU time beside the bench's other loaders (their threads' heaps)."""
+
+    KEEP = 8  # buffers kept: the batches in flight (parallel calls, prefetch) and the consumer's
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pool: list[np.ndarray] = []
+
+    def get(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        size = int(np.prod(shape)) * dtype.itemsize + ALIGN
+        with self._lock:
+            for raw in self._pool:
+                # the pool's reference, the loop's and getrefcount's own: nothing else holds it
+                if len(raw) == size and sys.getrefcount(raw) <= 3:
+                    return _view(raw, shape, dtype)
+            raw = np.empty(size, np.uint8)
+            if len(self._pool) < self.KEEP:
+                self._pool.append(raw)
+            return _view(raw, shape, dtype)
+
+
+def _view(raw: np.ndarray, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    start = -raw.ctypes.data % ALIGN
+    return raw[start:start + int(np.prod(shape)) * dtype.itemsize].view(dtype).reshape(shape)
 
 
 def _aligned(shape: tuple, dtype: np.dtype) -> np.ndarray:
