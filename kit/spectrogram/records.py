@@ -10,11 +10,9 @@ the same seed), the shards are memory-mapped side by side in one range of addres
 a multiple of the record's length, so that every record of the store is a row of one strided
 array (their pages are the page cache's own: nothing of the store is held in the process, and
 the shards are read from the page cache or the disk every epoch), and each batch's records
-are copied once each, frames and labels straight into the batch's arrays, holding the GIL
-from the batch's first record to its last (a copy that let the GIL go, as ``numpy`` does for
-large ones, then waited for it at every record while other Python threads ran: the bench
-measured 0.25-0.40 of ``in_memory`` that way beside its other variants, 0.52-0.87 alone).
-At the first batch of each window, the runs of its records and of the next window's that are
+are copied once each by ``memcpy`` (the GIL let go), frames and labels straight into the
+batch's arrays, which are used again once nothing refers to them (a fresh buffer faulted its
+pages in at its first write). At the first batch of each window, the runs of its records and of the next window's that are
 not in the page cache are asked of the kernel (``POSIX_FADV_WILLNEED``), a range a run, so
 that a store read from disk is read in large pieces, a window ahead of the copy.
 
@@ -86,6 +84,7 @@ class RecordReader:
         self.grid = self.slot // self.entry  # rows a shard's slot holds
         self._holder: list = [None]  # the mapped region; None until mapped and once released
         self._buffers = _Buffers()
+        self._memcpy = _COPY
         self._fds: list[int] = []  # opened at the first read; closed with this object
         self._lock = threading.Lock()
         self.piece = store.kernel_read_bytes(self.paths[0]) if self.paths else 0
@@ -175,14 +174,13 @@ class RecordReader:
                 j = int(np.flatnonzero(heads != self.entry - TFRECORD_FRAMING)[0])
                 raise self._framing(int(shard[j]), int(body[j] - self.starts[shard[j]]) * self.entry, int(heads[j]),
                                     self.entry - TFRECORD_FRAMING)
-            # Each record's frames and labels copied straight into the batch, holding the GIL
-            # throughout (_held): a copy that let it go could wait for it back at every record.
+            # Each record's frames and labels copied straight into the batch (_COPY).
             frames, labels = k * self.frame_bytes, 8 * k
             xp, yp = x.ctypes.data, y.ctypes.data
             for j, row in enumerate(rows.tolist()):
                 data = region.base + row * self.entry + TFRECORD_HEAD
-                _held.memcpy(xp + j * frames, data, frames)
-                _held.memcpy(yp + j * labels, data + frames, labels)
+                self._memcpy(xp + j * frames, data, frames)
+                self._memcpy(yp + j * labels, data + frames, labels)
             if short:
                 self._tail(region, x[n * k:], y[n * k:])
         finally:
@@ -264,12 +262,16 @@ _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.restype = ctypes.c_int
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-#: The C library called with the GIL held (ctypes.PyDLL): memcpy, lseek.
+#: The C library called with the GIL held (ctypes.PyDLL): lseek, a call too short to let it go.
 _held = ctypes.PyDLL(None)
-_held.memcpy.restype = ctypes.c_void_p
-_held.memcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
 _held.lseek.restype = ctypes.c_long
 _held.lseek.argtypes = [ctypes.c_int, ctypes.c_long, ctypes.c_int]
+_libc.memcpy.restype = ctypes.c_void_p
+_libc.memcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+#: The copy of a record: memcpy letting the GIL go, so that the parallel calls copy at once
+#: (holding it, they took turns: 0.35x of ``in_memory`` alone against 0.51x letting it go,
+#: side by side; beside the bench's other loaders 0.62x and 0.67x).
+_COPY = _libc.memcpy
 
 
 def _map(at, length: int, prot: int, flags: int, fd: int) -> int:
