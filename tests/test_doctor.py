@@ -346,7 +346,9 @@ def test_augmentation_ahead_of_a_frozen_backbone_is_not_a_feature_cache():
     d = doctor.diagnose(base.map(augment).batch(B), _model(frozen_width=512), max_seconds=4)
     assert "augment_before_frozen_backbone" in d.codes and "frozen_backbone_recomputed" not in d.codes, str(d)
     row = d.findings.set_index("code").loc["augment_before_frozen_backbone"]
-    assert row["status"] == "predicted" and "random augmentation" in row["evidence"]
+    # Predicted from the head's measured rate; under a 1.1x prediction (a loaded machine) it is listed
+    # as checked with no gain, never as the plain feature cache.
+    assert row["status"] in ("predicted", "no gain") and "random augmentation" in row["evidence"], str(d)
     d = doctor.diagnose(base.batch(B), _model(frozen_width=512), max_seconds=4)
     assert "frozen_backbone_recomputed" in d.codes and "augment_before_frozen_backbone" not in d.codes, str(d)
 

@@ -135,8 +135,10 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     found += more + rules.python_source(graph, m, where) + rules.pydataset_gil(source, m)
     cands: list[Candidate] = []
     if graph is not None:
-        found += small_shuffle(graph, source, count_seconds=budget.take(
-            max(COUNT_SHARE * max_seconds, COUNT_MIN_S), "counting an epoch of unknown length", least=0.0))
+        # At least COUNT_MIN_S even past the budget: a loaded machine's first steps can spend a short
+        # budget before the count, and without it a small shuffle buffer goes unreported.
+        found += small_shuffle(graph, source, count_seconds=max(COUNT_MIN_S, budget.take(
+            max(COUNT_SHARE * max_seconds, COUNT_MIN_S), "counting an epoch of unknown length", least=0.0)))
         examples = dataset_examples(source, graph)
         if examples and not any(n.op in _BATCH_OPS for n in graph["chain"]):
             examples *= batch_size  # the source yields batches already (a generator of batches)
