@@ -161,7 +161,9 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         found = [f for f in found if f.code != "pydataset_single_worker"] + rules.pydataset_workers(source, m)
     rates["time_split"] = rules.time_split(loader, m, graph, source)
     found = _settle(found)
-    fixed, changes, fixed_gain = _best(tried, source, copy, budget)
+    # Diagnosis.fixed applies what the findings list claims: a fix listed as no gain is left out.
+    claimed = {id(f.rewrite) for f in found if f.rewrite is not None and f.status == "measured"}
+    fixed, changes, fixed_gain = _best([t for t in tried if id(t.candidate.rewrite) in claimed], source, copy, budget)
     if fixed_gain is not None:
         rates["fixed_fit_gain" if copy is not None else "fixed_loader_gain"] = fixed_gain.median
     if trace_dir is not None:
