@@ -200,6 +200,16 @@ def spec_loader(variant, batch_size=4, frames_per_file=7, **options):
     return make
 
 
+def paren_depth(text: str) -> int:
+    """How deep parentheses nest in ``text`` (the doctor's printed lines never nest them: issue 44)."""
+    depth = most = 0
+    for ch in text:
+        depth += ch == "("
+        most = max(most, depth)
+        depth -= ch == ")"
+    return most
+
+
 def run_doctor(capsys, *argv):
     """``python -m kit doctor ARGV`` in this process: ``(exit status, stdout, stderr)``."""
     from kit.cli import main

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import run_doctor
+from helpers import paren_depth, run_doctor
 
 from kit import doctor
 
@@ -499,16 +499,6 @@ def test_cli_model_mismatch_names_the_shapes(user_module, capsys):
     assert rc == 2 and "does not take the batches" in err and "16x16" in err
 
 
-def _max_depth(text: str) -> int:
-    """How deep parentheses nest in ``text`` (the doctor's lines never nest them)."""
-    depth = most = 0
-    for ch in text:
-        depth += ch == "("
-        most = max(most, depth)
-        depth -= ch == ")"
-    return most
-
-
 def test_cli_kit_loader(spec_csv, capsys):
     rc, out, err = run_doctor(capsys, "--index", str(spec_csv), "--variant", "generator", "--batch-size", "16",
                         "--max-seconds", "1")
@@ -517,7 +507,7 @@ def test_cli_kit_loader(spec_csv, capsys):
     # allows (a gain the free cores bound, or not measured with the reason).
     listed = [line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith(("  1.", "  2.", "  3.", "  ?", "  -"))]
     assert {"python_in_pipeline", "read_amplification"} <= set(listed), out
-    assert _max_depth(out) <= 1, out
+    assert paren_depth(out) <= 1, out
 
 
 def test_cli_is_a_real_command(tmp_path):

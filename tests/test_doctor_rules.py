@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import paren_depth
 
 from kit.doctor import rewrite as rw
 from kit.doctor import rules
@@ -186,15 +187,6 @@ def test_a_prediction_under_the_noise_is_no_gain_and_without_any_is_not_measured
     assert settled == {"no_cache": "no gain", "python_in_pipeline": "unmeasured", "serial_map": "measured"}
 
 
-def _depth(text: str) -> int:
-    depth = most = 0
-    for ch in text:
-        depth += ch == "("
-        most = max(most, depth)
-        depth -= ch == ")"
-    return most
-
-
 def test_three_lists_one_line_each_in_text_and_json():
     found = [
         Finding("input_bound", "waits", 3.0, "ceiling over fit"),
@@ -217,7 +209,7 @@ def test_three_lists_one_line_each_in_text_and_json():
             "fix: .map(load, num_parallel_calls=tf.data.AUTOTUNE)") in lines
     assert any(line.startswith("  - map_before_batch: 1.01x, rounds 0.97x-1.04x: within the noise") for line in lines)
     assert "  ? read_amplification: the bytes do not prove it" in lines
-    assert _depth(text) <= 1 and d.top3 == ["random_before_cache", "serial_map"]
+    assert paren_depth(text) <= 1 and d.top3 == ["random_before_cache", "serial_map"]
     saved = json.loads(json.dumps(d.as_dict()))
     assert [r["code"] for r in saved["findings"]] == ["input_bound", "random_before_cache", "serial_map"]
     assert [r["code"] for r in saved["checked_no_gain"]] == ["map_before_batch"]
