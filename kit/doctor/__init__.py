@@ -30,7 +30,7 @@ Finding codes (``CODES`` in ``kit.doctor.findings``, with each one's general fix
 ``compute_bound``                     symptom: the loader keeps up; the model's step is the limit
 ``random_before_cache``               correctness: a random op before cache(): every epoch sees the first epoch's random draws
 ``shuffle_before_cache``              correctness: shuffle() before cache(): the order freezes after the first epoch
-``python_in_pipeline``                speed: Python code inside the tf.data graph
+``python_in_pipeline``                speed: Python in the input pipeline (a generator, py_function, a PyDataset's __getitem__ holding the GIL)
 ``serial_map``                        speed: a map TensorFlow leaves serial
 ``map_before_batch``                  speed: a per-example map that gives the same output on whole batches
 ``serial_interleave``                 speed: Dataset.interleave without num_parallel_calls

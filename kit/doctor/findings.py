@@ -31,7 +31,8 @@ CODES = {
         "Cache first, then shuffle: ds.map(decode).cache().shuffle(n) (notebook 02).",
     ),
     "python_in_pipeline": (
-        "Python code inside the tf.data graph", "speed",
+        "Python in the input pipeline: a generator, py_function or numpy_function, or a PyDataset's "
+        "__getitem__ holding the GIL on thread workers", "speed",
         "Move the Python work into tf.data ops (tf.io.read_file, tf.io.decode_*, tf.image.*), or "
         "convert the data once into a format the graph reads (TFRecord; notebooks 02-03). "
         "from_generator/py_function/numpy_function run under the GIL.",
