@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib
-import importlib.util
 import json
 import math
 import os
@@ -40,16 +39,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import doctor_corpus as dc  # noqa: E402  (the shared helpers: kind, measured_codes, fixed_pair)
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import doctor_truth  # noqa: E402  (the plain-loop ground truth: it imports no kit code)
+
 CORPORA = {"dev": "doctor_corpus", "heldout": "doctor_corpus_heldout"}
 
 
-def truth_script():
-    """scripts/doctor_truth.py as a module (plain Keras and tf.data: it imports no kit code)."""
-    spec = importlib.util.spec_from_file_location("doctor_truth", ROOT / "scripts" / "doctor_truth.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 INPUT_BOUND = 1.3  # the all-fixed twin at least this much faster: the slow fit waited on input
 COMPUTE_BOUND = 1.1  # below this, fixing the input changes nothing worth the name
@@ -121,7 +116,7 @@ def ground_truth(pkg, name: str, args, truth: dict | None) -> dict:
         if row is None:
             raise ValueError(f"{args.truth} has no case {name!r}")
     else:
-        script = truth_script()
+        script = doctor_truth
         ns = argparse.Namespace(rounds=args.rounds, seconds=args.fit_seconds, min_steps=args.min_steps,
                                 max_steps=400, data=args.data)
         row = script.run_case(pkg, name, ns)

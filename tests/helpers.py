@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -198,6 +199,18 @@ def spec_loader(variant, batch_size=4, frames_per_file=7, **options):
     make.index = lambda tmp: FrameIndex.from_csv(samples.make_spectrogram(
         tmp / "spec", files=3, frames_per_file=frames_per_file, height=8, width=6, seed=1))
     return make
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` as a module (registered in ``sys.modules``, as the scripts' dataclasses need)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_script", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def paren_depth(text: str) -> int:

@@ -3,13 +3,12 @@ fixed twin deliver the same examples, once each per epoch; each case module has 
 script reads; and the scoring runs end to end on one case (slow). No timings are asserted here: the
 ground truth is measured by scripts/doctor_corpus.py."""
 
-import importlib.util
-import sys
 from collections import Counter
 from pathlib import Path
 
 import doctor_corpus as dc
 import pytest
+from helpers import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,17 +53,9 @@ def test_slow_and_fixed_deliver_the_same_examples(name, folder):
         assert sum(dc.examples(case.fixed(folder, code)).values()) == sum(slow.values())
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("doctor_corpus_script", ROOT / "scripts" / "doctor_corpus.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 def test_scoring_runs_on_one_case(tmp_path):
-    script = _script()
+    script = load_script("doctor_corpus")
     out = tmp_path / "out"
     results = script.main(["--only", "sequence_npy", "--rounds", "1", "--max-seconds", "1.5",
                            "--fit-seconds", "1.5", "--out", str(out), "--data", str(tmp_path / "data")])

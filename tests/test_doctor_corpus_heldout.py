@@ -5,14 +5,13 @@ the half spans enough cases, public sources and domains, and neither it nor its 
 pipelines of each case yield batches of one structure, and the truth script runs end to end on one
 case. No timing is asserted: the ground truth is results/doctor_truth_heldout.json."""
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import doctor_corpus as dev
 import doctor_corpus_heldout as held
 import pytest
+from helpers import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 URL = re.compile(r"https?://[^\s)]+")
@@ -90,17 +89,9 @@ def test_slow_and_fixed_batches_have_one_structure(tmp_path):
         assert all(b == batches[0] for b in batches), f"{name}: {batches}"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("doctor_truth_script", ROOT / "scripts" / "doctor_truth.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 def test_truth_runs_on_one_case(tmp_path):
-    script = _script()
+    script = load_script("doctor_truth")
     out = tmp_path / "truth.json"
     result = script.main(["--only", "csv_lines", "--rounds", "1", "--seconds", "0.2", "--min-steps", "3",
                           "--out", str(out), "--data", str(tmp_path / "data")])

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from kit.doctor.findings import Finding
 from kit.doctor.rewrite import chain_names, graph_def, is_random, user_name
+from kit.doctor.sources import is_library
 from kit.timing.batches import batch_size_of, iterate
 
 #: An example shuffle buffer under this share of the dataset is reported.
@@ -173,20 +174,11 @@ def _python_functions(ds) -> dict:
     return out
 
 
-def _library(filename: str) -> bool:
-    """Whether a file is TensorFlow's, Keras's or the standard library's, not the user's."""
-    import sysconfig  # noqa: PLC0415  (used here only)
-
-    paths = sysconfig.get_paths()
-    real = os.path.realpath(filename)
-    return any(real.startswith(os.path.realpath(paths[k]) + os.sep) for k in ("stdlib", "purelib", "platlib"))
-
-
 def where_in_code(func) -> str:
     """``mymod.py:31 load_image``: where a Python function is defined ('' when unknown)."""
     func = inspect.unwrap(func)
     code = getattr(func, "__code__", None)
-    if code is None or _library(code.co_filename):
+    if code is None or is_library(code.co_filename):
         return ""
     return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno} {getattr(func, '__name__', '')}".strip()
 

@@ -216,6 +216,12 @@ _LIBRARY = tuple(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("
 _KIT = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 
 
+def is_library(filename: str) -> bool:
+    """Whether a file is the standard library's or an installed package's (TensorFlow, Keras ...), not
+    the user's."""
+    return os.path.realpath(filename).startswith(_LIBRARY)
+
+
 def user_place(e: BaseException) -> str:
     """``mymod.py:21 in py``: the innermost place in the user's own code that an error names, from
     the message (TensorFlow quotes the Python traceback of a ``py_function`` and autograph's "in user
@@ -229,7 +235,7 @@ def user_place(e: BaseException) -> str:
     def users(found):
         return [(f, n, fn) for f, n, fn in found if not f.startswith("<")
                 and not os.path.basename(f).startswith("__autograph_generated")
-                and not os.path.realpath(f).startswith(_LIBRARY) and not os.path.realpath(f).startswith(_KIT)]
+                and not is_library(f) and not os.path.realpath(f).startswith(_KIT)]
 
     # The message's own frames first (the function that failed), else the traceback's.
     user = users([(f, int(n), fn) for f, n, fn in _FILE_LINE.findall("\n".join(texts))]) or users(frames)
