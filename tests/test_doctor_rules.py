@@ -6,6 +6,7 @@ prediction under the noise listed as no gain, and the three printed lists."""
 
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -94,6 +95,33 @@ def test_map_before_batch_only_where_batching_first_is_possible_and_pays():
     assert "map_before_batch" not in [c.code for c in _cands(varying)]  # elements of varying size
 
 
+def test_decoding_and_augmenting_in_one_map_is_told_to_split_around_a_cache():
+    import tensorflow as tf
+
+    from kit.doctor.candidates import split_to_cache
+
+    photos = tf.stack([tf.io.encode_jpeg(tf.zeros((8, 8, 3), tf.uint8))] * 16)
+
+    def decode(b):
+        return tf.cast(tf.io.decode_jpeg(b, channels=3), tf.float32)
+
+    def augment(x):
+        return tf.image.random_flip_left_right(x)
+
+    def verdict(ds):
+        return split_to_cache(pipeline_graph(ds), examples=16, example_bytes=8 * 8 * 3 * 4)
+
+    one_map = tf.data.Dataset.from_tensor_slices(photos).map(lambda b: augment(decode(b))).batch(4)
+    f = verdict(one_map)
+    assert f is not None and f.code == "no_cache" and f.status == "unmeasured" and "DecodeJpeg" in f.evidence
+    assert "split" in f.fix and ".cache()" in f.fix
+    split = tf.data.Dataset.from_tensor_slices(photos).map(decode).cache().map(augment).batch(4)
+    random_only = tf.data.Dataset.from_tensor_slices(tf.zeros((16, 8, 8, 3))).map(augment).batch(4)
+    decode_first = tf.data.Dataset.from_tensor_slices(photos).map(decode).map(augment).batch(4)
+    assert verdict(split) is None and verdict(random_only) is None
+    assert verdict(decode_first) is None  # a cache can go between the maps: that rewrite is tried instead
+
+
 def test_what_tensorflow_already_does_is_checked_with_no_gain():
     import tensorflow as tf
 
@@ -166,6 +194,83 @@ def test_python_in_a_parallel_map_is_named_as_the_gil_when_one_core_is_busy():
     assert f.code == "python_in_pipeline" and "the GIL" in f.evidence and f.gain_high == pytest.approx(4.0)
     plain = tf.data.Dataset.from_tensor_slices((X, Y)).map(lambda x, y: (tf.reverse(x, [0]), y)).batch(B)
     assert rules.python_source(pipeline_graph(plain), _m(cores_busy=1.05)) == []
+
+
+def test_python_gain_follows_the_share_of_the_loader_its_python_took():
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices((X, Y)).map(
+        lambda x, y: (tf.numpy_function(lambda a: a * 2, [x], tf.float32), y),
+        num_parallel_calls=tf.data.AUTOTUNE).batch(B)
+    graph = pipeline_graph(ds)
+    (most,) = rules.python_source(graph, _m(cores_busy=1.0, python_cores=0.9))
+    (little,) = rules.python_source(graph, _m(cores_busy=1.0, python_cores=0.2))
+    (untimed,) = rules.python_source(graph, _m(cores_busy=1.0))
+    assert most.expected_gain == pytest.approx(4.0)  # 10x without the Python, held to the 4x headroom
+    assert little.expected_gain == pytest.approx(1.25) and "20% of the loader's CPU" in little.basis
+    assert untimed.expected_gain == pytest.approx((1.1 * 4.0) ** 0.5)  # the range's middle, as before
+    assert "ms of CPU per example" in most.evidence and "ms of CPU" not in untimed.evidence
+
+
+def test_where_the_time_goes_splits_fetching_from_preparation_and_names_the_gil():
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices((X, Y)).map(
+        lambda x, y: (tf.numpy_function(lambda a: a * 2, [x], tf.float32), y),
+        num_parallel_calls=tf.data.AUTOTUNE).batch(B)
+    loader = {"rchar_per_example": 40_000.0, "read_bytes_per_example": 0.0, "read_s_per_example": 0.002}
+    held = rules.time_split(loader, _m(cores_busy=1.0, python_cores=0.8), pipeline_graph(ds), ds)
+    assert "fetching 40.0 kB per example, 0.0 kB of it from storage, reading about 20%" in held
+    assert "GIL-bound" in held and "8.00 ms of CPU per example, 80% of the loader's CPU" in held
+    spread = rules.time_split(loader, _m(cores_busy=1.9), pipeline_graph(ds), ds)
+    assert "GIL-bound" not in spread and "ms of CPU" not in spread
+    waiting = rules.time_split(loader, _m(cores_busy=0.2), pipeline_graph(ds), ds)
+    assert "it mostly waits" in waiting
+
+
+def test_the_python_the_graph_calls_is_timed_in_its_calls():
+    import tensorflow as tf
+
+    from kit.doctor.measure import measure_loader
+
+    def burn(x):
+        t = time.thread_time()
+        while time.thread_time() - t < 0.002:
+            pass
+        return x
+
+    timed = tf.data.Dataset.range(10**6).map(lambda i: tf.numpy_function(burn, [i], tf.int64)).batch(8)
+    got = measure_loader(timed, max_seconds=0.5)
+    assert got["python_s_per_example"] == pytest.approx(0.002, rel=0.5)
+    assert "python_s_per_example" not in measure_loader(tf.data.Dataset.range(10**6).map(lambda i: i * 2).batch(8),
+                                                        max_seconds=0.2)
+
+
+def test_fits_whose_rounds_straddle_a_threshold_get_more_rounds_and_the_median(monkeypatch):
+    import pandas as pd
+
+    from kit.doctor import measure
+
+    def scripted(rates):
+        it = iter(rates)
+
+        def timed_fit(copy, source, *, max_seconds):
+            rate = next(it)
+            steps = pd.DataFrame({"step_s": [1.0] * 3, "wait_s": [0.0] * 3})
+            return {"examples_per_s": rate, "examples": 2 * rate, "steps": steps}
+
+        return timed_fit
+
+    # ceiling, fit per round: headrooms 1.2 then 1.0 straddle 1.1, so up to two rounds more are run.
+    monkeypatch.setattr(measure, "timed_fit", scripted([120, 100, 100, 100, 100, 100, 100, 100]))
+    fits = measure.measure_fits(None, None, None, max_seconds=1.0, more=2, thresholds=(1.1, 1.3))
+    assert fits["ceiling_rounds"] == [120, 100, 100, 100] and fits["extra_rounds"] == 2
+    assert fits["headroom"] == pytest.approx(1.0) and rules.headroom(fits) == pytest.approx(1.0)
+    assert "2 of the 4 rounds run because" in rules.verdict_basis(fits)
+    # Rounds on one side of every threshold: no more rounds.
+    monkeypatch.setattr(measure, "timed_fit", scripted([100, 100, 101, 100]))
+    fits = measure.measure_fits(None, None, None, max_seconds=1.0, more=2, thresholds=(1.1, 1.3))
+    assert len(fits["fit_rounds"]) == 2 and fits["extra_rounds"] == 0
 
 
 def test_read_amplification_only_where_the_bytes_prove_it():

@@ -270,6 +270,38 @@ def too_big_to_cache(graph: dict, ds, *, examples: int | None, example_bytes: fl
             "on a local disk; for frames: python -m kit convert spectrogram --to memmap")
 
 
+#: Ops in a map's function that read, decode or resize: the work a cache would save.
+_DECODE_OPS = {"ReadFile", "DecodeJpeg", "DecodePng", "DecodeImage", "DecodeBmp", "DecodeGif",
+               "DecodeAndCropJpeg", "DecodeWav", "DecodeRaw", "DecodeCSV", "ParseExampleV2", "ParseSingleExample",
+               "ParseTensor", "ResizeBilinear", "ResizeBicubic", "ResizeArea", "ResizeNearestNeighbor",
+               "ScaleAndTranslate", "AudioSpectrogram", "Mfcc", "RFFT", "StringSplitV2"}
+
+
+def split_to_cache(graph: dict, *, examples: int | None, example_bytes: float, places: dict | None = None):
+    """A map that reads or decodes and draws random numbers in one function, with no work before it
+    and no cache: no cache can go in as the pipeline is written (after the map it would replay the
+    first epoch's random draws), so the doctor cannot try one. Where the decoded data fits in memory,
+    a 'not measured' ``no_cache`` finding says to split the function, or None."""
+    chain = graph["chain"]
+    if any(n.op in rw.CACHE_OPS for n in chain) or _fits_in_memory(examples, example_bytes) is None:
+        return None
+    randoms = set(random_nodes(graph))
+    if _cache_point(graph, randoms) is not None:
+        return None  # a cache can go before the random ops: the rewrite is tried and measured
+    first = next((n for n in chain if n.name in randoms), None)
+    costly = sorted(graph["ops"][first.name] & _DECODE_OPS) if first is not None and first.op in _MAP_OPS else []
+    if not costly:
+        return None
+    name = fn_label(graph, first)
+    return Finding(
+        "no_cache", f".map({name}) runs {', '.join(costly)} and draws random numbers in one function, every "
+        f"epoch; the decoded data, about {examples * example_bytes / 1e6:,.1f} MB, fits in the memory budget",
+        float("nan"), "not measured: the doctor does not split a function, and a cache after it would "
+        "replay the first epoch's random draws", status="unmeasured", where=(places or {}).get(first.name, ""),
+        fix=f"split {name} in two: ds.map(read_and_decode, num_parallel_calls=tf.data.AUTOTUNE).cache()"
+            ".map(random_augment, num_parallel_calls=tf.data.AUTOTUNE), so that each epoch draws anew")
+
+
 def shuffle_memory(graph: dict, *, example_bytes: float, loader_rate: float) -> str:
     """A shuffle buffer's memory and the time it takes to fill, where large (over 1 GB or 10 s):
     ``''`` otherwise. The elements a shuffle holds are taken at the delivered example's size."""

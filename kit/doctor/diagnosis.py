@@ -9,7 +9,14 @@ from typing import Any
 
 from kit.doctor import rewrite as rw
 from kit.doctor import rules, trial
-from kit.doctor.candidates import Candidate, already_done, candidates, shuffle_memory, too_big_to_cache
+from kit.doctor.candidates import (
+    Candidate,
+    already_done,
+    candidates,
+    shuffle_memory,
+    split_to_cache,
+    too_big_to_cache,
+)
 from kit.doctor.findings import NOISE, Finding, Measured, table
 from kit.doctor.graph import _BATCH_OPS, dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
 from kit.doctor.measure import (
@@ -30,6 +37,8 @@ from kit.doctor.sources import check_source, first_batch, is_dataset, is_pydatas
 #: goes to the fixes (checks, the loader A/B, then the end-to-end A/B of the ones that gained).
 LOADER_SHARE, FITS_SHARE, HEAD_SHARE = 0.08, 0.22, 0.05
 TRIAL_ROUNDS = 3
+#: Rounds of the fits added, at most, while the rounds' headrooms straddle a verdict threshold.
+MORE_ROUNDS = 2
 #: The most of the budget spent counting an epoch whose length the graph does not say (a
 #: shuffle buffer is judged against it), or this many seconds where the budget has them.
 COUNT_SHARE, COUNT_MIN_S = 0.03, 0.25
@@ -120,7 +129,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     verdict, summary = "loader only", rules.loader_summary(loader)
     if copy is not None:
         seconds = budget.take(FITS_SHARE * max_seconds, "the compute ceiling and the real fit", least=0.0)
-        fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds))
+        fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,
+                            thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM))
         rates.update({k: v for k, v in fits.items()})
         verdict, summary, found = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         rates["verdict_basis"] = rules.verdict_basis(fits)
@@ -145,7 +155,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         cands = candidates(graph, source, examples=examples, example_bytes=example_bytes)
         found += already_done(graph, source, where)
         big = too_big_to_cache(graph, source, examples=examples, example_bytes=example_bytes, places=where)
-        found += [big] if big is not None else []
+        split = split_to_cache(graph, examples=examples, example_bytes=example_bytes, places=where)
+        found += [f for f in (big, split) if f is not None]
         memory = shuffle_memory(graph, example_bytes=example_bytes, loader_rate=loader["loader_examples_per_s"])
         if memory:
             rates["memory"] = f"memory: {memory}"
@@ -178,7 +189,8 @@ def _measured(batch_size, example_bytes, n_cores, load, loader, fits) -> Measure
     return Measured(batch_size=batch_size, loader_rate=loader["loader_examples_per_s"], cores=n_cores,
                     cores_busy=loader["cores_busy"], parallel_gain=gain, parallel_basis=basis,
                     fit_rate=fits.get("fit_examples_per_s"), ceiling_rate=fits.get("ceiling_examples_per_s"),
-                    cap=rules.cap(fits), model_cores=fits.get("model_cores"), example_bytes=example_bytes)
+                    cap=rules.cap(fits), model_cores=fits.get("model_cores"), example_bytes=example_bytes,
+                    python_cores=loader.get("python_s_per_example", math.nan) * loader["loader_examples_per_s"])
 
 
 def _frozen(copy, batch, fits, graph, budget: Budget, max_seconds: float) -> list[Finding]:

@@ -216,6 +216,8 @@ class Measured:
         cap: the cap on input gains.
         model_cores: the CPU cores the model's own step kept busy (None without a model).
         example_bytes: the bytes of one example as delivered.
+        python_cores: the CPU cores the Python the graph calls (a generator, a ``py_function``)
+            kept busy while the loader ran alone (NaN: none called, or not timed).
     """
 
     batch_size: int
@@ -229,6 +231,7 @@ class Measured:
     cap: Cap = Cap()
     model_cores: float | None = None
     example_bytes: float = 0.0
+    python_cores: float = math.nan
 
     @property
     def headroom(self) -> float:

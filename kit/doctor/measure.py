@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import os
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -73,8 +75,44 @@ def read_seconds(nbytes: int, *, repeats: int = 20) -> float:
     return times[len(times) // 2]
 
 
+@contextlib.contextmanager
+def python_seconds():
+    """Times the Python the graph calls while open: ``tf.py_function``, ``tf.numpy_function`` and
+    ``Dataset.from_generator`` all go through TensorFlow's registry of Python callbacks
+    (``script_ops.FuncRegistry``), whose ``__call__`` is wrapped here to add up the CPU seconds of
+    the calling thread (``time.thread_time``: a wait for the GIL or a sleep is not counted) and the
+    calls. Yields ``[seconds, calls]``, filled as calls end; ``None`` where this TensorFlow has no
+    such registry (nothing is timed then)."""
+    try:
+        from tensorflow.python.ops import script_ops  # noqa: PLC0415  (TensorFlow's own callback registry)
+        registry = script_ops.FuncRegistry
+        original = registry.__call__
+    except (ImportError, AttributeError):
+        yield None
+        return
+    spent = [0.0, 0]
+    lock = threading.Lock()
+
+    def timed(self, token, device, args):
+        t0 = time.thread_time()
+        try:
+            return original(self, token, device, args)
+        finally:
+            dt = time.thread_time() - t0
+            with lock:
+                spent[0] += dt
+                spent[1] += 1
+
+    registry.__call__ = timed
+    try:
+        yield spent
+    finally:
+        registry.__call__ = original
+
+
 def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
-    """The loader alone: rate, latency, cores kept busy and bytes read per example.
+    """The loader alone: rate, latency, cores kept busy, bytes read per example and the CPU seconds
+    per example spent in the Python the graph calls (``python_s_per_example``, where it calls any).
 
     The source is read epoch after epoch until ``max_seconds``; the first ``warmup``
     batches are read before the window opens (pipelines fill their buffers, modules load).
@@ -88,15 +126,19 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
         except StopIteration:
             raise ValueError("the source ended during the warm-up") from None
         sizes.clear()
-        io0, cpu0, t0 = process_io(), _cpu_s(), time.perf_counter()
-        m = timing.measure(it, warmup=0, max_seconds=max_seconds)
-        io1, cpu1, wall = process_io(), _cpu_s(), time.perf_counter() - t0
+        with python_seconds() as python:
+            io0, cpu0, t0 = process_io(), _cpu_s(), time.perf_counter()
+            m = timing.measure(it, warmup=0, max_seconds=max_seconds)
+            io1, cpu1, wall = process_io(), _cpu_s(), time.perf_counter() - t0
+            python = list(python) if python is not None else None
     finally:
         it.close()  # the epoch being read ends here (a PyDataset's workers stop), not when collected
     examples = sum(sizes)
     out = {"loader_examples_per_s": m.examples_per_s, "loader_latency_p50_ms": m.latency_p50_ms,
            "loader_latency_p95_ms": m.latency_p95_ms, "loader_examples": m.examples,
            "cores_busy": (cpu1 - cpu0) / wall if wall > 0 else math.nan, "cores": cores()}
+    if python is not None and python[1] and examples:
+        out["python_s_per_example"] = python[0] / examples  # CPU in the graph's Python callbacks
     if io0 is not None and io1 is not None and examples:
         out["rchar_per_example"] = (io1.get("rchar", 0) - io0.get("rchar", 0)) / examples
         out["read_bytes_per_example"] = (io1.get("read_bytes", 0) - io0.get("read_bytes", 0)) / examples
@@ -283,29 +325,51 @@ def pooled_share(runs) -> float:
     return wait / s if s > 0 else math.nan
 
 
-def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2) -> dict:
+def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
+                 thresholds: tuple = ()) -> dict:
     """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved
-    (ceiling, real, ceiling, real ...), each run ``max_seconds / (2 * rounds)``.
+    (ceiling, real, ceiling, real ...), each run ``max_seconds / (2 * rounds)``. Where the rounds'
+    headrooms fall on both sides of one of ``thresholds`` (the verdict would hang on one round), up to
+    ``more`` rounds more are run, of the same length, while they still do.
 
     Returns:
-        ``ceiling_examples_per_s``, ``fit_examples_per_s``, ``input_share`` (of the real fit),
-        ``fit_steps``, ``model_cores`` (CPU cores the step kept busy on replayed batches) and
-        ``headroom`` (ceiling over real fit).
+        ``ceiling_examples_per_s``, ``fit_examples_per_s`` (pooled over the rounds), their rounds
+        (``ceiling_rounds``, ``fit_rounds``), ``input_share`` (of the real fit), ``fit_steps``,
+        ``model_cores`` (CPU cores the step kept busy on replayed batches), ``extra_rounds`` and
+        ``headroom``: the median of the rounds' ceiling over real fit (each round's pair measured side
+        by side, so a burst of another process's load weighs on one round, not on the verdict).
     """
     ceiling_runs, real_runs = [], []
     cpu = wall = 0.0
-    for _ in range(rounds):
+    each = max_seconds / (2 * rounds)
+
+    def straddles() -> bool:
+        ratios = [c["examples_per_s"] / r["examples_per_s"] for c, r in zip(ceiling_runs, real_runs)
+                  if r["examples_per_s"] > 0]
+        return any(ratios and min(ratios) < t <= max(ratios) for t in thresholds)
+
+    def one_round() -> None:
+        nonlocal cpu, wall
         c0, t0 = _cpu_s(), time.perf_counter()
-        ceiling_runs.append(timed_fit(copy, replay(batch), max_seconds=max_seconds / (2 * rounds)))
+        ceiling_runs.append(timed_fit(copy, replay(batch), max_seconds=each))
         cpu, wall = cpu + _cpu_s() - c0, wall + time.perf_counter() - t0
-        real_runs.append(timed_fit(copy, source, max_seconds=max_seconds / (2 * rounds)))
+        real_runs.append(timed_fit(copy, source, max_seconds=each))
+
+    for _ in range(rounds):
+        one_round()
+    extra = 0
+    while extra < more and straddles():
+        one_round()
+        extra += 1
     ceiling, fit = pooled(ceiling_runs), pooled(real_runs)
+    c_rounds = [float(r["examples_per_s"]) for r in ceiling_runs]
+    f_rounds = [float(r["examples_per_s"]) for r in real_runs]
+    ratios = [c / f for c, f in zip(c_rounds, f_rounds) if f > 0]
     return {"ceiling_examples_per_s": ceiling, "fit_examples_per_s": fit,
-            "ceiling_rounds": [float(r["examples_per_s"]) for r in ceiling_runs],
-            "fit_rounds": [float(r["examples_per_s"]) for r in real_runs],
+            "ceiling_rounds": c_rounds, "fit_rounds": f_rounds, "extra_rounds": extra,
             "input_share": pooled_share(real_runs), "fit_steps": sum(len(r["steps"]) for r in real_runs),
             "model_cores": cpu / wall if wall > 0 else math.nan,
-            "headroom": ceiling / fit if fit > 0 else math.nan}
+            "headroom": float(np.median(ratios)) if ratios else math.nan}
 
 
 def fit_rate(copy):

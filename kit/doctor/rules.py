@@ -43,11 +43,21 @@ def parallel(cores: int, busy: float, load: float, model_cores: float | None = N
     return free, max(1.0, free / max(busy, 1e-3)) if busy >= 0.5 else max(1.0, float(IO_WORKERS)), basis
 
 
+def headroom(fits: dict) -> float:
+    """The compute ceiling over the real fit: the median of the rounds' ratios (``measure_fits``), or
+    the pooled rates' ratio where the rounds are not given."""
+    H = fits.get("headroom", math.nan)
+    if isinstance(H, float) and math.isfinite(H):
+        return H
+    F = fits["fit_examples_per_s"]
+    return fits["ceiling_examples_per_s"] / F if F > 0 else math.inf
+
+
 def cap(fits: dict) -> Cap:
     """The cap on input gains: the compute ceiling over the real fit (none without ``fits``)."""
     if not fits:
         return Cap()
-    factor = max(1.0, fits["ceiling_examples_per_s"] / fits["fit_examples_per_s"])
+    factor = max(1.0, headroom(fits))
     return Cap(factor, f"at most the headroom, the compute ceiling over the real fit: {factor:,.2f}x")
 
 
@@ -88,9 +98,11 @@ def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> t
     """
     F, C, share, L = (fits["fit_examples_per_s"], fits["ceiling_examples_per_s"], fits["input_share"],
                       loader_rate)
-    H = C / F if F > 0 else math.inf
+    H = headroom(fits)
+    n = len(fits.get("fit_rounds") or [])
+    rounds = f", the median of {n} rounds" if n > 1 else ""
     summary = (f"the fit ran at {F:,.1f} examples/s; the model alone (one batch replayed from memory) at "
-               f"{C:,.1f}/s: headroom {H:,.2f}x; steps waited for input {share:.0%} of the time; the "
+               f"{C:,.1f}/s: headroom {H:,.2f}x{rounds}; steps waited for input {share:.0%} of the time; the "
                f"loader alone delivers {L:,.1f}/s; the model's step kept {fits.get('model_cores', math.nan):.1f} "
                f"cores busy")
     explained = input_explains(fits, L, loader_cores)
@@ -129,7 +141,9 @@ def verdict_basis(fits: dict) -> str:
 
     text = (f"verdict basis: compute ceiling {fits['ceiling_examples_per_s']:,.1f}/s, rounds {spread(c)}; real fit "
             f"{fits['fit_examples_per_s']:,.1f}/s, rounds {spread(f)}; headroom per round "
-            + ", ".join(f"{r:.2f}x" for r in ratios))
+            + ", ".join(f"{r:.2f}x" for r in ratios) + f", median {headroom(fits):.2f}x")
+    if fits.get("extra_rounds"):
+        text += f"; {fits['extra_rounds']} of the {len(ratios)} rounds run because the first ones straddled a threshold"
     for t in (INPUT_BOUND_HEADROOM, COMPUTE_BOUND_HEADROOM):
         if ratios and min(ratios) < t <= max(ratios):
             text += f"; the rounds straddle the {t}x threshold: a busy machine may tip this verdict"
@@ -167,7 +181,7 @@ def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: s
         gain,
         "predicted: the layers after the frozen part trained on its output replayed from memory (a feature "
         f"cache's ceiling), over the real fit{caveat}; the one-off extraction pass is not counted",
-        status="predicted", gain_low=min(gain, fits["ceiling_examples_per_s"] / fits["fit_examples_per_s"]),
+        status="predicted", gain_low=min(gain, headroom(fits)),
         gain_high=gain)
 
 
@@ -246,8 +260,9 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     """Python feeding a tf.data pipeline (``from_generator``, a ``py_function`` / ``numpy_function`` in
     a map, serial or parallel): the Python holds the GIL, so threads cannot run it side by side. Where
     the loader runs it on parallel threads yet keeps at most ``GIL_CORES`` cores busy of two or more,
-    the GIL is measured to be the limit. Predicted from what threads on the free cores give (the
-    GIL's share) up to the whole headroom (the Python work replaced by tf.data ops)."""
+    the GIL is measured to be the limit. Predicted from the share of the loader's CPU its Python took,
+    timed in the calls (``python_share``): the loader without it, made end to end, kept between what
+    threads on the free cores give and the whole headroom. Untimed, the range's geometric middle."""
     if graph is None:
         return []
 
@@ -272,7 +287,18 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     gil = gil_bound(m, threads=parallel)
     low = 1.0 if m.io_wait else (max(NOISE, m.parallel_gain) if gil else m.parallel_gain)
     high = m.cap.factor if math.isfinite(m.cap.factor) else max(low, m.parallel_gain)
+    share = python_share(m)
+    without = 1 / (1 - share) if math.isfinite(share) else math.nan
+    if math.isfinite(without) and not math.isfinite(m.cap.factor):
+        high = max(high, without)
     gain, lo, hi = predicted(m, low, high)
+    basis = (f"predicted: from what threads on the free cores give, {m.parallel_basis}, to the whole headroom, "
+             "the Python work replaced by tf.data ops or a store the graph reads")
+    if math.isfinite(without):
+        gain = min(hi, max(lo, m.end_to_end(without)))
+        basis = (f"predicted: without its Python, {share:.0%} of the loader's CPU time measured in the calls, the "
+                 f"loader runs {without:,.2f}x faster; the tf.data ops doing that work instead cost some of it "
+                 f"back, down to what threads on the free cores give: {m.parallel_basis}")
     if gil:
         how = (f"the Python runs on parallel threads yet the loader keeps {m.cores_busy:.2f} of {m.cores} cores "
                f"busy: the GIL lets one thread run Python at a time")
@@ -280,13 +306,22 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
         how = f"the loader keeps {m.cores_busy:.2f} cores busy: the Python waits, on files or the network"
     else:
         how = f"the loader keeps {m.cores_busy:.2f} of {m.cores} cores busy running it"
+    if math.isfinite(share):
+        how += f"; its Python takes {1e3 * m.python_cores / m.loader_rate:,.2f} ms of CPU per example"
     return [Finding(
-        "python_in_pipeline", f"Python called from {', '.join(labels)}: {how}", gain,
-        m.cap.explain(f"predicted: from what threads on the free cores give, {m.parallel_basis}, to the "
-                      "whole headroom, the Python work replaced by tf.data ops or a store the graph reads"),
+        "python_in_pipeline", f"Python called from {', '.join(labels)}: {how}", gain, m.cap.explain(basis),
         status="predicted", gain_low=lo, gain_high=hi, where=(places or {}).get(where[0].name, ""),
         fix="do the work in tf.data ops, tf.io.read_file, tf.io.decode_*, tf.image.*, tf.strings.*, mapped with "
             "num_parallel_calls=tf.data.AUTOTUNE, or convert the data once into a store the graph reads: TFRecord")]
+
+
+def python_share(m: Measured) -> float:
+    """The share of the loader's CPU time spent in the Python the graph calls, timed in the calls
+    (``measure.python_seconds``), at most 0.95; NaN where none was timed. A share of its CPU rather
+    than of the wall clock: another process's load slows both alike."""
+    if not (math.isfinite(m.python_cores) and m.python_cores > 0 and m.loader_rate > 0):
+        return math.nan
+    return min(0.95, m.python_cores / max(m.cores_busy, m.python_cores, 1e-3))
 
 
 #: A loader running Python on two or more threads that keeps at most this many cores busy (of two or
@@ -351,4 +386,8 @@ def time_split(loader: dict, m: Measured, graph: dict | None, source) -> str:
                 "spread it, processes or vectorising can")
     else:
         prep = f"preparation keeps {m.cores_busy:.2f} of {m.cores} cores busy"
+    share = python_share(m)
+    if math.isfinite(share):
+        prep += (f"; the Python the graph calls takes {1e3 * m.python_cores / m.loader_rate:,.2f} ms of CPU per "
+                 f"example, {share:.0%} of the loader's CPU")
     return f"where the loader's time goes: {fetch}; {prep}"
