@@ -174,7 +174,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     found = _settle(found)
     # Diagnosis.fixed applies what the findings list claims: a fix listed as no gain is left out.
     claimed = {id(f.rewrite) for f in found if f.rewrite is not None and f.status == "measured"}
-    fixed, changes, fixed_gain = _best([t for t in tried if id(t.candidate.rewrite) in claimed], source, copy, budget)
+    fixed, changes, fixed_gain = _best([t for t in tried if id(t.candidate.rewrite) in claimed], source, copy, budget,
+                                       batch_size)
     if fixed_gain is not None:
         rates["fixed_fit_gain" if copy is not None else "fixed_loader_gain"] = fixed_gain.median
     if trace_dir is not None:
@@ -231,7 +232,7 @@ def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget) 
         _check_and_time(t, source, budget, each)
     gainers = [t for t in tried if t.loader is not None and (t.loader.real or t.candidate.correctness)]
     if copy is not None and gainers:
-        rate = fit_rate(copy)
+        rate = fit_rate(copy, m.batch_size)
         share = budget.left() / (1 + len(gainers))  # the last share: the fixed pipeline, all together
         for t in gainers:
             seconds = budget.take(share / (2 * (TRIAL_ROUNDS - 1)),
@@ -326,7 +327,7 @@ def _settle(found: list[Finding]) -> list[Finding]:
     return out
 
 
-def _best(tried: list[Tried], source, copy, budget: Budget):
+def _best(tried: list[Tried], source, copy, budget: Budget, batch_size: int):
     """The fixed pipeline: every fix that gained and every correctness fix, together, checked; the
     single best one where together they fail. Returns ``(dataset or None, rewrites, gain or None)``."""
     keep = [t for t in tried if t.loader is not None
@@ -354,7 +355,7 @@ def _best(tried: list[Tried], source, copy, budget: Budget):
         if any(r.warm_epoch for r in rewrites):
             trial.warm(fixed, seconds)
         gain = trial.ab(source, fixed, seconds=seconds, rounds=TRIAL_ROUNDS - 1,
-                        rate=fit_rate(copy) if copy is not None else trial.loader_rate)
+                        rate=fit_rate(copy, batch_size) if copy is not None else trial.loader_rate)
     elif len(rewrites) == 1:
         only = next(t for t in keep if t.candidate.rewrite is rewrites[0])
         gain = only.fit or only.loader
