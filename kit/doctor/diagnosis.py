@@ -191,7 +191,8 @@ def _measured(batch_size, example_bytes, n_cores, load, loader, fits) -> Measure
                     cores_busy=loader["cores_busy"], parallel_gain=gain, parallel_basis=basis,
                     fit_rate=fits.get("fit_examples_per_s"), ceiling_rate=fits.get("ceiling_examples_per_s"),
                     cap=rules.cap(fits), model_cores=fits.get("model_cores"), example_bytes=example_bytes,
-                    python_cores=loader.get("python_s_per_example", math.nan) * loader["loader_examples_per_s"])
+                    python_cores=loader.get("python_s_per_example", math.nan) * loader["loader_examples_per_s"],
+                    python_threads=loader.get("python_wall_s_per_example", math.nan) * loader["loader_examples_per_s"])
 
 
 def _frozen(copy, batch, fits, graph, budget: Budget, max_seconds: float) -> list[Finding]:
@@ -202,7 +203,7 @@ def _frozen(copy, batch, fits, graph, budget: Budget, max_seconds: float) -> lis
     if not seconds:
         return [rules.frozen_backbone(prefix, fits, head_rate=None, why="skipped to keep to the budget",
                                       augmented=_augmented(prefix, graph))]
-    rate, why = head_rate(copy, prefix, rest, batch, max_seconds=seconds)
+    rate, why = head_rate(copy, prefix, rest, batch, max_seconds=seconds, plain=bool(fits.get("plain")))
     return [rules.frozen_backbone(prefix, fits, head_rate=rate, why=why, augmented=_augmented(prefix, graph))]
 
 

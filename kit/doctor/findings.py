@@ -218,6 +218,8 @@ class Measured:
         example_bytes: the bytes of one example as delivered.
         python_cores: the CPU cores the Python the graph calls (a generator, a ``py_function``)
             kept busy while the loader ran alone (NaN: none called, or not timed).
+        python_threads: the pipeline's threads inside that Python at once, on average (its calls'
+            wall-clock time over the loader's; waits for the GIL included).
     """
 
     batch_size: int
@@ -232,6 +234,7 @@ class Measured:
     model_cores: float | None = None
     example_bytes: float = 0.0
     python_cores: float = math.nan
+    python_threads: float = math.nan
 
     @property
     def headroom(self) -> float:

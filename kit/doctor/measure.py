@@ -81,9 +81,10 @@ def python_seconds():
     """Times the Python the graph calls while open: ``tf.py_function``, ``tf.numpy_function`` and
     ``Dataset.from_generator`` all go through TensorFlow's registry of Python callbacks
     (``script_ops.FuncRegistry``), whose ``__call__`` is wrapped here to add up the CPU seconds of
-    the calling thread (``time.thread_time``: a wait for the GIL or a sleep is not counted) and the
-    calls. Yields ``[seconds, calls]``, filled as calls end; ``None`` where this TensorFlow has no
-    such registry (nothing is timed then)."""
+    the calling thread (``time.thread_time``: a wait for the GIL or a sleep is not counted), the
+    calls, and their wall-clock seconds (waits for the GIL included: the time the pipeline's threads
+    spent inside the Python). Yields ``[cpu seconds, calls, wall seconds]``, filled as calls end;
+    ``None`` where this TensorFlow has no such registry (nothing is timed then)."""
     try:
         from tensorflow.python.ops import script_ops  # noqa: PLC0415  (TensorFlow's own callback registry)
         registry = script_ops.FuncRegistry
@@ -91,18 +92,19 @@ def python_seconds():
     except (ImportError, AttributeError):
         yield None
         return
-    spent = [0.0, 0]
+    spent = [0.0, 0, 0.0]
     lock = threading.Lock()
 
     def timed(self, token, device, args):
-        t0 = time.thread_time()
+        t0, w0 = time.thread_time(), time.perf_counter()
         try:
             return original(self, token, device, args)
         finally:
-            dt = time.thread_time() - t0
+            dt, dw = time.thread_time() - t0, time.perf_counter() - w0
             with lock:
                 spent[0] += dt
                 spent[1] += 1
+                spent[2] += dw
 
     registry.__call__ = timed
     try:
@@ -113,7 +115,8 @@ def python_seconds():
 
 def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
     """The loader alone: rate, latency, cores kept busy, bytes read per example and the CPU seconds
-    per example spent in the Python the graph calls (``python_s_per_example``, where it calls any).
+    per example spent in the Python the graph calls (``python_s_per_example``, where it calls any)
+    with its threads' wall-clock seconds inside those calls (``python_wall_s_per_example``).
 
     The source is read epoch after epoch until ``max_seconds``; the first ``warmup``
     batches are read before the window opens (pipelines fill their buffers, modules load).
@@ -140,6 +143,7 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
            "cores_busy": (cpu1 - cpu0) / wall if wall > 0 else math.nan, "cores": cores()}
     if python is not None and python[1] and examples:
         out["python_s_per_example"] = python[0] / examples  # CPU in the graph's Python callbacks
+        out["python_wall_s_per_example"] = python[2] / examples  # their threads' time inside them
     if io0 is not None and io1 is not None and examples:
         out["rchar_per_example"] = (io1.get("rchar", 0) - io0.get("rchar", 0)) / examples
         out["read_bytes_per_example"] = (io1.get("read_bytes", 0) - io0.get("read_bytes", 0)) / examples
@@ -378,7 +382,8 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
         (``ceiling_rounds``, ``fit_rounds``), ``input_share`` (of the real fit), ``fit_steps``,
         ``model_cores`` (CPU cores the step kept busy on replayed batches), ``extra_rounds`` and
         ``headroom``: the median of the rounds' ceiling over real fit (each round's pair measured side
-        by side, so a burst of another process's load weighs on one round, not on the verdict).
+        by side, so a burst of another process's load weighs on one round, not on the verdict), and
+        ``plain`` (whether the rates come from ``plain_fit``).
     """
     ceiling_runs, real_runs = [], []
     cpu = wall = 0.0
@@ -414,7 +419,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     c_rounds = [float(r["examples_per_s"]) for r in ceiling_runs]
     f_rounds = [float(r["examples_per_s"]) for r in real_runs]
     ratios = [c / f for c, f in zip(c_rounds, f_rounds) if f > 0]
-    return {"ceiling_examples_per_s": _pooled_any(ceiling_runs), "fit_examples_per_s": _pooled_any(real_runs),
+    return {"plain": plain, "ceiling_examples_per_s": _pooled_any(ceiling_runs), "fit_examples_per_s": _pooled_any(real_runs),
             "ceiling_rounds": c_rounds, "fit_rounds": f_rounds, "extra_rounds": extra,
             "input_share": pooled_share(wrapped), "fit_steps": sum(len(r["steps"]) for r in wrapped),
             "model_cores": cpu / wall if wall > 0 else math.nan,
@@ -483,8 +488,10 @@ def _split(prefix, rest, x):
     return front, head, features
 
 
-def head_rate(copy, prefix, rest, batch, *, max_seconds: float) -> tuple[float | None, str]:
-    """Examples/s of the layers after the frozen prefix trained on its output replayed from memory.
+def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = False) -> tuple[float | None, str]:
+    """Examples/s of the layers after the frozen prefix trained on its output replayed from memory
+    (``plain``: fitted as ``plain_fit`` fits, from a ``Dataset`` of that output, as the real fit was
+    where its source is a ``tf.data`` pipeline; else through ``timed_fit``).
 
     Returns:
         ``(rate, "")``, or ``(None, why)`` where the model does not split into frozen part + head
@@ -502,6 +509,10 @@ def head_rate(copy, prefix, rest, batch, *, max_seconds: float) -> tuple[float |
     if chained is None or chained.shape != whole.shape or not np.allclose(whole, chained, rtol=1e-3, atol=1e-4):
         return None, why
     head.compile_from_config(copy.get_compile_config())
+    if plain:
+        size = timing.batch_size_of(batch)
+        replayed = tf.data.Dataset.from_tensors((features, *ys))
+        return plain_fit(head, replayed, batch_size=size, max_seconds=max_seconds)["examples_per_s"], ""
     return pooled([timed_fit(head, replay((features, *ys)), max_seconds=max_seconds)]), ""
 
 

@@ -287,7 +287,7 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     gil = gil_bound(m, threads=parallel)
     low = 1.0 if m.io_wait else (max(NOISE, m.parallel_gain) if gil else m.parallel_gain)
     high = m.cap.factor if math.isfinite(m.cap.factor) else max(low, m.parallel_gain)
-    share = python_share(m)
+    share = python_share(m, parallel=parallel)
     without = 1 / (1 - share) if math.isfinite(share) else math.nan
     if math.isfinite(without) and not math.isfinite(m.cap.factor):
         high = max(high, without)
@@ -296,9 +296,9 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
              "the Python work replaced by tf.data ops or a store the graph reads")
     if math.isfinite(without):
         gain = min(hi, max(lo, m.end_to_end(without)))
-        basis = (f"predicted: without its Python, {share:.0%} of the loader's CPU time measured in the calls, the "
-                 f"loader runs {without:,.2f}x faster; the tf.data ops doing that work instead cost some of it "
-                 f"back, down to what threads on the free cores give: {m.parallel_basis}")
+        basis = (f"predicted: without its Python, {share:.0%} of the loader's time timed in the calls, the loader "
+                 f"runs {without:,.2f}x faster; the tf.data ops doing that work instead cost some of it back, down "
+                 f"to what threads on the free cores give: {m.parallel_basis}")
     if gil:
         how = (f"the Python runs on parallel threads yet the loader keeps {m.cores_busy:.2f} of {m.cores} cores "
                f"busy: the GIL lets one thread run Python at a time")
@@ -307,7 +307,8 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     else:
         how = f"the loader keeps {m.cores_busy:.2f} of {m.cores} cores busy running it"
     if math.isfinite(share):
-        how += f"; its Python takes {1e3 * m.python_cores / m.loader_rate:,.2f} ms of CPU per example"
+        how += (f"; its Python takes {1e3 * m.python_cores / m.loader_rate:,.2f} ms of CPU per example, {share:.0%} "
+                "of the loader's time")
     return [Finding(
         "python_in_pipeline", f"Python called from {', '.join(labels)}: {how}", gain, m.cap.explain(basis),
         status="predicted", gain_low=lo, gain_high=hi, where=(places or {}).get(where[0].name, ""),
@@ -315,13 +316,14 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
             "num_parallel_calls=tf.data.AUTOTUNE, or convert the data once into a store the graph reads: TFRecord")]
 
 
-def python_share(m: Measured) -> float:
-    """The share of the loader's CPU time spent in the Python the graph calls, timed in the calls
-    (``measure.python_seconds``), at most 0.95; NaN where none was timed. A share of its CPU rather
-    than of the wall clock: another process's load slows both alike."""
-    if not (math.isfinite(m.python_cores) and m.python_cores > 0 and m.loader_rate > 0):
+def python_share(m: Measured, *, parallel: bool) -> float:
+    """The share of the loader's time its Python takes, timed in the calls (``measure.python_seconds``),
+    at most 0.95; NaN where none was timed: the pipeline's threads inside the graph's Python at once
+    (their waits for the GIL counted, the GIL being what holds them), over the threads that could run
+    it, one where the Python runs serially (a generator, a serial map), the cores for a parallel map."""
+    if not (math.isfinite(m.python_threads) and m.python_threads > 0):
         return math.nan
-    return min(0.95, m.python_cores / max(m.cores_busy, m.python_cores, 1e-3))
+    return min(0.95, m.python_threads / (max(1, m.cores) if parallel else 1))
 
 
 #: A loader running Python on two or more threads that keeps at most this many cores busy (of two or
@@ -386,8 +388,8 @@ def time_split(loader: dict, m: Measured, graph: dict | None, source) -> str:
                 "spread it, processes or vectorising can")
     else:
         prep = f"preparation keeps {m.cores_busy:.2f} of {m.cores} cores busy"
-    share = python_share(m)
+    share = python_share(m, parallel=threads)
     if math.isfinite(share):
         prep += (f"; the Python the graph calls takes {1e3 * m.python_cores / m.loader_rate:,.2f} ms of CPU per "
-                 f"example, {share:.0%} of the loader's CPU")
+                 f"example, {share:.0%} of the loader's time")
     return f"where the loader's time goes: {fetch}; {prep}"
