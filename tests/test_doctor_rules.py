@@ -229,6 +229,30 @@ def test_where_the_time_goes_splits_fetching_from_preparation_and_names_the_gil(
     assert "it mostly waits" in waiting
 
 
+def test_a_generator_that_is_the_whole_loader_is_measured_against_batching_alone():
+    import tensorflow as tf
+
+    from kit.doctor.measure import batching_rate
+
+    def rows():
+        yield from zip(X, Y)
+
+    spec = (tf.TensorSpec(X.shape[1:], tf.float32), tf.TensorSpec((), tf.int64))
+    gen = tf.data.Dataset.from_generator(rows, output_signature=spec)
+    assert rules.python_is_the_loader(pipeline_graph(gen.shuffle(8).batch(B).prefetch(1)))
+    assert not rules.python_is_the_loader(pipeline_graph(gen.map(lambda x, y: (tf.sqrt(x), y)).batch(B)))
+    sliced = tf.data.Dataset.from_tensor_slices((X, Y)).map(
+        lambda x, y: (tf.numpy_function(lambda a: a, [x], tf.float32), y)).batch(B)
+    assert not rules.python_is_the_loader(pipeline_graph(sliced))  # the map's input is work of its own
+    graph = pipeline_graph(gen.batch(B))
+    (f,) = rules.python_source(graph, _m(loader_rate=100.0, python_cores=0.3, python_threads=0.5,
+                                         batching_rate=10_000.0))
+    assert f.expected_gain == pytest.approx(4.0)  # 100x without the Python, held to the 4x headroom
+    assert "the loader only batches" in f.basis and "99% of the loader's time" in f.evidence
+    batch = next(iter(gen.batch(B)))
+    assert batching_rate(batch, max_seconds=0.2) > 0
+
+
 def test_the_python_the_graph_calls_is_timed_in_its_calls():
     import tensorflow as tf
 

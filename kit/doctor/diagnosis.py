@@ -20,6 +20,7 @@ from kit.doctor.candidates import (
 from kit.doctor.findings import NOISE, Finding, Measured, table
 from kit.doctor.graph import _BATCH_OPS, dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
 from kit.doctor.measure import (
+    batching_rate,
     compiled_copy,
     cores,
     fit_rate,
@@ -123,6 +124,9 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
 
     loader = measure_loader(source, max_seconds=max(0.2, budget.take(
         (LOADER_SHARE if copy is not None else 0.2) * max_seconds, "the loader alone", least=0.0)))
+    if rules.python_is_the_loader(graph) and not loader["cores_busy"] < 0.5:
+        loader["batching_examples_per_s"] = batching_rate(batch, max_seconds=max(0.1, budget.take(
+            0.01 * max_seconds, "batching alone, the loader without its Python", least=0.0)))
     rates: dict[str, Any] = {"batch_size": batch_size, "example_bytes": example_bytes, **loader}
     fits: dict = {}
     found: list[Finding] = []
@@ -192,7 +196,8 @@ def _measured(batch_size, example_bytes, n_cores, load, loader, fits) -> Measure
                     fit_rate=fits.get("fit_examples_per_s"), ceiling_rate=fits.get("ceiling_examples_per_s"),
                     cap=rules.cap(fits), model_cores=fits.get("model_cores"), example_bytes=example_bytes,
                     python_cores=loader.get("python_s_per_example", math.nan) * loader["loader_examples_per_s"],
-                    python_threads=loader.get("python_wall_s_per_example", math.nan) * loader["loader_examples_per_s"])
+                    python_threads=loader.get("python_wall_s_per_example", math.nan) * loader["loader_examples_per_s"],
+                    batching_rate=loader.get("batching_examples_per_s", math.nan))
 
 
 def _frozen(copy, batch, fits, graph, budget: Budget, max_seconds: float) -> list[Finding]:

@@ -220,6 +220,8 @@ class Measured:
             kept busy while the loader ran alone (NaN: none called, or not timed).
         python_threads: the pipeline's threads inside that Python at once, on average (its calls'
             wall-clock time over the loader's; waits for the GIL included).
+        batching_rate: examples/s of the pipeline's batching alone on one example replayed, where
+            the Python is the loader's source and the rest only batches (NaN: not timed).
     """
 
     batch_size: int
@@ -235,6 +237,7 @@ class Measured:
     example_bytes: float = 0.0
     python_cores: float = math.nan
     python_threads: float = math.nan
+    batching_rate: float = math.nan
 
     @property
     def headroom(self) -> float:

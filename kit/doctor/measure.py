@@ -153,6 +153,15 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
     return out
 
 
+def batching_rate(batch, *, max_seconds: float) -> float:
+    """Examples/s of batching alone: the first example of ``batch`` replayed from memory
+    (``Dataset.from_tensors(...).repeat()``) and batched as ``batch`` was, read as the loader is."""
+    size = timing.batch_size_of(batch)
+    example = tf.nest.map_structure(lambda t: t[0], batch)
+    ds = tf.data.Dataset.from_tensors(example).repeat().batch(size)
+    return timing.measure(loop(ds, [], "batching alone"), warmup=1, max_seconds=max_seconds).examples_per_s
+
+
 # --------------------------------------------------------------------------- the model's fits
 
 

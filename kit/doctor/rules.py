@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from kit.doctor.findings import NOISE, Cap, Finding, Measured
-from kit.doctor.graph import fn_label
+from kit.doctor.graph import _BATCH_OPS, _PASSIVE_OPS, _SHUFFLE_OPS, fn_label
 from kit.doctor.sources import is_pydataset
 
 #: Verdict thresholds on the headroom, the compute ceiling over the real fit measured side by side:
@@ -289,12 +289,20 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     high = m.cap.factor if math.isfinite(m.cap.factor) else max(low, m.parallel_gain)
     share = python_share(m, parallel=parallel)
     without = 1 / (1 - share) if math.isfinite(share) else math.nan
+    if math.isfinite(m.batching_rate) and m.batching_rate > 0:
+        without = max(1.0, m.batching_rate / m.loader_rate)
     if math.isfinite(without) and not math.isfinite(m.cap.factor):
         high = max(high, without)
     gain, lo, hi = predicted(m, low, high)
     basis = (f"predicted: from what threads on the free cores give, {m.parallel_basis}, to the whole headroom, "
              "the Python work replaced by tf.data ops or a store the graph reads")
-    if math.isfinite(without):
+    if math.isfinite(without) and math.isfinite(m.batching_rate):
+        gain = min(hi, max(lo, m.end_to_end(without)))
+        basis = (f"predicted: without its Python the loader only batches, which runs at {m.batching_rate:,.1f} "
+                 f"examples/s on one example replayed, {without:,.2f}x the loader's rate; the tf.data ops doing "
+                 f"the Python's work instead cost some of it back, down to what threads on the free cores give: "
+                 f"{m.parallel_basis}")
+    elif math.isfinite(without):
         gain = min(hi, max(lo, m.end_to_end(without)))
         basis = (f"predicted: without its Python, {share:.0%} of the loader's time timed in the calls, the loader "
                  f"runs {without:,.2f}x faster; the tf.data ops doing that work instead cost some of it back, down "
@@ -316,11 +324,28 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
             "num_parallel_calls=tf.data.AUTOTUNE, or convert the data once into a store the graph reads: TFRecord")]
 
 
+def python_is_the_loader(graph: dict | None) -> bool:
+    """Whether the pipeline's Python is its source and everything after it only batches, shuffles or
+    passes elements on (``from_generator(...).shuffle(...).batch(...)``): without that Python the
+    loader would only batch, which ``measure.batching_rate`` times on one example replayed."""
+    if graph is None or not graph["python"]:
+        return False
+    chain = graph["chain"]
+    first = next(i for i, n in enumerate(chain) if n.name in graph["python"])
+    upstream_ok = all(not graph["ops"][n.name] and n.op in {"TensorDataset", "RangeDataset"} for n in chain[:first])
+    return upstream_ok and all(n.op in _BATCH_OPS | _SHUFFLE_OPS | _PASSIVE_OPS for n in chain[first + 1:])
+
+
 def python_share(m: Measured, *, parallel: bool) -> float:
     """The share of the loader's time its Python takes, timed in the calls (``measure.python_seconds``),
-    at most 0.95; NaN where none was timed: the pipeline's threads inside the graph's Python at once
+    at most 0.95 (0.99 against batching alone); NaN where none was timed: the pipeline's threads inside the graph's Python at once
     (their waits for the GIL counted, the GIL being what holds them), over the threads that could run
-    it, one where the Python runs serially (a generator, a serial map), the cores for a parallel map."""
+    it, one where the Python runs serially (a generator, a serial map), the cores for a parallel map.
+    Where the Python is the loader (``python_is_the_loader``) the rest is timed instead: the share is
+    what batching one replayed example (``Measured.batching_rate``) leaves of the loader's time, as
+    the crossing into Python and back (the GIL, converting each element) lies outside the calls."""
+    if math.isfinite(m.batching_rate) and m.batching_rate > 0 and m.loader_rate > 0:
+        return min(0.99, max(0.0, 1 - m.loader_rate / m.batching_rate))  # the loader is its Python and a batch
     if not (math.isfinite(m.python_threads) and m.python_threads > 0):
         return math.nan
     return min(0.95, m.python_threads / (max(1, m.cores) if parallel else 1))
