@@ -455,7 +455,11 @@ def _read_records(manifest, paths, shape, dtype, block, opts: LoaderOptions, vop
 
     @tf.autograph.experimental.do_not_convert
     def ask(rows, later):
-        return rows, tf.numpy_function(reader.ask, [later], tf.int64, stateful=True)
+        # Python is called only for a window's first batch, the one whose ``later`` holds ids.
+        asked = tf.cond(tf.reduce_any(later >= 0), lambda: tf.numpy_function(reader.ask, [later], tf.int64,
+                                                                              stateful=True),
+                        lambda: tf.constant(0, tf.int64))
+        return rows, asked
 
     @tf.autograph.experimental.do_not_convert
     def take(rows, _asked):
