@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -793,51 +792,6 @@ def test_tfrecord_reads_a_checked_stores_records_straight_into_the_batch(spec_in
             if len(r.numpy())]]), reference)
         for a, b in zip(rows[::2], rows[1::2]):
             assert orders[0].index(a) // 16 == orders[0].index(b) // 16
-
-
-def test_tfrecord_asks_the_kernel_for_every_record_ahead_in_a_stage_of_its_own(spec_index, tmp_path, monkeypatch):
-    """Issue 45: with nothing of the store in the page cache, each window's records (and the next
-    window's) are asked of the kernel by the ask stage, ahead of the copies, never by a copy;
-    every record of the store is asked for in an epoch, and the epoch still serves every frame
-    once with its label."""
-    import os
-
-    from kit.spectrogram import records
-
-    if not hasattr(os, "posix_fadvise"):
-        pytest.skip("no posix_fadvise here: nothing is asked of the kernel")
-    asked: list[tuple[int, int, int]] = []
-    copying = threading.local()
-    take = records.RecordReader.take
-
-    def flagged(self, ids, later):
-        copying.on = True
-        try:
-            return take(self, ids, later)
-        finally:
-            copying.on = False
-
-    def ask_to_read(fd, offset, length, piece):
-        assert not getattr(copying, "on", False), "a copy asked the kernel"
-        asked.append((os.readlink(f"/proc/self/fd/{fd}"), offset, length))
-        return 1
-
-    monkeypatch.setattr(records, "_cached", lambda fd, offset: False)  # as if the store were cold
-    monkeypatch.setattr(records.store, "ask_to_read", ask_to_read)
-    monkeypatch.setattr(records.RecordReader, "take", flagged)
-    loader = _whole_record_loader(spec_index, tmp_path)
-    _epoch_rows(loader, spec_index.read_all(), spec_index.labels)
-    from kit.cases import TFRECORD_FRAMING
-
-    m = store.complete(tmp_path / "tf")
-    entry = 2 * (int(np.prod(spec_index.frame_shape)) * 4 + 8) + TFRECORD_FRAMING  # a record of 2 float32 frames
-    for s in m.shards:
-        path = str((tmp_path / "tf" / s["name"]).resolve())
-        covered = set()
-        for p, offset, length in asked:
-            if p == path:
-                covered |= set(range(offset // entry, (offset + length - 1) // entry + 1))
-        assert covered >= set(range(s["count"] // 2)), s["name"]
 
 
 def test_a_shard_cut_short_or_relaid_after_the_check_fails_the_epoch_naming_it(spec_index, tmp_path):

@@ -445,32 +445,17 @@ def _read_records(manifest, paths, shape, dtype, block, opts: LoaderOptions, vop
                           block=block, frame_shape=shape, dtype=dtype, tail=tail)
     _MAPPINGS.add(reader)  # its mapping, released before a cold epoch as memmap's is
     k = opts.batch_size // block
-    window = window_records(vopts.shuffle_buffer, block, k)
-    read_ahead = hasattr(os, "posix_fadvise")
-    ids = record_batches(reader.records, opts, per_batch=k, window=window, cycle_length=vopts.cycle_length,
-                         tail=tail, read_ahead=read_ahead)
+    ids = record_batches(reader.records, opts, per_batch=k, window=window_records(vopts.shuffle_buffer, block, k),
+                         cycle_length=vopts.cycle_length, tail=tail, read_ahead=hasattr(os, "posix_fadvise"))
     h, w = shape
     raw = tf.as_dtype(dtype)
-    none = tf.zeros([0], tf.int64)
 
     @tf.autograph.experimental.do_not_convert
-    def ask(rows, later):
-        # Python is called only for a window's first batch, the one whose ``later`` holds ids.
-        asked = tf.cond(tf.reduce_any(later >= 0), lambda: tf.numpy_function(reader.ask, [later], tf.int64,
-                                                                              stateful=True),
-                        lambda: tf.constant(0, tf.int64))
-        return rows, asked
-
-    @tf.autograph.experimental.do_not_convert
-    def take(rows, _asked):
-        x, y = tf.numpy_function(reader.take, [rows, none], (raw, tf.int64), stateful=False)
+    def take(rows, later):
+        x, y = tf.numpy_function(reader.take, [rows, later], (raw, tf.int64), stateful=False)
         x = tf.reshape(x, (-1, h, w, 1))
         return (x if raw == tf.float32 else tf.cast(x, tf.float32)), tf.reshape(y, [-1])
 
-    if read_ahead:
-        # The kernel asked for each window's and the next one's records in a stage of its own, its
-        # prefetch two windows of ids deep, so that the copies go on while it waits to queue reads.
-        ids = ids.map(ask).prefetch(2 * (window // k))
     return ids.map(take, num_parallel_calls=tf.data.AUTOTUNE)  # every core: finish turns autotune off
 
 

@@ -118,25 +118,10 @@ class RecordReader:
                     region.close()
         return region is not None
 
-    def ask(self, later: np.ndarray) -> np.int64:
-        """Asks the kernel for the records ``later`` (-1: none) not in the page cache, as ``take``
-        does after its copy: for a pipeline stage of its own, ahead of the copies, so that a
-        wait in the kernel to queue the reads holds no copy up. Returns how many ids were given."""
-        later = np.asarray(later)
-        later = later[later >= 0]
-        if len(later) and hasattr(os, "posix_fadvise"):
-            with self._lock:
-                self._open()
-            self._ask(later)
-        return np.int64(len(later))
-
-    def _open(self) -> None:
-        if not self._fds:
-            self._fds.extend(os.open(p, os.O_RDONLY) for p in self.paths)
-
     def _use(self) -> "_Region":
         with self._lock:
-            self._open()
+            if not self._fds:
+                self._fds.extend(os.open(p, os.O_RDONLY) for p in self.paths)
             region = self._holder[0]
             if region is None:
                 region = self._holder[0] = _Region(self, self._fds)
