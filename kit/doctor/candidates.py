@@ -283,19 +283,20 @@ def split_to_cache(graph: dict, *, examples: int | None, example_bytes: float, p
     first epoch's random draws), so the doctor cannot try one. Where the decoded data fits in memory,
     a 'not measured' ``no_cache`` finding says to split the function, or None."""
     chain = graph["chain"]
-    if any(n.op in rw.CACHE_OPS for n in chain) or _fits_in_memory(examples, example_bytes) is None:
+    size = _fits_in_memory(examples, example_bytes)
+    if any(n.op in rw.CACHE_OPS for n in chain) or size is None:
         return None
     randoms = set(random_nodes(graph))
     if _cache_point(graph, randoms) is not None:
         return None  # a cache can go before the random ops: the rewrite is tried and measured
     first = next((n for n in chain if n.name in randoms), None)
-    costly = sorted(graph["ops"][first.name] & _DECODE_OPS) if first is not None and first.op in _MAP_OPS else []
-    if not costly:
+    if first is None or first.op not in _MAP_OPS or not graph["ops"][first.name] & _DECODE_OPS:
         return None
+    costly = sorted(graph["ops"][first.name] & _DECODE_OPS)
     name = fn_label(graph, first)
     return Finding(
         "no_cache", f".map({name}) runs {', '.join(costly)} and draws random numbers in one function, every "
-        f"epoch; the decoded data, about {examples * example_bytes / 1e6:,.1f} MB, fits in the memory budget",
+        f"epoch; the decoded data, about {size / 1e6:,.1f} MB, fits in the memory budget",
         float("nan"), "not measured: the doctor does not split a function, and a cache after it would "
         "replay the first epoch's random draws", status="unmeasured", where=(places or {}).get(first.name, ""),
         fix=f"split {name} in two: ds.map(read_and_decode, num_parallel_calls=tf.data.AUTOTUNE).cache()"

@@ -394,7 +394,8 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
         by side, so a burst of another process's load weighs on one round, not on the verdict), and
         ``plain`` (whether the rates come from ``plain_fit``).
     """
-    ceiling_runs, real_runs = [], []
+    ceiling_runs: list[dict] = []
+    real_runs: list[dict] = []
     cpu = wall = 0.0
     each = max_seconds / (2 * rounds)
     plain = is_dataset(source)
