@@ -371,6 +371,12 @@ def test_a_report_page_draws_its_figure_and_its_slider_works_offline(tmp_path):
             page.mouse.click(box["x"] + box["width"] - 3, box["y"] + box["height"] / 2)  # the last step
             page.wait_for_function("document.querySelector('.js-plotly-plot').layout.sliders[0].active === 2",
                                    timeout=10_000)
+            # The frame is drawn after the slider moves (plotly animates to it): waited for, bounded; a
+            # slider that moved without drawing its frame still fails the assertion below.
+            try:
+                page.wait_for_function("document.querySelector('.js-plotly-plot').data[0].y[2] === 6", timeout=10_000)
+            except sync_api.TimeoutError:
+                pass  # the assertion below says what was drawn instead
             assert page.evaluate(state) == [2, [0, 3, 6]]  # the frame k=3 drawn
             page.wait_for_timeout(500)  # the grip's own transition
             page.screenshot(path=str(tmp_path / "slider.png"))
