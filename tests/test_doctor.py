@@ -613,7 +613,7 @@ def test_an_interrupted_loader_measurement_ends_its_epoch_before_the_error_reach
     (Ctrl-C, a stop in JupyterLab): the traceback, which IPython keeps, does not hold the epoch open."""
     import keras
 
-    from kit.doctor import measure
+    from kit.doctor import loader
 
     ended = []
 
@@ -631,7 +631,7 @@ def test_an_interrupted_loader_measurement_ends_its_epoch_before_the_error_reach
         next(it), next(it)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(measure.timing, "measure", interrupted)
+    monkeypatch.setattr(loader.timing, "measure", interrupted)
     with pytest.raises(KeyboardInterrupt) as err:
-        measure.measure_loader(Batches(), max_seconds=5.0)
+        loader.measure_loader(Batches(), max_seconds=5.0)
     assert err.value.__traceback__ is not None and ended == [1]

@@ -232,7 +232,7 @@ def test_where_the_time_goes_splits_fetching_from_preparation_and_names_the_gil(
 def test_a_generator_that_is_the_whole_loader_is_measured_against_batching_alone():
     import tensorflow as tf
 
-    from kit.doctor.measure import batching_rate
+    from kit.doctor.loader import batching_rate
 
     def rows():
         yield from zip(X, Y)
@@ -256,7 +256,7 @@ def test_a_generator_that_is_the_whole_loader_is_measured_against_batching_alone
 def test_the_python_the_graph_calls_is_timed_in_its_calls():
     import tensorflow as tf
 
-    from kit.doctor.measure import measure_loader
+    from kit.doctor.loader import measure_loader
 
     def burn(x):
         t = time.thread_time()

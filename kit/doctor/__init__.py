@@ -46,8 +46,9 @@ Finding codes (``CODES`` in ``kit.doctor.findings``, with each one's general fix
 
 On the command line: ``python -m kit doctor MODULE:FUNCTION [--model MODULE:FUNCTION] [--apply --out FILE]`` or ``--index CSV --variant NAME``.
 
-The package: ``sources`` (what counts as a batch source), ``measure`` (the loader alone, the fits,
-the frozen head, the trace, ``compare_fits``), ``graph`` (reading a tf.data pipeline),
+The package: ``sources`` (what counts as a batch source), ``loader`` (the loader alone: its rate,
+cores, bytes read, the Python the graph calls), ``measure`` (the fits, the frozen head, the trace,
+``compare_fits``), ``graph`` (reading a tf.data pipeline),
 ``candidates`` (the fixes worth trying on it), ``rewrite`` (applying them to its graph), ``trial``
 (checking and timing a fix), ``rules`` (the verdict and the predicted findings), ``findings`` (the
 codes and ``Finding``), ``diagnosis`` (``diagnose``), ``report`` (``Diagnosis``), ``cli``.
@@ -70,7 +71,7 @@ _LAZY = {
     "pipeline_graph": "kit.doctor.graph",
     "pipeline_ops": "kit.doctor.graph",
     "compare_fits": "kit.doctor.measure",
-    "measure_loader": "kit.doctor.measure",
+    "measure_loader": "kit.doctor.loader",
     "record_trace": "kit.doctor.measure",
     "AMPLIFICATION_FACTOR": "kit.doctor.rules",
     "AMPLIFICATION_MIN_BYTES": "kit.doctor.rules",

@@ -19,16 +19,13 @@ from kit.doctor.candidates import (
 )
 from kit.doctor.findings import NOISE, Finding, Measured, table
 from kit.doctor.graph import _BATCH_OPS, dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
+from kit.doctor.loader import batching_rate, cores, load_average, measure_loader
 from kit.doctor.measure import (
-    batching_rate,
     compiled_copy,
-    cores,
     fit_rate,
     frozen_prefix,
     head_rate,
-    load_average,
     measure_fits,
-    measure_loader,
     record_trace,
 )
 from kit.doctor.report import Diagnosis

@@ -327,7 +327,7 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
 def python_is_the_loader(graph: dict | None) -> bool:
     """Whether the pipeline's Python is its source and everything after it only batches, shuffles or
     passes elements on (``from_generator(...).shuffle(...).batch(...)``): without that Python the
-    loader would only batch, which ``measure.batching_rate`` times on one example replayed."""
+    loader would only batch, which ``loader.batching_rate`` times on one example replayed."""
     if graph is None or not graph["python"]:
         return False
     chain = graph["chain"]
@@ -337,7 +337,7 @@ def python_is_the_loader(graph: dict | None) -> bool:
 
 
 def python_share(m: Measured, *, parallel: bool) -> float:
-    """The share of the loader's time its Python takes, timed in the calls (``measure.python_seconds``),
+    """The share of the loader's time its Python takes, timed in the calls (``loader.python_seconds``),
     at most 0.95 (0.99 against batching alone); NaN where none was timed: the pipeline's threads inside the graph's Python at once
     (their waits for the GIL counted, the GIL being what holds them), over the threads that could run
     it, one where the Python runs serially (a generator, a serial map), the cores for a parallel map.

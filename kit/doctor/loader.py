@@ -1,0 +1,145 @@
+"""The doctor's measurements of the loader alone: its rate and latency, the cores it keeps busy, the
+bytes it reads and what reading them costs here, the Python the graph calls (timed in its calls), and
+batching alone on a replayed example."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import threading
+import time
+
+import tensorflow as tf
+
+from kit import timing
+from kit.doctor.sources import loop
+from kit.util import process_io
+
+
+def cpu_seconds() -> float:
+    """CPU seconds this process has used, user and system."""
+    t = os.times()
+    return t.user + t.system
+
+
+def cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def load_average() -> float:
+    """The one-minute load average (NaN where the system has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return math.nan
+
+
+def read_seconds(nbytes: int, *, repeats: int = 20) -> float:
+    """Seconds this process takes to open, read whole and close a file of ``nbytes`` held in the page
+    cache (a temporary file, the median of ``repeats`` reads; capped at 64 MiB): what re-reading the
+    bytes one example pulls costs at the least, system calls included."""
+    import tempfile  # noqa: PLC0415  (used here only)
+
+    nbytes = int(min(max(nbytes, 1), 64 << 20))
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(os.urandom(min(nbytes, 1 << 20)) * (nbytes // (1 << 20)) + os.urandom(nbytes % (1 << 20)))
+        f.flush()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            with open(f.name, "rb") as g:
+                g.read()
+            times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2]
+
+
+@contextlib.contextmanager
+def python_seconds():
+    """Times the Python the graph calls while open: ``tf.py_function``, ``tf.numpy_function`` and
+    ``Dataset.from_generator`` all go through TensorFlow's registry of Python callbacks
+    (``script_ops.FuncRegistry``), whose ``__call__`` is wrapped here to add up the CPU seconds of
+    the calling thread (``time.thread_time``: a wait for the GIL or a sleep is not counted), the
+    calls, and their wall-clock seconds (waits for the GIL included: the time the pipeline's threads
+    spent inside the Python). Yields ``[cpu seconds, calls, wall seconds]``, filled as calls end;
+    ``None`` where this TensorFlow has no such registry (nothing is timed then)."""
+    try:
+        from tensorflow.python.ops import script_ops  # noqa: PLC0415  (TensorFlow's own callback registry)
+        registry = script_ops.FuncRegistry
+        original = registry.__call__
+    except (ImportError, AttributeError):
+        yield None
+        return
+    spent = [0.0, 0, 0.0]
+    lock = threading.Lock()
+
+    def timed(self, token, device, args):
+        t0, w0 = time.thread_time(), time.perf_counter()
+        try:
+            return original(self, token, device, args)
+        finally:
+            dt, dw = time.thread_time() - t0, time.perf_counter() - w0
+            with lock:
+                spent[0] += dt
+                spent[1] += 1
+                spent[2] += dw
+
+    registry.__call__ = timed
+    try:
+        yield spent
+    finally:
+        registry.__call__ = original
+
+
+def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
+    """The loader alone: rate, latency, cores kept busy, bytes read per example and the CPU seconds
+    per example spent in the Python the graph calls (``python_s_per_example``, where it calls any)
+    with its threads' wall-clock seconds inside those calls (``python_wall_s_per_example``).
+
+    The source is read epoch after epoch until ``max_seconds``; the first ``warmup``
+    batches are read before the window opens (pipelines fill their buffers, modules load).
+    """
+    sizes: list[int] = []
+    it = loop(source, sizes)
+    try:
+        try:
+            for _ in range(warmup):
+                next(it)
+        except StopIteration:
+            raise ValueError("the source ended during the warm-up") from None
+        sizes.clear()
+        with python_seconds() as python:
+            io0, cpu0, t0 = process_io(), cpu_seconds(), time.perf_counter()
+            m = timing.measure(it, warmup=0, max_seconds=max_seconds)
+            io1, cpu1, wall = process_io(), cpu_seconds(), time.perf_counter() - t0
+            python = list(python) if python is not None else None
+    finally:
+        it.close()  # the epoch being read ends here (a PyDataset's workers stop), not when collected
+    examples = sum(sizes)
+    out = {"loader_examples_per_s": m.examples_per_s, "loader_latency_p50_ms": m.latency_p50_ms,
+           "loader_latency_p95_ms": m.latency_p95_ms, "loader_examples": m.examples,
+           "cores_busy": (cpu1 - cpu0) / wall if wall > 0 else math.nan, "cores": cores()}
+    if python is not None and python[1] and examples:
+        out["python_s_per_example"] = python[0] / examples  # CPU in the graph's Python callbacks
+        out["python_wall_s_per_example"] = python[2] / examples  # their threads' time inside them
+    if io0 is not None and io1 is not None and examples:
+        out["rchar_per_example"] = (io1.get("rchar", 0) - io0.get("rchar", 0)) / examples
+        out["read_bytes_per_example"] = (io1.get("read_bytes", 0) - io0.get("read_bytes", 0)) / examples
+        out["window_examples"] = examples
+        if out["rchar_per_example"] >= 4096:
+            out["read_s_per_example"] = read_seconds(int(out["rchar_per_example"]))
+    return out
+
+
+def batching_rate(batch, *, max_seconds: float) -> float:
+    """Examples/s of batching alone: the first example of ``batch`` replayed from memory
+    (``Dataset.from_tensors(...).repeat()``) and batched as ``batch`` was, read as the loader is."""
+    size = timing.batch_size_of(batch)
+    example = tf.nest.map_structure(lambda t: t[0], batch)
+    ds = tf.data.Dataset.from_tensors(example).repeat().batch(size)
+    return timing.measure(loop(ds, [], "batching alone"), warmup=1, max_seconds=max_seconds).examples_per_s
