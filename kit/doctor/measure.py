@@ -184,7 +184,7 @@ def _timed_fit(model, source, *, max_seconds: float, min_steps: int, trace: bool
     step_s = float(kept["step_s"].sum())
     return {"examples_per_s": float(kept["examples"].sum()) / step_s if step_s > 0 else math.nan,
             "input_share": float(kept["wait_s"].sum()) / step_s if step_s > 0 else math.nan,
-            "steps": steps, "examples": int(kept["examples"].sum())}
+            "steps": steps, "examples": int(kept["examples"].sum()), "seconds": step_s}
 
 
 #: Steps a plain fit leaves out of its timing: the first traces or starts the iterator, the second
@@ -230,10 +230,18 @@ def replay(batch, n: int = 64) -> list:
 
 
 def pooled(runs) -> float:
-    """Examples/s over several ``timed_fit`` runs, each run's first step left out."""
+    """Examples/s over several runs of ``timed_fit`` or ``plain_fit`` (the steps each leaves out, left out)."""
     ex = sum(r["examples"] for r in runs)
-    s = sum(float(r["steps"]["step_s"].iloc[1:].sum()) for r in runs)
+    s = sum(r["seconds"] for r in runs if math.isfinite(r["seconds"]))
     return ex / s if s > 0 else math.nan
+
+
+def fit_once(copy, source, *, batch_size: int, max_seconds: float) -> dict:
+    """One fit of ``copy`` on ``source``: ``plain_fit`` on a ``tf.data`` source (as Keras reads it),
+    ``timed_fit`` on any other (a PyDataset, a generator, a list of batches)."""
+    if is_dataset(source):
+        return plain_fit(copy, source, batch_size=batch_size, max_seconds=max_seconds)
+    return timed_fit(copy, source, max_seconds=max_seconds)
 
 
 def pooled_share(runs) -> float:
@@ -266,13 +274,8 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     cpu = wall = 0.0
     each = max_seconds / (2 * rounds)
     plain = is_dataset(source)
-    size = timing.batch_size_of(batch) if plain else 0
-    ceiling = tf.data.Dataset.from_tensors(batch) if plain else None
-
-    def fit(src) -> dict:
-        if plain:
-            return plain_fit(copy, src, batch_size=size, max_seconds=each)
-        return timed_fit(copy, src, max_seconds=each)
+    size = timing.batch_size_of(batch) if plain else 0  # plain_fit counts whole batches
+    ceiling = tf.data.Dataset.from_tensors(batch) if plain else replay(batch)
 
     def straddles() -> bool:
         ratios = [c["examples_per_s"] / r["examples_per_s"] for c, r in zip(ceiling_runs, real_runs)
@@ -282,9 +285,9 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     def one_round() -> None:
         nonlocal cpu, wall
         c0, t0 = cpu_seconds(), time.perf_counter()
-        ceiling_runs.append(fit(ceiling if plain else replay(batch)))
+        ceiling_runs.append(fit_once(copy, ceiling, batch_size=size, max_seconds=each))
         cpu, wall = cpu + cpu_seconds() - c0, wall + time.perf_counter() - t0
-        real_runs.append(fit(source))
+        real_runs.append(fit_once(copy, source, batch_size=size, max_seconds=each))
 
     for _ in range(rounds):
         one_round()
@@ -296,28 +299,18 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     c_rounds = [float(r["examples_per_s"]) for r in ceiling_runs]
     f_rounds = [float(r["examples_per_s"]) for r in real_runs]
     ratios = [c / f for c, f in zip(c_rounds, f_rounds) if f > 0]
-    return {"plain": plain, "ceiling_examples_per_s": _pooled_any(ceiling_runs), "fit_examples_per_s": _pooled_any(real_runs),
+    return {"plain": plain, "ceiling_examples_per_s": pooled(ceiling_runs), "fit_examples_per_s": pooled(real_runs),
             "ceiling_rounds": c_rounds, "fit_rounds": f_rounds, "extra_rounds": extra,
             "input_share": pooled_share(wrapped), "fit_steps": sum(len(r["steps"]) for r in wrapped),
             "model_cores": cpu / wall if wall > 0 else math.nan,
             "headroom": float(np.median(ratios)) if ratios else math.nan}
 
 
-def _pooled_any(runs) -> float:
-    """Examples/s over several runs of ``plain_fit`` (examples over seconds) or ``timed_fit``."""
-    if runs and "steps" not in runs[0]:
-        ex, s = sum(r["examples"] for r in runs), sum(r["seconds"] for r in runs if math.isfinite(r["seconds"]))
-        return ex / s if s > 0 else math.nan
-    return pooled(runs)
-
-
 def fit_rate(copy, batch_size: int):
     """``rate(source, seconds)`` for ``kit.doctor.trial.ab``: examples/s of ``copy`` trained on it
     (a ``tf.data`` source fitted plainly, ``plain_fit``; others through ``timed_fit``)."""
     def rate(source, seconds: float) -> float:
-        if is_dataset(source):
-            return plain_fit(copy, source, batch_size=batch_size, max_seconds=seconds)["examples_per_s"]
-        return timed_fit(copy, source, max_seconds=seconds)["examples_per_s"]
+        return fit_once(copy, source, batch_size=batch_size, max_seconds=seconds)["examples_per_s"]
 
     return rate
 

@@ -260,9 +260,10 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     """Python feeding a tf.data pipeline (``from_generator``, a ``py_function`` / ``numpy_function`` in
     a map, serial or parallel): the Python holds the GIL, so threads cannot run it side by side. Where
     the loader runs it on parallel threads yet keeps at most ``GIL_CORES`` cores busy of two or more,
-    the GIL is measured to be the limit. Predicted from the share of the loader's CPU its Python took,
-    timed in the calls (``python_share``): the loader without it, made end to end, kept between what
-    threads on the free cores give and the whole headroom. Untimed, the range's geometric middle."""
+    the GIL is measured to be the limit. Predicted from the loader without its Python: its share of
+    the loader's time timed in the calls (``python_share``), or, where the Python is the loader, batching
+    alone timed; made end to end, kept between what threads on the free cores give and the whole
+    headroom. Untimed, the range's geometric middle."""
     if graph is None:
         return []
 
@@ -288,25 +289,21 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     low = 1.0 if m.io_wait else (max(NOISE, m.parallel_gain) if gil else m.parallel_gain)
     high = m.cap.factor if math.isfinite(m.cap.factor) else max(low, m.parallel_gain)
     share = python_share(m, parallel=parallel)
-    without = 1 / (1 - share) if math.isfinite(share) else math.nan
-    if math.isfinite(m.batching_rate) and m.batching_rate > 0:
-        without = max(1.0, m.batching_rate / m.loader_rate)
+    replayed = math.isfinite(m.batching_rate) and m.batching_rate > 0
+    without = (max(1.0, m.batching_rate / m.loader_rate) if replayed
+               else 1 / (1 - share) if math.isfinite(share) else math.nan)  # the loader without its Python
     if math.isfinite(without) and not math.isfinite(m.cap.factor):
         high = max(high, without)
     gain, lo, hi = predicted(m, low, high)
     basis = (f"predicted: from what threads on the free cores give, {m.parallel_basis}, to the whole headroom, "
              "the Python work replaced by tf.data ops or a store the graph reads")
-    if math.isfinite(without) and math.isfinite(m.batching_rate):
+    if math.isfinite(without):
         gain = min(hi, max(lo, m.end_to_end(without)))
-        basis = (f"predicted: without its Python the loader only batches, which runs at {m.batching_rate:,.1f} "
-                 f"examples/s on one example replayed, {without:,.2f}x the loader's rate; the tf.data ops doing "
-                 f"the Python's work instead cost some of it back, down to what threads on the free cores give: "
-                 f"{m.parallel_basis}")
-    elif math.isfinite(without):
-        gain = min(hi, max(lo, m.end_to_end(without)))
-        basis = (f"predicted: without its Python, {share:.0%} of the loader's time timed in the calls, the loader "
-                 f"runs {without:,.2f}x faster; the tf.data ops doing that work instead cost some of it back, down "
-                 f"to what threads on the free cores give: {m.parallel_basis}")
+        timed = (f"the loader only batches, which runs at {m.batching_rate:,.1f} examples/s on one example "
+                 f"replayed, {without:,.2f}x the loader's rate" if replayed else
+                 f"{share:.0%} of the loader's time timed in the calls, the loader runs {without:,.2f}x faster")
+        basis = (f"predicted: without its Python, {timed}; the tf.data ops doing its work instead cost some of it "
+                 f"back, down to what threads on the free cores give: {m.parallel_basis}")
     if gil:
         how = (f"the Python runs on parallel threads yet the loader keeps {m.cores_busy:.2f} of {m.cores} cores "
                f"busy: the GIL lets one thread run Python at a time")
@@ -337,10 +334,10 @@ def python_is_the_loader(graph: dict | None) -> bool:
 
 
 def python_share(m: Measured, *, parallel: bool) -> float:
-    """The share of the loader's time its Python takes, timed in the calls (``loader.python_seconds``),
-    at most 0.95 (0.99 against batching alone); NaN where none was timed: the pipeline's threads inside the graph's Python at once
-    (their waits for the GIL counted, the GIL being what holds them), over the threads that could run
-    it, one where the Python runs serially (a generator, a serial map), the cores for a parallel map.
+    """The share of the loader's time its Python takes, at most 0.95 (0.99 against batching alone;
+    NaN where none was timed): timed in the calls (``loader.python_seconds``), the pipeline's threads
+    inside the graph's Python at once (their waits for the GIL counted, the GIL being what holds them),
+    over the threads that could run it, one where the Python runs serially (a generator, a serial map), the cores for a parallel map.
     Where the Python is the loader (``python_is_the_loader``) the rest is timed instead: the share is
     what batching one replayed example (``Measured.batching_rate``) leaves of the loader's time, as
     the crossing into Python and back (the GIL, converting each element) lies outside the calls."""
