@@ -249,6 +249,11 @@ def test_a_generator_that_is_the_whole_loader_is_measured_against_batching_alone
                                          batching_rate=10_000.0))
     assert f.expected_gain == pytest.approx(4.0)  # 100x without the Python, held to the 4x headroom
     assert "the loader only batches" in f.basis and "99% of the loader's time" in f.evidence
+    # A loader that outruns the step alone (L 500/s, C 400/s) yet leaves the fit at a quarter of the
+    # ceiling takes the step's CPU: without its Python that share goes too, not only the waiting.
+    (contended,) = rules.python_source(graph, _m(loader_rate=500.0, python_cores=0.3, python_threads=0.5,
+                                                 batching_rate=50_000.0))
+    assert contended.expected_gain == pytest.approx(4.0 / (1 + 3.0 / 100))
     batch = next(iter(gen.batch(B)))
     assert batching_rate(batch, max_seconds=0.2) > 0
 

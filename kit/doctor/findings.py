@@ -259,6 +259,16 @@ class Measured:
             return loader_gain
         return min(self.headroom, min(C, L * loader_gain) / min(C, L))
 
+    def cheaper_input(self, loader_gain: float) -> float:
+        """What a loader ``loader_gain`` times cheaper gives the fit: the faster of two mechanisms, each
+        never beyond the headroom. The step waits less (``end_to_end``), and the loader takes less of
+        the step's CPU, where it outruns the step alone yet the fit stays under the ceiling: the
+        fit's slowdown, the headroom less one, shrinks with the loader's work, ``H / (1 + (H - 1) / g)``."""
+        H = self.headroom
+        if not math.isfinite(H) or not math.isfinite(loader_gain) or loader_gain <= 0:
+            return self.end_to_end(loader_gain)
+        return min(H, max(self.end_to_end(loader_gain), H / (1 + (H - 1) / loader_gain)))
+
     def free_cores(self) -> float:
         """Cores left for more loader work while the model trains: this process's cores less the
         model step's own and the loader's (at least none)."""

@@ -298,7 +298,7 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     basis = (f"predicted: from what threads on the free cores give, {m.parallel_basis}, to the whole headroom, "
              "the Python work replaced by tf.data ops or a store the graph reads")
     if math.isfinite(without):
-        gain = min(hi, max(lo, m.end_to_end(without)))
+        gain = min(hi, max(lo, m.cheaper_input(without)))
         timed = (f"the loader only batches, which runs at {m.batching_rate:,.1f} examples/s on one example "
                  f"replayed, {without:,.2f}x the loader's rate" if replayed else
                  f"{share:.0%} of the loader's time timed in the calls, the loader runs {without:,.2f}x faster")
