@@ -794,6 +794,48 @@ def test_tfrecord_reads_a_checked_stores_records_straight_into_the_batch(spec_in
             assert orders[0].index(a) // 16 == orders[0].index(b) // 16
 
 
+def test_the_kernels_copy_and_the_piecewise_copy_give_the_same_batches(spec_index, tmp_path, monkeypatch):
+    """Issue 45: where the kernel copies a batch's records in one call (process_vm_readv of the
+    process's own mapping) and where it cannot (a sandbox refusing the call: memcpy a piece),
+    the loader gives the same batches for the same seed, every frame once with its label,
+    the short tail record included."""
+    from kit.spectrogram import records
+
+    if not records._VM_READ.usable():
+        pytest.skip("process_vm_readv is refused here: only the piecewise copy runs")
+    reference = spec_index.read_all()
+    kernel = _epoch_rows(_whole_record_loader(spec_index, tmp_path), reference, spec_index.labels)
+    monkeypatch.setattr(records._VM_READ, "_usable", False)
+    piecewise = _epoch_rows(_whole_record_loader(spec_index, tmp_path), reference, spec_index.labels)
+    assert kernel == piecewise
+
+
+def test_a_shard_cut_short_while_mapped_fails_the_batch_naming_it_not_the_process(spec_index, tmp_path):
+    """Issue 45: a shard cut short between a batch's size check and its copy makes the
+    kernel's copy come up short (EFAULT), an error naming the shard, where a copy through
+    the mapping would have ended the process (SIGBUS)."""
+    from kit.spectrogram import records
+
+    if not records._VM_READ.usable():
+        pytest.skip("process_vm_readv is refused here: the piecewise copy cannot survive this")
+    _whole_record_loader(spec_index, tmp_path)  # builds the store
+    m = store.complete(tmp_path / "tf")
+    tail = m.meta.get("tail_shard")
+    shards = [s for s in m.shards if s["name"] != tail] + [s for s in m.shards if s["name"] == tail]
+    reader = records.RecordReader([tmp_path / "tf" / s["name"] for s in shards], [s["bytes"] for s in shards],
+                                  [s["count"] for s in shards], block=2, frame_shape=spec_index.frame_shape,
+                                  dtype="float32", tail=bool(tail))
+    last = int(reader.starts[1]) - 1  # the first shard's last record
+    x, y = reader.take(np.array([0, last]), np.array([], np.int64))  # mapped, both records read
+    assert len(x) == 4 and len(y) == 4
+    victim = tmp_path / "tf" / shards[0]["name"]
+    os.truncate(victim, 4096)
+    reader._check_size = lambda s: None  # the cut comes after the batch's size check
+    with pytest.raises(store.StoreError, match=f"{victim.name}: .* bytes read .*cut short while it was read"):
+        reader.take(np.array([last]), np.array([], np.int64))
+    reader.release()
+
+
 def test_a_shard_cut_short_or_relaid_after_the_check_fails_the_epoch_naming_it(spec_index, tmp_path):
     """Issue 45: damage after the store was checked at open fails the next epoch with one
     error naming the shard, never a shorter epoch."""

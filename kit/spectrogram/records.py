@@ -9,19 +9,22 @@ times each stage). Here the epoch order is computed as record ids
 the same seed), the shards are memory-mapped side by side in one range of addresses, each at
 a multiple of the record's length, so that every record of the store is a row of one strided
 array (their pages are the page cache's own: nothing of the store is held in the process, and
-the shards are read from the page cache or the disk every epoch), and each batch's records
-are copied once each by ``memcpy`` (the GIL let go), frames and labels straight into the
-batch's arrays, which are used again once nothing refers to them (a fresh buffer faulted its
-pages in at its first write). At the first batch of each window, the runs of its records and of the next window's that are
-not in the page cache are asked of the kernel (``POSIX_FADV_WILLNEED``), a range a run, so
-that a store read from disk is read in large pieces, a window ahead of the copy.
+the shards are read from the page cache or the disk every epoch), and each batch's records are
+copied once each, frames and labels straight into the batch's arrays (used again once nothing
+refers to them: a fresh buffer faulted its pages in at its first write), by the kernel in one
+call a batch (``process_vm_readv`` of the process's own mapping: the GIL let go once, not once a
+record) or, where a sandbox refuses that call, by ``memcpy`` a piece. At the first batch of each
+window, the runs of its records and of the next window's that are not in the page cache are
+asked of the kernel (``POSIX_FADV_WILLNEED``), a range a run, so that a store read from disk is
+read in large pieces, a window ahead of the copy.
 
-Every record's framing states its length: it is checked against the layout before the
-record is copied, and each shard's size against the manifest at every batch, so a shard cut
+Every record's framing states its length: it is read with the record and checked against
+the layout before the batch is given out, and each shard's size against the manifest at every batch, so a shard cut
 short or rewritten since the store was checked fails the epoch with an error naming it,
 never a shorter epoch or a misread. (The CRCs are not computed again: the store's every byte
-was compared with its SHA-256 when it was opened, ``kit.store.check_open``. As with any
-memory map, a shard cut short while a batch is being copied from it ends the process.)
+was compared with its SHA-256 when it was opened, ``kit.store.check_open``. A shard cut short
+while a batch is being copied from it makes the kernel's copy come up short, an error naming
+it; the piecewise copy, like any read through a memory map, ends the process there.)
 """
 
 from __future__ import annotations
@@ -167,20 +170,13 @@ class RecordReader:
         y = _aligned((len(x),), np.dtype("<i8"))
         region = self._use()
         try:
-            for s in np.unique(shard).tolist() + ([len(self.paths) - 1] if short else []):
-                self._check_size(int(s))
-            heads = region.heads[rows]
+            for s in set(shard.tolist()) | ({len(self.paths) - 1} if short else set()):
+                self._check_size(s)
+            heads = self._copy(region, rows, shard, x, y)
             if n and not (heads == self.entry - TFRECORD_FRAMING).all():
                 j = int(np.flatnonzero(heads != self.entry - TFRECORD_FRAMING)[0])
                 raise self._framing(int(shard[j]), int(body[j] - self.starts[shard[j]]) * self.entry, int(heads[j]),
                                     self.entry - TFRECORD_FRAMING)
-            # Each record's frames and labels copied straight into the batch (_COPY).
-            frames, labels = k * self.frame_bytes, 8 * k
-            xp, yp = x.ctypes.data, y.ctypes.data
-            for j, row in enumerate(rows.tolist()):
-                data = region.base + row * self.entry + TFRECORD_HEAD
-                self._memcpy(xp + j * frames, data, frames)
-                self._memcpy(yp + j * labels, data + frames, labels)
             if short:
                 self._tail(region, x[n * k:], y[n * k:])
         finally:
@@ -188,6 +184,45 @@ class RecordReader:
         if len(later) and hasattr(os, "posix_fadvise"):
             self._ask(later[later >= 0])
         return x, y
+
+    def _copy(self, region: "_Region", rows: np.ndarray, shard: np.ndarray, x: np.ndarray,
+              y: np.ndarray) -> np.ndarray:
+        """Copies the records ``rows`` (of shards ``shard``) into ``x`` and ``y``, frames and
+        labels each straight into its place; returns each record's stated length. Where the
+        kernel copies for us (``process_vm_readv`` of this process's own mapping), one call a
+        batch; else one ``memcpy`` a piece (``_COPY``)."""
+        n, k = len(rows), self.block
+        frames, labels = k * self.frame_bytes, 8 * k
+        if n and _VM_READ.usable():
+            heads = np.empty((n, TFRECORD_HEAD), np.uint8)
+            at = np.arange(n, dtype=np.uint64)
+            local = np.empty((n, 3, 2), np.uint64)  # struct iovec {base, length}: head, frames, labels
+            local[:, 0, 0] = heads.ctypes.data + at * TFRECORD_HEAD
+            local[:, 0, 1] = TFRECORD_HEAD
+            local[:, 1, 0] = x.ctypes.data + at * frames
+            local[:, 1, 1] = frames
+            local[:, 2, 0] = y.ctypes.data + at * labels
+            local[:, 2, 1] = labels
+            remote = np.empty((n, 2), np.uint64)  # each record's head, frames and labels: one range
+            remote[:, 0] = region.base + rows.astype(np.uint64) * self.entry
+            remote[:, 1] = TFRECORD_HEAD + frames + labels
+            for a in range(0, n, _VM_READ.RECORDS):
+                m = min(_VM_READ.RECORDS, n - a)
+                want = m * (TFRECORD_HEAD + frames + labels)
+                got = _VM_READ(local[a:a + m], remote[a:a + m])
+                if got != want:  # a shard cut short as it was read: the kernel's EFAULT, not a SIGBUS
+                    j = a + max(0, got) // (TFRECORD_HEAD + frames + labels)
+                    self._check_size(int(shard[j]))
+                    raise store.StoreError(f"{self.paths[int(shard[j])]}: {max(0, got):,} of {want:,} bytes read "
+                                           f"({os.strerror(ctypes.get_errno())}): cut short while it was read")
+            return heads[:, :8].copy().view("<u8")[:, 0]
+        heads = region.heads[rows]
+        xp, yp = x.ctypes.data, y.ctypes.data
+        for j, row in enumerate(rows.tolist()):
+            data = region.base + row * self.entry + TFRECORD_HEAD
+            self._memcpy(xp + j * frames, data, frames)
+            self._memcpy(yp + j * labels, data + frames, labels)
+        return heads
 
     def _tail(self, region: "_Region", x: np.ndarray, y: np.ndarray) -> None:
         s, m = len(self.paths) - 1, len(x)
@@ -272,6 +307,44 @@ _libc.memcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
 #: (holding it, they took turns: 0.35x of ``in_memory`` alone against 0.51x letting it go,
 #: side by side; beside the bench's other loaders 0.62x and 0.67x).
 _COPY = _libc.memcpy
+
+
+class _VMRead:
+    """``process_vm_readv(2)`` of this process's own memory: many ranges copied by the kernel
+    in one call, the GIL let go once (not once a piece, as ``_COPY`` is: beside other
+    Python threads each piece waited for the GIL back), and a range the mapping no longer
+    backs (a shard cut short) a short count rather than a SIGBUS. Usable where a first call
+    succeeds (a sandbox may refuse the system call: the copies are then ``_COPY``'s)."""
+
+    RECORDS = 256  # records a call: 3 pieces each, within IOV_MAX (1,024)
+
+    def __init__(self):
+        self._usable: bool | None = None
+        self._call = getattr(_libc, "process_vm_readv", None)
+        if self._call is not None:
+            self._call.restype = ctypes.c_ssize_t
+            self._call.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong,
+                                   ctypes.c_ulong]
+
+    def usable(self) -> bool:
+        if self._usable is None:
+            self._usable = self._call is not None and self._probe()
+        return self._usable
+
+    def _probe(self) -> bool:
+        src, dst = np.arange(8, dtype=np.uint8), np.zeros(8, np.uint8)
+        local = np.array([[dst.ctypes.data, 8]], np.uint64)
+        remote = np.array([[src.ctypes.data, 8]], np.uint64)
+        return self(local, remote) == 8 and bool((dst == src).all())
+
+    def __call__(self, local: np.ndarray, remote: np.ndarray) -> int:
+        """Copies ``remote``'s ranges into ``local``'s (``(n, 2)`` or ``(n, 3, 2)`` arrays of
+        ``{address, length}``); returns the bytes copied, -1 on an error (``errno`` set)."""
+        assert self._call is not None
+        return self._call(os.getpid(), local.ctypes.data, local.size // 2, remote.ctypes.data, remote.size // 2, 0)
+
+
+_VM_READ = _VMRead()
 
 
 def _map(at, length: int, prot: int, flags: int, fd: int) -> int:
