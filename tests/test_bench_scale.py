@@ -358,6 +358,13 @@ def test_the_stage_holding_the_tfrecord_warm_epoch_back_is_reading_or_the_rest()
     assert s.startswith("reading the records: reading the records alone") and s.endswith(
         "reading alone takes longer than the 10.0 s the target allows"), s
     assert "other 8.0 s (40%)" in s
+    # A float16 store: the same pass converting each batch to float32 takes 9.0 s of the 20.0.
+    s = scale_report.warm_stage(warm_s=20.0, read_s=5.0, convert_s=14.0, frames=1_000_000,
+                                gather_frames_per_s=200_000)
+    assert s == ("converting to float32: reading the records alone (in shard order, nothing permuted) takes 5.0 s, "
+                 "25% of the warm epoch's 20.0 s; converting them to float32 as the loader does (the memory gather "
+                 "converts too) 9.0 s (45%); the epoch's order, guard and prefetch the other 6.0 s (30%); the target "
+                 "allows 10.0 s")
 
 
 def test_the_limits_are_each_kinds_faster_read_before_and_after_the_cold_epochs(tmp_path, monkeypatch):

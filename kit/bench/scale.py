@@ -310,9 +310,14 @@ class _Run:
         cached = cached_fraction(tf_files)
         (records, nbytes, s), wall, cpu, _ = cpu_used(read_records, folder, manifest)
         self.read_pass = {"records": records, "bytes": nbytes, "seconds": s, "cpu_cores": cpu / wall,
-                          "cached_before": cached}
+                          "cached_before": cached, "convert_seconds": None}
+        if c.dtype != "float32":  # the loader converts each batch to float32: that pass too, as a stage
+            converted = read_records(folder, manifest, convert=True)
+            self.read_pass["convert_seconds"] = None if converted is None else converted[2]
+        conv = self.read_pass["convert_seconds"]
         self.log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in self.found[-2:])
-                 + f"; its records alone (nothing decoded) {s:.1f} s")
+                 + f"; its records alone (nothing decoded) {s:.1f} s"
+                 + ("" if conv is None else f", converted to float32 {conv:.1f} s"))
 
     def grain_epochs(self) -> None:
         """grain, where measured: cold between its store's limits' reads (the TFRecord store's
@@ -382,7 +387,8 @@ class _Run:
                                       disk_bytes_per_s=self.limits.rate("disk", variant))
             else:
                 sentence = warm_stage(warm_s=r["epoch_s"], read_s=self.read_pass["seconds"], frames=self.n,
-                                      gather_frames_per_s=self.gather)
+                                      gather_frames_per_s=self.gather,
+                                      convert_s=self.read_pass.get("convert_seconds"))
             short[f"{variant} {state}"] = sentence
             sel = (df["variant"] == variant) & (df["state"] == state) & df["measured"]
             df.loc[sel, "basis"] = df.loc[sel, "basis"] + f"; short of its target ({target}): {sentence}"

@@ -116,15 +116,17 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
     return count, took
 
 
-def read_records(folder: Path, manifest) -> tuple[int, int, float]:
+def read_records(folder: Path, manifest, *, convert: bool = False) -> tuple[int, int, float] | None:
     """One pass over a ``tfrecord`` store's records read as its loader reads them, and nothing
     else: for a store checked at open, every record copied once into batches of 8 records from
-    the mapped shards (``kit.spectrogram.records``), in shard order; else the shards
+    the mapped shards (``kit.spectrogram.records``), in shard order (with ``convert``, each
+    batch's frames then converted to float32 as the loader converts a float16 store's); else the shards
     ``TFRecordOptions().cycle_length`` at a time through ``TFRecordDataset``, each read ahead
     in its own thread, the tail's short record after them, nothing decoded; no shuffle.
     Returns ``(records, bytes, seconds)`` (the records' data, framing included for
     fixed-length pieces; the seconds of the pass, not of building it). The warm epoch less
-    this pass is what the loader's order, guard and the rest cost (``scale_report.warm_stage``)."""
+    this pass is what the loader's order, guard and the rest cost (``scale_report.warm_stage``).
+    None with ``convert`` where the store is not read record by record."""
     opts = TFRecordOptions()
     tail_name = manifest.meta.get("tail_shard")
     body = [s for s in manifest.shards if s.name != tail_name]
@@ -135,7 +137,9 @@ def read_records(folder: Path, manifest) -> tuple[int, int, float]:
     paths = [str(Path(folder) / s.name) for s in shards]
     shape, dtype = tuple(manifest.meta["frame_shape"]), manifest.meta.get("dtype", "float32")
     if checked and body and RecordReader.available(paths, [s.bytes for s in shards], block, shape, dtype):
-        return _copy_records(paths, shards, block, shape, dtype, bool(tail))
+        return _copy_records(paths, shards, block, shape, dtype, bool(tail), convert=convert)
+    if convert:
+        return None
 
     def records(names, fixed):
         if fixed:  # every body shard: whole records of one length, then an empty end record
@@ -169,10 +173,11 @@ def read_records(folder: Path, manifest) -> tuple[int, int, float]:
     return int(count), int(nbytes), seconds
 
 
-def _copy_records(paths, shards, block, shape, dtype, tail) -> tuple[int, int, float]:
+def _copy_records(paths, shards, block, shape, dtype, tail, *, convert=False) -> tuple[int, int, float]:
     """``read_records`` for a store the loader reads record by record (``kit.spectrogram.records``):
     every record copied once into batches of the loader's 8 records, in shard order, on the
-    loader's parallel calls; nothing permuted, guarded or prefetched."""
+    loader's parallel calls (with ``convert``, the frames then cast to float32 in the same
+    call, as the loader does); nothing permuted, guarded or prefetched."""
     reader = RecordReader(paths, [s.bytes for s in shards], [s.count for s in shards], block=block,
                           frame_shape=shape, dtype=dtype, tail=tail)
     total = int(reader.starts[-1]) + (1 if tail else 0)  # the tail's short record last
@@ -182,12 +187,13 @@ def _copy_records(paths, shards, block, shape, dtype, tail) -> tuple[int, int, f
     def take(ids):
         x, y = tf.numpy_function(reader.take, [ids, tf.zeros([0], tf.int64)], (tf.as_dtype(dtype), tf.int64),
                                  stateful=False)
-        return tf.cast(tf.size(x) * item + tf.size(y) * 8, tf.int64)
+        # Converted, the float32 frames are the element (computed, as a dataset's elements are).
+        return (tf.cast(x, tf.float32) if convert else x), y
 
     ds = tf.data.Dataset.range(total).batch(k).map(take, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.with_options(untuned_options())  # as the kit's loaders
     t0 = time.perf_counter()
-    nbytes = ds.reduce(np.int64(0), lambda acc, b: acc + b)
+    nbytes = ds.reduce(np.int64(0), lambda acc, b: acc + tf.cast(tf.size(b[0]) * item + tf.size(b[1]) * 8, tf.int64))
     seconds = time.perf_counter() - t0
     reader.release()
     return total, int(nbytes), seconds

@@ -175,19 +175,26 @@ def cold_stage(variant: str, *, cold_s: float, warm_s: float, cpu_cores: float, 
 
 
 def warm_stage(*, warm_s: float, read_s: float, frames: int, gather_frames_per_s: float,
+               convert_s: float | None = None,
                minimum: float = TARGETS["tfrecord_warm_fraction_of_gather_min"]) -> str:
     """The stage that holds the tfrecord warm row short of ``minimum`` of the memory gather:
     its warm epoch ``warm_s`` split into reading its records (``read_s``: one warm pass over
-    them in shard order, ``scale_data.read_records``) and the rest (the epoch's order, its
-    guard, the prefetch), the larger share named."""
+    them in shard order, ``scale_data.read_records``), converting them to float32 where the
+    loader does (``convert_s``: the same pass with the conversion; the memory gather
+    converts too), and the rest (the epoch's order, its guard, the prefetch), the largest
+    share named."""
     target_s = frames / (minimum * gather_frames_per_s)
-    rest = max(0.0, warm_s - read_s)
-    stage = "reading the records" if read_s >= rest else "order/guard"
+    convert = max(0.0, convert_s - read_s) if convert_s is not None else 0.0
+    rest = max(0.0, warm_s - read_s - convert)
+    shares = {"reading the records": read_s, "converting to float32": convert, "order/guard": rest}
+    stage = max(shares, key=lambda name: shares[name])  # ties: the first, reading
     alone = (f"; reading alone takes longer than the {target_s:.1f} s the target allows" if read_s > target_s
              else f"; the target allows {target_s:.1f} s")
+    converting = ("" if convert_s is None else f"; converting them to float32 as the loader does (the memory gather "
+                  f"converts too) {convert:.1f} s ({convert / warm_s:.0%})")
     return (f"{stage}: reading the records alone (in shard order, nothing permuted) takes {read_s:.1f} s, "
-            f"{read_s / warm_s:.0%} of the warm epoch's {warm_s:.1f} s; the epoch's order, guard and prefetch the other "
-            f"{rest:.1f} s ({rest / warm_s:.0%}){alone}")
+            f"{read_s / warm_s:.0%} of the warm epoch's {warm_s:.1f} s{converting}; the epoch's order, guard and "
+            f"prefetch the other {rest:.1f} s ({rest / warm_s:.0%}){alone}")
 
 
 def targets_met(df: pd.DataFrame, checks: dict, cached_after: dict | None = None) -> dict:

@@ -152,7 +152,8 @@ class RecordReader:
     def take(self, ids: np.ndarray, later: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The frames ``(n, H*W)`` in the store's dtype and labels ``(n,)`` of the records
         ``ids`` (-1: none; the tail's record, id ``sum(records)``, only last), in that order;
-        of the records ``later``, those not in the page cache are asked of the kernel.
+        of the records ``later`` (-1 pads them; none when the first is -1), those not in the
+        page cache are asked of the kernel.
 
         Raises:
             kit.store.StoreError: a shard of another size than its manifest's, or a record
@@ -181,7 +182,7 @@ class RecordReader:
                 self._tail(region, x[n * k:], y[n * k:])
         finally:
             self._done(region)
-        if len(later) and hasattr(os, "posix_fadvise"):
+        if len(later) and later[0] >= 0 and hasattr(os, "posix_fadvise"):  # a window's first batch
             self._ask(later[later >= 0])
         return x, y
 
