@@ -344,6 +344,16 @@ def test_the_stage_holding_a_cold_epoch_back_is_named_from_the_runs_figures():
     assert s == ("read-ahead: neither the disk nor the CPU is used fully: the cold epochs read 300 MB/s, 0.50 of "
                  "the page-in limit's 600 MB/s (the disk alone 900 MB/s), with 0.90 of the 2 usable cores busy")
     assert "WARNING" not in s  # a stage sentence is no warning: targets_met keeps its verdict
+    # The records alone, copied cold in shard order, no faster than the epochs: the copy's reads hold them.
+    s = scale_report.cold_stage("tfrecord", cold_s=40.0, warm_s=10.0, cpu_cores=0.9, kernel_cores=0.5,
+                                copy_cold_bytes_per_s=290e6, **common)
+    assert s.endswith("; the records alone, copied cold in shard order with nothing asked ahead, read 290 MB/s "
+                      "(0.48 of the limit), so the copy's own reads (each page it lacks read as it faults), not the "
+                      "epoch's order, hold the epoch back"), s
+    s = scale_report.cold_stage("tfrecord", cold_s=40.0, warm_s=10.0, cpu_cores=0.9, kernel_cores=0.5,
+                                copy_cold_bytes_per_s=500e6, **common)
+    assert s.endswith("read 500 MB/s (0.83 of the limit), so the epoch's order (records permuted in windows) "
+                      "costs the rest"), s
 
 
 def test_the_stage_holding_the_tfrecord_warm_epoch_back_is_reading_or_the_rest():

@@ -297,26 +297,30 @@ class _Run:
 
     def tfrecord_epochs(self) -> None:
         """tfrecord, cold between its limits' reads (the memmap store's pages dropped, to make
-        room), then warm, then one warm pass over its records with nothing decoded."""
+        room), one cold pass over its records in shard order, then warm, then one warm pass
+        over its records with nothing decoded (and one converting them, for a float16 store)."""
         c, (folder, manifest, tf_files) = self.c, self.stores["tfrecord"]
         evict(self.stores["memmap"][2])
         self.limits.read("tfrecord", "before")
         self.found.append(self.epochs("tfrecord", "cold", self.loader("tfrecord"), "page-in", tf_files,
                                       repeats=c.cold_epochs))
         self.limits.read("tfrecord", "after")
+        evict(tf_files)  # its records alone, copied cold in shard order: the copy's own read rate (cold_stage)
+        cold_copy, _, _, _ = cpu_used(read_records, folder, manifest)
         read_through(tf_files)
         self.found.append(self.epochs("tfrecord", "warm", self.loader("tfrecord"), "memory", tf_files,
                                       repeats=c.warm_epochs))
         cached = cached_fraction(tf_files)
         (records, nbytes, s), wall, cpu, _ = cpu_used(read_records, folder, manifest)
         self.read_pass = {"records": records, "bytes": nbytes, "seconds": s, "cpu_cores": cpu / wall,
-                          "cached_before": cached, "convert_seconds": None}
+                          "cached_before": cached, "convert_seconds": None, "cold_seconds": cold_copy[2],
+                          "cold_bytes": cold_copy[1]}
         if c.dtype != "float32":  # the loader converts each batch to float32: that pass too, as a stage
             converted = read_records(folder, manifest, convert=True)
             self.read_pass["convert_seconds"] = None if converted is None else converted[2]
         conv = self.read_pass["convert_seconds"]
         self.log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in self.found[-2:])
-                 + f"; its records alone (nothing decoded) {s:.1f} s"
+                 + f"; its records alone (nothing decoded) {s:.1f} s, copied cold in shard order {cold_copy[2]:.1f} s"
                  + ("" if conv is None else f", converted to float32 {conv:.1f} s"))
 
     def grain_epochs(self) -> None:
@@ -384,7 +388,9 @@ class _Run:
                                       kernel_cores=r["kernel_cores"], warm_kernel_cores=w["kernel_cores"],
                                       usable=usable_cpus(), store_bytes=self.store_bytes[variant],
                                       page_in_bytes_per_s=self.limits.rate("page-in", variant),
-                                      disk_bytes_per_s=self.limits.rate("disk", variant))
+                                      disk_bytes_per_s=self.limits.rate("disk", variant),
+                                      copy_cold_bytes_per_s=(self.read_pass["cold_bytes"] / self.read_pass["cold_seconds"]
+                                                             if variant == "tfrecord" else None))
             else:
                 sentence = warm_stage(warm_s=r["epoch_s"], read_s=self.read_pass["seconds"], frames=self.n,
                                       gather_frames_per_s=self.gather,

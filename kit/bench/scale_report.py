@@ -135,9 +135,14 @@ def spread(times) -> float:
     return (max(times) - min(times)) / float(np.median(times))
 
 
+#: A cold copy in shard order at most this many times the cold epochs' rate reads no faster
+#: than the epochs do: their order is not what holds them back.
+COPY_LIKE = 1.05
+
+
 def cold_stage(variant: str, *, cold_s: float, warm_s: float, cpu_cores: float, kernel_cores: float,
                warm_kernel_cores: float, usable: int, store_bytes: int, page_in_bytes_per_s: float,
-               disk_bytes_per_s: float) -> str:
+               disk_bytes_per_s: float, copy_cold_bytes_per_s: float | None = None) -> str:
     """The stage that holds a cold row short of its target, named from the run's own figures.
 
     Args:
@@ -147,6 +152,8 @@ def cold_stage(variant: str, *, cold_s: float, warm_s: float, cpu_cores: float, 
         warm_kernel_cores: the kernel's CPU seconds per second of the warm epochs.
         usable: the cores this process may use (``kit.util.usable_cpus``).
         store_bytes: the store's size; page_in_bytes_per_s, disk_bytes_per_s: its limits.
+        copy_cold_bytes_per_s: tfrecord's records alone copied cold, in shard order with
+            nothing asked ahead (``scale_data.read_records`` after an eviction), where measured.
 
     Returns:
         In order: the warm epoch at least ``WARM_BOUND`` of the cold one: the loader's own
@@ -168,10 +175,17 @@ def cold_stage(variant: str, *, cold_s: float, warm_s: float, cpu_cores: float, 
                 f"{kernel_cores:.2f} in the kernel; bringing pages in (the kernel's CPU beyond the warm epoch's) took "
                 f"{paging:.2f} cores, {paging / cpu_cores:.0%} of the CPU used, about "
                 f"{paging * cold_s / store_bytes * 1e9:.1f} CPU-s per GB")
-    return (f"read-ahead: neither the disk nor the CPU is used fully: the cold epochs read {rate / 1e6:,.0f} MB/s, "
-            f"{rate / page_in_bytes_per_s:.2f} of the page-in limit's {page_in_bytes_per_s / 1e6:,.0f} MB/s "
-            f"(the disk alone {disk_bytes_per_s / 1e6:,.0f} MB/s), with {cpu_cores:.2f} of the {usable} usable "
-            f"cores busy")
+    sentence = (f"read-ahead: neither the disk nor the CPU is used fully: the cold epochs read {rate / 1e6:,.0f} "
+                f"MB/s, {rate / page_in_bytes_per_s:.2f} of the page-in limit's {page_in_bytes_per_s / 1e6:,.0f} MB/s "
+                f"(the disk alone {disk_bytes_per_s / 1e6:,.0f} MB/s), with {cpu_cores:.2f} of the {usable} usable "
+                f"cores busy")
+    if copy_cold_bytes_per_s is None:
+        return sentence
+    c = copy_cold_bytes_per_s
+    why = ("so the copy's own reads (each page it lacks read as it faults), not the epoch's order, hold the epoch "
+           "back" if c <= COPY_LIKE * rate else "so the epoch's order (records permuted in windows) costs the rest")
+    return (f"{sentence}; the records alone, copied cold in shard order with nothing asked ahead, read "
+            f"{c / 1e6:,.0f} MB/s ({c / page_in_bytes_per_s:.2f} of the limit), {why}")
 
 
 def warm_stage(*, warm_s: float, read_s: float, frames: int, gather_frames_per_s: float,
