@@ -319,7 +319,7 @@ class _VMRead:
 
     RECORDS = 256  # records a call: 3 pieces each, within IOV_MAX (1,024)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._usable: bool | None = None
         self._call = getattr(_libc, "process_vm_readv", None)
         if self._call is not None:
