@@ -180,6 +180,9 @@ def test_bench_scale_command_json(tmp_path):
     read = result["tfrecord_read"]
     assert read["records"] == 3000 // 32 + 1, read  # records of 32 frames, and the tail's short one
     assert read["bytes"] >= 3000 * 96 * 64 * 2 and read["seconds"] > 0, read
+    # The same, copied cold (a read-ahead stream beside it), and converted to float32 as the loader does.
+    assert read["cold_bytes"] == read["bytes"] and read["cold_seconds"] > 0, read
+    assert read["convert_seconds"] > 0, read
     tf_warm = next(r for r in rows if r["variant"] == "tfrecord" and r["state"] == "warm" and r["measured"])
     assert f"its records alone, read warm with nothing decoded, shuffled or batched: {read['seconds']:.1f} s" \
         in tf_warm["basis"], tf_warm
@@ -344,16 +347,17 @@ def test_the_stage_holding_a_cold_epoch_back_is_named_from_the_runs_figures():
     assert s == ("read-ahead: neither the disk nor the CPU is used fully: the cold epochs read 300 MB/s, 0.50 of "
                  "the page-in limit's 600 MB/s (the disk alone 900 MB/s), with 0.90 of the 2 usable cores busy")
     assert "WARNING" not in s  # a stage sentence is no warning: targets_met keeps its verdict
-    # The records alone, copied cold in shard order, no faster than the epochs: the copy's reads hold them.
+    # The records alone, copied cold in shard order (their pages streamed ahead), no faster than the
+    # epochs: the copy holds them back; much faster: the epoch's order does.
     s = scale_report.cold_stage("tfrecord", cold_s=40.0, warm_s=10.0, cpu_cores=0.9, kernel_cores=0.5,
                                 copy_cold_bytes_per_s=290e6, **common)
-    assert s.endswith("; the records alone, copied cold in shard order with nothing asked ahead, read 290 MB/s "
-                      "(0.48 of the limit), so the copy's own reads (each page it lacks read as it faults), not the "
-                      "epoch's order, hold the epoch back"), s
+    assert s.endswith("; the records alone, copied cold in shard order with the limit's read-ahead streaming beside "
+                      "them, read 290 MB/s (0.48 of the limit), so the copy itself, not the epoch's order, holds the "
+                      "epoch back"), s
     s = scale_report.cold_stage("tfrecord", cold_s=40.0, warm_s=10.0, cpu_cores=0.9, kernel_cores=0.5,
                                 copy_cold_bytes_per_s=500e6, **common)
-    assert s.endswith("read 500 MB/s (0.83 of the limit), so the epoch's order (records permuted in windows) "
-                      "costs the rest"), s
+    assert s.endswith("read 500 MB/s (0.83 of the limit), so the epoch's order (records permuted in windows of "
+                      "interleaved shards) costs the rest"), s
 
 
 def test_the_stage_holding_the_tfrecord_warm_epoch_back_is_reading_or_the_rest():

@@ -26,7 +26,7 @@ from kit.spectrogram.records import RecordReader
 from kit.util import usable_cpus
 
 __all__ = ["FRAMES_PER_FILE", "FRAME_SHAPE", "data_folder", "frame_bytes", "needed_bytes", "make_data",
-           "store_files", "memory_gather_rate", "read_records", "feature_cache", "row"]
+           "store_files", "memory_gather_rate", "read_records", "read_records_streamed", "feature_cache", "row"]
 
 FRAMES_PER_FILE = 100
 FRAME_SHAPE = (96, 64)
@@ -171,6 +171,34 @@ def read_records(folder: Path, manifest, *, convert: bool = False) -> tuple[int,
     if int(count) != want:
         raise RuntimeError(f"{folder}: read {int(count):,} records, the manifest's shards hold {want:,}")
     return int(count), int(nbytes), seconds
+
+
+#: The longest the bench waits for ``read_records_streamed``'s read-ahead thread to end after the
+#: copy: its read of the whole store (seconds at a disk's rate; far longer means it is stuck).
+STREAM_JOIN_S = 600.0
+
+
+def read_records_streamed(folder: Path, manifest, files) -> tuple[int, int, float] | None:
+    """``read_records`` of a cold store, with the page-in limit's read-ahead streaming ``files``
+    (its shards, in the order the pass copies them) beside it in a thread
+    (``kit.system.pagecache.cache_through``: the kernel asked for 8 pieces of 16 MB ahead,
+    nothing copied): the copy's own rate where what it reads next is asked for in time,
+    in the order it reads. None where the store is not read record by record."""
+    import threading
+
+    from kit.system.pagecache import cache_through
+
+    tail_name = manifest.meta.get("tail_shard")
+    ordered = sorted(files, key=lambda f: Path(f).name == tail_name)  # the tail's shard last, as copied
+    ahead = threading.Thread(target=cache_through, args=(ordered,), daemon=True, name="kit-read-ahead")
+    ahead.start()
+    try:
+        got = read_records(folder, manifest, convert=False)
+    finally:
+        ahead.join(timeout=STREAM_JOIN_S)
+    if ahead.is_alive():
+        raise RuntimeError(f"the read-ahead beside the cold copy of {folder} did not end in {STREAM_JOIN_S:g} s")
+    return got
 
 
 def _copy_records(paths, shards, block, shape, dtype, tail, *, convert=False) -> tuple[int, int, float]:

@@ -135,8 +135,8 @@ def spread(times) -> float:
     return (max(times) - min(times)) / float(np.median(times))
 
 
-#: A cold copy in shard order at most this many times the cold epochs' rate reads no faster
-#: than the epochs do: their order is not what holds them back.
+#: A cold copy in shard order, its pages asked for in time, at most this many times the cold
+#: epochs' rate reads no faster than the epochs do: their order is not what holds them back.
 COPY_LIKE = 1.05
 
 
@@ -152,8 +152,9 @@ def cold_stage(variant: str, *, cold_s: float, warm_s: float, cpu_cores: float, 
         warm_kernel_cores: the kernel's CPU seconds per second of the warm epochs.
         usable: the cores this process may use (``kit.util.usable_cpus``).
         store_bytes: the store's size; page_in_bytes_per_s, disk_bytes_per_s: its limits.
-        copy_cold_bytes_per_s: tfrecord's records alone copied cold, in shard order with
-            nothing asked ahead (``scale_data.read_records`` after an eviction), where measured.
+        copy_cold_bytes_per_s: tfrecord's records alone copied cold, in shard order with the
+            page-in limit's read-ahead streaming beside them (``scale_data.read_records_streamed``
+            after an eviction), where measured.
 
     Returns:
         In order: the warm epoch at least ``WARM_BOUND`` of the cold one: the loader's own
@@ -182,10 +183,10 @@ def cold_stage(variant: str, *, cold_s: float, warm_s: float, cpu_cores: float, 
     if copy_cold_bytes_per_s is None:
         return sentence
     c = copy_cold_bytes_per_s
-    why = ("so the copy's own reads (each page it lacks read as it faults), not the epoch's order, hold the epoch "
-           "back" if c <= COPY_LIKE * rate else "so the epoch's order (records permuted in windows) costs the rest")
-    return (f"{sentence}; the records alone, copied cold in shard order with nothing asked ahead, read "
-            f"{c / 1e6:,.0f} MB/s ({c / page_in_bytes_per_s:.2f} of the limit), {why}")
+    why = ("so the copy itself, not the epoch's order, holds the epoch back" if c <= COPY_LIKE * rate
+           else "so the epoch's order (records permuted in windows of interleaved shards) costs the rest")
+    return (f"{sentence}; the records alone, copied cold in shard order with the limit's read-ahead streaming beside "
+            f"them, read {c / 1e6:,.0f} MB/s ({c / page_in_bytes_per_s:.2f} of the limit), {why}")
 
 
 def warm_stage(*, warm_s: float, read_s: float, frames: int, gather_frames_per_s: float,
