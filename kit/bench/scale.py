@@ -298,8 +298,9 @@ class _Run:
 
     def tfrecord_epochs(self) -> None:
         """tfrecord, cold between its limits' reads (the memmap store's pages dropped, to make
-        room), one cold pass over its records in shard order (a read-ahead stream beside it), then warm, then one warm pass
-        over its records with nothing decoded (and one converting them, for a float16 store)."""
+        room), one cold pass over its records in shard order (a read-ahead stream beside it),
+        then warm, then one warm pass over its records with nothing decoded (and one converting
+        them, for a float16 store)."""
         c, (folder, manifest, tf_files) = self.c, self.stores["tfrecord"]
         evict(self.stores["memmap"][2])
         self.limits.read("tfrecord", "before")

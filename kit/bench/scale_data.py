@@ -193,7 +193,7 @@ def read_records_streamed(folder: Path, manifest, files) -> tuple[int, int, floa
     ahead = threading.Thread(target=cache_through, args=(ordered,), daemon=True, name="kit-read-ahead")
     ahead.start()
     try:
-        got = read_records(folder, manifest, convert=False)
+        got = read_records(folder, manifest)
     finally:
         ahead.join(timeout=STREAM_JOIN_S)
     if ahead.is_alive():

@@ -19,9 +19,9 @@ asked of the kernel (``POSIX_FADV_WILLNEED``), a range a run, so that a store re
 read in large pieces, a window ahead of the copy.
 
 Every record's framing states its length: it is read with the record and checked against
-the layout before the batch is given out, and each shard's size against the manifest at every batch, so a shard cut
-short or rewritten since the store was checked fails the epoch with an error naming it,
-never a shorter epoch or a misread. (The CRCs are not computed again: the store's every byte
+the layout before the batch is given out, and each shard's size against the manifest at
+every batch, so a shard cut short or rewritten since the store was checked fails the epoch
+with an error naming it, never a shorter epoch or a misread. (The CRCs are not computed again: the store's every byte
 was compared with its SHA-256 when it was opened, ``kit.store.check_open``. A shard cut short
 while a batch is being copied from it makes the kernel's copy come up short, an error naming
 it; the piecewise copy, like any read through a memory map, ends the process there.)
