@@ -17,7 +17,6 @@ from kit import store
 from kit.cases import registry
 from kit.errors import DataError
 from kit.store import StoreError
-from kit.system.memory import keep_freed_memory
 from kit.util import non_negative_int
 
 __all__ = ["main", "build_parser", "PLUGINS"]
@@ -98,10 +97,6 @@ def main(argv=None) -> int:
     # iterator under symbolic checkpointing: about 24,000 lines in one `bench scale` run,
     # burying what the command prints. (Notebooks and `make demo` set the same level.)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    # Before any batch: freed batch buffers stay mapped for the next one (kit.system.memory;
-    # KIT_MALLOC=default leaves malloc alone). Every bench result records which.
-    keep_freed_memory()
-
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)  # a command's --debug: the full traceback, not one line
     try:

@@ -39,7 +39,6 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from kit.store import default_workdir
-from kit.system.memory import malloc_setting
 
 __all__ = [
     'DEFAULT_PATH',
@@ -75,8 +74,7 @@ def _cpu_model() -> str | None:
 
 
 def this_machine() -> dict:
-    """What the figures were measured on: host, CPU model and cores, GPUs, versions, and
-    whether malloc kept freed batch buffers (``kit.system.memory.malloc_setting``)."""
+    """What the figures were measured on: host, CPU model and cores, GPUs, versions."""
     info: dict[str, Any] = {
         "host": platform.node(),
         "cpu_model": _cpu_model(),
@@ -84,7 +82,6 @@ def this_machine() -> dict:
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "malloc": malloc_setting(),
     }
     try:
         import tensorflow as tf  # keeps kit.results light: TensorFlow (optional there)

@@ -22,7 +22,6 @@ import kit
 from kit.cache.reuse import record_for_life
 from kit.notebook.records import shell, show
 from kit.report.noise import keep_stderr_quiet
-from kit.system.memory import keep_freed_memory
 from kit.util import VERSION_FLOORS
 
 __all__ = ["setup", "versions", "fast", "headline", "FAST_NOTE"]
@@ -106,8 +105,7 @@ def setup(*, fast: bool | None = None, gpu_hint: str | None = None, log_level: s
     Sets TensorFlow's C++ log level (unless already set) and its Python logger to
     errors; in a Jupyter kernel, drops from its stderr the lines TensorFlow prints
     whatever the level (``kit.report.noise.NOISE``: the absl banner, oneDNN's and the CUDA
-    probes' lines) while every other line, errors included, still shows; keeps freed
-    batch buffers mapped for the next batch (``kit.system.memory.keep_freed_memory``), filters
+    probes' lines) while every other line, errors included, still shows; filters
     the Keras warnings that do not apply to kit loaders, sets the plotly renderer
     (``$PLOTLY_RENDERER``, else ``plotly_mimetype``: each figure is its JSON, which JupyterLab
     draws with its own plotly.js and ``kit.report`` with the reports folder's one copy, so an
@@ -131,7 +129,6 @@ def setup(*, fast: bool | None = None, gpu_hint: str | None = None, log_level: s
     if quiet and _in_kernel():
         # Before TensorFlow loads: what it prints at load time ignores the log level.
         keep_stderr_quiet()
-    keep_freed_memory()  # freed batch buffers stay mapped for the next batch (kit.system.memory)
     record_for_life()  # under `python -m kit demo`: which cache entries this notebook reused
     for message in _IGNORED:
         warnings.filterwarnings("ignore", message=message)
