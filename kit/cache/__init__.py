@@ -1,12 +1,6 @@
-"""The kit cache (``$KIT_CACHE``, default ``~/.cache/kit``): what is in it, what a run reused, trimming it.
-
-* ``scan``, ``summary``, ``root`` (``kit.cache.entries``): every entry with its size, age and
-  what built it; only the kit's own entries are ever removed;
-* ``clean`` (``kit.cache.trim``): the kit's entries removed, oldest first, until a budget holds,
-  leaving alone what another process holds;
-* ``recording``, ``reuse_report``, ``used_by_others``, ``record_for_life`` (``kit.cache.reuse``):
-  which entries a run reused and which it built;
-* ``register`` (``kit.cache.command``): ``python -m kit cache [--clean ...]``.
+"""The kit cache (``$KIT_CACHE``, default ``~/.cache/kit``): what is in it (``scan``, ``summary``),
+what a run reused (``recording``, ``reuse_report``), trimming it (``clean``), and ``python -m kit cache``.
+Only the kit's own entries are ever removed.
 """
 
 from kit.cache.command import register

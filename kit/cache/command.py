@@ -1,18 +1,6 @@
-"""The kit cache's command, ``python -m kit cache``: the listing, and ``--clean`` trimming it;
-``kit.cache`` lists the names users call.
-
-``python -m kit cache`` lists every entry of the cache (``$KIT_CACHE``, default ``~/.cache/kit``)
-with its size, age and what built it; ``python -m kit cache --clean --older-than 7d`` or
-``--max-size 2GB`` removes the kit's entries, oldest first, until the budget holds.
-
-The parts:
-
-* ``kit.cache.entries``: what is in the cache, and which entries the kit made (only those are
-  ever removed; anything else is listed as not the kit's and left alone);
-* ``kit.cache.trim``: trimming it to a budget, leaving alone what another process holds;
-* ``kit.cache.reuse``: which entries a run reused and which it built (``recording``,
-  ``reuse_report``).
-"""
+"""``python -m kit cache``: every entry of the kit cache with its size, age and what built it;
+``--clean --older-than 7d`` or ``--max-size 2GB`` removes the kit's entries, oldest first, until the
+budget holds."""
 
 from __future__ import annotations
 
@@ -42,9 +30,6 @@ def parse_age(text: str) -> float:
     if not m or m.group(2).lower() not in _AGES:
         raise argparse.ArgumentTypeError(f"expected an age such as 30min, 12h or 7d, got {text!r}")
     return float(m.group(1)) * _AGES[m.group(2).lower()]
-
-
-# --------------------------------------------------------------------------- command
 
 
 def register(sub) -> None:

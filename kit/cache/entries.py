@@ -1,11 +1,9 @@
-"""What is in the kit cache (``$KIT_CACHE``, default ``~/.cache/kit``): each entry listed and
-classified, with its size, age, what built it and whether the kit made it (``scan``, ``classify``).
+"""What is in the kit cache (``$KIT_CACHE``, default ``~/.cache/kit``): each entry with its size, age,
+what built it and whether the kit made it (``scan``, ``classify``).
 
-Only what the kit made counts as the kit's (``Entry.kits``): a store (its ``.kit-store`` marker
-or manifest), sample data (its ``.kit-samples.json`` marker, in the cache or its ``samples/``
-folder), the content-digest database (``digests.sqlite3`` with the kit's one table), the results
-ledger, a killed sample build's or ``bench transfer``'s leftovers. Symbolic links are never
-followed; a digest database another process holds is listed as in use after a bounded wait.
+Only what the kit made counts as the kit's (``Entry.kits``): a store, sample data, the content-digest
+database, the results ledger, a killed sample build's or ``bench transfer``'s leftovers. Symbolic links
+are never followed.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import re
 import sqlite3
 import time
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
@@ -25,8 +23,8 @@ from kit.cases.registry import unit_of_kind
 from kit.results import REQUIRED
 from kit.util import process_alive
 
-__all__ = ["BUSY_S", "BUSY_WAIT_S", "DIGESTS", "LEDGER", "Entry", "root", "classify", "scan", "total_bytes",
-           "samples_folder", "digest_files", "digest_rows", "fmt_bytes", "fmt_age", "summary", "table"]
+__all__ = ["BUSY_S", "BUSY_WAIT_S", "DIGESTS", "LEDGER", "Entry", "root", "classify", "scan", "digest_files",
+           "digest_rows", "fmt_bytes", "fmt_age", "summary", "table"]
 
 #: An incomplete store or sample folder changed less than this long ago is taken to be in progress.
 BUSY_S = 3600
@@ -77,7 +75,6 @@ def root(folder: str | os.PathLike | None = None) -> Path:
     """The cache folder: ``folder``, else ``$KIT_CACHE``, else ``~/.cache/kit``."""
     if folder is not None:
         return Path(folder)
-
     return store.default_workdir()
 
 
@@ -115,7 +112,6 @@ def _newest(folder: Path) -> float | None:
 def _counted(kind: str, n) -> str:
     if not isinstance(n, int) or isinstance(n, bool):
         return ""
-
     return f"{n:,} {unit_of_kind(kind)}"
 
 
@@ -142,7 +138,6 @@ def _digests(path: Path) -> tuple[str, int | None]:
     """``("kit", rows)`` for the kit's digest database, ``("busy", None)`` for an SQLite file
     that stayed locked for ``BUSY_WAIT_S`` (not readable now), else ``("foreign", None)``.
     Opened read-only (SQLite may still tidy a leftover ``-wal``/``-shm``, as any reader does)."""
-
     try:
         with open(path, "rb") as f:
             if f.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
@@ -184,7 +179,6 @@ LEDGER = "results.jsonl"
 
 def _is_ledger(path: Path) -> bool:
     """Its first line is a kit ledger row (``kit.results.REQUIRED`` keys)."""
-
     try:
         with open(path, "rb") as f:
             obj = json.loads(f.readline())
@@ -196,7 +190,6 @@ def _is_ledger(path: Path) -> bool:
 def classify(path: Path, *, in_samples: bool = False) -> Entry:
     """What ``path`` (an entry of the cache folder, or of its ``samples/`` folder when
     ``in_samples``) is, and whether the kit made it."""
-
     path = Path(path)
     size = _size(path)
     foreign = Entry(path, size, _mtime(path), "not the kit's", "", kits=False)
@@ -256,12 +249,6 @@ def classify(path: Path, *, in_samples: bool = False) -> Entry:
     return foreign
 
 
-def samples_folder() -> str:
-    """The folder of the cache that holds sample folders (``kit.samples.CACHE_FOLDER``)."""
-
-    return samples.CACHE_FOLDER
-
-
 def scan(folder: str | os.PathLike | None = None) -> list[Entry]:
     """Every entry of the cache folder, largest first; empty if the folder does not exist.
 
@@ -271,26 +258,17 @@ def scan(folder: str | os.PathLike | None = None) -> list[Entry]:
     r = root(folder)
     if not r.is_dir():
         return []
-    group = samples_folder()
+    group = samples.CACHE_FOLDER
     entries = []
     for p in r.iterdir():
         if p.name == group and p.is_dir() and not p.is_symlink():
-            entries += [_named(classify(q, in_samples=True), f"{group}/{q.name}") for q in p.iterdir()]
+            entries += [replace(classify(q, in_samples=True), name=f"{group}/{q.name}") for q in p.iterdir()]
         else:
             entries.append(classify(p))
     if any(e.kits and e.name == DIGESTS for e in entries):
         sides = {p.name for p in digest_files(r / DIGESTS)}
         entries = [e for e in entries if e.name not in sides]
     return sorted(entries, key=lambda e: -e.bytes)
-
-
-def _named(e: Entry, name: str) -> Entry:
-    e.name = name
-    return e
-
-
-def total_bytes(folder: str | os.PathLike | None = None) -> int:
-    return sum(e.bytes for e in scan(folder))
 
 
 # --------------------------------------------------------------------------- listing

@@ -1,8 +1,6 @@
-"""Which cache entries a run reused and which it built: what this process opens under the cache
-is recorded (``recording``; for a notebook kernel, ``record_for_life``, appended to a file as it
-happens) and compared with the listings before and after (``reuse_report``; ``python -m kit demo``
-prints it).
-"""
+"""Which cache entries a run reused and which it built: what this process opens under the cache is
+recorded (``recording``, ``record_for_life``) and compared with the listings before and after
+(``reuse_report``)."""
 
 from __future__ import annotations
 
@@ -12,7 +10,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from kit.cache.entries import Entry, fmt_bytes, root, samples_folder
+from kit import samples
+from kit.cache.entries import Entry, fmt_bytes, root
 
 __all__ = ["USED_ENV", "recording", "record_for_life", "used_by_others", "reuse_report"]
 
@@ -42,19 +41,17 @@ def _audit(event: str, args: tuple) -> None:
 
 @contextmanager
 def recording(folder: str | os.PathLike | None = None, *, found: set | None = None):
-    """Collects the names (as ``Entry.name``) of the cache entries this process opens
-    within the block: a set (``found``, or a new one), filled as files under the cache are opened.
+    """Yields a set (``found``, or a new one) of the names (``Entry.name``) of the cache entries this
+    process opens within the block, filled as they are opened.
 
-    Python's audit hook (``sys.addaudithook``: the ``open`` and ``sqlite3.connect``
-    events) sees what this process opens through Python (``np.load``, ``open``, the
-    manifests a store is found by), not what other processes (notebook kernels) open.
-    The hook, once added, stays for the life of the process and returns at once
-    outside a ``recording`` block.
+    It sees, through Python's audit hook (``open``, ``sqlite3.connect``), what this process opens
+    through Python, not what other processes open. The hook stays for the life of the process and
+    returns at once outside a ``recording`` block.
     """
     global _HOOKED
     r = root(folder)
     prefixes = tuple({os.path.abspath(r) + os.sep, os.path.realpath(r) + os.sep})
-    item = (prefixes, samples_folder(), set() if found is None else found)
+    item = (prefixes, samples.CACHE_FOLDER, set() if found is None else found)
     if not _HOOKED:
         sys.addaudithook(_audit)
         _HOOKED = True
@@ -126,10 +123,8 @@ def reuse_report(before: list[Entry], after: list[Entry], used, *, limit: int = 
         limit: at most this many entries listed under each heading.
 
     Returns:
-        Under "reused" the kit's entries of ``before`` that the run opened and that are
-        unchanged (same build time); under "built" those new since ``before`` or rebuilt
-        (the digest database: updated). Each with its size, kind, what it holds, when it
-        was built and its name.
+        Under "reused" the kit's entries of ``before`` that the run opened, unchanged (same build
+        time); under "built" those new since ``before`` or rebuilt; one line each.
     """
     was = {e.name: e for e in before}
     reused, built = [], []

@@ -1,10 +1,7 @@
-"""Trimming the kit cache: removing the kit's entries beyond a budget (an age, a size), oldest
-first (``clean``, ``python -m kit cache --clean``).
-
-Only the kit's entries (``kit.cache.entries.classify``) are removed, only inside the cache folder,
-each checked again just before; what another process holds (a store's build lock, the digest
-database's lock) is left alone after ``BUSY_WAIT_S``, and an incomplete entry changed within
-``BUSY_S`` may be a build running now: left alone too.
+"""Trimming the kit cache (``clean``, ``python -m kit cache --clean``): the kit's entries beyond a
+budget (an age, a size) removed, oldest first, each checked again just before. What another process
+holds (a store's build lock, the digest database) is left alone after ``BUSY_WAIT_S``, and so is an
+incomplete entry changed within ``BUSY_S`` (a build running now).
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from kit import store
+from kit import samples, store
 from kit.cache.entries import (
     BUSY_S,
     BUSY_WAIT_S,
@@ -28,7 +25,6 @@ from kit.cache.entries import (
     digest_files,
     digest_rows,
     root,
-    samples_folder,
     scan,
 )
 
@@ -60,7 +56,6 @@ def to_remove(entries: list[Entry], *, older_than: float | None = None,
 def _free_folder(path: Path):
     """Yields True while this process holds the build locks of the store(s) in ``path``
     (``kit.store.LOCK``, taken exclusively), False if another process held one for ``BUSY_WAIT_S``."""
-
     fds = []
     try:
         for lock in [path / store.LOCK, *path.glob(f"*/{store.LOCK}")]:
@@ -91,7 +86,6 @@ def _free_folder(path: Path):
 def _free_digests(path: Path):
     """Yields True while this process holds the digest database exclusively (after at most
     ``BUSY_WAIT_S``) and it is still the kit's; False otherwise."""
-
     try:
         db = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=rw", uri=True, timeout=BUSY_WAIT_S,
                              isolation_level=None)
@@ -119,7 +113,7 @@ def clean(folder: str | os.PathLike | None = None, *, older_than: float | None =
         skipped: if given, the chosen entries another process held (left alone) are appended.
     """
     r = root(folder).resolve()
-    group = r / samples_folder()
+    group = r / samples.CACHE_FOLDER
     chosen = to_remove(scan(r), older_than=older_than, max_bytes=max_bytes)
     gone = []
     for e in chosen:
