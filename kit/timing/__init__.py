@@ -1,16 +1,6 @@
-"""Measuring: loaders' rates, fits' step times, and the epoch they add up to.
-
-* ``measure``, ``compare``, ``project_epoch`` (``kit.timing.rates``): the throughput and batch
-  latency of any batch source, loaders compared interleaved, a rate projected to an epoch;
-* ``iterate``, ``batch_size_of`` (``kit.timing.batches``): any source read the way ``model.fit``
-  reads it;
-* ``fit``, ``StepTimer``, ``resume_point`` (``kit.timing.fitting``): ``model.fit`` timed step by
-  step, the wait for input split out, resumable mid-epoch;
-* ``epoch_estimate``, ``epoch_table``, ``Scaling``, ``best_next_change`` (``kit.timing.epoch_model``):
-  the epoch-time model every view computes from; ``user_scale``, ``configurations``, ``headline``:
-  the users' scale, a comparison's rates paired into configurations, the index page's line;
-* ``gpu_rate``, ``on_gpus``, ``scenarios`` (``kit.timing.gpu``): the user's model on the user's GPUs,
-  measured on a device run or assumed from its FLOPs and a named GPU's peak, beside this machine.
+"""Measuring: loaders' rates (``rates``), any source read as ``model.fit`` reads it (``batches``),
+fits timed step by step (``fitting``), the epoch-time model (``epoch_model``) and the user's GPUs
+beside this machine (``gpu``).
 
 Importing this package imports no TensorFlow: ``kit.timing.fitting`` (Keras) loads on the first
 use of one of its names.

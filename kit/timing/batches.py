@@ -1,10 +1,6 @@
-"""Reading any batch source the way ``model.fit`` does: one pass over it, the examples in a
-batch, the batches in an epoch where the source knows.
-
-A batch source is a ``tf.data.Dataset``, a ``keras.utils.PyDataset``, a generator or any
-iterable of batches (or a zero-argument callable returning one). ``kit.timing`` measures
-through these helpers, ``kit.timing.fitting`` feeds ``model.fit`` through them and the doctor reads
-the user's pipeline with them. TensorFlow and Keras are imported only where a source needs them.
+"""Reading any batch source the way ``model.fit`` does: a ``tf.data.Dataset``, a ``keras.utils.PyDataset``,
+a generator or any iterable of batches (or a zero-argument callable returning one). Keras is
+imported only where a source needs it.
 """
 
 from __future__ import annotations
@@ -30,8 +26,7 @@ def batch_size_of(batch: Any) -> int:
         shape = np.shape(leaf)
     if len(shape) == 0:
         raise ValueError(f"batch leaf has no batch dimension (shape {tuple(shape)})")
-    n = shape[0]
-    return int(n)
+    return int(shape[0])
 
 
 def _is_pydataset(obj) -> bool:
@@ -39,15 +34,9 @@ def _is_pydataset(obj) -> bool:
 
 
 def pydataset_adapter():
-    """Keras's own ``PyDatasetAdapter`` class, which reads a ``PyDataset`` the way ``model.fit``
-    does (its workers and processes included).
-
-    It is private to Keras (``keras.src``); this is the kit's one import of it, tested
-    with ``kit.util.VERSION_FLOORS["keras"]`` (``tests/test_timing.py`` fails clearly if it moves).
-
-    Raises:
-        ImportError: naming what moved, when a Keras upgrade moved it.
-    """
+    """Keras's private ``PyDatasetAdapter`` class, which reads a ``PyDataset`` as ``model.fit`` does
+    (workers and processes included): the kit's one import of it. Raises ``ImportError`` naming
+    what moved when a Keras upgrade moved it."""
     try:
         from keras.src.trainers.data_adapters.py_dataset_adapter import (
             PyDatasetAdapter,  # keeps kit.timing light: Keras
@@ -64,11 +53,8 @@ def pydataset_adapter():
 
 
 def iterate(source: Any) -> Iterator:
-    """One pass over a batch source, the way ``model.fit`` would read it.
-
-    A ``PyDataset`` is read through Keras's own adapter, so its ``workers`` and
-    ``use_multiprocessing`` settings apply; anything else is simply iterated.
-    """
+    """One pass over a batch source; a ``PyDataset`` through Keras's adapter, so that its ``workers``
+    and ``use_multiprocessing`` apply."""
     if _is_pydataset(source):
         adapter = pydataset_adapter()(source, shuffle=False)
         adapter.on_epoch_begin()

@@ -1,12 +1,8 @@
-"""The epoch-time model: what an epoch takes, from a loader's rate and a model's step rate.
+"""The epoch-time model: ``epoch = examples / min(loader_rate, replicas x compute_rate x efficiency(replicas))``.
 
-``epoch = examples / min(loader_rate, replicas x compute_rate x efficiency(replicas))``
-
-Every view that states an epoch time (notebook 05's table, the live and static explorers, epoch
-against replicas, the index page's headline, the explorer's "best next change") computes it here,
-so they cannot disagree. ``Scaling`` is the one home of the efficiency: exactly 1 at one replica,
-the measured value where a replica count was measured, and elsewhere Amdahl's law fitted to the
-measured points, labelled as assumed. Pure numpy/pandas: no TensorFlow.
+Every view that states an epoch time computes it here, so they cannot disagree. ``Scaling`` is the
+one home of the efficiency: 1 at one replica, measured where measured, elsewhere Amdahl's law
+fitted to the measured points (labelled assumed). No TensorFlow.
 """
 
 from __future__ import annotations
@@ -28,11 +24,8 @@ __all__ = ["Scaling", "EpochEstimate", "compute_rate_from_step", "epoch_estimate
 
 @dataclass(frozen=True)
 class Scaling:
-    """Scaling efficiency as a function of the replica count (speed-up over one replica / replicas).
-
-    Build it with ``Scaling.measured({1: 1.0, 2: 0.54})`` (points from ``python -m kit bench
-    compare`` or ``bench scaling``), ``Scaling.constant(0.9)`` (an assumption: 0.9 at every count
-    above one) or ``Scaling.linear()``.
+    """Scaling efficiency against the replica count (speed-up over one replica / replicas): build it
+    with ``Scaling.measured({1: 1.0, 2: 0.54})``, ``Scaling.constant(0.9)`` or ``Scaling.linear()``.
 
     Attributes:
         points: the measured ``(replicas, efficiency)`` pairs above one replica, ascending.
@@ -60,12 +53,9 @@ class Scaling:
 
     @classmethod
     def measured(cls, points: Mapping[int, float], *, source: str = "measured") -> "Scaling":
-        """From measured efficiencies per replica count; Amdahl's law fitted for the others.
-
-        Amdahl: efficiency(n) = 1 / (1 + s (n - 1)), s the serial share; s is the least-squares
-        fit of ``1/e - 1 = s (n - 1)`` over the measured counts above one. A measured efficiency
-        above 1 (noise, or shared caches) is taken as 1.
-        """
+        """From measured efficiencies per replica count; elsewhere Amdahl's law, 1 / (1 + s (n - 1)),
+        its serial share s the least-squares fit of ``1/e - 1 = s (n - 1)``. An efficiency above 1
+        (noise) is taken as 1."""
         pts = []
         for n, e in sorted((int(n), e) for n, e in points.items()):
             if n < 1:
@@ -137,10 +127,7 @@ def as_scaling(value) -> Scaling:
 
 @dataclass(frozen=True)
 class EpochEstimate:
-    """The epoch time of one configuration and what bounds it.
-
-    ``seconds = examples / min(loader_rate, replicas * compute_rate * efficiency)``.
-    """
+    """The epoch time of one configuration and what bounds it."""
 
     examples: int
     replicas: int
@@ -205,18 +192,16 @@ def epoch_estimate(examples: int, *, loader_rate: float, compute_rate: float, re
     """The epoch time of one configuration, from the loader's and the model's measured rates.
 
     Args:
-        examples: examples per epoch (the spectrogram user: 1,000,000).
+        examples: examples per epoch.
         loader_rate: examples/s the loader alone delivers at the global batch.
-        compute_rate: examples/s one replica trains with its input in memory
-            (``compute_rate_from_step`` turns "N ms per step at batch B" into this).
-        replicas: devices training in sync (2 GPUs: 2).
-        efficiency: a ``Scaling`` (measured by ``python -m kit bench compare``), or a number
-            assumed at every count above one, or None (linear). At one replica it is 1.
+        compute_rate: examples/s one replica trains with its input in memory.
+        replicas: devices training in sync.
+        efficiency: a ``Scaling``, a number assumed above one replica, or None (linear).
         loader_basis, compute_basis: how each rate was obtained (carried into the result).
 
     Returns:
-        An ``EpochEstimate``: seconds, which side bounds the epoch (``"input"`` when
-        the loader is slower than the replicas together, else ``"compute"``) and the bases.
+        An ``EpochEstimate``: seconds, ``bound`` (``"input"`` when the loader is slower than the
+        replicas together, else ``"compute"``) and the bases.
     """
     check_int("examples", examples)
     check_int("replicas", replicas)
@@ -236,17 +221,12 @@ def epoch_table(configs: pd.DataFrame, *, examples, replicas=1, compute_rate=Non
     """``epoch_estimate`` over a table of configurations, vectorised.
 
     Args:
-        configs: one row per configuration, with ``loader_rate`` (examples/s) and,
-            unless ``compute_rate`` is given, ``compute_rate`` (per replica); a
-            ``scaling`` column of ``Scaling`` (``configurations`` gives
-            one) says the efficiency per replica count (without it, an ``efficiency`` column is
-            taken as assumed above one replica); other columns are kept.
-        examples: examples per epoch, one number or a sequence (one output row per
-            configuration and value).
-        replicas: replica count, one number or a sequence (crossed with ``examples``).
+        configs: one row per configuration: ``loader_rate`` and ``compute_rate`` (per replica,
+            examples/s), a ``scaling`` column of ``Scaling`` (else an ``efficiency`` column assumed
+            above one replica, else linear); other columns are kept.
+        examples, replicas: one number or a sequence each, crossed (one row per combination).
         compute_rate: per-replica compute rate for every row, overriding the column.
-        efficiency: overrides the configurations' scaling for every row: a ``Scaling``, or a
-            number assumed above one replica. None: the ``scaling`` column (linear without one).
+        efficiency: overrides every row's scaling (a ``Scaling`` or a number assumed above one replica).
 
     Returns:
         ``configs``' columns plus ``examples``, ``replicas``, ``efficiency``,
@@ -288,17 +268,9 @@ def epoch_table(configs: pd.DataFrame, *, examples, replicas=1, compute_rate=Non
 
 
 def best_next_change(table: pd.DataFrame, current) -> dict | None:
-    """The row of ``table`` that shortens the epoch most against the row ``current``.
-
-    Args:
-        table: ``epoch_table`` rows one could switch between, at one ``examples``
-            (loaders, replica counts).
-        current: the index label of the configuration in use.
-
-    Returns:
-        ``{"change", "from_s", "to_s", "gain", "row", "efficiency_kind"}`` (gain = from_s / to_s;
-        ``change`` names what differs: loader, replicas), or None when nothing is faster.
-    """
+    """The row of ``table`` (``epoch_table`` rows at one ``examples``) that shortens the epoch most
+    against the row labelled ``current``: ``{"change", "from_s", "to_s", "gain", "row",
+    "efficiency_kind"}`` (``change`` names what differs: loader, replicas), or None."""
     cur = table.loc[current]
     faster = table[table["epoch_s"] < cur["epoch_s"]]
     if faster.empty:
@@ -314,8 +286,7 @@ def best_next_change(table: pd.DataFrame, current) -> dict | None:
 
 
 def user_scale() -> dict:
-    """The users' scale per registered case (``kit.cases.registry``: each case declares its own):
-    ``{case: {"examples", "replicas", "global_batch"}}``."""
+    """The users' scale each registered case declares: ``{case: {"examples", "replicas", "global_batch"}}``."""
     return {c.name: c.scale.as_dict() for c in registry.cases() if c.scale is not None}
 
 
@@ -331,20 +302,17 @@ def saved(ledger: pd.DataFrame, machine_label: str | None = None) -> pd.DataFram
 
 
 def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> pd.DataFrame:
-    """Pairs each loader with its case's model: the input of ``kit.timing.epoch_model.epoch_table``.
+    """Pairs each loader with its case's model: the input of ``epoch_table``.
 
     Args:
-        rates: rows of one ``run`` (``kind`` loader and compute), e.g. one machine's
-            latest from ``kit.results.latest(ledger, "compare")``.
-        efficiency: a scaling efficiency to assume above one replica instead of the
-            measured ones (None: the measured efficiencies).
+        rates: rows of one comparison run (``kind`` loader and compute), e.g. one machine's
+            ``kit.results.latest(ledger, "compare")``.
+        efficiency: an efficiency to assume above one replica (None: the measured ones).
 
     Returns:
-        One row per loader: ``case``, ``variant``, ``model``, ``loader_rate``,
-        ``compute_rate`` (per replica, one replica's measurement), ``scaling`` (a
-        ``kit.timing.epoch_model.Scaling``: 1 at one replica, the measured efficiency at each
-        measured count, Amdahl's law fitted to them elsewhere), ``loader_basis``,
-        ``compute_basis``.
+        One row per loader: ``case``, ``unit`` (what one example is), ``variant``, ``model``,
+        ``loader_rate``, ``compute_rate`` (one replica's), ``scaling`` (a ``Scaling`` from the
+        measured efficiencies), the rounds' spread, ``loader_basis``, ``compute_basis``.
     """
     loaders = rates[rates["kind"] == "loader"]
     compute = rates[rates["kind"] == "compute"]
@@ -364,11 +332,10 @@ def configurations(rates: pd.DataFrame, *, efficiency: float | None = None) -> p
             scaling = Scaling.measured({int(n): (math.nan if e is None or pd.isna(e) else float(e))
                                         for n, e in zip(c["replicas"], c["efficiency"])},
                                        source=f"{model} on {devices or 'this machine'}")
-        out.append({"case": r.case, "variant": r.variant, "model": model, "loader_rate": r.examples_per_s,
+        out.append({"case": r.case, "unit": registry.unit(r.case), "variant": r.variant, "model": model, "loader_rate": r.examples_per_s,
                     "loader_round_min": getattr(r, "round_min", None), "loader_round_max": getattr(r, "round_max", None),
                     "compute_rate": float(c.iloc[0]["per_replica_examples_per_s"]), "scaling": scaling,
-                    # the spread over the rounds: one replica's slowest and fastest round, and the
-                    # efficiency's at the largest measured count
+                    # the rounds' spread: one replica's, and the efficiency's at the largest count
                     "compute_round_min": _get(c.iloc[0], "round_min"), "compute_round_max": _get(c.iloc[0], "round_max"),
                     "efficiency_min": _get(c.iloc[-1], "efficiency_min"),
                     "efficiency_max": _get(c.iloc[-1], "efficiency_max"),
@@ -383,11 +350,8 @@ def _get(row, column):
 
 
 def headline(table: pd.DataFrame) -> str:
-    """One line for the index page: the slowest and the fastest loader's projected epoch.
-
-    Args:
-        table: ``kit.timing.epoch_model.epoch_table`` rows of one case, at one size and replica count.
-    """
+    """One line for the index page: the slowest and the fastest loader's projected epoch, from
+    ``epoch_table`` rows of one case at one size and replica count."""
     t = table.set_index("variant")
     case, examples, replicas = t["case"].iloc[0], int(t["examples"].iloc[0]), int(t["replicas"].iloc[0])
     slowest, fastest = t["epoch_s"].idxmax(), t["epoch_s"].idxmin()
@@ -397,8 +361,7 @@ def headline(table: pd.DataFrame) -> str:
         return x if x is not None and x > 0 else None
 
     def spread(v):
-        """The epoch over the slowest and the fastest round: of the loader where it bounds the epoch,
-        else of the compute (one replica's rounds, and the efficiency's where it was measured)."""
+        """The epoch over the slowest and the fastest round of whichever side bounds it."""
         if t.loc[v, "bound"] == "input":
             lo, hi = num(v, "loader_round_min"), num(v, "loader_round_max")
         else:

@@ -1,14 +1,5 @@
-"""Timing a training run: StepTimer, fit, and resuming a killed fit mid-epoch.
-
-* ``StepTimer``: a Keras callback that splits every training step into the time spent
-  waiting for the batch and the rest, and reports the input-bound share per epoch. It
-  subclasses ``keras.callbacks.Callback``: this module imports Keras and TensorFlow, and
-  ``kit.timing`` loads it only when one of its names is used.
-* ``fit``: ``model.fit`` timed epoch by epoch through a ``StepTimer`` (the one way to
-  time a fit: the feature cache and the benches use it).
-* ``resume_point``: where the latest checkpoint of ``fit(checkpoint_dir=...)`` stands.
-
-``kit.timing`` re-exports these names; it measures loaders, this module times fits.
+"""Timing a training run: ``StepTimer`` (each step's wait for input split out), ``fit`` (``model.fit``
+timed epoch by epoch, resumable mid-epoch) and ``resume_point``. Imports Keras and TensorFlow.
 """
 
 from __future__ import annotations
@@ -23,27 +14,21 @@ import keras
 import pandas as pd
 import tensorflow as tf
 
-from kit.epochs import epoch_of, iterator_checkpoint
+from kit.epochs import epoch_of
+from kit.epochs.datasets import iterator_checkpoint
 from kit.timing.batches import batch_size_of, iterate, known_length
 from kit.util import check_int
 
 __all__ = ["StepTimer", "fit", "resume_point"]
 
 
-# --------------------------------------------------------------------------- step timing
-
-
 class StepTimer(keras.callbacks.Callback):
     """Keras callback: per training step, the total time and the time waiting for input.
 
-    Keras fetches each batch inside its compiled train function, so the wait cannot
-    be seen from a callback alone. Feed ``model.fit`` through ``timer.wrap(data)``:
-    at the start of each step the callback pulls the next batch from ``data``
-    (which keeps its own prefetching and workers) and times the pull; the step
-    then reads that batch. The pull is the time the step waited for input; the
-    rest of the step is compute and overhead.
-
-    Without ``wrap`` the callback still records step times (``wait_s`` is NaN).
+    Keras fetches each batch inside its compiled train function, where a callback cannot see the
+    wait; so feed ``model.fit`` through ``timer.wrap(data)``: each step the callback pulls the next
+    batch from ``data`` and times the pull, and the step then reads that batch. Without ``wrap``
+    only step times are recorded (``wait_s`` NaN).
 
     Example:
         >>> timer = StepTimer()
@@ -70,20 +55,10 @@ class StepTimer(keras.callbacks.Callback):
         return self._source is not None
 
     def wrap(self, data: Any):
-        """Returns ``data`` as a ``tf.data.Dataset`` whose batch pulls this timer times.
-
-        Each step, the callback pulls the next batch from ``data`` (which keeps its
-        own prefetching and workers) in ``on_train_batch_begin``, timing the pull,
-        and hands it to the step through a variable the returned dataset reads:
-        no Python function and no copy through NumPy on the step's path.
-
-        Args:
-            data: a ``tf.data.Dataset``, ``PyDataset``, generator-returning callable,
-                or any re-iterable of batches. A one-shot generator works for one
-                epoch only. Use with ``steps_per_execution=1`` (the default) and
-                one device.
-        """
-
+        """``data`` (any re-iterable batch source; a one-shot generator lasts one epoch) as a
+        ``tf.data.Dataset`` whose batch pulls this timer times. The pulled batch reaches the step
+        through a variable the dataset reads: no Python function on the step's path. Needs
+        ``steps_per_execution=1`` and one device."""
         if isinstance(data, Iterator):  # one-shot: peek, then put the batch back
             head = next(data)
             data = itertools.chain([head], data)
@@ -123,7 +98,6 @@ class StepTimer(keras.callbacks.Callback):
             self._pending_examples = 0
             return time.perf_counter() - t0
         wait = time.perf_counter() - t0
-
         tf.nest.map_structure(lambda v, b: v.assign(b, read_value=False), self._slots, batch)
         self._has_batch.assign(True, read_value=False)
         self._pending_examples = batch_size_of(batch)
@@ -155,7 +129,6 @@ class StepTimer(keras.callbacks.Callback):
         self._t0 = t0 = time.perf_counter()
         self._begin = batch
         self._pending_wait = self._pull() if self._wrapped else math.nan
-        # What this hook itself cost, the batch pull (input wait) left out.
         self._pending_hook = time.perf_counter() - t0 - (self._pending_wait if self._wrapped else 0.0)
 
     def on_train_batch_end(self, batch, logs=None):
@@ -173,21 +146,17 @@ class StepTimer(keras.callbacks.Callback):
 
     # Results -----------------------------------------------------------------
     def steps(self) -> pd.DataFrame:
-        """One row per call of the train function (one step, or ``steps`` with
-        ``steps_per_execution``): ``epoch, step, steps, step_s, wait_s, compute_s, examples,
-        hook_s`` (``examples`` and ``wait_s`` NaN without ``wrap``; ``hook_s``: the time
-        spent in this callback's own hooks, the batch pull left out)."""
+        """One row per call of the train function: ``epoch, step, steps, step_s, wait_s, compute_s,
+        examples, hook_s`` (``hook_s``: this callback's own time, the pull left out)."""
         df = pd.DataFrame(self._rows, columns=["epoch", "step", "steps", "step_s", "wait_s", "examples",
                                                "end", "hook_s"])
         df["compute_s"] = df["step_s"] - df["wait_s"]
         return df[["epoch", "step", "steps", "step_s", "wait_s", "compute_s", "examples", "hook_s"]]
 
     def epochs(self) -> pd.DataFrame:
-        """One row per epoch: ``steps``, ``seconds`` (the epoch's training part, wall
-        clock, validation left out), ``steady_s`` (from the end of its first step to
-        the end of its last: the fit call's own set-up and the first step's tracing left
-        out), ``step_s`` (in steps), ``wait_s`` (waiting for input), ``input_share``
-        (``wait_s / step_s``), ``step_p50_ms``, ``examples``, ``hook_s``."""
+        """One row per epoch: ``steps``, ``examples``, ``seconds`` (its training part, wall clock),
+        ``steady_s`` (from its first step's end to its last's: set-up and tracing left out),
+        ``step_s``, ``wait_s``, ``input_share`` (``wait_s / step_s``), ``step_p50_ms``, ``hook_s``."""
         df = pd.DataFrame(self._rows, columns=["epoch", "step", "steps", "step_s", "wait_s", "examples",
                                                "end", "hook_s"])
         out = df.groupby("epoch").agg(
@@ -207,10 +176,6 @@ class StepTimer(keras.callbacks.Callback):
         self._epoch_rows.clear()
 
 
-
-# --------------------------------------------------------------------------- timing a fit
-
-
 def fit(model, data, *, epochs: int = 1, steps_per_epoch: int | None = None, examples: int | None = None,
         wait: bool = True, epoch_examples: int | None = None, validation_data=None, callbacks=(),
         verbose: int = 0, checkpoint_dir: str | os.PathLike | None = None,
@@ -219,35 +184,26 @@ def fit(model, data, *, epochs: int = 1, steps_per_epoch: int | None = None, exa
 
     Args:
         model: a compiled Keras model.
-        data: what ``fit`` reads (a kit loader, any ``tf.data.Dataset``, ``PyDataset``, a
-            distributed dataset with ``wait=False``).
+        data: what ``fit`` reads (a distributed dataset only with ``wait=False``).
         epochs, steps_per_epoch, validation_data, verbose: passed to ``fit``.
-        examples: examples trained on per epoch; by default counted from the batches
-            (``wait=True``), else what the kit loader recorded (``kit.epochs.epoch_of``),
-            else unknown (NaN).
-        wait: feed ``fit`` through ``StepTimer.wrap``, timing each step's wait for its
-            batch (``input_share``). Needs one device and ``steps_per_execution=1``;
-            False times the steps only.
+        examples: examples per epoch; by default counted from the batches (``wait=True``), else
+            what the kit loader recorded (``kit.epochs.epoch_of``), else NaN.
+        wait: time each step's wait for its batch (``StepTimer.wrap``; one device,
+            ``steps_per_execution=1``); False times the steps only.
         epoch_examples: adds ``epoch_s_<N>``: each epoch's rate projected to N examples.
         callbacks: more Keras callbacks.
-        checkpoint_dir: resume a killed run: every ``checkpoint_every`` steps and at
-            each epoch's end, the model, its optimizer, the epoch, the step and the
-            position of the loader's iterator are saved here (``tf.train.CheckpointManager``:
-            each checkpoint written whole before it becomes the latest); a run with the
-            same folder restores them and trains the rest of the interrupted epoch on
-            exactly the examples it had not reached, then the epochs after it in their
-            own orders, up to ``epochs`` in all. ``data`` must be a kit tf.data loader
-            that can resume (``kit.epochs.iterator_checkpoint`` says why one cannot),
-            with ``wait=True`` and whole epochs (no ``steps_per_epoch``).
-        checkpoint_every: steps between checkpoints (with ``checkpoint_dir``).
+        checkpoint_dir: resume a killed run: every ``checkpoint_every`` steps and at each epoch's
+            end the model, optimizer, epoch, step and the loader's iterator are saved here; a run
+            with the same folder trains the rest of the interrupted epoch on exactly the examples
+            it had not reached, then the later epochs. Needs a kit tf.data loader that can resume
+            (``kit.epochs.iterator_checkpoint`` says why not), ``wait=True``, no ``steps_per_epoch``.
+        checkpoint_every: steps between checkpoints.
 
     Returns:
-        One row per epoch: ``epoch`` (from 1), ``steps``, ``examples``, ``seconds`` (the
-        training part, wall clock), ``examples_per_s``, ``input_share``, ``steady_s``,
-        ``step_s``, ``wait_s``, ``step_p50_ms``, ``hook_s``, the projection, then the
-        metrics Keras logged (``loss``, ``val_accuracy``...). The first epoch includes
-        tracing the train function. A resumed run has rows for the epochs it trained
-        in (the interrupted one counts only its remaining steps).
+        One row per epoch: ``epoch`` (from 1), ``steps``, ``examples``, ``seconds``,
+        ``examples_per_s``, ``input_share``, ``StepTimer.epochs``' other columns, the projection,
+        then the metrics Keras logged. The first epoch includes tracing; a resumed run has rows
+        for the epochs it trained in.
     """
     check_int("epochs", epochs)
     if wait and getattr(model, "steps_per_execution", 1) not in (1, None):
@@ -267,7 +223,6 @@ def fit(model, data, *, epochs: int = 1, steps_per_epoch: int | None = None, exa
     if examples is not None:
         df["examples"] = check_int("examples", examples)
     elif not wait:
-
         rec = epoch_of(data)
         df["examples"] = math.nan if rec is None else [  # full batches, or the whole epoch
             rec.examples if n >= rec.batches else n * rec.batch_size for n in df["steps"]]
@@ -278,9 +233,6 @@ def fit(model, data, *, epochs: int = 1, steps_per_epoch: int | None = None, exa
         df[k] = v[:len(df)]
     front = ["epoch", "steps", "examples", "seconds", "examples_per_s", "input_share"]
     return df[front + [c for c in df.columns if c not in front]]
-
-
-# --------------------------------------------------------------------------- resuming a killed fit
 
 
 class _Resumed:
@@ -300,7 +252,6 @@ class _Resumed:
 def resume_point(checkpoint_dir: str | os.PathLike) -> tuple[int, int] | None:
     """``(epoch, step)`` of the latest checkpoint ``fit(checkpoint_dir=...)`` wrote (the
     epoch from 0, the steps of it done), or None when there is none."""
-
     latest = tf.train.latest_checkpoint(os.fspath(checkpoint_dir))
     if latest is None:
         return None
@@ -313,8 +264,6 @@ def _fit_resuming(model, data, timer, *, epochs, steps_per_epoch, wait, checkpoi
                   **common) -> dict:
     """``fit`` with ``checkpoint_dir``: restore the latest checkpoint there, train the rest
     of its epoch, then the epochs after; save every ``every`` steps. Returns the history."""
-
-
     check_int("checkpoint_every", every)
     if not wait:
         raise ValueError("checkpoint_dir needs wait=True: the checkpoint saves the position of the iterator "

@@ -1,19 +1,9 @@
-"""A model's training rate on the users' GPUs: measured on a GPU when the ledger holds such a run,
-otherwise assumed from the model's arithmetic and a named GPU's peak, with the range that assumption spans.
+"""A model's training rate on the users' GPUs: **measured** where the ledger holds a ``bench compare``
+run on a GPU machine (its ``compute`` rows on ``GPU`` devices), otherwise **assumed**: the model's
+training FLOPs per example (``kit.models.audio.training_flops``) over a share of a named GPU's dense
+FP32 peak, stated as a range (``UTILISATION``) and labelled assumed in every view.
 
-This machine has no GPU, so the rate it measures for the user's model is a CPU's. What the user's
-two GPUs would train per second is either
-
-* **measured**: a ``python -m kit bench compare`` run on a GPU machine whose rows are in the ledger
-  (``kit.results.load`` reads the JSON that ``scripts/device_check.sh`` and the benches leave, e.g.
-  copied into ``reports/machines/NAME/``), the model's ``compute`` row on ``GPU`` devices; or
-* **assumed**: the model's training FLOPs per example (``kit.models.audio.training_flops``) over a share
-  of the GPU's dense FP32 peak. The share is a range (``UTILISATION``): small convolutional networks
-  with depthwise layers keep a GPU far below its peak, so the estimate is stated as a range and every
-  view labels it assumed.
-
-``on_gpus`` puts that rate into notebook 05's configurations, beside this machine's measured loaders.
-Pure numbers: no TensorFlow.
+``on_gpus`` puts that rate into the configurations, beside this machine's measured loaders. No TensorFlow.
 """
 
 from __future__ import annotations
@@ -49,9 +39,8 @@ GPU_CLASSES = {
     "H100": GpuClass("NVIDIA H100 SXM5", 67.0, "NVIDIA H100 datasheet"),
 }
 
-#: The share of the FP32 peak a training step is assumed to reach: (low, high). An assumption,
-#: not a measurement: MobileNet-like networks (depthwise convolutions, small frames) run far
-#: below peak; a measured device run replaces it.
+#: The share of the FP32 peak a training step is assumed to reach, (low, high): depthwise networks
+#: on small frames run far below peak; a measured device run replaces it.
 UTILISATION = (0.10, 0.40)
 
 
@@ -83,13 +72,8 @@ class GpuRate:
 
 
 def assumed(flops_per_example: float, gpu: str = "V100", *, utilisation=UTILISATION) -> GpuRate:
-    """The rate a GPU class would train at, from the model's training FLOPs per example.
-
-    Args:
-        flops_per_example: ``kit.models.audio.training_flops(model)``.
-        gpu: a key of ``GPU_CLASSES``.
-        utilisation: the share of the FP32 peak assumed, ``(low, high)``.
-    """
+    """The rate a GPU class (a key of ``GPU_CLASSES``) would train at, from the model's training FLOPs
+    per example and the share of the FP32 peak assumed, ``utilisation=(low, high)``."""
     if gpu not in GPU_CLASSES:
         raise ValueError(f"unknown GPU class {gpu!r}; known: {', '.join(GPU_CLASSES)}")
     if not flops_per_example > 0:
@@ -140,17 +124,10 @@ def gpu_rate(flops_per_example: float, ledger: pd.DataFrame | None = None, *, gp
 
 
 def on_gpus(configs: pd.DataFrame, rates: dict[str, GpuRate], *, efficiency: float = 0.9) -> pd.DataFrame:
-    """Configurations (``kit.timing.configurations``) with each model's GPU rate in place of this machine's.
-
-    Args:
-        configs: rows of one case; each row's ``model`` must be a key of ``rates``.
-        rates: ``{model: GpuRate}``.
-        efficiency: the two-GPU scaling efficiency assumed where the device run measured none.
-
-    Returns:
-        ``configs`` with ``compute_rate`` (the middle value), ``compute_low``, ``compute_high``,
-        ``compute_kind``, ``compute_basis`` and ``scaling`` replaced; the loaders' columns as they were.
-    """
+    """Configurations (``kit.timing.configurations``, of one case) with each model's GPU rate
+    (``rates``: ``{model: GpuRate}``) in place of this machine's: ``compute_rate`` (the middle value),
+    ``compute_low``, ``compute_high``, ``compute_kind``, ``compute_basis`` and ``scaling`` (``efficiency``
+    assumed where the device run measured none)."""
     missing = sorted(set(configs["model"]) - set(rates))
     if missing:
         raise ValueError(f"no GPU rate for model(s) {missing}; have {sorted(rates)}")
@@ -181,17 +158,10 @@ def on_gpus(configs: pd.DataFrame, rates: dict[str, GpuRate], *, efficiency: flo
 
 def scenarios(configs: pd.DataFrame, rates: dict[str, GpuRate], *, examples: int, replicas: int,
               efficiency: float = 0.9) -> pd.DataFrame:
-    """The epoch of each configuration twice: on the user's GPUs (first: the default view) and on this machine.
-
-    Both use this machine's measured loader rates; they differ in the compute: the GPU rate
-    (``rates``, with its range) on the user's side, this machine's measured compute on the other.
-
-    Returns:
-        ``kit.timing.epoch_table`` rows with ``scenario`` (the GPUs' label, or ``THIS_MACHINE``),
-        ``compute_kind`` (measured or assumed), ``epoch_min_s`` and ``epoch_max_s`` (over the GPU
-        rate's range; this machine's rows: equal to ``epoch_s``) and ``bound_range`` (``input``,
-        ``compute``, or ``input or compute`` where the range straddles the loader's rate).
-    """
+    """The epoch of each configuration on the user's GPUs (first) and on this machine, both with this
+    machine's loader rates: ``epoch_table`` rows with ``scenario`` (the GPUs' label, or ``THIS_MACHINE``),
+    ``compute_kind``, ``epoch_min_s``/``epoch_max_s`` over the GPU rate's range and ``bound_range``
+    (``input or compute`` where the range straddles the loader's rate)."""
     g = on_gpus(configs, rates, efficiency=efficiency)
     mid = epoch_table(g, examples=examples, replicas=replicas)
     fast = epoch_table(g.assign(compute_rate=g["compute_high"]), examples=examples, replicas=replicas)

@@ -1,12 +1,5 @@
-"""Measuring batch sources: throughput and latency, loaders compared interleaved, epochs projected.
-
-* ``measure``: throughput and batch latency of any batch source (``tf.data.Dataset``,
-  ``keras.utils.PyDataset``, a generator or any iterable of batches).
-* ``project_epoch``: a measured rate projected to a full epoch, with its basis.
-* ``compare``: several loaders measured in one process, interleaved, as a DataFrame
-  with ratios against named baselines.
-
-No TensorFlow here: a source is read through ``kit.timing.batches``.
+"""Measuring batch sources: throughput and latency (``measure``), loaders compared interleaved
+(``compare``), a rate projected to an epoch (``project_epoch``). No TensorFlow here.
 """
 
 from __future__ import annotations
@@ -60,29 +53,20 @@ class Measurement:
         return d
 
 
-def measure(
-    batches: Any,
-    *,
-    num_batches: int | None = None,
-    warmup: int = 2,
-    max_seconds: float | None = None,
-) -> Measurement:
+def measure(batches: Any, *, num_batches: int | None = None, warmup: int = 2,
+            max_seconds: float | None = None) -> Measurement:
     """Measures how fast a batch source delivers batches.
 
     Args:
-        batches: a ``tf.data.Dataset``, a ``keras.utils.PyDataset``, a generator or
-            any iterable of batches; or a zero-argument callable returning one.
-            Each batch is an array or a (nested) tuple/dict whose first leaf has
-            the batch dimension first.
+        batches: any batch source (``kit.timing.batches``); each batch an array or a nested
+            tuple/dict whose first leaf has the batch dimension first.
         num_batches: batches to time after the warm-up; ``None`` reads to the end.
         warmup: batches read first and not timed (pipelines fill their buffers).
-        max_seconds: stop timing after this long (at least one batch is timed),
-            for sources too slow to read ``num_batches`` of.
+        max_seconds: stop timing after this long (at least one batch is timed).
 
     Returns:
-        A ``Measurement``: examples/s, batches/s, batch latency p50/p95 (time
-        between successive batches), wall time of the timed part and the peak
-        resident memory seen while reading (sampled after every batch).
+        A ``Measurement``: examples/s, batches/s, latency p50/p95 (time between successive
+        batches), the timed wall time and the peak resident memory seen while reading.
     """
     if num_batches is not None:
         check_int("num_batches", num_batches)
@@ -96,9 +80,7 @@ def measure(
             try:
                 next(it)
             except StopIteration:
-                raise ValueError(
-                    f"source ended during warm-up after {i} batches; lower warmup"
-                ) from None
+                raise ValueError(f"source ended during warm-up after {i} batches; lower warmup") from None
         examples = 0
         latencies: list[float] = []
         start = last = time.perf_counter()
@@ -122,21 +104,12 @@ def measure(
     if not latencies:
         raise ValueError("source yielded no batches after the warm-up")
     lat_ms = np.asarray(latencies) * 1e3
-    return Measurement(
-        examples=examples,
-        batches=len(latencies),
-        wall_s=wall,
-        examples_per_s=examples / wall if wall > 0 else math.inf,
-        batches_per_s=len(latencies) / wall if wall > 0 else math.inf,
-        latency_p50_ms=float(np.percentile(lat_ms, 50)),
-        latency_p95_ms=float(np.percentile(lat_ms, 95)),
-        peak_rss_mb=peak,
-        warmup_batches=warmup,
-        latencies_ms=lat_ms.tolist(),
-    )
-
-
-# --------------------------------------------------------------------------- projection
+    return Measurement(examples=examples, batches=len(latencies), wall_s=wall,
+                       examples_per_s=examples / wall if wall > 0 else math.inf,
+                       batches_per_s=len(latencies) / wall if wall > 0 else math.inf,
+                       latency_p50_ms=float(np.percentile(lat_ms, 50)),
+                       latency_p95_ms=float(np.percentile(lat_ms, 95)),
+                       peak_rss_mb=peak, warmup_batches=warmup, latencies_ms=lat_ms.tolist())
 
 
 @dataclass(frozen=True)
@@ -154,69 +127,44 @@ class Projection:
 
     @property
     def basis(self) -> str:
-        return (
-            f"{self.measured_examples:,} examples measured at {self.examples_per_s:,.1f}/s, "
-            f"projected to {self.epoch_examples:,} examples"
-        )
+        return (f"{self.measured_examples:,} examples measured at {self.examples_per_s:,.1f}/s, "
+                f"projected to {self.epoch_examples:,} examples")
 
     def __str__(self) -> str:
         return f"{format_duration(self.seconds)} per epoch ({self.basis})"
 
 
-def project_epoch(
-    examples_per_s: float, epoch_examples: int = 1_000_000, *, measured_examples: int
-) -> Projection:
-    """Projects a rate to the time of one epoch of ``epoch_examples``.
-
-    Args:
-        examples_per_s: the measured rate.
-        epoch_examples: examples in the full epoch (the spectrogram user has 1,000,000).
-        measured_examples: how many examples the rate was measured on (the basis).
-    """
+def project_epoch(examples_per_s: float, epoch_examples: int = 1_000_000, *, measured_examples: int) -> Projection:
+    """Projects a rate to one epoch of ``epoch_examples``; ``measured_examples``: how many examples
+    the rate was measured on (its basis)."""
     if not examples_per_s > 0:
         raise ValueError(f"examples_per_s must be positive, got {examples_per_s!r}")
     check_int("epoch_examples", epoch_examples)
     check_int("measured_examples", measured_examples)
-    return Projection(
-        float(examples_per_s), int(epoch_examples), int(measured_examples),
-        epoch_examples / examples_per_s,
-    )
+    return Projection(float(examples_per_s), int(epoch_examples), int(measured_examples),
+                      epoch_examples / examples_per_s)
 
 
-# --------------------------------------------------------------------------- compare
-
-
-def compare(
-    loaders: Mapping[str, Any],
-    *,
-    baselines: Sequence[str] | str = (),
-    num_batches: int | Mapping[str, int] | None = 20,
-    warmup: int = 2,
-    rounds: int = 3,
-    max_seconds: float | Mapping[str, float] | None = None,
-    epoch_examples: Sequence[int] = (),
-) -> pd.DataFrame:
+def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
+            num_batches: int | Mapping[str, int] | None = 20, warmup: int = 2, rounds: int = 3,
+            max_seconds: float | Mapping[str, float] | None = None, epoch_examples: Sequence[int] = ()) -> pd.DataFrame:
     """Measures several loaders in one process, interleaved, and compares them.
 
-    Each round measures every loader once, in turn, so slow drifts of a shared
-    machine hit all of them alike. A loader's rate is its examples over its timed
-    seconds summed over the rounds.
+    Each round measures every loader once, in turn, so slow drifts of a shared machine hit all
+    alike; a loader's rate is its examples over its timed seconds summed over the rounds.
 
     Args:
-        loaders: name -> a re-iterable batch source (``tf.data.Dataset``,
-            ``PyDataset``) or a zero-argument callable returning a fresh one.
-        baselines: names of loaders to express ratios against; adds a column
-            ``x_<name>`` per baseline (rate / baseline's rate).
-        num_batches: timed batches per round, one number or per loader (None: to the end, or ``max_seconds``).
+        loaders: name -> a re-iterable batch source or a zero-argument callable returning one.
+        baselines: names of loaders to add an ``x_<name>`` ratio column for.
+        num_batches: timed batches per round, one number or per loader (None: to the end).
         warmup: untimed batches before each timed round.
         rounds: how many interleaved rounds.
         max_seconds: per-round time cap, one number or per loader.
-        epoch_examples: adds a column ``epoch_s_<N>`` per N: projected epoch seconds.
+        epoch_examples: adds an ``epoch_s_<N>`` column per N: projected epoch seconds.
 
     Returns:
-        A DataFrame, one row per loader, indexed from 0, with columns ``variant``,
-        ``examples_per_s``, ``round_min`` and ``round_max`` (the slowest and the fastest
-        round's rate), ``batches_per_s``, ``latency_p50_ms``, ``latency_p95_ms``,
+        One row per loader: ``variant``, ``examples_per_s``, ``round_min``/``round_max`` (the
+        slowest and fastest round), ``batches_per_s``, ``latency_p50_ms``, ``latency_p95_ms``,
         ``peak_rss_mb``, ``examples``, ``batches``, ``wall_s``, then ratios and projections.
     """
     if not loaders:
@@ -234,29 +182,21 @@ def compare(
     runs: dict[str, list[Measurement]] = {name: [] for name in loaders}
     for _ in range(rounds):
         for name, source in loaders.items():
-            runs[name].append(
-                measure(source, num_batches=per(num_batches, name), warmup=warmup,
-                        max_seconds=per(max_seconds, name))
-            )
+            runs[name].append(measure(source, num_batches=per(num_batches, name), warmup=warmup,
+                                      max_seconds=per(max_seconds, name)))
     rows = []
     for name, ms in runs.items():
         examples = sum(m.examples for m in ms)
         wall = sum(m.wall_s for m in ms)
         lat = np.concatenate([m.latencies_ms for m in ms])
         per_round = [m.examples_per_s for m in ms]
-        rows.append({
-            "variant": name,
-            "examples_per_s": examples / wall if wall > 0 else math.inf,
-            "round_min": min(per_round),  # the slowest and fastest round: the spread of the rate
-            "round_max": max(per_round),
-            "batches_per_s": len(lat) / wall if wall > 0 else math.inf,
-            "latency_p50_ms": float(np.percentile(lat, 50)),
-            "latency_p95_ms": float(np.percentile(lat, 95)),
-            "peak_rss_mb": max(m.peak_rss_mb for m in ms),
-            "examples": examples,
-            "batches": len(lat),
-            "wall_s": wall,
-        })
+        rows.append({"variant": name, "examples_per_s": examples / wall if wall > 0 else math.inf,
+                     "round_min": min(per_round), "round_max": max(per_round),
+                     "batches_per_s": len(lat) / wall if wall > 0 else math.inf,
+                     "latency_p50_ms": float(np.percentile(lat, 50)),
+                     "latency_p95_ms": float(np.percentile(lat, 95)),
+                     "peak_rss_mb": max(m.peak_rss_mb for m in ms), "examples": examples,
+                     "batches": len(lat), "wall_s": wall})
     df = pd.DataFrame(rows)
     add_ratios(df, baselines)
     for n in epoch_examples:
@@ -276,8 +216,8 @@ def add_ratios(df: pd.DataFrame, baselines: Iterable[str], *, column: str = "exa
 
 
 def cpu_used(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``, timed: ``(result, wall_s, cpu_s, kernel_s)``, the CPU
-    seconds this process's threads used meanwhile (user and kernel), and the kernel's part."""
+    """``fn(*args, **kwargs)``, timed: ``(result, wall_s, cpu_s, kernel_s)``, the CPU seconds this
+    process used meanwhile and their kernel part."""
     c0, t0 = os.times(), time.perf_counter()
     out = fn(*args, **kwargs)
     wall, c1 = time.perf_counter() - t0, os.times()
@@ -285,15 +225,12 @@ def cpu_used(fn, *args, **kwargs):
 
 
 def timed_epoch(loader, *, expected: int, labels: np.ndarray | None = None, max_seconds: float | None = None):
-    """Reads one epoch of ``loader``; returns ``(examples, seconds, whole)``.
-
-    A whole epoch is checked: exactly ``expected`` examples and, given ``labels`` (the
-    index's), the same count of every class. With ``max_seconds`` the read stops early
-    (``whole`` False) and the caller projects.
-    """
+    """Reads one epoch of ``loader``: ``(examples, seconds, whole)``. A whole epoch must deliver
+    ``expected`` examples and, given the index's ``labels``, each class as often; with
+    ``max_seconds`` the read may stop early (``whole`` False)."""
     counts = None
     n = 0
-    classes = int(labels.max()) + 1 if labels is not None else 0  # once: per batch it cost seconds an epoch
+    classes = int(labels.max()) + 1 if labels is not None else 0
     t0 = time.perf_counter()
     for _x, y in loader:
         y = np.asarray(y)
