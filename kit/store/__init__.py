@@ -1,25 +1,14 @@
 """The derived-data store: content-keyed folders, atomic shard writes, manifest, resume, verify.
 
-Every derived file (TFRecord shards, memmaps, feature caches) goes through ``build``:
+Every derived file (TFRecord shards, memmaps, feature caches) goes through ``build``: the folder's
+``key`` fingerprints the inputs and options, so a changed input never reuses a stale derivative;
+each shard is written under a temporary name, checksummed and renamed, so an interrupted build
+resumes; ``manifest.json`` is written last, so a folder without it is never read as complete.
+``verify`` re-reads a folder against its manifest.
 
-* the folder's ``key`` is a fingerprint of the inputs and options (``fingerprint``),
-  so a changed input never reuses a stale derivative;
-* each shard is written under a temporary name, checksummed, then renamed; a small
-  record of it goes to ``.partial/`` so an interrupted build resumes without
-  redoing finished shards;
-* ``manifest.json`` (counts, shapes, dtype, a SHA-256 per shard) is written last,
-  atomically: a folder without it is never read as complete.
-
-``verify`` re-reads a folder and checks it against its manifest.
-
-The parts, one concept each:
-
-* ``keys``: ``fingerprint``, ``files_fingerprint`` and the content-digest database;
-* ``folder``: the folder's own files, ``claim``, ``store_lock``, atomic writes, free space;
-* ``manifest``: ``Manifest``, one ``ShardRecord`` per file, read, checked and written;
-* ``checks``: ``check_open`` at every open, ``verify`` and the kinds' deep checks;
-* ``builder``: ``build`` and the resume of an interrupted one;
-* ``files``: ``.npy`` reads, reserved memmaps, page-cache read hints.
+Parts: ``keys`` (fingerprints, the content-digest database), ``folder`` (claim, lock, atomic
+writes, free space), ``manifest``, ``checks`` (``check_open``, ``verify``), ``builder`` (``build``),
+``files`` (``.npy`` reads, memmaps, read hints).
 """
 
 from __future__ import annotations

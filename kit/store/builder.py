@@ -1,9 +1,5 @@
-"""``build``: a store's shards written atomically under its lock, an interrupted build resumed, the manifest last.
-
-Each shard is written under a temporary name, checksummed, then renamed; a record of it
-goes to ``.partial/`` so an interrupted build resumes without redoing finished shards;
-``manifest.json`` is written last, atomically.
-"""
+"""``build``: a store's shards written atomically under its lock, an interrupted build resumed (each
+finished shard's record kept in ``.partial/``), the manifest last."""
 
 from __future__ import annotations
 
@@ -67,23 +63,21 @@ def build(
     Args:
         folder: the store's folder; created if missing.
         kind: what the store holds (``"spectrogram-tfrecord"``, ...), kept in the manifest.
-        key: fingerprint of inputs and options. A complete store with this key is
-            reused (after ``check_open``); finished shards of an interrupted build with
-            this key are kept; anything with another key is discarded and rebuilt.
+        key: fingerprint of inputs and options. A complete store with this key is reused (after
+            ``check_open``), finished shards of an interrupted build with it are kept; anything
+            with another key is discarded and rebuilt.
         shards: the files to write.
-        write: ``write(shard, tmp_path, advance)`` writes one shard's file at
-            ``tmp_path`` and calls ``advance(n)`` as it goes (for the progress bar).
+        write: ``write(shard, tmp_path, advance)`` writes one shard's file at ``tmp_path``,
+            calling ``advance(n)`` as it goes (the progress bar).
         meta: stored in the manifest; ``meta["module"]`` names the module whose
             ``register_check`` deep-checks this kind in ``verify``.
         workers: shards written concurrently (threads).
         progress: show a tqdm bar (a string sets its description).
-        sources: the files the store is made from; the store's folder may not be,
-            contain or sit inside a folder holding one of them.
-        expected_bytes: about how large the whole store will be; checked against the
-            free space before anything is written.
-        check: when reusing a complete store, also compare every shard with its
-            SHA-256 in the manifest (once per change of the file; see ``check_open``).
-            None: ``$KIT_CHECK_STORES`` (``0`` turns it off), else on.
+        sources: the files the store is made from; the folder may not be, contain or sit
+            inside a folder holding one of them.
+        expected_bytes: about how large the store will be; checked against the free space first.
+        check: when reusing a complete store, also compare every shard's SHA-256 (see
+            ``check_open``); None: on unless ``$KIT_CHECK_STORES=0``.
         lock_timeout: seconds to wait for another process building the same folder
             (default ``LOCK_TIMEOUT_S``).
 
@@ -91,11 +85,10 @@ def build(
         The ``Manifest`` of the complete store.
 
     Raises:
-        StoreError: ``folder`` exists and is not an empty folder or a kit store of
-            ``kind``, or it overlaps the sources' folders (nothing is written); the disk
-            lacks the space; the disk filled up while writing (the partial file is
-            removed, finished shards are kept for a resume); another builder held the
-            folder past ``lock_timeout``; a reused store does not match its manifest.
+        StoreError: ``folder`` is neither empty nor a kit store of ``kind``, or overlaps the
+            sources' folders; the disk lacks the space or filled up (finished shards are kept
+            for a resume); another builder held the folder past ``lock_timeout``; a reused
+            store does not match its manifest.
     """
     folder = Path(folder)
     if workers < 1:
@@ -150,9 +143,7 @@ def _build_locked(folder: Path, kind, key, shards, write, meta, workers, progres
     manifest = Manifest(kind=kind, key=key, count=total, shards=[records[s.name] for s in shards],
                         meta=dict(meta or {}))
     manifest.meta.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-    # What the build that completed the store measured: a reused store can still say
-    # how long it took to make (``built`` examples written in ``build_seconds``; fewer
-    # than ``count`` when an interrupted build was resumed).
+    # ``built`` examples written in ``build_seconds`` (fewer than ``count`` after a resume).
     manifest.meta["build_seconds"] = time.perf_counter() - started
     manifest.meta["built"] = total - sum(s.count for s in shards if s.name in done_before)
     try:
@@ -271,12 +262,9 @@ def disk_full(e: BaseException) -> bool:
     return "No space left on device" in str(e) or "Disk quota exceeded" in str(e)
 
 
-def _size(n: float) -> str:
-    return f"{n / 1e9:,.2f} GB" if n >= 1e9 else f"{n / 1e6:,.1f} MB"
-
-
 def _free(folder: Path) -> str:
     try:
-        return _size(shutil.disk_usage(folder).free)
+        n = shutil.disk_usage(folder).free
     except OSError:
         return "unknown"
+    return f"{n / 1e9:,.2f} GB" if n >= 1e9 else f"{n / 1e6:,.1f} MB"

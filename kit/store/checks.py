@@ -1,9 +1,5 @@
-"""Checking a store against its manifest: at every open (``check_open``) and in full, file by file (``verify``).
-
-At open every shard must have its manifest's size and head/tail digest (``ends``); with the
-full check each shard's SHA-256 is compared too, once per change of the file (remembered in
-``.kit-checked.json``). ``verify`` re-reads everything and runs the kind's deep check.
-"""
+"""Checking a store against its manifest: at every open (``check_open``) and in full, file by file,
+with the kind's deep check (``verify``)."""
 
 from __future__ import annotations
 
@@ -96,11 +92,9 @@ def check_open(folder: str | os.PathLike, manifest: Manifest, *, full: bool | No
                progress: bool | str = True) -> None:
     """Checks a complete store against its manifest before it is read.
 
-    Every shard must exist with the manifest's size and head/tail digest (``ends``):
-    a manifest from one build over shards of another is refused. With ``full`` (the
-    default, unless ``$KIT_CHECK_STORES=0``), each shard's SHA-256 is compared too,
-    streamed with a progress bar, once per change of the file: a match is remembered
-    in ``.kit-checked.json`` by (inode, size, mtime_ns, ctime_ns).
+    Every shard must have the manifest's size and head/tail digest (``ends``). With ``full`` (the
+    default, unless ``$KIT_CHECK_STORES=0``) each shard's SHA-256 is compared too, once per change
+    of the file (a match is remembered in ``CHECKED``).
 
     Raises:
         StoreError: naming the shard that is missing, resized, replaced or corrupt.

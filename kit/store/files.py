@@ -1,9 +1,5 @@
-"""A store's data files: ``.npy`` read safely, memmaps with their blocks reserved, page-cache read hints.
-
-``load_npy`` never unpickles and parses headers under one lock (thread-safe); ``open_memmap``
-reserves a new file's blocks so a full disk is an error, not a SIGBUS; ``ask_to_read`` asks the
-kernel to read ahead.
-"""
+"""A store's data files: ``.npy`` read safely (``load_npy``), memmaps with their blocks reserved
+(``open_memmap``), page-cache read hints (``ask_to_read``)."""
 
 from __future__ import annotations
 
@@ -27,12 +23,8 @@ KERNEL_READ_DEFAULT = 128 << 10
 
 
 def open_memmap(path: str | os.PathLike, *, dtype, shape):
-    """``np.lib.format.open_memmap(path, "w+")`` with the file's blocks reserved up front.
-
-    A plain open_memmap makes a sparse file: on a full disk, writing into the mapping
-    kills the process with SIGBUS and no message. Reserving the blocks first turns that
-    into an ``OSError`` (ENOSPC) here, which ``build`` reports in one line.
-    """
+    """``np.lib.format.open_memmap(path, "w+")`` with the file's blocks reserved up front: on a full
+    disk a sparse mapping dies of SIGBUS when written; reserved, it raises ``OSError`` (ENOSPC) here."""
     mm = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
     with open(path, "r+b") as f:
         try:
@@ -57,18 +49,15 @@ def read_npy_header(f) -> tuple:
 def load_npy(path: str | os.PathLike, *, mmap: bool = True):
     """``np.load(path, allow_pickle=False)``, safe to call from several threads at once.
 
-    NumPy parses a ``.npy`` header with ``ast.literal_eval``. On CPython 3.11 two threads
-    building ASTs at the same time can fail with ``SystemError: AST constructor recursion
-    depth mismatch`` (python/cpython#106905); the kit's store writers and checks run in a
-    thread pool, and CI met it there. The header is parsed, and the file mapped, under one
-    process-wide lock (microseconds); the data is read outside it.
+    NumPy parses a header with ``ast.literal_eval``, which on CPython 3.11 can fail in two threads
+    at once (``SystemError: AST constructor recursion depth mismatch``, python/cpython#106905): the
+    header is parsed, and the file mapped, under one process-wide lock; the data is read outside it.
 
     Args:
         mmap: memory-map the array read-only (the default); False reads it all into memory.
 
     Raises:
-        FileNotFoundError, ValueError: as ``np.load`` (ValueError for a file that is not a
-            ``.npy`` array or that holds Python objects).
+        FileNotFoundError, ValueError: as ``np.load``.
     """
     if mmap:
         with _NPY_HEADER_LOCK:
@@ -86,11 +75,9 @@ def load_npy(path: str | os.PathLike, *, mmap: bool = True):
 
 
 def kernel_read_bytes(path: str | os.PathLike) -> int:
-    """The most one ``posix_fadvise(..., POSIX_FADV_WILLNEED)`` on ``path`` reads: Linux
-    caps each at the larger of the device's readahead window and its largest request
-    (``read_ahead_kb``, ``max_sectors_kb`` in ``/sys/dev/block/MAJOR:MINOR/queue``, or its
-    disk's for a partition) and reads nothing past that. ``KERNEL_READ_DEFAULT`` where they
-    cannot be read (not Linux, a file system on no block device)."""
+    """The most one ``posix_fadvise(..., POSIX_FADV_WILLNEED)`` on ``path`` reads: the larger of the
+    device's ``read_ahead_kb`` and ``max_sectors_kb`` (``/sys/dev/block/MAJOR:MINOR/queue``, or its
+    disk's for a partition); ``KERNEL_READ_DEFAULT`` where they cannot be read."""
     try:
         dev = os.stat(path).st_dev
         base = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
@@ -106,11 +93,9 @@ def kernel_read_bytes(path: str | os.PathLike) -> int:
 
 
 def ask_to_read(fd: int, offset: int, length: int, piece: int) -> int:
-    """Asks the kernel to read ``length`` bytes of ``fd`` from ``offset`` into the page
-    cache, in the background (``POSIX_FADV_WILLNEED``, one call per ``piece`` bytes:
-    ``kernel_read_bytes``, as Linux reads no more than that for one call). Returns the
-    calls made; 0 where ``posix_fadvise`` does not exist. A hint: what is not read in
-    time is read when it is used, as without it."""
+    """Asks the kernel to read ``length`` bytes of ``fd`` from ``offset`` into the page cache in the
+    background (``POSIX_FADV_WILLNEED``, one call per ``piece`` bytes, see ``kernel_read_bytes``).
+    Returns the calls made; 0 where ``posix_fadvise`` does not exist."""
     if not hasattr(os, "posix_fadvise"):
         return 0
     calls = 0

@@ -1,9 +1,5 @@
-"""A store's folder: the files it holds besides its shards, who may write there (claim, lock), atomic writes.
-
-Never write into a folder the kit did not make: ``claim`` marks a new store folder with its
-kind and refuses any other non-empty folder; ``inside`` keeps a name read from a file inside
-its folder; ``store_lock`` lets one builder at a time in.
-"""
+"""A store's folder: who may write there (``claim``: only a folder the kit made, or an empty one;
+``store_lock``: one builder at a time), names kept inside it (``inside``), atomic writes, free space."""
 
 from __future__ import annotations
 
@@ -31,14 +27,12 @@ MANIFEST = "manifest.json"
 #: The records of the shards an unfinished build has written, for a resume.
 PARTIAL = ".partial"
 #: The marker of a folder the kit made for a store (its kind): only such a folder (or an
-#: empty one) is ever written into, and so only its files are ever replaced or removed.
+#: empty one) is ever written into.
 STORE_MARKER = ".kit-store"
-#: The lock file of a store folder: builders hold it exclusively, readers checking a
-#: store at open hold it shared (``fcntl.flock``; released when the process dies).
+#: The lock file of a store folder (``fcntl.flock``): builders hold it exclusively, readers
+#: checking a store at open hold it shared.
 LOCK = ".kit-lock"
-#: How long a builder or reader waits for another process building the same folder:
-#: an hour covers converting the seed's million frames on a slow disk; past it the
-#: wait ends with an error naming the holder.
+#: How long a builder or reader waits for another process building the same folder.
 LOCK_TIMEOUT_S = 3600.0
 
 #: A temporary file of ``atomic_path``: ``NAME.tmp-PID-TID``.
@@ -153,10 +147,8 @@ def _is_marker_temp(name: str) -> bool:
 
 
 def _write_marker(folder: Path, kind: str) -> None:
-    """Writes ``folder``'s marker whole, in one step (``atomic_path``): a process claiming the
-    same folder at the same moment never reads it empty (it once took such a folder for a
-    foreign one and refused it). Two claims of one kind write the same marker (the kit's store
-    folders are named by case and format, so two kinds do not claim one folder at once)."""
+    """Writes ``folder``'s marker whole (``atomic_path``): a process claiming the same folder at the
+    same moment never reads it empty (and takes the folder for a foreign one)."""
     with atomic_path(folder / STORE_MARKER) as tmp:
         tmp.write_text(kind + "\n")
 
@@ -226,11 +218,8 @@ def _lock_holder(path: Path) -> str:
 
 
 def remove_dead_temp_files(folder: str | os.PathLike) -> list[Path]:
-    """Removes ``*.tmp-PID-TID`` files under ``folder`` whose process is gone (killed builds).
-
-    Returns:
-        The removed paths. Files of live processes (another build) are left alone.
-    """
+    """Removes ``*.tmp-PID-TID`` files under ``folder`` whose process is gone (killed builds);
+    returns their paths."""
     removed = []
     for p in Path(folder).rglob("*.tmp-*-*"):
         m = _TEMP.search(p.name)

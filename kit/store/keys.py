@@ -1,9 +1,5 @@
-"""Content keys: fingerprints of a store's options and of its source files, with the database of file digests.
-
-A store's key follows its sources' content: each file's size, mtime and a content digest
-(``files_fingerprint``), read once per change of the file and remembered in
-``<workdir>/digests.sqlite3``.
-"""
+"""Content keys: fingerprints of a store's options and of its source files (size, mtime and a content
+digest each, read once per change of the file and remembered in ``<workdir>/digests.sqlite3``)."""
 
 from __future__ import annotations
 
@@ -23,9 +19,8 @@ __all__ = ["DIGEST_MODES", "content_digest", "digest_mode", "files_fingerprint",
            "forget_digests"]
 
 #: How ``files_fingerprint`` reads each file's content (``$KIT_DIGEST`` sets the default):
-#: ``"sample"`` hashes the head, the tail and a few fixed blocks (a rewrite with the
-#: same size and mtime, as ``cp -p``, ``rsync -a`` or ``tar x`` leave, changes the key);
-#: ``"full"`` hashes every byte, for the paranoid.
+#: ``"sample"`` hashes the head, the tail and a few fixed blocks (so a rewrite keeping size and
+#: mtime, as ``cp -p`` does, still changes the key); ``"full"`` hashes every byte.
 DIGEST_MODES = ("sample", "full")
 #: Sampled digest: files up to 256 KiB are hashed whole; larger ones by their first and
 #: last 64 KiB and 8 blocks of 4 KiB at fixed fractions of the size (176 KiB a file).
@@ -65,11 +60,8 @@ def content_digest(path: str | os.PathLike, mode: str = "sample") -> str:
 
 class _DigestCache:
     """Digests by ``(device, inode, size, mtime_ns, ctime_ns, mode)``, in memory and in
-    ``<workdir>/digests.sqlite3``, so each file is read once however often it is indexed.
-
-    ``ctime`` joins the issue's ``(inode, size, mtime_ns)``: ``cp -p`` onto an existing
-    file rewrites the same inode and restores size and mtime, but no user can set ctime.
-    """
+    ``<workdir>/digests.sqlite3``, so each file is read once however often it is indexed (``ctime``:
+    ``cp -p`` onto a file keeps its inode, size and mtime, but no user can set ctime)."""
 
     def __init__(self):
         self._mem: dict[tuple, str] = {}
@@ -115,8 +107,8 @@ _DIGESTS = _DigestCache()
 
 
 def forget_digests() -> None:
-    """Forget the digests this process holds in memory, so the next ``files_fingerprint`` reads
-    the database (or the files) as a new process would: bench digest's ways, tests."""
+    """Forget the digests this process holds in memory: the next ``files_fingerprint`` reads the
+    database (or the files) as a new process would."""
     global _DIGESTS
     _DIGESTS = _DigestCache()
 

@@ -38,8 +38,8 @@ class ShardRecord:
         count: the examples it holds (0 for a file beside the examples, as ``labels.npy``).
         bytes: its size.
         sha256: SHA-256 (hex) of its content.
-        ends: BLAKE2b (hex) of its size, first and last 64 KiB (``kit.store.checks.ends_digest``),
-            the cheap check at every open; None in a format-1 manifest.
+        ends: BLAKE2b (hex) of its size, first and last 64 KiB (``checks.ends_digest``), checked
+            at every open; None in a format-1 manifest.
     """
 
     name: str
@@ -80,9 +80,8 @@ class Manifest:
         key: the fingerprint of its inputs and options (``kit.store.fingerprint``).
         count: the examples in it, the sum of its shards' counts.
         shards: its files, in the order they were planned.
-        meta: free-form, per kind (shapes, dtype, classes, options...). ``build`` adds
-            ``created``, ``build_seconds`` and ``built`` (examples written by the build
-            that completed it); ``module`` names the module whose ``register_check``
+        meta: free-form, per kind (shapes, dtype, options...). ``build`` adds ``created``,
+            ``build_seconds`` and ``built``; ``module`` names the module whose ``register_check``
             deep-checks the kind in ``verify``.
         version: the format version (``FORMAT_VERSION``) of the kit that wrote it.
     """
@@ -96,11 +95,8 @@ class Manifest:
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> Manifest:
-        """Reads and checks ``folder/manifest.json``. Raises ``StoreError`` naming what is wrong.
-
-        Every shard name must stay inside ``folder`` (no absolute path, no ``..``, no
-        link leading out), so neither a reader nor a rebuild touches a file outside it.
-        """
+        """Reads and checks ``folder/manifest.json`` (every shard name must stay inside ``folder``).
+        Raises ``StoreError`` naming what is wrong."""
         path = Path(folder) / MANIFEST
         try:
             with open(path) as f:
@@ -150,11 +146,7 @@ def _check_fields(d: Any, path: Path, folder: str | os.PathLike) -> None:
 
 def complete(folder: str | os.PathLike, key: str | None = None) -> Manifest | None:
     """The manifest if ``folder`` holds a complete store (with ``key``, if given), else None.
-
-    Raises:
-        StoreError: the folder has a manifest that is malformed or names a file outside
-            the folder (such a store is neither used nor rebuilt over).
-    """
+    Raises ``StoreError`` for a malformed manifest (such a store is neither used nor rebuilt over)."""
     if not (Path(folder) / MANIFEST).is_file():
         return None
     m = Manifest.load(folder)
