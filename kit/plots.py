@@ -1,15 +1,12 @@
-"""Plotly figures as pure functions of the kit's DataFrames.
-
-No TensorFlow here: these functions take the tables that ``kit.timing`` and
-``kit.bench`` return and give back ``plotly.graph_objects.Figure`` objects, which
-render in JupyterLab, in a headless run's saved output and in the HTML export.
-The interactive layer over them (widgets, the epoch explorer) is ``kit.notebook.explorer``.
+"""Plotly figures as pure functions of the tables ``kit.timing`` and ``kit.bench`` return: each takes
+what it draws as arguments. No TensorFlow. The interactive layer over them is ``kit.notebook.explorer``.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -18,7 +15,6 @@ import plotly.graph_objects as go
 from PIL import Image
 from plotly.subplots import make_subplots
 
-from kit.cases.registry import unit
 from kit.util import format_duration
 
 __all__ = [
@@ -46,14 +42,8 @@ __all__ = [
 
 def throughput(df: pd.DataFrame, *, title: str = "Loader throughput", log: bool = True,
                ratio: str | None = None, in_order: bool = False) -> go.Figure:
-    """Bar chart of examples/s per variant (one row per variant in ``df``).
-
-    Args:
-        df: needs ``variant`` and ``examples_per_s``; ``ratio`` names an ``x_<name>``
-            column whose values label the bars.
-        log: logarithmic axis (loaders differ by orders of magnitude).
-        in_order: bars in ``df``'s order, top to bottom (a ladder's rungs), not by speed.
-    """
+    """Bar chart of ``examples_per_s`` per ``variant``; ``ratio`` names an ``x_<name>`` column that
+    labels the bars; ``in_order``: bars in ``df``'s order, top to bottom, not by speed."""
     d = df.iloc[::-1] if in_order else df.sort_values("examples_per_s")
     text = None
     if ratio is not None:
@@ -129,13 +119,8 @@ def stage_costs(df: pd.DataFrame, *, title: str = "What one pair costs, stage by
 
 
 def segmentation_pair(image, ids, colours, *, title: str = "An image and its mask") -> go.Figure:
-    """An image and its class-id mask side by side, the mask drawn in the palette's colours.
-
-    Args:
-        image: ``(H, W, 3)`` uint8 (or float in [0, 1]).
-        ids: ``(H, W)`` class ids; ids outside the palette (ignored) are drawn white.
-        colours: ``(C, 3)`` palette colours.
-    """
+    """An image (``(H, W, 3)`` uint8, or float in [0, 1]) and its class ids ``(H, W)`` side by side,
+    the ids drawn in the palette's ``(C, 3)`` colours (ids outside it white)."""
     image = np.asarray(image)
     if image.dtype != np.uint8:
         image = np.rint(np.clip(image, 0, 1) * 255).astype(np.uint8)
@@ -158,12 +143,8 @@ def segmentation_pair(image, ids, colours, *, title: str = "An image and its mas
 
 
 def scaling(df: pd.DataFrame, *, title: str = "Training throughput against replicas") -> go.Figure:
-    """Examples/s per replica count (``kit.bench.scaling`` rows), one line per variant.
-
-    Dotted: linear scaling from the smallest count. Dashed: what the loader alone
-    delivers at that global batch (``input_examples_per_s``), the ceiling no number of
-    replicas can pass.
-    """
+    """Examples/s per replica count (``kit.bench.scaling`` rows), one line per variant; dotted: linear
+    scaling from the smallest count; dashed: the loader alone (``input_examples_per_s``), the ceiling."""
     fig = go.Figure()
     for i, (variant, d) in enumerate(df.sort_values("replicas").groupby("variant", sort=False)):
         colour = px.colors.qualitative.Plotly[i % len(px.colors.qualitative.Plotly)]
@@ -182,12 +163,8 @@ def scaling(df: pd.DataFrame, *, title: str = "Training throughput against repli
 
 
 def gains(df: pd.DataFrame, *, title: str = "What the doctor expected, and what the fix measured") -> go.Figure:
-    """Grouped bars per fix: ``expected_gain`` (the doctor's) next to ``measured_gain`` (the fix
-    applied and measured side by side), log scale, a line at 1x (no change).
-
-    Args:
-        df: one row per fix, with ``fix``, ``expected_gain`` and ``measured_gain``.
-    """
+    """Grouped bars per ``fix``: ``expected_gain`` (the doctor's) next to ``measured_gain``, log scale,
+    a line at 1x."""
     long = df.melt(id_vars=["fix"], value_vars=["expected_gain", "measured_gain"],
                    var_name="gain", value_name="factor")
     long["gain"] = long["gain"].map({"expected_gain": "expected (doctor)", "measured_gain": "measured (fix applied)"})
@@ -220,12 +197,8 @@ def _power_label(k: int, unit: str) -> str:
 
 
 def log_ticks(unit: str = "", *, low: int = -4, high: int = 12) -> dict:
-    """Axis settings for a log axis: a labelled tick at each power of ten only, with the unit.
-
-    No minor labels ("2", "5" between decades): ``tickvals`` fixes the ticks, so only
-    the powers of ten inside the visible range show. Spread into ``update_xaxes`` or
-    ``update_yaxes``.
-    """
+    """Settings for a log axis (spread into ``update_xaxes``): a labelled tick at each power of ten
+    only, with the unit, no minor labels."""
     ks = range(low, high + 1)
     return dict(type="log", tickmode="array", tickvals=[10.0 ** k for k in ks],
                 ticktext=[_power_label(k, unit) for k in ks], minor=dict(showgrid=False, ticks=""))
@@ -249,20 +222,22 @@ def epoch_text(t: pd.DataFrame) -> list[str]:
             for s, b, k in zip(t["epoch_s"], t["bound"], kinds)]
 
 
-def epoch_comparison(table: pd.DataFrame, *, title: str = "Projected epoch time per configuration") -> go.Figure:
-    """Bars of projected epoch time per configuration, one panel per case, coloured by
-    what bounds it (input or compute): ``kit.timing.epoch_table`` rows at one scale per case.
+def epoch_comparison(table: pd.DataFrame, *, units: Mapping[str, str] | None = None,
+                     title: str = "Projected epoch time per configuration") -> go.Figure:
+    """Bars of projected epoch time per configuration, one panel per case, coloured by what bounds it.
 
     Args:
-        table: ``epoch_table`` rows with ``case``, ``variant``, ``examples``, ``replicas``,
-            ``epoch_s`` and ``bound``.
+        table: ``kit.timing.epoch_table`` rows at one scale per case: ``case``, ``variant``,
+            ``examples``, ``replicas``, ``epoch_s``, ``bound``.
+        units: what one example of each case is (``{"spectrogram": "frames"}``); None: the table's
+            ``unit`` column (``kit.timing.configurations`` gives one), else "examples".
     """
     cases = list(dict.fromkeys(table["case"]))
     titles = []
     for case in cases:
         d = table[table["case"] == case].iloc[0]
-        titles.append(f"{case}: {int(d['examples']):,} {unit(case)}, "
-                      f"{int(d['replicas'])} replica(s)")
+        what = (units or {}).get(case) or (d["unit"] if isinstance(d.get("unit"), str) else "examples")
+        titles.append(f"{case}: {int(d['examples']):,} {what}, {int(d['replicas'])} replica(s)")
     heights = [max(2, (table["case"] == c).sum()) for c in cases]
     fig = make_subplots(rows=len(cases), cols=1, subplot_titles=titles, row_heights=heights,
                         vertical_spacing=0.12 if len(cases) > 1 else 0.0)
@@ -285,11 +260,8 @@ def epoch_comparison(table: pd.DataFrame, *, title: str = "Projected epoch time 
 
 
 def epoch_scenarios(table: pd.DataFrame, *, title: str | None = None) -> go.Figure:
-    """Each loader's epoch in each scenario (``kit.timing.gpu.scenarios`` rows): the first scenario
-    (the user's GPUs) is shown, buttons switch to the others or to all; bars are coloured by what
-    bounds the epoch over the compute rate's range (input, compute, or either where the range
-    straddles the loader's rate), whiskers span an assumed compute rate's range.
-    """
+    """Each loader's epoch in each scenario (``kit.timing.gpu.scenarios`` rows), the first shown and
+    buttons for the others or all; bars coloured by ``bound_range``, whiskers over an assumed rate's range."""
     names = list(dict.fromkeys(table["scenario"]))
     first = table[table["scenario"] == names[0]].sort_values("epoch_s", ascending=False)
     order = list(first["variant"])
@@ -336,12 +308,8 @@ def epoch_scenarios(table: pd.DataFrame, *, title: str | None = None) -> go.Figu
 
 
 def epoch_vs_replicas(table: pd.DataFrame, *, title: str | None = None) -> go.Figure:
-    """Epoch time against replicas, one line per loader: where each line goes flat is
-    that loader's ceiling (the dotted line: the loader alone, ``examples / loader_rate``).
-
-    Args:
-        table: ``epoch_table`` rows of one case at one ``examples``, several ``replicas``.
-    """
+    """Epoch time against replicas, one line per loader (``epoch_table`` rows of one case at one
+    ``examples``); dotted: the loader alone, the floor no replica count passes."""
     fig = go.Figure()
     palette = px.colors.qualitative.Plotly
     examples = int(table["examples"].iloc[0])
@@ -377,15 +345,9 @@ def epoch_vs_replicas(table: pd.DataFrame, *, title: str | None = None) -> go.Fi
 
 def epoch_vs_layout(table: pd.DataFrame, fit, *, target_s: float, reached: int | None, examples: int = 1_000_000,
                     title: str | None = None) -> go.Figure:
-    """The generator's epoch against frames per file: the measured layouts, the fitted line, the
-    user's epoch marked (a dashed line) and the layout where the line reaches it.
-
-    Args:
-        table: ``kit.spectrogram.layouts.epoch_table`` rows (``frames_per_file``, ``epoch_s``).
-        fit: their ``kit.spectrogram.layouts.Fit``.
-        target_s: the user's epoch (seconds).
-        reached: the frames per file at which ``fit`` reaches ``target_s`` (None: it does not).
-    """
+    """The generator's epoch against frames per file: the measured layouts (``table``, from
+    ``kit.spectrogram.layouts.epoch_table``), their ``fit``, the user's epoch ``target_s`` (dashed) and
+    ``reached``, the frames per file where the fit reaches it (None: nowhere)."""
     top = max(float(table["frames_per_file"].max()), float(reached or 0)) * 2
     xs = np.geomspace(max(1.0, float(table["frames_per_file"].min()) / 2), top, 60)
     fig = go.Figure()
@@ -415,13 +377,8 @@ def epoch_vs_layout(table: pd.DataFrame, fit, *, target_s: float, reached: int |
 
 
 def machines(rates: pd.DataFrame, *, examples: int = 1_000_000, title: str | None = None) -> go.Figure:
-    """Machine against machine: the epoch time each loader alone allows, per machine.
-
-    Args:
-        rates: loader rows (``variant``, ``examples_per_s``, ``machine_label``) of
-            several machines, e.g. each machine's latest bench from ``kit.results``.
-        examples: the epoch to project to.
-    """
+    """Machine against machine: the epoch of ``examples`` each loader alone allows, from loader rows
+    (``variant``, ``examples_per_s``, ``machine_label``) of several machines."""
     d = rates.assign(epoch_s=examples / rates["examples_per_s"])
     fig = go.Figure()
     for label, m in d.groupby("machine_label", sort=False):
@@ -437,13 +394,8 @@ def machines(rates: pd.DataFrame, *, examples: int = 1_000_000, title: str | Non
 
 def epoch_order(orders: dict[str, "pd.Series | list"], *, title: str = "Which frame each epoch reads when",
                 max_points: int = 4000) -> go.Figure:
-    """Frame number against position in the epoch, one panel per named order: a fully
-    random order fills the square; a block order stays near the diagonal band by window.
-
-    Args:
-        orders: name -> the row numbers of one epoch, in the order read.
-        max_points: points drawn per order (evenly thinned), so large epochs stay light.
-    """
+    """Frame read against position in the epoch, one panel per named order (name -> the row numbers
+    of one epoch, in the order read), thinned to ``max_points`` per order."""
     frames = []
     for name, rows in orders.items():
         rows = list(rows)

@@ -67,3 +67,16 @@ def test_a_ladder_is_drawn_in_its_order_not_by_speed():
     top_down = list(plots.throughput(df, in_order=True).layout.yaxis.categoryarray)[::-1]
     assert top_down == ["generator", "map", "+prefetch", "+vectorise"]  # plotly draws the first category lowest
     assert list(plots.throughput(df).layout.yaxis.categoryarray) == ["generator", "+prefetch", "map", "+vectorise"]
+
+
+def test_the_epoch_comparison_names_each_case_s_unit_from_its_arguments():
+    """The figure takes the units it labels with (issue 53 item 4), never the case registry."""
+    configs = compare.configurations(compare_rates())
+    t = pd.concat([timing.epoch_table(configs[configs["case"] == case], examples=s["examples"],
+                                      replicas=s["replicas"]) for case, s in SCALE.items()])
+    titles = [a.text for a in plots.epoch_comparison(t).layout.annotations]
+    assert titles == ["spectrogram: 1,000,000 frames, 2 replica(s)", "segmentation: 420 pairs, 1 replica(s)"]
+    bare = t.drop(columns="unit")
+    assert plots.epoch_comparison(bare).layout.annotations[1].text.startswith("segmentation: 420 examples")
+    fig = plots.epoch_comparison(bare, units={"segmentation": "scenes"})
+    assert fig.layout.annotations[1].text == "segmentation: 420 scenes, 1 replica(s)"
