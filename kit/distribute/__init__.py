@@ -1,17 +1,10 @@
-"""Training on several devices and several machines, with TensorFlow's own engines.
+"""Training on several devices and several machines, with TensorFlow's own engines: ``strategy``
+(``make_strategy``: GPUs, or the CPU split into logical devices), ``input`` (``distributed_loader``,
+both input patterns), ``service`` (tf.data service), ``multiworker`` (``MultiWorkerMirroredStrategy``,
+``train_steps``), ``commands`` (``python -m kit service``).
 
-* ``kit.distribute.strategy``: ``make_strategy(replicas)``, a ``MirroredStrategy`` over the
-  visible GPUs, or over the CPU split into logical devices (a simulation);
-* ``kit.distribute.input``: both input patterns (``distributed_loader``), from any case's
-  loader factory;
-* ``kit.distribute.service``: tf.data service (``through_service``, the servers,
-  ``local_service``);
-* ``kit.distribute.multiworker``: ``MultiWorkerMirroredStrategy`` and ``train_steps``;
-* ``kit.distribute.commands``: ``python -m kit service dispatcher|worker``.
-
-This package imports no case and no TensorFlow: ``strategy``, ``input`` and ``multiworker``
-import it at their top and load on the first use of one of their names; ``service`` imports it
-only inside its functions, as ``kit.cases`` and the CLI (to register its commands) import it.
+Importing this package imports no case and no TensorFlow: the modules that import it at their top
+load on the first use of one of their names.
 """
 
 import importlib

@@ -1,8 +1,4 @@
-"""``python -m kit service dispatcher|worker``: the tf.data service servers.
-
-(``python -m kit multiworker`` trains on the spectrogram case, so that case's
-commands register it: this package imports no case.)
-"""
+"""``python -m kit service dispatcher|worker``: the tf.data service servers."""
 
 from __future__ import annotations
 

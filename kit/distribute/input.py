@@ -1,14 +1,5 @@
-"""Input for N replicas, both of TensorFlow's patterns, from any case's loader factory.
-
-``"global"``: a loader batched at the *global* batch, split by
-``strategy.experimental_distribute_dataset``; ``"per_replica"``:
-``strategy.distribute_datasets_from_function``, each input pipeline reading only its
-shard of the index (``input_context``), batched at the *per-replica* batch. Either way,
-global batch = per-replica batch x replicas.
-
-This module imports no case: it takes a loader factory, ``make(index, batch_size=...)``
-returning a ``tf.data.Dataset`` (for instance ``functools.partial(make_loader, "in_memory")``).
-"""
+"""Input for N replicas, both of TensorFlow's patterns (``PATTERNS``), from any case's loader factory
+``make(index, batch_size=...)`` returning a ``tf.data.Dataset``."""
 
 from __future__ import annotations
 
@@ -53,12 +44,10 @@ def distributed_loader(strategy, make: Callable, index, *, per_replica_batch: in
         index: the case's index (with ``subset``).
         per_replica_batch: examples per replica per step; the global batch is this
             times ``strategy.num_replicas_in_sync``.
-        pattern: ``"global"``: one loader batched at the global batch, each batch
-            split over the replicas by ``experimental_distribute_dataset``.
-            ``"per_replica"``: ``distribute_datasets_from_function``; each input
-            pipeline (one per worker) builds the loader over its shard of the index
-            (``input_context.input_pipeline_id``) batched at the per-replica batch
-            (``input_context.get_per_replica_batch_size``).
+        pattern: ``"global"``: one loader batched at the global batch, each batch split over
+            the replicas (``experimental_distribute_dataset``). ``"per_replica"``: each input
+            pipeline (one per worker) builds the loader over its shard of the index, batched at
+            the per-replica batch (``distribute_datasets_from_function``).
 
     Returns:
         A ``tf.distribute.DistributedDataset``: iterate it, or pass it to ``model.fit``
@@ -82,6 +71,5 @@ def distributed_loader(strategy, make: Callable, index, *, per_replica_batch: in
 
 def local_batches(strategy, batch) -> list:
     """The per-replica parts of one distributed batch, as NumPy structures, in replica order."""
-
     flat = [strategy.experimental_local_results(t) for t in tf.nest.flatten(batch)]
     return [tf.nest.pack_sequence_as(batch, [np.asarray(f[i]) for f in flat]) for i in range(len(flat[0]))]

@@ -1,7 +1,5 @@
-"""A tf.data service on this machine: a dispatcher and workers, each its own
-``python -m kit service`` process, stopped when the ``with`` block ends (``local_service``;
-notebook 04 and the tests use it), with a worker killed and restarted as a supervisor would.
-"""
+"""A tf.data service on this machine (``local_service``): a dispatcher and workers, each its own
+``python -m kit service`` process, stopped when the ``with`` block ends."""
 
 from __future__ import annotations
 
@@ -103,13 +101,10 @@ def _wait_ready(proc: subprocess.Popen, timeout_s: float) -> str:
 @contextlib.contextmanager
 def local_service(workers: int = 2, *, bind: str = DEFAULT_BIND, startup_s: float = 120.0,
                   env: dict | None = None):
-    """A dispatcher and ``workers`` workers on this machine, each its own process.
-
-    Yields a ``LocalService`` (``.target`` for ``make_loader(..., service=...)``); every
-    process is stopped when the block ends, whatever happens. Each wait is bounded by
-    ``startup_s``. ``bind``: the servers' ``--bind`` (an address of this machine;
-    default ``127.0.0.1``). ``env``: the processes' environment (default: this one's).
-    """
+    """A dispatcher and ``workers`` workers on this machine, each its own process: yields a
+    ``LocalService`` (``.target`` for ``make_loader(..., service=...)``), every process stopped when
+    the block ends. Each wait is bounded by ``startup_s``; ``bind`` is the servers' ``--bind``;
+    ``env`` the processes' environment (default: this one's)."""
     check_int("workers", workers)
     if bind.strip() in WILDCARDS:
         raise ValueError(f"local_service needs one address of this machine to reach its servers at, got {bind!r}")

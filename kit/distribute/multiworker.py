@@ -1,12 +1,6 @@
-"""Training across machines: ``MultiWorkerMirroredStrategy`` and a plain training loop.
-
-* ``tf_config`` / ``multi_worker_strategy``: the cluster each worker joins;
-* ``train_steps``: a custom training loop that works under every strategy (Keras 3's
-  ``model.fit`` does not under ``MultiWorkerMirroredStrategy``);
-* ``run_multiworker``: one worker of a run (``python -m kit multiworker``).
-
-TensorFlow is imported inside functions only.
-"""
+"""Training across machines: ``tf_config`` / ``multi_worker_strategy`` (the cluster each worker
+joins), ``train_steps`` (a training loop that works under every strategy) and ``run_multiworker``
+(one worker of ``python -m kit multiworker``)."""
 
 from __future__ import annotations
 
@@ -26,12 +20,8 @@ __all__ = ["tf_config", "multi_worker_strategy", "train_steps", "weights_digest"
 
 
 def tf_config(workers: Sequence[str], index: int) -> dict:
-    """The ``TF_CONFIG`` of worker ``index`` in a cluster of ``workers`` (``host:port`` each).
-
-    Worker 0 is the chief (it writes checkpoints and summaries). Set it in the
-    environment as ``json.dumps(...)`` before creating the strategy, on every machine,
-    with the same list and its own ``index``.
-    """
+    """The ``TF_CONFIG`` of worker ``index`` in a cluster of ``workers`` (``host:port`` each; worker 0
+    is the chief). Set it as ``json.dumps(...)`` before creating the strategy, on every machine."""
     workers = [str(w).strip() for w in (workers.split(",") if isinstance(workers, str) else workers)]
     if not workers:
         raise ValueError("workers must list at least one host:port")
@@ -45,12 +35,8 @@ def tf_config(workers: Sequence[str], index: int) -> dict:
 
 
 def multi_worker_strategy(workers: Sequence[str], index: int):
-    """Sets ``TF_CONFIG`` for this worker and returns a ``MultiWorkerMirroredStrategy``.
-
-    Call it first thing in the process, on every worker; it waits until all the
-    workers in the list have started. Each worker uses its local GPUs (or its CPU).
-    """
-
+    """Sets ``TF_CONFIG`` for this worker and returns a ``MultiWorkerMirroredStrategy``. Call it first
+    thing in the process, on every worker; it waits until all the workers have started."""
     os.environ["TF_CONFIG"] = json.dumps(tf_config(workers, index))
     try:
         return tf.distribute.MultiWorkerMirroredStrategy()
@@ -61,10 +47,8 @@ def multi_worker_strategy(workers: Sequence[str], index: int):
 
 def run_multiworker(*, workers: Sequence[str], index: int, make_data: Callable, make_model: Callable,
                     per_replica_batch: int = 8, steps: int = 3, learning_rate: float = 0.05) -> dict:
-    """One worker of a multi-worker run: a few steps of a model on its shard of the data.
-
-    Every worker reads its own shard (``per_replica`` pattern), the gradients are
-    all-reduced, so all workers end with the same weights.
+    """One worker of a multi-worker run: a few steps of a model on its shard of the data (the
+    gradients all-reduced, so all workers end with the same weights).
 
     Args:
         workers: ``host:port`` of every worker, the same list on each.
@@ -80,7 +64,6 @@ def run_multiworker(*, workers: Sequence[str], index: int, make_data: Callable, 
         ``{"worker", "replicas", "global_batch", "losses", "digest", "weights"}``.
     """
     strategy = multi_worker_strategy(workers, index)
-
     data = make_data(strategy)
     with strategy.scope():
         model = make_model()
@@ -94,10 +77,9 @@ def run_multiworker(*, workers: Sequence[str], index: int, make_data: Callable, 
 def train_steps(strategy, model, data, *, steps: int | None = None, optimizer=None, loss=None) -> list[float]:
     """A plain custom training loop: ``steps`` steps of ``model`` on distributed ``data``.
 
-    Works with every strategy, ``MultiWorkerMirroredStrategy`` included (Keras 3's
-    ``model.fit`` fails there: keras-team/keras#20585). Each replica averages its
-    per-example losses over the *global* batch, the gradients are summed over the
-    replicas, so a step on N replicas equals one step on the whole global batch.
+    Works with every strategy, ``MultiWorkerMirroredStrategy`` included (where Keras 3's
+    ``model.fit`` fails: keras-team/keras#20585). Each replica averages its losses over the *global*
+    batch and the gradients are summed, so a step on N replicas equals one on the global batch.
 
     Args:
         strategy: the strategy ``model`` was built under.
@@ -111,7 +93,6 @@ def train_steps(strategy, model, data, *, steps: int | None = None, optimizer=No
     Returns:
         The global mean loss of each step.
     """
-
     optimizer = optimizer or model.optimizer
     if optimizer is None:
         raise ValueError("no optimizer: pass optimizer= or compile the model first")

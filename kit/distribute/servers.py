@@ -1,9 +1,6 @@
 """The tf.data service servers: ``run_dispatcher`` and ``run_worker``, each serving in this process
-until stopped (``python -m kit service dispatcher|worker``), and the addresses they are given.
-
-``parse_address`` reads ``grpc://HOST:PORT``; ``--bind`` is checked to be an address of this
-machine with the port free there (TensorFlow 2.21's servers listen on every interface whatever
-it says: ``BIND_NOTE``); ``free_port`` finds a port. TensorFlow is imported inside functions only.
+until stopped (``python -m kit service dispatcher|worker``), and their addresses (``parse_address``,
+``check_bind``, ``free_port``). TensorFlow is imported inside functions only.
 """
 
 from __future__ import annotations
@@ -119,11 +116,9 @@ def run_dispatcher(*, port: int | None = None, bind: str = DEFAULT_BIND, work_di
 
     Args:
         port: the port to listen on, 1..65535 (None: any free one, printed).
-        bind: the address it is meant for (default ``127.0.0.1``: this machine;
-            ``0.0.0.0``: every interface). Checked to be this machine's and printed
-            for workers; TensorFlow 2.21 itself listens on all interfaces (``BIND_NOTE``).
-        work_dir: keep the dispatcher's journal here (fault-tolerant mode: a restarted
-            dispatcher recovers its jobs).
+        bind: the address it is meant for (default ``127.0.0.1``; ``0.0.0.0``: every interface),
+            checked to be this machine's (TensorFlow itself listens on all: ``BIND_NOTE``).
+        work_dir: keep the dispatcher's journal here (a restarted dispatcher recovers its jobs).
         worker_timeout_s: after how long without a heartbeat a worker counts as lost.
     """
     _check_port(port)
@@ -153,19 +148,17 @@ def run_worker(*, dispatcher: str, port: int | None = None, bind: str | None = N
 
     Args:
         dispatcher: ``HOST:PORT`` of the dispatcher.
-        port: the port to listen on, 1..65535 (None: any free one). Give a fixed port
-            to workers that a supervisor restarts: a worker back at the same address
-            takes over its task.
-        bind: the address it is meant for (default: ``host`` if given, else
-            ``127.0.0.1``; ``0.0.0.0``: every interface). Checked to be this
-            machine's; TensorFlow 2.21 itself listens on all interfaces (``BIND_NOTE``).
-        host: the name clients reach this worker by (default: ``bind``, or this
-            machine's name when ``bind`` is every interface).
+        port: the port to listen on, 1..65535 (None: any free one); a fixed one lets a restarted
+            worker take over its task.
+        bind: the address it is meant for (default: ``host`` if given, else ``127.0.0.1``),
+            checked as ``run_dispatcher``'s.
+        host: the name clients reach this worker by (default: ``bind``, or this machine's name
+            when ``bind`` is every interface).
         heartbeat_s: how often to report to the dispatcher.
 
     Raises:
-        ValueError: a bad address or port, or a worker meant for this machine only
-            (``127.0.0.1``) serving a dispatcher on another machine.
+        ValueError: a bad address or port, or a worker meant for this machine only serving a
+            dispatcher on another machine.
     """
     dhost, dport = parse_address(dispatcher)
     _check_port(port)

@@ -1,16 +1,9 @@
-"""tf.data service, the reading side: a loader's pipeline run by tf.data service workers on other
-processes or machines, read here with its epoch checked and every wait bounded.
+"""tf.data service, the reading side: ``through_service`` runs a pipeline on tf.data service workers
+and reads it here, its epoch's length checked and every wait bounded; ``service_problems`` says why
+the service cannot run a pipeline; ``check_dispatcher`` whether a dispatcher answers.
 
-* ``through_service``: a tf.data pipeline run by tf.data service workers
-  (``python -m kit service dispatcher|worker``), ``distributed_epoch`` mode, the
-  epoch's exact length checked on the reading side, and every wait for the next
-  batch bounded (``timeout_s``: an error naming the dispatcher and the count);
-* ``service_problems`` / ``python_ops``: why the service cannot run a pipeline;
-* ``check_dispatcher``: whether a dispatcher answers, within a bound.
-
-The servers (``run_dispatcher``, ``run_worker``, ``parse_address``: ``kit.distribute.servers``)
-and a service on this machine (``local_service``: ``kit.distribute.local_servers``) stay
-importable from here. TensorFlow is imported inside functions only.
+The servers (``kit.distribute.servers``) and ``local_service`` stay importable from here.
+TensorFlow is imported inside functions only.
 """
 from __future__ import annotations
 
@@ -21,8 +14,6 @@ import threading
 import time
 import weakref
 
-# The servers and a local service live in kit.distribute.servers and kit.distribute.local_servers;
-# their names stay importable from here.
 from kit.distribute.local_servers import LocalService, local_service
 from kit.distribute.servers import (
     BIND_NOTE,
@@ -62,28 +53,24 @@ def _graph(dataset):
             external_state_policy=tf.data.experimental.ExternalStatePolicy.WARN).numpy())
 
 
-def python_ops(dataset) -> list[str]:
-    """Names of the ops in ``dataset``'s graph that run Python (none: a service worker can run it)."""
-    graph = _graph(dataset)
+def _python_ops(graph) -> list[str]:
     ops = {n.op for n in graph.node}
     for fn in graph.library.function:
         ops.update(n.op for n in fn.node_def)
     return sorted(ops & PYTHON_OPS)
 
 
-def service_problems(dataset) -> list[str]:
-    """Why tf.data service cannot run ``dataset`` in ``distributed_epoch`` mode (empty: it can).
+def python_ops(dataset) -> list[str]:
+    """Names of the ops in ``dataset``'s graph that run Python (none: a service worker can run it)."""
+    return _python_ops(_graph(dataset))
 
-    Two kinds: a Python function anywhere (workers run the graph without Python), and a
-    pipeline that is not one splittable source followed by transformations (``zip``,
-    ``concatenate``, ``cache``, ``repeat`` at the top level).
-    """
+
+def service_problems(dataset) -> list[str]:
+    """Why tf.data service cannot run ``dataset`` in ``distributed_epoch`` mode (empty: it can): a
+    Python function anywhere, or ``zip``, ``concatenate``, ``cache``, ``repeat`` at the top level."""
     graph = _graph(dataset)
-    ops = {n.op for n in graph.node}
-    for fn in graph.library.function:
-        ops.update(n.op for n in fn.node_def)
     problems = []
-    found = sorted(ops & PYTHON_OPS)
+    found = _python_ops(graph)
     if found:
         problems.append(f"it runs Python ({', '.join(found)}), which tf.data service workers cannot run")
     top = {n.op for n in graph.node}
@@ -91,15 +78,11 @@ def service_problems(dataset) -> list[str]:
     return problems
 
 
-#: How long the reader waits for the next batch from the service before it gives up.
-#: A batch normally arrives within milliseconds and the epoch's first one within
-#: seconds (the workers build the pipeline and fill its buffers); two minutes with no
-#: batch at all means no worker is producing: long enough for a supervisor to restart
-#: a killed worker at its port (tens of seconds on a loaded 2-core machine).
+#: How long the reader waits for the next batch from the service before it gives up: long enough
+#: for a supervisor to restart a killed worker at its port.
 SERVICE_TIMEOUT_S = 120.0
 
-#: How long a stopped read waits for its reading thread to end (it is cancelled first,
-#: which ends it at once in TensorFlow 2.21).
+#: How long a stopped read waits for its reading thread to end (cancelled first, it ends at once).
 _JOIN_S = 30.0
 
 
@@ -110,22 +93,15 @@ class ServiceTimeoutError(TimeoutError):
 class _Reader:
     """Reads one epoch of a tf.data service dataset on its own thread, each wait bounded.
 
-    The thread makes the iterator (which registers with the dispatcher) and fetches
-    batches by a cancellable TensorFlow function, up to ``READ_AHEAD`` batches ahead of
-    the reading side: the read-ahead lives here, in a Python thread the kit owns, not in
-    a ``prefetch`` above the ``from_generator`` (a TensorFlow thread blocked in Python
-    when the interpreter exits cannot take the GIL back, and the iterator's destructor
-    waits for it: the process never ends). When a wait times out, or at ``close``, the
-    fetch is cancelled (the data service client stops at once) and the thread is joined
-    with a bound, so nothing is left running after the error. Readers still open when
-    the interpreter exits are closed by an ``atexit`` hook, before the exit stops
-    threads.
+    The thread fetches batches by a cancellable TensorFlow function, up to ``READ_AHEAD`` ahead:
+    the read-ahead lives in a Python thread the kit owns, not in a ``prefetch`` above the
+    ``from_generator`` (a TensorFlow thread blocked in Python at interpreter exit would hang the
+    process). On a timeout or ``close`` the fetch is cancelled and the thread joined with a bound;
+    readers still open at exit are closed by an ``atexit`` hook.
     """
 
     def __init__(self, dataset) -> None:
-        from tensorflow.python.eager import (
-            cancellation,  # keeps kit.distribute light: TensorFlow
-        )
+        from tensorflow.python.eager import cancellation  # keeps kit.distribute light: TensorFlow
 
         self._dataset = dataset
         self._cancel = cancellation.CancellationManager()
@@ -183,9 +159,8 @@ _OPEN: "weakref.WeakSet[_Reader]" = weakref.WeakSet()
 
 @atexit.register
 def _close_open_readers():
-    """At exit, before the interpreter stops its threads: cancel every open read, so no
-    thread (ours, or a TensorFlow thread waiting in the epoch's generator) is left
-    blocked where the exit would wait for it."""
+    """At exit, before the interpreter stops its threads: cancel every open read, so that no thread
+    is left blocked where the exit would wait for it."""
     deadline = time.monotonic() + _JOIN_S
     for reader in list(_OPEN):
         reader.close(join_s=max(0.0, deadline - time.monotonic()))
@@ -198,12 +173,8 @@ def _batch_size(batch) -> int:
 
 
 def _bounded_epochs(ds, *, host: str, port: int, examples: int, on_short: str, timeout_s: float):
-    """``ds`` read on this side with every wait bounded and the epoch's length checked.
-
-    Each epoch (each new iterator) first checks that the dispatcher answers, then
-    reads the batches through a ``_Reader``: a wait longer than ``timeout_s`` raises
-    ``ServiceTimeoutError`` naming the dispatcher and how many examples arrived.
-    """
+    """``ds`` read on this side through a ``_Reader``, each epoch's dispatcher checked first, every wait
+    bounded by ``timeout_s`` (``ServiceTimeoutError``) and the epoch's length checked."""
     import tensorflow as tf  # keeps kit.distribute light: TensorFlow
 
     where = f"the tf.data service dispatcher at {host}:{port}"
@@ -255,36 +226,22 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
                     job_name: str | None = None, timeout_s: float = SERVICE_TIMEOUT_S):
     """Runs a ``tf.data`` pipeline on tf.data service workers, each example once per epoch.
 
-    The dataset's graph is sent to the dispatcher at ``service``; with
-    ``processing_mode="distributed_epoch"`` the dispatcher hands out its source's splits
-    (files, rows) to the workers, which run the rest of the pipeline, and this process
-    reads the batches they produce. The pipeline must be pure TensorFlow graph (a
-    Python function, ``tf.numpy_function`` or ``from_generator``, cannot run there)
-    and one splittable source (files, rows) followed by transformations: no ``zip``,
-    ``cache`` or ``repeat`` at the top level (``service_problems`` says why).
+    With ``processing_mode="distributed_epoch"`` the dispatcher at ``service`` hands out the
+    source's splits (files, rows) to the workers, which run the rest of the pipeline; this process
+    reads the batches they produce. The pipeline must be graph ops only (no Python function or
+    ``from_generator``) and one splittable source followed by transformations (``service_problems``).
 
-    What the service guarantees: without failures, every element exactly once. When a
-    worker dies mid-epoch, the elements it was producing are lost (at-most-once: none
-    is repeated, some may be missing); the reader goes on with the other workers and
-    finishes the epoch once a worker is back at the lost one's address (run workers
-    with a fixed ``--port`` under a supervisor that restarts them). A worker that
-    never comes back leaves its task open (the dispatcher logs "Lost worker" but does
-    not reassign it in TensorFlow 2.21), and a job with no worker at all waits for
-    one: so every wait for the next batch is bounded by ``timeout_s``, after which the
-    read raises ``ServiceTimeoutError`` naming the dispatcher and how many examples
-    arrived (through TensorFlow, as ``tf.errors.UnknownError`` carrying that message),
-    and the reading thread is stopped. Each epoch first checks that the dispatcher
-    answers (``check_dispatcher``).
+    Without failures every element comes exactly once. A worker that dies mid-epoch loses the
+    elements it was producing (at-most-once); the epoch finishes once a worker is back at its
+    address (a fixed ``--port`` under a supervisor). One that never comes back leaves its task
+    open (TensorFlow 2.21 does not reassign it), so every wait for a batch is bounded by
+    ``timeout_s``: then ``ServiceTimeoutError`` (through TensorFlow, as ``tf.errors.UnknownError``)
+    names the dispatcher and how many examples arrived, and the reading thread is stopped.
 
-    The epoch's length is checked on this side, at its end: ``examples`` exactly (by
-    default, the count a kit loader records, ``kit.epochs.epoch_of``). A shortfall
-    raises (``on_short="raise"``, as ``tf.errors.InvalidArgumentError``) or prints a
-    warning (``"warn"``): never a silently shorter epoch. A kit loader's own guard
-    (``assert_cardinality``, which each worker would apply to its share) is left out
-    of what the workers run. The batches pass through Python on this side (one
-    thread hop and copy per batch: small next to a training step); a reading thread
-    fetches ``READ_AHEAD`` batches ahead, in place of a ``prefetch`` (none is added
-    after the reading generator, so a process that ends mid-epoch ends at once).
+    At the epoch's end its length is checked against ``examples``: a shortfall raises
+    (``on_short="raise"``, as ``tf.errors.InvalidArgumentError``) or warns (``"warn"``). A kit
+    loader's own ``assert_cardinality`` is left out of what the workers run. A reading thread
+    fetches ``READ_AHEAD`` batches ahead in place of a ``prefetch``.
 
     Args:
         dataset: a ``tf.data.Dataset`` (a kit loader, or any graph-only pipeline).
@@ -314,8 +271,7 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
             f"tf.data service cannot run this pipeline in distributed_epoch mode: {'; '.join(problems)}. "
             "Use a variant that is one splittable source and graph ops only (tfrecord, in_memory), or "
             "move the Python step to a conversion done once (python -m kit convert ...)")
-    # Before the epoch: a missing dispatcher would block silently (registering the dataset
-    # below waits for it without a bound); each epoch checks again.
+    # Registering the dataset below waits for a dispatcher without a bound: checked first.
     check_dispatcher(host, port, timeout_s=min(timeout_s, DISPATCHER_TIMEOUT_S))
     if examples is None:
         if epoch is None:
@@ -327,29 +283,20 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
     ds = body.apply(tf.data.experimental.service.distribute(
         processing_mode="distributed_epoch", service=f"grpc://{host}:{port}", job_name=job_name))
     ds = _bounded_epochs(ds, host=host, port=port, examples=examples, on_short=on_short, timeout_s=float(timeout_s))
-    # No prefetch (nor an injected one) above the generator: the reading thread reads ahead
-    # instead (see _Reader), so no TensorFlow thread ever waits inside Python for a batch.
+    # No prefetch (nor an injected one) above the generator: the _Reader reads ahead instead.
     options = tf.data.Options()
     options.experimental_optimization.inject_prefetch = False
     return ds.with_options(options)
 
 
-#: How long ``check_dispatcher`` waits for a dispatcher to accept a connection: long
-#: enough for a loaded machine or a remote host, short next to an epoch.
+#: How long ``check_dispatcher`` waits for a dispatcher to answer.
 DISPATCHER_TIMEOUT_S = 10.0
 
 
 def check_dispatcher(host: str, port: int, *, timeout_s: float = DISPATCHER_TIMEOUT_S) -> None:
-    """Checks that a tf.data service dispatcher answers at ``host:port``, waiting at most ``timeout_s``.
-
-    It asks the dispatcher for its version (the ``GetVersion`` call its clients make
-    first), through gRPC: a port that accepts connections but does not answer (a
-    hung process, another program) fails within ``timeout_s``, and a server that
-    answers but is not a dispatcher (a worker's port) fails at once.
-
-    Raises:
-        ValueError: naming the address and why no dispatcher answered.
-    """
+    """Checks that a tf.data service dispatcher answers at ``host:port`` within ``timeout_s``: asks for
+    its version (gRPC ``GetVersion``), so a port that does not answer, or a server that is not a
+    dispatcher (a worker's port), fails. Raises ``ValueError`` naming the address and why."""
     import grpc  # keeps kit.distribute light: grpc (TensorFlow's own)
 
     with grpc.insecure_channel(f"{host}:{port}") as channel:

@@ -1,8 +1,5 @@
-"""Strategies on this machine: ``tf.distribute.MirroredStrategy`` over GPUs, or over the CPU
-split into logical devices (a simulation: the same code and results, not the speed).
-
-TensorFlow is imported inside functions only.
-"""
+"""Strategies on this machine: ``tf.distribute.MirroredStrategy`` over GPUs, or over the CPU split
+into logical devices (a simulation: the same code and results, not the speed)."""
 
 from __future__ import annotations
 
@@ -21,17 +18,11 @@ DEVICE_CHOICES = ("auto", "gpu", "cpu")
 
 
 def split_cpu(devices: int) -> None:
-    """Splits the CPU into ``devices`` logical devices (at least), for a simulated multi-device run.
+    """Splits the CPU into at least ``devices`` logical devices, for a simulated multi-device run.
 
-    Must run before TensorFlow initialises its devices (before the first tensor, model
-    or dataset of the process). Calling it again with the same or a smaller count is a
-    no-op.
-
-    Raises:
-        RuntimeError: when TensorFlow has already initialised its devices with fewer
-            logical CPUs; the message says what to do.
+    Must run before TensorFlow initialises its devices; again with the same or a smaller count it
+    does nothing. Raises ``RuntimeError`` (saying what to do) when it comes too late.
     """
-
     devices = check_int("devices", devices)
     cpu = tf.config.list_physical_devices("CPU")[0]
     current = tf.config.get_logical_device_configuration(cpu)
@@ -55,15 +46,12 @@ def split_cpu(devices: int) -> None:
 def make_strategy(replicas: int | None = None, *, devices: str = "auto"):
     """A ``tf.distribute.MirroredStrategy`` for ``replicas`` replicas on this machine.
 
-    With GPUs: over the first ``replicas`` visible GPUs (all of them by default). With
-    none (or ``devices="cpu"``): over ``replicas`` logical devices the CPU is split into
-    (default ``SIMULATED_REPLICAS``). That is a simulation: the replicas share the same
-    cores, so it shows the code and the results of N replicas, not their speed-up.
-    ``describe(strategy)`` says which it is.
+    With GPUs: over the first ``replicas`` visible GPUs (all by default). Without (or with
+    ``devices="cpu"``): over ``replicas`` logical devices the CPU is split into (default
+    ``SIMULATED_REPLICAS``), a simulation sharing the same cores (``describe`` says which).
 
-    On the CPU this must run before TensorFlow initialises its devices; later calls
-    may use up to as many replicas as the first one made (``make_strategy(2)`` first,
-    then ``make_strategy(1)`` is fine). The same devices give the same strategy object.
+    On the CPU the first call must come before TensorFlow initialises its devices; later ones may
+    use up to as many replicas. The same devices give the same strategy object.
 
     Args:
         replicas: how many replicas; None means every GPU, or ``SIMULATED_REPLICAS``.
@@ -73,7 +61,6 @@ def make_strategy(replicas: int | None = None, *, devices: str = "auto"):
         ValueError: bad arguments, or more replicas than GPUs.
         RuntimeError: the CPU split comes too late (see ``split_cpu``).
     """
-
     if replicas is not None:
         replicas = check_int("replicas", replicas)
     if devices not in DEVICE_CHOICES:
@@ -97,10 +84,8 @@ _STRATEGIES: dict = {}
 
 
 def _mirrored(devices: tuple):
-    # One strategy per device set and process: two MirroredStrategy objects over the same
-    # devices number their collective all-reduces alike, and a second model's reduce then
-    # collides with the first's ("Shape mismatch in the collective instance").
-
+    # One strategy per device set and process: two over the same devices number their all-reduces
+    # alike, and a second model's reduce collides with the first's.
     if devices not in _STRATEGIES:
         _STRATEGIES[devices] = tf.distribute.MirroredStrategy(list(devices))
     return _STRATEGIES[devices]
@@ -132,16 +117,20 @@ def describe(strategy) -> str:
     return text
 
 
+def _replicas(replicas) -> int:
+    """``replicas``, an int or a strategy, as a checked count."""
+    n = replicas if isinstance(replicas, (int, np.integer)) else replicas.num_replicas_in_sync
+    return check_int("replicas", n)
+
+
 def global_batch_size(per_replica: int, replicas) -> int:
     """Global batch = per-replica batch x replicas (``replicas`` an int or a strategy)."""
-    n = replicas if isinstance(replicas, (int, np.integer)) else replicas.num_replicas_in_sync
-    return check_int("per_replica", per_replica) * check_int("replicas", n)
+    return check_int("per_replica", per_replica) * _replicas(replicas)
 
 
 def per_replica_batch_size(global_batch: int, replicas) -> int:
     """Per-replica batch of a global batch; refuses a global batch the replicas cannot share evenly."""
-    n = replicas if isinstance(replicas, (int, np.integer)) else replicas.num_replicas_in_sync
-    global_batch, n = check_int("global_batch", global_batch), check_int("replicas", n)
+    global_batch, n = check_int("global_batch", global_batch), _replicas(replicas)
     if global_batch % n:
         raise ValueError(f"global batch {global_batch} does not split evenly over {n} replicas; "
                          f"use a multiple of {n}")
