@@ -1,13 +1,7 @@
-"""The report pages: each executed notebook as one HTML page that opens offline, the one shared
-plotly.js of a reports folder, and the marker by which the kit knows the files it wrote.
-
-* ``to_html``: a notebook as a page, errors as their last line (``last_line``) with the
-  traceback collapsed, figures drawn from their plotly JSON by the folder's ``plotly.min.js``
-  (``write_plotlyjs``), nothing loaded from a CDN; ``slim`` keeps plotly.js out of a saved notebook;
-* ``GENERATOR`` / ``is_kits``: everything written carries a marker (``<meta name="generator"
-  content="kit.report">`` in HTML, ``metadata.kit_report`` in notebooks); a file without it is
-  never overwritten or removed (``ReportError``);
-* ``describe``: a notebook's title (its H1, which is also its page's title) and its one-line goal.
+"""The report pages: each executed notebook as one HTML page that opens offline (``to_html``: errors
+as their last line, figures drawn by the folder's one ``plotly.min.js``, nothing from a CDN), and the
+marker by which the kit knows the files it wrote (``is_kits``): a file without it is never
+overwritten or removed (``ReportError``).
 """
 
 from __future__ import annotations
@@ -44,8 +38,8 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def last_line(out) -> str:
-    """An error output's ``Type: message``. TensorFlow's errors raised in traced code carry
-    the user's frames in the message, and the real message on its last line."""
+    """An error output's ``Type: message`` (TensorFlow's errors from traced code carry the real
+    message on the last line)."""
     ename = out.get("ename", "Error")
     lines = [ln.strip() for ln in str(out.get("evalue", "")).splitlines() if ln.strip()]
     if not lines:
@@ -55,7 +49,6 @@ def last_line(out) -> str:
 
 
 def _error_html(out) -> str:
-    """An error output as its last line, with the full traceback collapsed."""
     from nbconvert.filters.ansi import ansi2html  # keeps kit.report light: nbconvert (--help imports it)
 
     last = last_line(out)
@@ -71,9 +64,8 @@ def _error_html(out) -> str:
 PLOTLYJS = "plotly.min.js"
 _PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _JS_MARK = f"/* {GENERATOR}: "
-#: nbconvert's lab page without the scripts it takes from CDNs: require.js (no output here
-#: needs it), MathJax (no notebook has LaTeX), mermaid, and the widget manager (a headless
-#: run draws static figures, see kit.plots.headless).
+#: nbconvert's lab page without the scripts it takes from CDNs (require.js, MathJax, mermaid, the
+#: widget manager): nothing here needs them.
 _TEMPLATE = """{%- extends 'index.html.j2' -%}
 {% block html_head_js %}{% endblock html_head_js %}
 {% block jupyter_widgets %}{% endblock jupyter_widgets %}
@@ -90,18 +82,13 @@ def _text(v) -> str:
 
 
 def _is_plotlyjs(html_text: str) -> bool:
-    """Whether an HTML output carries the plotly.js library (plotly's "notebook" renderer
-    shows it once per kernel: about 5 MB)."""
+    """Whether an HTML output carries the plotly.js library (about 5 MB)."""
     return len(html_text) > 100_000 and re.search(r"\*\s*plotly\.js v\d", html_text[:20_000]) is not None
 
 
 def slim(nb):
-    """Keeps plotly.js out of a notebook (in place) and returns it.
-
-    Drops the outputs that carry the library and the HTML beside each figure's plotly
-    JSON (that HTML needs the library), so a figure is its ``application/vnd.plotly.v1+json``
-    output alone: JupyterLab draws it with its own plotly.js, ``to_html`` with the shared one.
-    """
+    """Keeps plotly.js out of a notebook (in place; returns it): drops the outputs carrying the library
+    and the HTML beside each figure's plotly JSON, which JupyterLab and ``to_html`` draw themselves."""
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -118,9 +105,7 @@ def slim(nb):
 
 
 def _figure_html(fig: dict) -> str:
-    """A figure's plotly JSON as an HTML ``<div>`` drawn by the page's plotly.js (as plotly's
-    notebook renderer draws it, without the library and without MathJax)."""
-
+    """A figure's plotly JSON as an HTML ``<div>`` drawn by the page's plotly.js."""
     fig = dict(fig)
     config = fig.pop("config", None) or {}
     return pio.to_html(fig, config=config, include_plotlyjs=False, include_mathjax=False, full_html=False,
@@ -128,19 +113,11 @@ def _figure_html(fig: dict) -> str:
 
 
 def to_html(nb, *, failed: str | None = None, fast: bool = False, plotlyjs: str = PLOTLYJS) -> str:
-    """The notebook as an HTML page, errors shown as their last line.
+    """An executed notebook (not modified) as an HTML page, errors shown as their last line.
 
-    The page loads nothing from the network. Its plotly figures (drawn from their plotly
-    JSON) need plotly.js at ``plotlyjs``, relative to the page: ``run_notebooks`` writes it
-    there (``write_plotlyjs``); a page without figures loads nothing.
-
-    Args:
-        nb: an executed notebook (not modified).
-        failed: a one-line reason; puts a banner at the top saying the run failed.
-        fast: puts a banner at the top saying the run was in fast mode (``FAST_BANNER``).
-        plotlyjs: where the page loads plotly.js from.
+    The page loads nothing from the network but plotly.js at ``plotlyjs`` (relative to the page),
+    where it has figures. ``failed`` (a one-line reason) and ``fast`` put a banner at the top.
     """
-
     import nbformat  # keeps kit.report light: nbformat (--help imports it)
     from nbconvert import HTMLExporter  # keeps kit.report light: nbconvert (--help imports it)
 
@@ -184,13 +161,8 @@ def to_html(nb, *, failed: str | None = None, fast: bool = False, plotlyjs: str 
 
 
 def write_plotlyjs(out: str | os.PathLike) -> Path:
-    """Writes ``out/plotly.min.js`` (``PLOTLYJS``) from the installed plotly package: the
-    one copy the pages of ``out`` load. An identical file is left as it is.
-
-    Raises:
-        ReportError: the file there was not written by kit.
-    """
-
+    """Writes ``out/plotly.min.js`` from the installed plotly, the one copy the pages of ``out`` load
+    (an identical file is left as it is); ``ReportError`` if the file there is not the kit's."""
     target = Path(out) / PLOTLYJS
     text = f"{_JS_MARK}plotly.js of the installed plotly {plotly.__version__} */\n{get_plotlyjs()}"
     if target.exists():
@@ -203,11 +175,8 @@ def write_plotlyjs(out: str | os.PathLike) -> Path:
 
 
 def is_kits(path: Path, source: Path | None = None) -> bool:
-    """Whether ``path`` is a report file that ``kit.report`` wrote.
-
-    Its marker says so; for reports of ``source`` written before the marker existed,
-    an HTML export titled with the notebook's name, or a notebook with the same cells.
-    """
+    """Whether ``path`` is a report file that ``kit.report`` wrote: its marker says so, or (reports of
+    ``source`` from before the marker) an HTML export with its title, a notebook with its cells."""
     path = Path(path)
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -244,11 +213,8 @@ def _ipynb_marked(path: Path, source: Path | None) -> bool:
             src = json.load(f)
     except (OSError, ValueError):
         return False
-    sources = [("".join(c.get("source", "")) if isinstance(c.get("source"), list) else c.get("source"))
-               for c in d.get("cells", [])]
-    return bool(sources) and sources == [
-        ("".join(c.get("source", "")) if isinstance(c.get("source"), list) else c.get("source"))
-        for c in src.get("cells", [])]
+    sources = [_text(c.get("source")) for c in d.get("cells", [])]
+    return bool(sources) and sources == [_text(c.get("source")) for c in src.get("cells", [])]
 
 
 def describe(nb) -> tuple[str, str]:

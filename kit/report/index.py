@@ -1,12 +1,7 @@
-"""The walkthrough's index page: ``index.html``, one row per notebook in order, with what it
-teaches, the headline it measured in this run (``headline_output``: the first output of its cell
-tagged ``headline``; its ``summary`` sentence where the notebook gave one), how many of its lessons
-held, and whether it ran; at the top, what the run found (``summary_lines``).
-
-``records(nb)``: what a notebook stated through ``kit.notebook`` (headlines with their figures,
-lessons), read from its outputs of type ``RECORD_MIME``; ``headlines(entries)`` is the list
-``reports/headlines.json`` holds and ``disagreements`` the quantities whose values on one basis
-differ by more than 10%.
+"""The walkthrough's index page: ``index.html``, one row per notebook in order, with what it teaches,
+the headline it measured in this run, how many of its lessons held and whether it ran; at the top,
+what the run found (``summary_lines``). ``records(nb)`` reads what a notebook stated through
+``kit.notebook`` (outputs of type ``RECORD_MIME``).
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ from pathlib import Path
 from kit.report.html import _PLOTLY_MIME, FAST_BANNER, MARK, PLOTLYJS, ReportError, is_kits, write_atomic
 from kit.util import format_duration
 
-__all__ = ["RECORD_MIME", "RUN_ENV", "RUN_ID_ENV", "NOTEBOOK_ENV", "RUN_FOLDER", "HEADLINES", "Entry", "headline", "headline_output", "thumbnail", "records", "headlines", "disagreements",
+__all__ = ["RECORD_MIME", "RUN_ENV", "RUN_ID_ENV", "NOTEBOOK_ENV", "RUN_FOLDER", "HEADLINES", "Entry", "headline_output", "thumbnail", "records", "headlines", "disagreements",
            "summary_lines", "format_run_time", "write_index"]
 
 #: The output type of what a notebook states through ``kit.notebook`` (``kit.notebook.records``).
@@ -53,17 +48,18 @@ class Entry:
     thumbnail: dict | None = None  # its headline's figure, shrunk for the index (``thumbnail``)
 
 
+def _record(out) -> dict | None:
+    """The record (``RECORD_MIME``) an output carries, or None."""
+    rec = out.get("data", {}).get(RECORD_MIME) if out.get("output_type") in ("display_data", "execute_result") else None
+    if isinstance(rec, str):
+        rec = json.loads(rec)
+    return rec if isinstance(rec, dict) else None
+
+
 def records(nb) -> list[dict]:
     """Every record a notebook's outputs carry (``RECORD_MIME``), in order."""
-    out = []
-    for cell in nb.cells:
-        for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            rec = o.get("data", {}).get(RECORD_MIME) if o.get("output_type") in ("display_data", "execute_result") else None
-            if isinstance(rec, str):
-                rec = json.loads(rec)
-            if isinstance(rec, dict):
-                out.append(rec)
-    return out
+    return [rec for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
+            if (rec := _record(o)) is not None]
 
 
 def headlines(entries: list[Entry]) -> list[dict]:
@@ -126,23 +122,13 @@ def summary_lines(entries: list[Entry]) -> list[str]:
     return lines
 
 
-def headline(nb) -> str | None:
-    """The first line of the first text output of the cell tagged ``headline``, if any."""
-    return headline_output(nb)[0]
-
-
 def headline_output(nb) -> tuple[str | None, str | None]:
-    """``(line, table)`` from the first text output of the cell tagged ``headline``.
-
-    ``line`` is that output's first non-empty line. When the output is a table (a
-    DataFrame: several lines of text and an HTML form) ``table`` is its HTML, which the
-    index shows, since a table's first line is only its header.
-    """
-    for cell in nb.cells:  # the line kit.notebook.headline showed, wherever its cell printed others first
-        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            rec = out.get("data", {}).get(RECORD_MIME) if out.output_type in ("display_data", "execute_result") else None
-            if isinstance(rec, dict) and rec.get("kind") == "headline" and rec.get("text"):
-                return str(rec["text"]).strip(), None
+    """``(line, table)``: the line ``kit.notebook.headline`` showed, else the first non-empty line of
+    the first text output of the cell tagged ``headline``, with ``table`` its HTML when that output
+    is a DataFrame (whose first line is only its header)."""
+    for rec in records(nb):
+        if rec.get("kind") == "headline" and rec.get("text"):
+            return str(rec["text"]).strip(), None
     for cell in nb.cells:
         if cell.cell_type != "code" or "headline" not in cell.metadata.get("tags", []):
             continue
@@ -168,20 +154,14 @@ THUMBNAIL_MAX_CHARS = 150_000
 
 
 def thumbnail(nb) -> dict | None:
-    """The notebook's headline figure, made small for the index: the first plotly figure of the
-    cell tagged ``headline`` (or of the cell showing ``kit.notebook.headline``'s line), else the first
-    after it, else the notebook's first; None without one.
-
-    The small figure keeps the traces (their visibility as the page opens) and their axes, and drops
-    what needs room or a kernel: frames, sliders, buttons, the legend; titles are shortened.
-    """
+    """The notebook's headline figure made small for the index (traces and axes kept; sliders,
+    buttons, legend dropped, title shortened): the first plotly figure from the headline's cell on,
+    else the notebook's first; None without one."""
     cells = [c for c in nb.cells if c.cell_type == "code"]
 
     def is_headline(cell):
-        if "headline" in cell.metadata.get("tags", []):
-            return True
-        return any(isinstance(o.get("data", {}).get(RECORD_MIME), dict)
-                   and o["data"][RECORD_MIME].get("kind") == "headline" for o in cell.get("outputs", []))
+        return "headline" in cell.metadata.get("tags", []) or any(
+            (rec := _record(o)) is not None and rec.get("kind") == "headline" for o in cell.get("outputs", []))
 
     def figure_of(cell):
         for o in cell.get("outputs", []):
@@ -206,15 +186,12 @@ def thumbnail(nb) -> dict | None:
         layout[axis] = a
     layout.update(height=170, width=300, showlegend=False, margin={"l": 40, "r": 10, "t": 28, "b": 24},
                   font={"size": 9})
-    data = []
-    for t in fig["data"]:
-        t = {k: v for k, v in t.items() if k not in ("text", "texttemplate", "hovertemplate", "customdata")}
-        data.append(t)
+    data = [{k: v for k, v in t.items() if k not in ("text", "texttemplate", "hovertemplate", "customdata")}
+            for t in fig["data"]]
     return {"data": data, "layout": layout}
 
 
-#: tqdm's text bar ("memmap: 100%|#####| 200/200 [...]"), which a headless run prints to
-#: stdout before the figure: never a headline.
+#: tqdm's text bar ("memmap: 100%|#####| 200/200 [...]"): never a headline.
 _PROGRESS_BAR = re.compile(r"\d+%\|")
 
 
@@ -260,12 +237,8 @@ def _index_row(e: Entry, fast: bool) -> str:
 
 def write_index(entries: list[Entry], out: str | os.PathLike, *, title: str = "kit: the walkthrough",
                 extra: str = "", fast: bool = False, plotlyjs: str = PLOTLYJS) -> Path:
-    """Writes ``out/index.html``: one row per notebook, in order, linking its HTML.
-
-    ``fast``: the notebooks ran in fast mode; the page says so at the top (``FAST_BANNER``)
-    and marks each headline of this run. Each row's small figure (``Entry.thumbnail``) is drawn by
-    the folder's ``plotlyjs`` (``run_notebooks`` writes it); the page loads nothing else.
-    """
+    """Writes ``out/index.html``: one row per notebook, in order, linking its HTML; ``fast`` says so at
+    the top and on each headline. Thumbnails are drawn by the folder's ``plotlyjs``, nothing else loads."""
     out = Path(out)
     target = out / "index.html"
     if target.exists() and not is_kits(target):
@@ -304,7 +277,6 @@ Click a title to read the notebook.</p>
 """
     write_atomic(target, page)
     return target
-
 
 
 #: Draws each row's small figure with the folder's plotly.js; static (no hover, no mode bar).

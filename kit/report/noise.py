@@ -1,15 +1,7 @@
-"""Start-up noise in notebook output: which lines are noise, dropping them from stderr as they
-are written and from a notebook's saved stream outputs.
-
-* ``NOISE`` / ``is_noise``: TensorFlow's start-up lines (the absl banner, ``cuInit ... (303)``,
-  ``cudart_stub``, oneDNN's) and Jupyter's "Kernel is running over TCP";
-* ``quiet_stderr`` / ``keep_stderr_quiet``: those lines dropped at file descriptor 2 (by a small
-  filter process), for a block or for the rest of the process (``kit.notebook.session`` calls the
-  latter in a kernel, before TensorFlow loads);
-* ``clean``: a notebook's stream outputs with the noise removed and carriage-return updates
-  coalesced, so a text progress bar shows its finished state.
-
-Standard library only: ``kit.notebook.session`` uses it in a kernel before TensorFlow loads.
+"""Start-up noise in notebook output (``NOISE``: TensorFlow's start-up lines, Jupyter's "Kernel is
+running over TCP"), dropped at file descriptor 2 as it is written (``quiet_stderr``,
+``keep_stderr_quiet``) and from a notebook's saved stream outputs (``clean``). Standard library only:
+a kernel uses it before TensorFlow loads.
 """
 
 from __future__ import annotations
@@ -40,6 +32,7 @@ NOISE = [
     re.compile(r"^\[IPKernelApp\] WARNING \| Kernel is running over TCP"),
 ]
 
+
 def is_noise(line: str) -> bool:
     """Whether a line of output is start-up noise (``NOISE``)."""
     return any(p.match(line) for p in NOISE)
@@ -66,9 +59,9 @@ if buf and keep(buf):
 
 
 class _StderrFilter:
-    """A pipe in place of file descriptor 2, read by a small process that forwards to the
-    original stderr every line that is not ``NOISE``, as it arrives. A process rather than a
-    thread: what is written just before a crash (a fatal ``F`` line, then abort) still arrives."""
+    """A pipe in place of file descriptor 2, read by a small process that forwards to the original
+    stderr every line that is not ``NOISE``. A process, not a thread: what is written just before a
+    crash still arrives."""
 
     def __init__(self):
         sys.stderr.flush()
@@ -98,12 +91,8 @@ class _StderrFilter:
 
 @contextmanager
 def quiet_stderr():
-    """Drops ``NOISE`` lines written to file descriptor 2 while inside, by Python or by C++
-    (TensorFlow logs through absl, below ``sys.stderr``); every other byte passes through.
-
-    A pipe replaces fd 2 and a small process forwards what is not noise to the original
-    stderr. Leaving waits at most 5 s for it (a child process may hold the pipe open).
-    """
+    """Drops ``NOISE`` lines written to file descriptor 2 while inside, by Python or by C++; every
+    other byte passes through. Leaving waits at most 5 s for the filter (a child may hold the pipe)."""
     f = _StderrFilter()
     try:
         yield
@@ -115,18 +104,12 @@ _kept: _StderrFilter | None = None
 
 
 def keep_stderr_quiet() -> None:
-    """Drops ``NOISE`` lines from file descriptor 2 for the rest of the process (as
-    ``quiet_stderr``); a second call does nothing. At exit fd 2 is restored and what is
-    in the pipe is forwarded (waiting at most 1 s).
-
-    For a Jupyter kernel, whose fd 2 goes to the notebook: ``kit.notebook.session`` calls it
-    before TensorFlow loads, so its start-up lines never reach the cell.
-    """
+    """Drops ``NOISE`` lines from file descriptor 2 for the rest of the process (as ``quiet_stderr``;
+    a second call does nothing); at exit fd 2 is restored, waiting at most 1 s for the filter."""
     global _kept
     if _kept is None:
         _kept = _StderrFilter()
         atexit.register(_kept.close, 1.0)
-
 
 
 #: Text a carriage return overwrote (a progress bar's earlier states).
@@ -138,12 +121,8 @@ def _drop_noise(text: str) -> str:
 
 
 def clean(nb):
-    """Removes start-up noise from stream outputs and coalesces streams (in place).
-
-    Consecutive outputs of one stream are merged and text overwritten by a carriage
-    return is dropped, so a text progress bar shows its last state; ``NOISE`` lines are
-    removed and outputs left empty are dropped. Returns ``nb``.
-    """
+    """Merges consecutive outputs of one stream, drops text a carriage return overwrote (a progress
+    bar shows its last state) and ``NOISE`` lines, and outputs left empty (in place; returns ``nb``)."""
     for cell in nb.cells:
         if cell.cell_type != "code" or not cell.get("outputs"):
             continue

@@ -1,19 +1,7 @@
-"""Executing the walkthrough's notebooks headless (nbclient) into a reports folder: each as
-``.ipynb`` and HTML, with ``index.html``: the walkthrough in order, what each notebook teaches
-and its headline figure (``run_notebooks``).
-
-What a reader of the reports should not have to wade through is kept out:
-
-* TensorFlow's start-up lines and Jupyter's "Kernel is running over TCP": the kernel starts
-  with ``TF_CPP_MIN_LOG_LEVEL=2`` (``QUIET_ENV``), what TensorFlow prints regardless is dropped
-  at the kernel's file descriptor 2 and from the stream outputs (``kit.report.noise``), and the
-  kernel's own stdout/stderr go to ``<out>/logs/NAME.log`` instead of the terminal;
-* full tracebacks of the cells that fail on purpose, progress widgets that need a live front
-  end, a copy of plotly.js per page and anything from a CDN (``kit.report.html``: the pages
-  open offline).
-
-Everything written carries the kit's marker; files in the output folder without it are never
-overwritten or removed.
+"""Executing the walkthrough's notebooks headless (nbclient) into a reports folder: each as ``.ipynb``
+and HTML, with ``index.html`` (``run_notebooks``). Start-up noise is kept out (``QUIET_ENV``,
+``kit.report.noise``; the kernel's own output goes to ``<out>/logs/NAME.log``); files in the folder
+without the kit's marker are never overwritten or removed.
 """
 
 from __future__ import annotations
@@ -53,31 +41,19 @@ from kit.report.noise import clean
 
 __all__ = ["QUIET_ENV", "execute", "notebooks", "run_notebooks"]
 
-#: Environment of the kernels ``kit.report`` starts (a caller's ``env`` or an already set
-#: variable wins).
-QUIET_ENV = {
-    # TensorFlow's C++ INFO and WARNING lines (errors still print); it must be set before
-    # TensorFlow loads, which is why it goes into the kernel's environment.
-    "TF_CPP_MIN_LOG_LEVEL": "2",
-    # the kit's progress bars as plain text (see kit.progress)
-    "KIT_PROGRESS": "text",
-    # figures as plotly's JSON only: the HTML draws them with the shared plotly.min.js
-    # (to_html), JupyterLab with its own; no copy of plotly.js goes into the notebook
-    "PLOTLY_RENDERER": "plotly_mimetype",
-}
+#: Environment of the kernels ``kit.report`` starts (a caller's ``env`` or an already set variable wins):
+#: TensorFlow's C++ errors only, progress bars as text (``kit.progress``), figures as plotly's JSON only.
+QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "KIT_PROGRESS": "text", "PLOTLY_RENDERER": "plotly_mimetype"}
 
 
 def execute(path: str | os.PathLike, *, fast: bool = False, timeout: int = 1800, env: dict | None = None,
             log: str | os.PathLike | None = None):
-    """Runs a notebook in its own folder and returns the executed ``NotebookNode``.
-
-    Stream outputs are cleaned (``clean``). A cell that fails without the
-    ``raises-exception`` tag raises nbclient's ``CellExecutionError``; the notebook
-    passed in keeps what ran until then (see ``run_notebooks``).
+    """Runs the notebook at ``path`` in its own folder and returns the executed ``NotebookNode``, its
+    streams cleaned. A cell failing without the ``raises-exception`` tag raises nbclient's
+    ``CellExecutionError``.
 
     Args:
-        path: the ``.ipynb`` file.
-        fast: sets ``KIT_FAST=1`` for the kernel (``kit.notebook.setup`` reads it).
+        fast: sets ``KIT_FAST=1`` for the kernel.
         timeout: seconds allowed per cell.
         env: extra environment variables for the kernel (on top of ``QUIET_ENV``).
         log: a file for the kernel process's own stdout and stderr (None: inherited).
@@ -107,10 +83,7 @@ def _execute(nb, path: Path, *, fast: bool, timeout: int, env: dict | None, log)
             Path(log).parent.mkdir(parents=True, exist_ok=True)
             fh = open(log, "w")
             launch = {"stdout": fh, "stderr": fh}
-        # Cells tagged raises-exception may fail on purpose; any other error stops the run.
-        # Once the last cell has replied the kernel holds nothing to save (kit's caches and
-        # stores are written by the cells), so it is stopped at once rather than given a
-        # graceful exit (TensorFlow's teardown; results/NOTES.md).
+        # The kernel holds nothing to save once the last cell replied: stopped at once, no teardown.
         NotebookClient(nb, timeout=timeout, kernel_name="python3", shutdown_kernel="immediate",
                        resources={"metadata": {"path": str(path.parent)}}).execute(**launch)
     finally:
@@ -122,7 +95,7 @@ def _execute(nb, path: Path, *, fast: bool, timeout: int, env: dict | None, log)
 
 
 def notebooks(src: str | os.PathLike = "notebooks", only=None) -> list[Path]:
-    """The walkthrough's notebooks in order (``NN_name.ipynb``, then ``NNb_name.ipynb`` after ``NN``); ``only``: name prefixes to keep."""
+    """The walkthrough's notebooks in order (``NN_name.ipynb``); ``only``: name prefixes to keep."""
     paths = sorted(Path(src).glob("[0-9][0-9]*_*.ipynb"))
     if only:
         paths = [p for p in paths if any(p.name.startswith(o) for o in only)]
@@ -131,28 +104,20 @@ def notebooks(src: str | os.PathLike = "notebooks", only=None) -> list[Path]:
 
 def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike = "reports", *,
                   fast: bool = False, only=None, timeout: int = 1800, log=print) -> list[Entry]:
-    """Executes the notebooks in order into ``out``; writes ``NAME.ipynb``, ``NAME.html``,
-    ``logs/NAME.log``, ``plotly.min.js`` (the pages' one copy) and ``index.html``
-    (rewritten after each notebook).
+    """Executes the notebooks of ``src`` in order into ``out``: ``NAME.ipynb``, ``NAME.html``,
+    ``logs/NAME.log``, ``plotly.min.js``, ``headlines.json`` and ``index.html`` (rewritten after each).
 
-    A notebook that fails does not stop the others: its HTML shows what ran, with a
-    banner saying it failed, and the index marks it failed. The previous run's report of
-    a notebook is removed before it runs, so an interrupted run never leaves an old
-    report looking current.
+    A failing notebook does not stop the others: its page shows what ran under a banner. A
+    notebook's previous report is removed before it runs, so none is left looking current.
 
     Args:
-        src: folder of the notebooks.
-        out: reports folder.
-        fast: run in fast mode (``KIT_FAST=1``).
+        fast: fast mode (``KIT_FAST=1``).
         only: name prefixes (``["00", "05"]``) to run; the index still lists every notebook.
         timeout: seconds allowed per cell.
         log: where progress lines go.
 
     Returns:
-        One ``Entry`` per notebook of ``src``.
-
-    Raises:
-        ReportError: a file the kit would write exists and is not the kit's.
+        One ``Entry`` per notebook of ``src``; ``ReportError`` if a file to write is not the kit's.
     """
     import nbformat  # keeps kit.report light: nbformat (--help imports it)
 
@@ -162,7 +127,6 @@ def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike =
     _refuse_foreign(out, chosen)  # before running anything
     out.mkdir(parents=True, exist_ok=True)
     write_plotlyjs(out)  # the one copy every page loads
-
     # This run's shared figures (kit.notebook.shared): measured once, stated by every later notebook.
     run_dir = out / RUN_FOLDER
     run_dir.mkdir(exist_ok=True)
@@ -192,16 +156,12 @@ def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike =
 
 def _refuse_foreign(out: Path, chosen) -> None:
     """Raises ``ReportError`` if a file ``run_notebooks`` would replace is not the kit's."""
-    for p in chosen:
-        for target in (out / p.name, out / p.with_suffix(".html").name):
-            if target.exists() and not is_kits(target, p):
-                raise ReportError(f"{target} was not written by kit; move it away or use another reports folder")
-    for target in (out / "index.html", out / PLOTLYJS):
-        if target.exists() and not is_kits(target):
+    checks = [(out / name, lambda t, p=p: is_kits(t, p)) for p in chosen
+              for name in (p.name, p.with_suffix(".html").name)]
+    checks += [(out / "index.html", is_kits), (out / PLOTLYJS, is_kits), (out / HEADLINES, _our_headlines)]
+    for target, ours in checks:
+        if target.exists() and not ours(target):
             raise ReportError(f"{target} was not written by kit; move it away or use another reports folder")
-    target = out / HEADLINES
-    if target.exists() and not _our_headlines(target):
-        raise ReportError(f"{target} was not written by kit; move it away or use another reports folder")
 
 
 def _our_headlines(path: Path) -> bool:
