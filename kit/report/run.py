@@ -156,11 +156,10 @@ def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike =
 
 def _refuse_foreign(out: Path, chosen) -> None:
     """Raises ``ReportError`` if a file ``run_notebooks`` would replace is not the kit's."""
-    checks = [(out / name, lambda t, p=p: is_kits(t, p)) for p in chosen
-              for name in (p.name, p.with_suffix(".html").name)]
-    checks += [(out / "index.html", is_kits), (out / PLOTLYJS, is_kits), (out / HEADLINES, _our_headlines)]
-    for target, ours in checks:
-        if target.exists() and not ours(target):
+    targets = {out / name: p for p in chosen for name in (p.name, p.with_suffix(".html").name)}
+    targets.update({out / "index.html": None, out / PLOTLYJS: None, out / HEADLINES: None})
+    for target, source in targets.items():
+        if target.exists() and not (_our_headlines(target) if target.name == HEADLINES else is_kits(target, source)):
             raise ReportError(f"{target} was not written by kit; move it away or use another reports folder")
 
 
