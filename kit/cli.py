@@ -25,6 +25,7 @@ __all__ = ["main", "build_parser", "PLUGINS"]
 #: "root", "convert" and "bench" to argparse sub-parser collections.
 PLUGINS = [
     "kit.bench",
+    "kit.demo",
     "kit.spectrogram.commands",
     "kit.segmentation.commands",
     "kit.distribute.commands",
@@ -94,8 +95,8 @@ def main(argv=None) -> int:
     # Before TensorFlow loads (the commands import it): its C++ INFO and WARNING lines off,
     # unless the caller set the level. At WARNING, a memmap loader or the head logs
     # "FAILED_PRECONDITION: PyFunc (ResourceGather) is stateful" at every batch of an
-    # iterator under symbolic checkpointing: about 24,000 lines in one `bench scale` run,
-    # burying what the command prints. (Notebooks and `make demo` set the same level.)
+    # iterator under symbolic checkpointing: thousands of lines in a long run, burying what
+    # the command prints. (Notebooks and `make demo` set the same level.)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)  # a command's --debug: the full traceback, not one line

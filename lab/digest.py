@@ -1,4 +1,4 @@
-"""``python -m kit bench digest``: what the content digest in a store's key costs.
+"""``python -m lab.digest``: what the content digest in a store's key costs.
 
 A store's key follows its sources' content (``kit.store.files_fingerprint``): the cheap
 ``(size, mtime_ns)`` plus a BLAKE2b digest of each file. This bench times, on the same
@@ -22,18 +22,35 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from kit import store
 from kit.bench import BenchResult, print_table
-from kit.bench.configs import DigestConfig
+from kit.bench.options import check_int, option, optional_path
 from kit.bench.spectrogram import default_data
 from kit.spectrogram import FrameIndex
 from kit.system import pagecache
+from kit.util import positive_int
 
-__all__ = ["DigestConfig", "run", "show"]
+__all__ = ["DigestConfig", "run", "show", "main"]
+
+
+@dataclass(frozen=True)
+class DigestConfig:
+    """What ``run`` measures: the files of the index ``csv`` (the spectrogram bench's default
+    data if None), fingerprinted every way once per round, ``rounds`` rounds."""
+
+    csv: Path | None = option(None, "index CSV (default: the spectrogram bench data, 200 files x 100 frames)",
+                              flag="--data", type=Path)
+    _: KW_ONLY
+    rounds: int = option(3, "interleaved measuring rounds (default 3)", type=positive_int)
+
+    def __post_init__(self):
+        optional_path(self, "csv")
+        check_int("rounds", self.rounds)
 
 
 def run(config: DigestConfig, *, log=print) -> BenchResult:
@@ -85,3 +102,13 @@ def _measure(csv, rounds: int):
 def show(res) -> None:
     print_table(res.rows)
 
+
+def main(argv=None) -> int:
+    """``python -m lab.digest [--data CSV] [--rounds N]``."""
+    from lab.command import main as command
+
+    return command("digest", DigestConfig, run, show, argv, description=__doc__.split("\n")[0])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

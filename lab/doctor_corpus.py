@@ -3,15 +3,15 @@
 The corpus is split once: ``--corpus dev`` (tests/doctor_corpus/, the development half the doctor's
 rules were written beside) and ``--corpus heldout`` (tests/doctor_corpus_heldout/, new sources written
 apart from the doctor, scored only at the end of a change). For each case: the ground truth, measured
-with plain Keras fits and no kit code by ``scripts/doctor_truth.py`` (read from ``--truth FILE``, or
+with plain Keras fits and no kit code by ``lab/doctor_truth.py`` (read from ``--truth FILE``, or
 measured here by that script's own functions); then ``kit.doctor.diagnose`` on the slow pipeline and
 on the all-fixed twin, scored: the verdict; the precision and recall of the top three findings that are
 causes (not the symptom, not "checked: no gain here", not "not measured"; a case's ``TOLERATED`` codes
 are skipped, neither right nor wrong); each planted speed code's predicted over measured end-to-end gain;
 the findings left on the fixed twin (false alarms). A doctor crash is a scored failure.
 
-    .venv/bin/python scripts/doctor_corpus.py [--corpus dev|heldout] [--truth TRUTH.json] [--only NAME]
-        [--rounds 5] [--max-seconds S] [--fit-seconds S] [--out results/doctor_corpus_<corpus>] [--data FOLDER]
+    python -m lab.doctor_corpus [--corpus dev|heldout] [--truth TRUTH.json] [--only NAME]
+        [--rounds 5] [--max-seconds S] [--fit-seconds S] [--out lab/results/doctor_corpus_<corpus>] [--data FOLDER]
 
 Writes OUT.json and OUT.md. The true verdict is doctor_truth's: the model's compute ceiling (one batch
 replayed from memory) over the slow fit, >= 1.3x input-bound, < 1.1x compute-bound, else balanced.
@@ -39,8 +39,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import doctor_corpus as dc  # noqa: E402  (the shared helpers: kind, measured_codes, fixed_pair)
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import doctor_truth  # noqa: E402  (the plain-loop ground truth: it imports no kit code)
+from lab import doctor_truth  # noqa: E402  (the plain-loop ground truth: it imports no kit code)
 
 CORPORA = {"dev": "doctor_corpus", "heldout": "doctor_corpus_heldout"}
 
@@ -56,7 +55,7 @@ def parse(argv=None):
     p.add_argument("--corpus", choices=sorted(CORPORA), default="dev",
                    help="dev: the half the rules were written beside; heldout: scored only at the end of a change")
     p.add_argument("--truth", default=None, metavar="TRUTH.json",
-                   help="the ground truth written by scripts/doctor_truth.py for this corpus; without it, it "
+                   help="the ground truth written by lab/doctor_truth.py for this corpus; without it, it "
                         "is measured here with that script's plain fits")
     p.add_argument("--only", action="append", help="a case to run (repeatable); all by default")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the ground-truth fits")
@@ -66,7 +65,7 @@ def parse(argv=None):
     p.add_argument("--min-steps", type=int, default=12,
                    help="ground truth: steps each fit trains at least per round (past its seconds if need be; "
                         "a slow step timed a few times carries the fit's start: results/NOTES.md)")
-    p.add_argument("--out", default=None, help="OUT.json and OUT.md (default results/doctor_corpus_<corpus>)")
+    p.add_argument("--out", default=None, help="OUT.json and OUT.md (default lab/results/doctor_corpus_<corpus>)")
     p.add_argument("--rescore", default=None, metavar="OUT.json",
                    help="recompute the totals and OUT.md from a run's OUT.json (nothing measured again)")
     p.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "kit-doctor-corpus"),
@@ -78,7 +77,7 @@ def parse(argv=None):
         p.error(f"--min-steps must be at least 2 (the first step of each fit is left out), got {a.min_steps}")
     if a.max_seconds <= 0 or a.fit_seconds <= 0:
         p.error("--max-seconds and --fit-seconds must be positive")
-    a.out = a.out or str(ROOT / "results" / f"doctor_corpus_{a.corpus}")
+    a.out = a.out or str(ROOT / "lab" / "results" / f"doctor_corpus_{a.corpus}")
     cases = importlib.import_module(CORPORA[a.corpus]).CASES
     bad = [n for n in a.only or [] if n not in cases]
     if bad:
@@ -103,7 +102,7 @@ def finite(x) -> float | None:
 # --------------------------------------------------------------------------- ground truth
 
 
-#: The ground-truth fields a scored row takes from scripts/doctor_truth.py's rows.
+#: The ground-truth fields a scored row takes from lab/doctor_truth.py's rows.
 TRUTH_FIELDS = ("true_verdict", "measured_gain", "measured_spread", "x_replayed", "x_replayed_spread",
                 "x_all_fixed", "below_threshold", "rates")
 
@@ -292,8 +291,8 @@ def main(argv=None) -> dict:
     if args.truth:
         saved = json.loads(Path(args.truth).read_text())
         truth = {r["case"]: r for r in saved["cases"]}
-    result = {"machine": machine(), "command": " ".join(["scripts/doctor_corpus.py", *(argv or sys.argv[1:])]),
-              "corpus": args.corpus, "truth": args.truth or "measured in this run (scripts/doctor_truth.py)",
+    result = {"machine": machine(), "command": " ".join(["python -m lab.doctor_corpus", *(argv or sys.argv[1:])]),
+              "corpus": args.corpus, "truth": args.truth or "measured in this run (lab/doctor_truth.py)",
               "settings": {"rounds": args.rounds, "max_seconds": args.max_seconds, "fit_seconds": args.fit_seconds},
               "cases": []}
     for name in names:

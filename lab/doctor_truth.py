@@ -31,8 +31,8 @@ than the slow fit (median), ``compute-bound`` when < 1.1x, else ``balanced``. Ea
 measured gain is its fixed twin's ratio; a code whose median gain is under 1.3x is flagged
 (``below_threshold``): the corpus rule is that each planted bottleneck costs >= 1.3x.
 
-    .venv/bin/python scripts/doctor_truth.py [--corpus heldout|dev] [--only NAME ...] [--rounds 5]
-        [--seconds 2] [--min-steps 12] [--data FOLDER] [--out results/doctor_truth_<corpus>.json]
+    python -m lab.doctor_truth [--corpus heldout|dev] [--only NAME ...] [--rounds 5]
+        [--seconds 2] [--min-steps 12] [--data FOLDER] [--out lab/results/doctor_truth_<corpus>.json]
 
 The JSON written (``--out``) has:
 
@@ -103,11 +103,11 @@ def parse(argv=None):
     p.add_argument("--max-steps", type=int, default=400, help="timed steps per fit at most")
     p.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "kit-doctor-corpus-truth"),
                    help="where the cases' generated data goes (kept: make_data is idempotent)")
-    p.add_argument("--out", default=None, help="the JSON (default results/doctor_truth_<corpus>.json)")
+    p.add_argument("--out", default=None, help="the JSON (default lab/results/doctor_truth_<corpus>.json)")
     a = p.parse_args(argv)
     if a.rounds < 1 or a.seconds <= 0 or a.min_steps < 2:
         p.error("--rounds must be >= 1, --seconds > 0, --min-steps >= 2")
-    a.out = Path(a.out or ROOT / "results" / f"doctor_truth_{a.corpus}.json")
+    a.out = Path(a.out or ROOT / "lab" / "results" / f"doctor_truth_{a.corpus}.json")
     return a
 
 
@@ -266,7 +266,7 @@ def verdict_of(x_replayed) -> str | None:
 
 
 def verdict_by_input_fix(x_input, x_replayed) -> str | None:
-    """The dev script's rule (scripts/doctor_corpus.py), for comparison."""
+    """The dev script's rule (lab/doctor_corpus.py), for comparison."""
     if x_replayed is None:
         return None
     if (x_input is not None and x_input >= INPUT_BOUND) or (x_input is None and x_replayed >= INPUT_BOUND):
@@ -372,8 +372,7 @@ def main(argv=None) -> dict:
         if n not in module.CASES:
             raise SystemExit(f"no case {n!r} in the {args.corpus} half: {', '.join(module.CASES)}")
     result = {"corpus": args.corpus,
-              "command": " ".join([".venv/bin/python scripts/doctor_truth.py", *(argv if argv is not None
-                                                                                   else sys.argv[1:])]),
+              "command": " ".join(["python -m lab.doctor_truth", *(argv if argv is not None else sys.argv[1:])]),
               "settings": {"rounds": args.rounds, "seconds": args.seconds, "min_steps": args.min_steps,
                            "max_steps": args.max_steps, "skip": SKIP, "input_bound": INPUT_BOUND,
                            "compute_bound": COMPUTE_BOUND},

@@ -1,63 +1,38 @@
-"""``python -m kit bench scale``: whole epochs at the user's size, warm and cold, against the machine's limits.
+"""``python -m lab.scale``: whole epochs at the user's size, warm and cold, against the machine's limits.
 
-Every other bench measures 20,000 frames sitting in the page cache and projects to a
-million. This one generates the million (or ``--frames``), converts them to the
-``memmap`` and ``tfrecord`` stores and measures **whole epochs**:
+Every kit bench measures 20,000 frames sitting in the page cache and projects to a million. This
+instrument generates the million (or ``--frames``), converts them to the ``memmap`` and ``tfrecord``
+stores (and ``arrayrecord`` for ``grain``, where the peers extra is installed) and measures
+**whole epochs** through the kit's public loaders (``kit.spectrogram.make_loader``):
 
-* each loader **warm** (its store read into the page cache first; the median of
-  ``--warm-epochs`` whole epochs, each listed in the basis) and **cold** (the median of
-  ``--cold-epochs`` whole epochs, each after the store's pages are evicted with
-  ``kit.system.pagecache.evict``, which needs no root; the basis lists each epoch, their spread
-  and the share of the store's pages each eviction left cached, by ``mincore``, and
-  ``info["cached_after_evict"]`` the largest of those shares; ``scale_report.cold_warning``
-  flags a cold figure that was not one, or that outran its store's page-in limit);
-* ``memmap`` in block order (``order="blocks"``: near-sequential reads, each window's
-  blocks asked of the kernel two windows ahead) and, cold, in the fully random order for
-  comparison (one epoch, capped, then projected and labelled so);
-* the head trained from a feature cache of every frame, warm and cold;
-* the generator over a bounded sample, projected and labelled as projected;
-* the physical limits in the same run (``kit.bench.scale_limits``): of each store's own
-  files, cold, read just before and just after that store's cold epochs, the faster read
-  its limit, the disk's sequential read (``kit.system.pagecache.cache_through``: rows
-  ``disk_sequential_read``, ``disk_sequential_read_tfrecord``) and the **page-in limit**
-  (``kit.system.pagecache.page_in``: the same read with each page touched once, nothing else
-  done: the disk and this machine's cost of a page's first touch, which every cold reader
-  pays; rows ``page_in_limit``, ``page_in_limit_tfrecord``, limit ``"page-in"``); and the
-  memory gather rate (warm: random batches gathered from a sample held in RAM). Each cold
-  epoch is a ``fraction_of_limit`` of its store's page-in limit (its fraction of the
-  disk's read in its basis and ``info["cold_fraction_of_disk"]``), each warm one of the
-  memory gather;
-* one warm pass over the tfrecord store's records with nothing decoded, shuffled or batched
-  (``scale_data.read_records``, ``info["tfrecord_read"]``): the warm epoch's reading;
-* where a target is short (``scale_report.STAGED``), the stage that holds it back, from the
-  run's own figures (``scale_report.cold_stage``, ``warm_stage``), in its row's basis and
-  ``info["short"]`` (``"<variant> <state>"`` -> the sentence);
-* the epoch projected from 20,000 frames of the same loader the way the default
-  spectrogram bench projects (its rounds of warm-up then timed batches, the steady rate
-  scaled to the whole epoch), beside the measured one, so the projection is checked
-  rather than trusted (``info["projection_check"]`` also keeps the projection from whole
-  20,000-frame epochs, which carries each epoch's fixed start 50 times over).
+* each loader **warm** (its store read into the page cache first; the median of ``--warm-epochs``)
+  and **cold** (the median of ``--cold-epochs``, each after the store's pages are evicted; the
+  basis says what share each eviction left cached, and ``scale_report.cold_warning`` flags a cold
+  figure that was not one);
+* ``memmap`` in block order and, cold, in the fully random order (one capped epoch, projected);
+* the head trained from a feature cache of every frame, warm and cold; the generator over a
+  bounded sample, projected;
+* the limits, in the same run (``lab.scale_limits``): each store's own files read cold just
+  before and after its cold epochs, the disk's sequential read (``lab.pagecache.cache_through``)
+  and the page-in limit (``lab.pagecache.page_in``: each page also touched once), and the memory
+  gather rate (random batches from a sample held in RAM). Each cold epoch is a
+  ``fraction_of_limit`` of its store's page-in limit, each warm one of the memory gather;
+* one pass over the tfrecord store's records with nothing decoded, warm and cold
+  (``scale_data.read_records``): the reading alone, against which ``scale_report`` names the
+  stage that holds a target short;
+* the epoch projected from 20,000 frames the way ``bench spectrogram`` projects, beside the
+  measured one (``info["projection_check"]``).
 
-One row per measured thing: ``variant``, ``state`` (``"warm"``/``"cold"``), ``frames``,
-``dtype``, ``epoch_s``, ``measured`` (True for a whole epoch, False for a projection),
-``examples_per_s``, ``limit`` (``"disk"``/``"page-in"``/``"memory"``/None),
-``fraction_of_limit``, ``cpu_cores`` (CPU seconds the process used per second of a
-measured read or epoch; None for the other rows), and ``basis`` (what was read, in words).
-
-The data (``<workdir>/bench-scale-<files>x100-<dtype>-s<seed>``), the stores and the
-feature cache are built once and reused by later runs; an interrupted generation or
-conversion resumes. The free disk space is checked first.
-
-``run(ScaleConfig(...))`` returns a ``kit.bench.BenchResult`` (its info: limits, projection
-checks, notes and verdicts). The page-cache helpers it uses
-live in ``kit.system.pagecache``; its limits in ``kit.bench.scale_limits``; its data in
-``kit.bench.scale_data``; its verdicts and notes in ``kit.bench.scale_report``.
+One row per measured thing, in ``scale_report.COLUMNS``. The data, stores and feature cache are
+built once under ``--workdir`` (the kit cache) and reused; the free disk space is checked first.
+``run(ScaleConfig(...))`` returns a ``kit.bench.BenchResult``.
 """
 
 from __future__ import annotations
 
 import gc
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +43,17 @@ import tensorflow as tf
 from kit import features, store, timing
 from kit.bench import BenchResult
 from kit.bench import spectrogram as bench_spectrogram
-from kit.bench.configs import SCALE_COLD_EPOCHS as COLD_EPOCHS
-from kit.bench.configs import SCALE_PROJECTION_FRAMES as PROJECTION_FRAMES
-from kit.bench.configs import SCALE_WARM_EPOCHS as WARM_EPOCHS
-from kit.bench.configs import ScaleConfig
-from kit.bench.scale_data import (
+from kit.bench.options import check_int, check_one_of, check_positive, option, optional_int, optional_path
+from kit.cases import registry
+from kit.models import audio
+from kit.spectrogram import convert, make_loader
+from kit.spectrogram.peers import available as grain_available
+from kit.system.pagecache import cached_fraction, evict, proactive_reclaim
+from kit.timing.rates import cpu_used
+from kit.timing.rates import timed_epoch as epoch
+from kit.util import positive_int, usable_cpus
+from lab.pagecache import free_page_reporting, read_through
+from lab.scale_data import (
     FRAME_SHAPE,
     data_folder,
     feature_cache,
@@ -84,9 +65,9 @@ from kit.bench.scale_data import (
     read_records_streamed,
     store_files,
 )
-from kit.bench.scale_data import row as _row
-from kit.bench.scale_limits import Limits
-from kit.bench.scale_report import (
+from lab.scale_data import row as _row
+from lab.scale_limits import Limits
+from lab.scale_report import (
     COLUMNS,
     STAGED,
     TARGETS,
@@ -98,16 +79,80 @@ from kit.bench.scale_report import (
     warm_stage,
     warm_warning,
 )
-from kit.cases import registry
-from kit.models import audio
-from kit.spectrogram import convert, make_loader
-from kit.spectrogram.peers import available as grain_available
-from kit.system.pagecache import cached_fraction, evict, free_page_reporting, proactive_reclaim, read_through
-from kit.timing.rates import cpu_used
-from kit.timing.rates import timed_epoch as epoch
-from kit.util import usable_cpus
 
-__all__ = ["EPOCH", "PROJECTION_FRAMES", "WARM_EPOCHS", "COLD_EPOCHS", "COLUMNS", "ScaleConfig", "run", "show"]
+__all__ = ["EPOCH", "PROJECTION_FRAMES", "WARM_EPOCHS", "COLD_EPOCHS", "COLUMNS", "ScaleConfig", "run", "show",
+           "main"]
+
+_SPECTROGRAM = registry.scale_of("spectrogram")  # the users' scale, declared by the case
+
+#: The default spectrogram bench's size: the basis of the scale bench's checked projections.
+PROJECTION_FRAMES = 20_000
+#: Whole warm epochs per warm row, their median reported (warm epochs on 2 shared cores vary).
+WARM_EPOCHS = 3
+#: Whole cold epochs per cold row (the fully random memmap order: one), each after an eviction,
+#: their median reported with their spread (cold epochs vary with the disk as well as the cores).
+COLD_EPOCHS = 3
+
+
+@dataclass(frozen=True)
+class ScaleConfig:
+    """What ``run`` generates and measures.
+
+    Attributes:
+        frames: frames in the data (the user's 1,000,000).
+        dtype: of the data and the stores (``"float16"``: half the bytes; loaders deliver float32).
+        batch_size: the user's global batch.
+        seed: of the data and of the epochs' order.
+        skip_extraction: do not run the backbone over every frame: use its cache if one
+            is built, else a stand-in cache of the same shape (frames average-pooled to
+            1,024 values), so the head's epoch is still measured at full size.
+        generator_frames: the generator's bounded sample (it would take half an hour).
+        random_seconds: cap on the cold epoch of ``memmap`` in fully random order (then projected).
+        projection_frames: the basis of the checked projections (20,000: the default bench).
+        warm_epochs: whole warm epochs per warm row (the head: after its first, traced,
+            epoch); the row is their median, the basis lists each.
+        cold_epochs: whole cold epochs per cold row of ``memmap`` (block order) and
+            ``tfrecord``, each after an eviction; the row is their median, the basis lists
+            each, their spread and what each eviction left cached.
+        workers: parallel writers of the data.
+        peers: measure the ``grain`` variant (Google Grain over an ArrayRecord store of the
+            same frames: its store converted once, cold between its own limits' reads, then
+            warm) where the peers extra is installed; the info says why not otherwise.
+        workdir: where data, stores and caches go (the kit cache).
+    """
+
+    frames: int = option(_SPECTROGRAM.examples, "frames to generate and measure (1,000,000)", type=positive_int)
+    dtype: str = option("float16", "of the data and the stores (float16: half the bytes; loaders deliver float32)",
+                        choices=("float16", "float32"))
+    batch_size: int = option(256, "global batch (default 256, the user's)", type=positive_int)
+    seed: int = option(0, "seed of the generated data and of the epoch orders (default 0)", type=int)
+    skip_extraction: bool = option(False, "do not run the backbone over every frame (~20 min on 2 cores): use its "
+                                          "cache if built, else stand-in features of the same shape",
+                                   action="store_true")
+    generator_frames: int = option(2_000, "the generator's bounded sample (projected)", type=positive_int)
+    random_seconds: float = option(60.0, "cap on the cold fully-random memmap epoch (then projected)", type=float)
+    projection_frames: int = option(PROJECTION_FRAMES, "the basis of the projections checked against the "
+                                                             "measured epochs", type=positive_int)
+    warm_epochs: int = option(WARM_EPOCHS, "whole warm epochs per warm row, their median reported (3)",
+                              type=positive_int)
+    cold_epochs: int = option(COLD_EPOCHS, "whole cold epochs per cold row, each after an eviction, their "
+                                                 "median reported (3)", type=positive_int)
+    workers: int | None = option(None, "parallel writers of the data", type=positive_int)
+    peers: bool = option(True, "leave out the grain variant (measured where the peers extra is installed)",
+                         flag="--no-peers", action="store_false")
+    workdir: Path | None = option(None, "where data, stores and caches go (kit cache)", type=Path)
+
+    def __post_init__(self):
+        check_one_of("dtype", self.dtype, ("float16", "float32"))
+        for name in ("frames", "batch_size", "generator_frames", "projection_frames", "warm_epochs", "cold_epochs"):
+            check_int(name, getattr(self, name))
+        check_int("seed", self.seed, 0)
+        check_positive("random_seconds", self.random_seconds)
+        optional_int("workers", self.workers)
+        optional_path(self, "workdir")
+        if not isinstance(self.peers, bool):
+            raise ValueError(f"peers must be True or False, got {self.peers!r}")
+
 
 EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
 
@@ -203,7 +248,7 @@ class _Run:
             log(f"  {fmt} store: {folder} ({sum(s['bytes'] for s in m.shards) / 1e9:.1f} GB, "
                 f"ready in {time.perf_counter() - t0:.0f} s)")
         self.grain = self.grain_store()
-        # The limits of reading each store cold are reads of its own files (kit.bench.scale_limits).
+        # The limits of reading each store cold are reads of its own files (lab.scale_limits).
         self.frames_file = self.stores["memmap"][0] / "frames.npy"
         self.limits = Limits({"memmap": [self.frames_file], "tfrecord": self.stores["tfrecord"][2],
                               **({"arrayrecord": self.stores["arrayrecord"][2]} if "arrayrecord" in self.stores
@@ -299,34 +344,27 @@ class _Run:
     def tfrecord_epochs(self) -> None:
         """tfrecord, cold between its limits' reads (the memmap store's pages dropped, to make
         room), one cold pass over its records in shard order (a read-ahead stream beside it),
-        then warm, then one warm pass over its records with nothing decoded (and one converting
-        them, for a float16 store)."""
+        then warm, then one warm pass over its records with nothing decoded."""
         c, (folder, manifest, tf_files) = self.c, self.stores["tfrecord"]
         evict(self.stores["memmap"][2])
         self.limits.read("tfrecord", "before")
         self.found.append(self.epochs("tfrecord", "cold", self.loader("tfrecord"), "page-in", tf_files,
                                       repeats=c.cold_epochs))
         self.limits.read("tfrecord", "after")
-        # Its records alone, copied cold in shard order, the page-in limit's read-ahead streaming
-        # beside them: what the copy reads when its pages are asked for in time (cold_stage).
+        # Its records alone, read cold in shard order, the page-in limit's read-ahead streaming
+        # beside them: what the reading costs when its pages are asked for in time (cold_stage).
         evict(tf_files)
-        cold_copy, _, _, _ = cpu_used(read_records_streamed, folder, manifest, tf_files)
+        cold_read, _, _, _ = cpu_used(read_records_streamed, folder, manifest, tf_files)
         read_through(tf_files)
         self.found.append(self.epochs("tfrecord", "warm", self.loader("tfrecord"), "memory", tf_files,
                                       repeats=c.warm_epochs))
         cached = cached_fraction(tf_files)
         (records, nbytes, s), wall, cpu, _ = cpu_used(read_records, folder, manifest)
         self.read_pass = {"records": records, "bytes": nbytes, "seconds": s, "cpu_cores": cpu / wall,
-                          "cached_before": cached, "convert_seconds": None, "cold_seconds": cold_copy[2],
-                          "cold_bytes": cold_copy[1]}
-        if c.dtype != "float32":  # the loader converts each batch to float32: that pass too, as a stage
-            converted = read_records(folder, manifest, convert=True)
-            self.read_pass["convert_seconds"] = None if converted is None else converted[2]
-        conv = self.read_pass["convert_seconds"]
+                          "cached_before": cached, "cold_seconds": cold_read[2], "cold_bytes": cold_read[1]}
         self.log("  " + "; ".join(f"{r['variant']} {r['state']} {r['epoch_s']:.1f} s" for r in self.found[-2:])
-                 + f"; its records alone (nothing decoded) {s:.1f} s, copied cold in shard order with a read-ahead "
-                 f"stream beside them {cold_copy[2]:.1f} s"
-                 + ("" if conv is None else f", converted to float32 {conv:.1f} s"))
+                 + f"; its records alone (nothing decoded) {s:.1f} s warm, {cold_read[2]:.1f} s cold in shard "
+                 f"order with a read-ahead stream beside them")
 
     def grain_epochs(self) -> None:
         """grain, where measured: cold between its store's limits' reads (the TFRecord store's
@@ -394,12 +432,11 @@ class _Run:
                                       usable=usable_cpus(), store_bytes=self.store_bytes[variant],
                                       page_in_bytes_per_s=self.limits.rate("page-in", variant),
                                       disk_bytes_per_s=self.limits.rate("disk", variant),
-                                      copy_cold_bytes_per_s=(self.read_pass["cold_bytes"] / self.read_pass["cold_seconds"]
+                                      read_cold_bytes_per_s=(self.read_pass["cold_bytes"] / self.read_pass["cold_seconds"]
                                                              if variant == "tfrecord" else None))
             else:
                 sentence = warm_stage(warm_s=r["epoch_s"], read_s=self.read_pass["seconds"], frames=self.n,
-                                      gather_frames_per_s=self.gather,
-                                      convert_s=self.read_pass.get("convert_seconds"))
+                                      gather_frames_per_s=self.gather)
             short[f"{variant} {state}"] = sentence
             sel = (df["variant"] == variant) & (df["state"] == state) & df["measured"]
             df.loc[sel, "basis"] = df.loc[sel, "basis"] + f"; short of its target ({target}): {sentence}"
@@ -495,3 +532,14 @@ class _Run:
         self.rows.append(_row("generator", "warm", n, c.dtype, s * n / got, False,
                               f"projected from a whole epoch of a {got:,}-frame sample"))
         self.log(f"  generator: {got / s:,.0f} frames/s over {got:,} frames")
+
+
+def main(argv=None) -> int:
+    """``python -m lab.scale [--frames N] ...``: the run, its table, the ledger and ``--json``."""
+    from lab.command import main as command
+
+    return command("scale", ScaleConfig, run, show, argv, description=__doc__.split("\n")[0], progress=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

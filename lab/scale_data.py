@@ -1,13 +1,12 @@
-"""``python -m kit bench scale``'s data and what it reads it with: the generated frames and
-their stores (the free space they need), the feature cache of every frame, one whole
-epoch, the memory gather rate, one pass over a TFRecord store's records with nothing
-decoded, the CPU a call used, and the form of a row; how random an epoch's order is
-(notebook 03, through ``kit.bench.scale``). ``kit.bench.scale`` runs the bench.
+"""``python -m lab.scale``'s data and what it reads it with: the generated frames and their
+stores (the free space they need), the feature cache of every frame, the memory gather rate,
+one pass over a TFRecord store's records with nothing decoded, and the form of a row.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from pathlib import Path
 
@@ -16,14 +15,10 @@ import numpy as np
 import tensorflow as tf
 
 from kit import features, samples, store
-from kit.cases.stores import DEFAULT_READ_BUFFER, FIXED_READ_BUFFER, SHARD_PREFETCH, TFRECORD_FRAMING, TFRECORD_HEAD
-from kit.epochs import untuned_options
 from kit.models import audio
 from kit.spectrogram import FrameIndex
-from kit.spectrogram.convert import TFRECORD_FORMAT
-from kit.spectrogram.loaders import TFRecordOptions
-from kit.spectrogram.records import RecordReader
 from kit.util import usable_cpus
+from lab.pagecache import cache_through
 
 __all__ = ["FRAMES_PER_FILE", "FRAME_SHAPE", "data_folder", "frame_bytes", "needed_bytes", "make_data",
            "store_files", "memory_gather_rate", "read_records", "read_records_streamed", "feature_cache", "row"]
@@ -46,12 +41,8 @@ def needed_bytes(frames: int, dtype: str, *, seed: int = 0, workdir=None) -> dic
     """Bytes each missing piece will take: ``{"data": ..., "memmap": ..., ...}`` (0 when built).
 
     The TFRecord store is counted at 1.02x the frames (record framing and labels), the
-    feature cache at 1,024 float16 values per frame. A TFRecord store of an older layout
-    counts as missing: the loader builds one of the current layout beside it.
+    feature cache at 1,024 float16 values per frame.
     """
-    def current_layout(m) -> bool:
-        return m.meta.get("options", {}).get("format") == TFRECORD_FORMAT
-
     size = frames * frame_bytes(dtype)
     data = data_folder(frames, dtype, seed, workdir)
     need = {"data": 0 if (data / "index.csv").exists() else size}
@@ -61,11 +52,10 @@ def needed_bytes(frames: int, dtype: str, *, seed: int = 0, workdir=None) -> dic
     for folder in root.glob("spectrogram-*"):
         m = store.complete(folder)
         if m is not None and m.meta.get("source") == source and m.meta.get("count", m.count) >= frames \
-                and m.meta.get("dtype") == dtype and (m.kind != "spectrogram-tfrecord" or current_layout(m)):
+                and m.meta.get("dtype") == dtype:
             built.add(m.kind)
     need["memmap"] = 0 if "spectrogram-memmap" in built else size
     need["tfrecord"] = 0 if "spectrogram-tfrecord" in built else int(size * 1.02)
-    # The feature cache (the backbone's or the stand-in's): 1,024 float16 values per frame.
     caches = (store.complete(p) for p in root.glob("features-*"))
     need["features"] = 0 if any(m is not None and m.meta.get("source") == source and m.count >= frames
                                 for m in caches) else frames * 1024 * 2
@@ -83,11 +73,8 @@ def make_data(frames: int, dtype: str, *, seed: int = 0, workdir=None, workers=N
     return index if len(index) == frames else index.subset(np.arange(frames))
 
 
-
 def store_files(folder: Path, manifest) -> list[Path]:
     return [folder / s["name"] for s in manifest.shards]
-
-
 
 
 def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 3.0) -> tuple[int, float]:
@@ -103,7 +90,9 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
         return tf.cast(tf.gather(x, rows), tf.float32)
 
     ds = tf.data.Dataset.range(1 << 40).map(batch, num_parallel_calls=usable_cpus()).prefetch(2)
-    ds = ds.with_options(untuned_options())  # as the kit's loaders
+    options = tf.data.Options()
+    options.autotune.enabled = False  # as the kit's loaders
+    ds = ds.with_options(options)
     it = iter(ds)
     for _ in range(3):
         next(it)
@@ -116,115 +105,42 @@ def memory_gather_rate(sample: np.ndarray, *, batch_size: int, seconds: float = 
     return count, took
 
 
-def read_records(folder: Path, manifest, *, convert: bool = False) -> tuple[int, int, float] | None:
-    """One pass over a ``tfrecord`` store's records read as its loader reads them, and nothing
-    else: for a store checked at open, every record copied once into batches of 8 records from
-    the mapped shards (``kit.spectrogram.records``), in shard order (with ``convert``, each
-    batch's frames then converted to float32 as the loader converts a float16 store's); else the shards
-    ``TFRecordOptions().cycle_length`` at a time through ``TFRecordDataset``, each read ahead
-    in its own thread, the tail's short record after them, nothing decoded; no shuffle.
-    Returns ``(records, bytes, seconds)`` (the records' data, framing included for
-    fixed-length pieces; the seconds of the pass, not of building it). The warm epoch less
-    this pass is what the loader's order, guard and the rest cost (``scale_report.warm_stage``).
-    None with ``convert`` where the store is not read record by record."""
-    opts = TFRecordOptions()
-    tail_name = manifest.meta.get("tail_shard")
-    body = [s for s in manifest.shards if s.name != tail_name]
-    tail = [str(Path(folder) / s.name) for s in manifest.shards if s.name == tail_name]
-    block = int(manifest.meta["options"]["record_frames"])
-    checked = store.checks_on(opts.check_store)  # as the loader: fixed-length pieces when checked
-    shards = body + [s for s in manifest.shards if s.name == tail_name]
-    paths = [str(Path(folder) / s.name) for s in shards]
-    shape, dtype = tuple(manifest.meta["frame_shape"]), manifest.meta.get("dtype", "float32")
-    if checked and body and RecordReader.available(paths, [s.bytes for s in shards], block, shape, dtype):
-        return _copy_records(paths, shards, block, shape, dtype, bool(tail), convert=convert)
-    if convert:
-        return None
-
-    def records(names, fixed):
-        if fixed:  # every body shard: whole records of one length, then an empty end record
-            first = body[0]
-            entry = (first.bytes - TFRECORD_FRAMING) // (first.count // block)
-            return tf.data.FixedLengthRecordDataset(names, entry, header_bytes=TFRECORD_HEAD,
-                                                    footer_bytes=TFRECORD_FRAMING - TFRECORD_HEAD,
-                                                    buffer_size=opts.read_buffer or FIXED_READ_BUFFER)
-        ds = tf.data.TFRecordDataset(names, buffer_size=opts.read_buffer or DEFAULT_READ_BUFFER)
-        return ds.filter(lambda r: tf.strings.length(r) > 0)  # the empty end records
-
-    parts = []
-    if body:
-        names = tf.data.Dataset.from_tensor_slices([str(Path(folder) / s.name) for s in body])
-        parts.append(names.interleave(lambda f: records(f, checked).prefetch(SHARD_PREFETCH),
-                                      cycle_length=min(opts.cycle_length, len(body))))
-    if tail:
-        parts.append(records(tail, False))
-    ds = parts[0]
-    for more in parts[1:]:
-        ds = ds.concatenate(more)
-    ds = ds.with_options(untuned_options())  # as the kit's loaders
+def read_records(folder: Path, manifest) -> tuple[int, int, float]:
+    """One pass over a ``tfrecord`` store's records, in shard order, with nothing decoded,
+    shuffled or batched (``tf.data.TFRecordDataset``, the shards read one after the other).
+    Returns ``(records, bytes, seconds)``: the records' data and the seconds of the pass. The
+    warm epoch less this pass is what the loader's order, decoding and the rest cost
+    (``scale_report.warm_stage``)."""
+    paths = [str(Path(folder) / s.name) for s in manifest.shards]
+    ds = tf.data.TFRecordDataset(paths, buffer_size=8 << 20)
     t0 = time.perf_counter()
     count, nbytes = ds.reduce((np.int64(0), np.int64(0)), lambda acc, r: (
         acc[0] + 1, acc[1] + tf.cast(tf.strings.length(r), tf.int64)))
     seconds = time.perf_counter() - t0
-    want = sum(s.count // block for s in body) + sum(-(-s.count // block) for s in manifest.shards
-                                                      if s.name == tail_name)
-    if int(count) != want:
-        raise RuntimeError(f"{folder}: read {int(count):,} records, the manifest's shards hold {want:,}")
+    if int(count) == 0 and manifest.count:
+        raise RuntimeError(f"{folder}: read no records, the manifest's shards hold {manifest.count:,} examples")
     return int(count), int(nbytes), seconds
 
 
-#: The longest the bench waits for ``read_records_streamed``'s read-ahead thread to end after the
-#: copy: its read of the whole store (seconds at a disk's rate; far longer means it is stuck).
+#: The longest ``read_records_streamed`` waits for its read-ahead thread to end after the pass:
+#: its read of the whole store (seconds at a disk's rate; far longer means it is stuck).
 STREAM_JOIN_S = 600.0
 
 
-def read_records_streamed(folder: Path, manifest, files) -> tuple[int, int, float] | None:
+def read_records_streamed(folder: Path, manifest, files) -> tuple[int, int, float]:
     """``read_records`` of a cold store, with the page-in limit's read-ahead streaming ``files``
-    (its shards, in the order the pass copies them) beside it in a thread
-    (``kit.system.pagecache.cache_through``: the kernel asked for 8 pieces of 16 MB ahead,
-    nothing copied): the copy's own rate where what it reads next is asked for in time,
-    in the order it reads. None where the store is not read record by record."""
-    import threading
-
-    from kit.system.pagecache import cache_through
-
-    tail_name = manifest.meta.get("tail_shard")
-    ordered = sorted(files, key=lambda f: Path(f).name == tail_name)  # the tail's shard last, as copied
-    ahead = threading.Thread(target=cache_through, args=(ordered,), daemon=True, name="kit-read-ahead")
+    (its shards, in the order the pass reads them) beside it in a thread (``cache_through``: the
+    kernel asked for 8 pieces of 16 MB ahead, nothing copied): the reading's own rate where what
+    it reads next is asked for in time."""
+    ahead = threading.Thread(target=cache_through, args=(list(files),), daemon=True, name="lab-read-ahead")
     ahead.start()
     try:
         got = read_records(folder, manifest)
     finally:
         ahead.join(timeout=STREAM_JOIN_S)
     if ahead.is_alive():
-        raise RuntimeError(f"the read-ahead beside the cold copy of {folder} did not end in {STREAM_JOIN_S:g} s")
+        raise RuntimeError(f"the read-ahead beside the cold pass over {folder} did not end in {STREAM_JOIN_S:g} s")
     return got
-
-
-def _copy_records(paths, shards, block, shape, dtype, tail, *, convert=False) -> tuple[int, int, float]:
-    """``read_records`` for a store the loader reads record by record (``kit.spectrogram.records``):
-    every record copied once into batches of the loader's 8 records, in shard order, on the
-    loader's parallel calls (with ``convert``, the frames then cast to float32 in the same
-    call, as the loader does); nothing permuted, guarded or prefetched."""
-    reader = RecordReader(paths, [s.bytes for s in shards], [s.count for s in shards], block=block,
-                          frame_shape=shape, dtype=dtype, tail=tail)
-    total = int(reader.starts[-1]) + (1 if tail else 0)  # the tail's short record last
-    k = max(1, 256 // block)  # the records of a batch of the bench's 256 frames
-    item = tf.as_dtype(dtype).size
-
-    def take(ids):
-        x, y = tf.numpy_function(reader.take, [ids, tf.zeros([0], tf.int64)], (tf.as_dtype(dtype), tf.int64),
-                                 stateful=False)
-        # Converted, the float32 frames are the element (computed, as a dataset's elements are).
-        return (tf.cast(x, tf.float32) if convert else x), y
-
-    ds = tf.data.Dataset.range(total).batch(k).map(take, num_parallel_calls=tf.data.AUTOTUNE)
-    ds = ds.with_options(untuned_options())  # as the kit's loaders
-    t0 = time.perf_counter()
-    nbytes = ds.reduce(np.int64(0), lambda acc, b: acc + tf.cast(tf.size(b[0]) * item + tf.size(b[1]) * 8, tf.int64))
-    seconds = time.perf_counter() - t0
-    reader.release()
-    return total, int(nbytes), seconds
 
 
 def row(variant, state, frames, dtype, epoch_s, measured, basis, limit=None, fraction=None, cpu_cores=None) -> dict:
@@ -233,8 +149,6 @@ def row(variant, state, frames, dtype, epoch_s, measured, basis, limit=None, fra
             "measured": bool(measured), "examples_per_s": frames / epoch_s, "limit": limit,
             "fraction_of_limit": None if fraction is None else float(fraction),
             "cpu_cores": None if cpu_cores is None else float(cpu_cores), "basis": basis}
-
-
 
 
 def feature_cache(index, *, batch_size, skip_extraction, workdir, progress, log):
@@ -272,10 +186,3 @@ def _pooling_backbone(frame_shape):
     inputs = keras.Input((h, w, 1))
     x = keras.layers.AveragePooling2D((ph, pw))(inputs)
     return keras.Model(inputs, keras.layers.Flatten()(x), name="pooled_frames")
-
-
-# --------------------------------------------------------------------------- the epoch order (notebook 03)
-
-
-
-

@@ -1,13 +1,13 @@
-"""``python -m kit bench scale``'s limits of reading each store cold, read in the same run as its
+"""``python -m lab.scale``'s limits of reading each store cold, read in the same run as its
 cold epochs.
 
 Two reads of a store's own files (the memmap store's file, the TFRecord store's shards), each
 cold (the files evicted first):
 
-* the disk's sequential read (``kit.system.pagecache.cache_through``): the kernel asked to bring the
+* the disk's sequential read (``lab.pagecache.cache_through``): the kernel asked to bring the
   files into the page cache 16 MB at a time, the next ``READ_AHEAD_CHUNKS`` ahead, nothing
   touched or copied: the disk alone;
-* the page-in limit (``kit.system.pagecache.page_in``): the same, and each page touched once through
+* the page-in limit (``lab.pagecache.page_in``): the same, and each page touched once through
   a mapping, nothing else done: the disk and this machine's cost of a page's first touch
   (on a VM whose host backs guest memory only when it is first used, about a CPU-second per
   GB: ``results/NOTES.md``), which every cold reader pays. The cold epochs are held
@@ -24,10 +24,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit.bench.scale_data import row
-from kit.bench.scale_report import disk_note, reference_cpu_note
-from kit.system.pagecache import READ_AHEAD_CHUNKS, cache_through, evict, page_in
+from kit.system.pagecache import evict
 from kit.timing.rates import cpu_used
+from lab.pagecache import READ_AHEAD_CHUNKS, cache_through, page_in
+from lab.scale_data import row
+from lab.scale_report import disk_note, reference_cpu_note
 
 __all__ = ["KINDS", "Limits"]
 

@@ -1,8 +1,8 @@
-"""``python -m kit bench scale``'s verdicts and notes: what a row's basis warns of, which
+"""``python -m lab.scale``'s verdicts and notes: what a row's basis warns of, which
 targets a run met, which stage holds back a target still short, and what the command
 prints about the machine.
 
-The bench itself (``kit.bench.scale``) measures; this module judges. A cold figure that
+The instrument itself (``lab.scale``) measures; this module judges. A cold figure that
 was not one (the store's pages stayed cached, or the epochs outran the store's page-in
 limit), a warm figure whose store was dropped between its epochs, a disk whose rate moved
 during the run or a reference read bound by the CPU: each is said in words, and a
@@ -18,15 +18,15 @@ import pandas as pd
 from kit.bench import print_table
 
 __all__ = ["COLUMNS", "TARGETS", "STAGED", "COLD_IMPLAUSIBLE", "CACHED_AFTER_EVICT", "DISK_UNSTEADY",
-           "CPU_BOUND_READ", "CPU_NOTE_MIN_S", "WARM_CACHED_MIN", "WARM_BOUND", "CPU_BUSY", "disk_note", "cpu_note",
-           "reference_cpu_note", "warm_warning", "cold_warning", "spread", "cold_stage", "warm_stage", "targets_met",
-           "show"]
+           "CPU_BOUND_READ", "CPU_NOTE_MIN_S", "READ_LIKE", "WARM_CACHED_MIN", "WARM_BOUND", "CPU_BUSY", "disk_note",
+           "cpu_note", "reference_cpu_note", "warm_warning", "cold_warning", "spread", "cold_stage", "warm_stage",
+           "targets_met", "show"]
 
-#: Column order of the bench's rows (the issue's form, then the basis); ``kit.bench.scale`` makes them.
+#: Column order of the bench's rows (the issue's form, then the basis); ``lab.scale`` makes them.
 COLUMNS = ["variant", "state", "frames", "dtype", "epoch_s", "measured", "examples_per_s", "limit",
            "fraction_of_limit", "cpu_cores", "basis"]
 #: Targets of the issue (1,000,000 frames, float16, 2 cores). A cold epoch is held against its
-#: store's page-in limit (``kit.system.pagecache.page_in``: the disk and the first touch of each page,
+#: store's page-in limit (``lab.pagecache.page_in``: the disk and the first touch of each page,
 #: which every cold reader pays), a warm one against the memory gather.
 TARGETS = {"memmap_warm_epoch_s_max": 10.0, "memmap_cold_fraction_of_page_in_min": 0.8,
            "tfrecord_cold_fraction_of_page_in_min": 0.7, "tfrecord_warm_fraction_of_gather_min": 0.5,
@@ -135,14 +135,14 @@ def spread(times) -> float:
     return (max(times) - min(times)) / float(np.median(times))
 
 
-#: A cold copy in shard order, its pages asked for in time, at most this many times the cold
-#: epochs' rate reads no faster than the epochs do: their order is not what holds them back.
-COPY_LIKE = 1.05
+#: A cold read of the records in shard order, its pages asked for in time, at most this many times
+#: the cold epochs' rate reads no faster than the epochs do: their order is not what holds them back.
+READ_LIKE = 1.05
 
 
 def cold_stage(variant: str, *, cold_s: float, warm_s: float, cpu_cores: float, kernel_cores: float,
                warm_kernel_cores: float, usable: int, store_bytes: int, page_in_bytes_per_s: float,
-               disk_bytes_per_s: float, copy_cold_bytes_per_s: float | None = None) -> str:
+               disk_bytes_per_s: float, read_cold_bytes_per_s: float | None = None) -> str:
     """The stage that holds a cold row short of its target, named from the run's own figures.
 
     Args:
@@ -152,19 +152,19 @@ def cold_stage(variant: str, *, cold_s: float, warm_s: float, cpu_cores: float, 
         warm_kernel_cores: the kernel's CPU seconds per second of the warm epochs.
         usable: the cores this process may use (``kit.util.usable_cpus``).
         store_bytes: the store's size; page_in_bytes_per_s, disk_bytes_per_s: its limits.
-        copy_cold_bytes_per_s: tfrecord's records alone copied cold, in shard order with the
+        read_cold_bytes_per_s: tfrecord's records alone read cold, in shard order with the
             page-in limit's read-ahead streaming beside them (``scale_data.read_records_streamed``
             after an eviction), where measured.
 
     Returns:
         In order: the warm epoch at least ``WARM_BOUND`` of the cold one: the loader's own
-        CPU work (``"CPU-bound copy"`` of the records, the memmap ``"window gather"``); the
+        CPU work (``"CPU-bound decode"`` of the records, the memmap ``"window gather"``); the
         cold epochs at least ``CPU_BUSY`` of the usable cores busy: ``"CPU-bound"``, with the
         kernel's CPU beyond the warm epoch's (bringing pages in) as its share; else
         ``"read-ahead"``: neither the disk nor the CPU used fully. Each with its numbers.
     """
     if warm_s >= WARM_BOUND * cold_s:
-        stage, work = (("CPU-bound copy", "copying the records into batches") if variant == "tfrecord"
+        stage, work = (("CPU-bound decode", "decoding the records into batches") if variant == "tfrecord"
                        else ("window gather", "gathering each window's frames"))
         return (f"{stage}: the warm epoch, every page cached, takes {warm_s:.1f} s, {warm_s / cold_s:.2f} of the "
                 f"cold median's {cold_s:.1f} s, so the loader's own CPU work ({work}) bounds the cold epoch, "
@@ -180,35 +180,28 @@ def cold_stage(variant: str, *, cold_s: float, warm_s: float, cpu_cores: float, 
                 f"MB/s, {rate / page_in_bytes_per_s:.2f} of the page-in limit's {page_in_bytes_per_s / 1e6:,.0f} MB/s "
                 f"(the disk alone {disk_bytes_per_s / 1e6:,.0f} MB/s), with {cpu_cores:.2f} of the {usable} usable "
                 f"cores busy")
-    if copy_cold_bytes_per_s is None:
+    if read_cold_bytes_per_s is None:
         return sentence
-    c = copy_cold_bytes_per_s
-    why = ("so the copy itself, not the epoch's order, holds the epoch back" if c <= COPY_LIKE * rate
+    c = read_cold_bytes_per_s
+    why = ("so the reading itself, not the epoch's order, holds the epoch back" if c <= READ_LIKE * rate
            else "so the epoch's order (records permuted in windows of interleaved shards) costs the rest")
-    return (f"{sentence}; the records alone, copied cold in shard order with the limit's read-ahead streaming beside "
+    return (f"{sentence}; the records alone, read cold in shard order with the limit's read-ahead streaming beside "
             f"them, read {c / 1e6:,.0f} MB/s ({c / page_in_bytes_per_s:.2f} of the limit), {why}")
 
 
 def warm_stage(*, warm_s: float, read_s: float, frames: int, gather_frames_per_s: float,
-               convert_s: float | None = None,
                minimum: float = TARGETS["tfrecord_warm_fraction_of_gather_min"]) -> str:
-    """The stage that holds the tfrecord warm row short of ``minimum`` of the memory gather:
-    its warm epoch ``warm_s`` split into reading its records (``read_s``: one warm pass over
-    them in shard order, ``scale_data.read_records``), converting them to float32 where the
-    loader does (``convert_s``: the same pass with the conversion; the memory gather
-    converts too), and the rest (the epoch's order, its guard, the prefetch), the largest
-    share named."""
+    """The stage that holds the tfrecord warm row short of ``minimum`` of the memory gather: its
+    warm epoch ``warm_s`` split into reading its records (``read_s``: one warm pass over them in
+    shard order, ``scale_data.read_records``) and the rest (the epoch's order, decoding, the
+    prefetch), the larger share named."""
     target_s = frames / (minimum * gather_frames_per_s)
-    convert = max(0.0, convert_s - read_s) if convert_s is not None else 0.0
-    rest = max(0.0, warm_s - read_s - convert)
-    shares = {"reading the records": read_s, "converting to float32": convert, "order/guard": rest}
-    stage = max(shares, key=lambda name: shares[name])  # ties: the first, reading
+    rest = max(0.0, warm_s - read_s)
+    stage = "reading the records" if read_s >= rest else "order/decode"
     alone = (f"; reading alone takes longer than the {target_s:.1f} s the target allows" if read_s > target_s
              else f"; the target allows {target_s:.1f} s")
-    converting = ("" if convert_s is None else f"; converting them to float32 as the loader does (the memory gather "
-                  f"converts too) {convert:.1f} s ({convert / warm_s:.0%})")
-    return (f"{stage}: reading the records alone (in shard order, nothing permuted) takes {read_s:.1f} s, "
-            f"{read_s / warm_s:.0%} of the warm epoch's {warm_s:.1f} s{converting}; the epoch's order, guard and "
+    return (f"{stage}: reading the records alone (in shard order, nothing decoded) takes {read_s:.1f} s, "
+            f"{read_s / warm_s:.0%} of the warm epoch's {warm_s:.1f} s; the epoch's order, decoding and "
             f"prefetch the other {rest:.1f} s ({rest / warm_s:.0%}){alone}")
 
 
@@ -265,4 +258,4 @@ def show(res) -> None:
     if info.get("free_page_reporting"):
         print(f"note: on this machine {info['free_page_reporting']}: an evicted store's pages go back to the host, "
               f"so a cold epoch reads into memory new to it, and the first read of each page costs CPU that a "
-              f"re-read does not (PYTHONPATH=. python scripts/experiments/first_touch.py measures how much)")
+              f"re-read does not (python -m lab.experiments.first_touch measures how much)")

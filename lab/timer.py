@@ -1,4 +1,4 @@
-"""``python -m kit bench timer``: the overhead of ``StepTimer`` on a training step.
+"""``python -m lab.timer``: the overhead of ``StepTimer`` on a training step.
 
 Fits the same small model on the same in-memory data with no callback (``model.fit``),
 with the callback alone (``kit.timing.fit(..., wait=False)``), and with the callback
@@ -18,6 +18,7 @@ several rounds with the order rotated. Two figures:
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import keras
 import numpy as np
@@ -26,10 +27,26 @@ import tensorflow as tf
 
 from kit import timing
 from kit.bench import BenchResult, print_table
-from kit.bench.configs import TimerConfig
+from kit.bench.options import check_int, option
 from kit.models import small_model
+from kit.util import positive_int
 
-__all__ = ["TimerConfig", "run", "show"]
+__all__ = ["TimerConfig", "run", "show", "main"]
+
+
+@dataclass(frozen=True)
+class TimerConfig:
+    """What ``run`` measures: ``rounds`` interleaved rounds of ``steps`` training steps of ``batch_size``."""
+
+    steps: int = option(100, "training steps per round (default 100)", type=positive_int)
+    rounds: int = option(12, "interleaved rounds with and without the timer (default 12)", type=positive_int)
+    batch_size: int = option(128, "examples per step (default 128)", type=positive_int)
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("steps", "rounds", "batch_size"):
+            check_int(name, getattr(self, name))
+        check_int("seed", self.seed, 0)
 
 
 def run(config: TimerConfig, *, log=print) -> BenchResult:
@@ -86,3 +103,13 @@ def _measure(steps: int, rounds: int, batch_size: int, seed: int) -> pd.DataFram
 def show(res) -> None:
     print_table(res.rows)
 
+
+def main(argv=None) -> int:
+    """``python -m lab.timer [--steps N] [--rounds N] [--batch-size N]``."""
+    from lab.command import main as command
+
+    return command("timer", TimerConfig, run, show, argv, description=__doc__.split("\n")[0])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,7 +1,7 @@
 """Benches as functions (issues 32, 42): each bench's frozen config checks itself and declares its
 flags, one registration builds every ``bench NAME`` command from the configs, each module's
 ``run(config)`` returns a ``BenchResult`` whose JSON is the bench JSON plus the config,
-``kit.bench.run(name, ...)`` takes a config or its fields, and the demo calls it with a config."""
+``kit.bench.run(name, ...)`` takes a config or its fields, and the demo (``kit.demo``) calls it with a config."""
 
 import argparse
 import dataclasses
@@ -19,20 +19,17 @@ import pytest
 
 from kit import bench
 from kit.bench import BENCHES, BenchResult
-from kit.bench.config import add_arguments, from_args, option
 from kit.bench.configs import LoadersConfig
+from kit.bench.options import add_arguments, from_args, option
 from kit.cli import build_parser
 
 #: bench module -> its config class.
 CONFIGS = {
-    "kit.bench.timer": "TimerConfig",
     "kit.bench.spectrogram": "SpectrogramConfig",
     "kit.bench.transfer": "TransferConfig",
     "kit.bench.segmentation": "SegmentationConfig",
     "kit.bench.scaling": "ScalingConfig",
-    "kit.bench.digest": "DigestConfig",
     "kit.bench.compare": "CompareConfig",
-    "kit.bench.scale": "ScaleConfig",
 }
 
 
@@ -53,7 +50,7 @@ def test_the_command_line_imports_no_bench_module():
             "print(sorted(m for m in sys.modules if m.startswith('kit.bench.') or m.split('.')[0] in "
             "('tensorflow', 'keras')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['kit.bench.config', 'kit.bench.configs']"
+    assert out.strip() == "['kit.bench.configs', 'kit.bench.options']"
 
 
 @pytest.mark.parametrize("options,shown", [
@@ -70,8 +67,6 @@ def test_the_generic_loader_bench_config_refuses_a_bad_value(options, shown):
 
 
 @pytest.mark.parametrize("module,field,bad,shown", [
-    ("kit.bench.timer", "batch_size", 0, "got 0"),
-    ("kit.bench.timer", "steps", -3, "got -3"),
     ("kit.bench.spectrogram", "batch_size", 0, "got 0"),
     ("kit.bench.spectrogram", "generator_seconds", 0.0, "got 0.0"),
     ("kit.bench.spectrogram", "warmup", -1, "got -1"),
@@ -87,12 +82,8 @@ def test_the_generic_loader_bench_config_refuses_a_bad_value(options, shown):
     ("kit.bench.scaling", "model", "big", "got 'big'"),
     ("kit.bench.scaling", "variant", "pydataset", "got 'pydataset'"),
     ("kit.bench.scaling", "devices", "tpu", "got 'tpu'"),
-    ("kit.bench.digest", "rounds", 0, "got 0"),
     ("kit.bench.compare", "replicas", (0, 2), "got (0, 2)"),
     ("kit.bench.compare", "rounds", True, "got True"),
-    ("kit.bench.scale", "dtype", "int8", "got 'int8'"),
-    ("kit.bench.scale", "frames", 0, "got 0"),
-    ("kit.bench.scale", "random_seconds", -5.0, "got -5.0"),
 ])
 def test_a_config_refuses_a_bad_value_naming_it(module, field, bad, shown):
     config = _config(module)
@@ -145,8 +136,6 @@ def test_the_command_reads_the_options_into_the_config():
     assert (c.size, c.profile, c.one_hot) == ((64, 96), True, True)
     assert _parsed("scaling", "--replicas", "1,2,4").replicas == (1, 2, 4)
     assert _parsed("compare", "--replicas", "2", "--fast").replicas == (2,)
-    assert _parsed("digest", "--data", "i.csv").csv == Path("i.csv")
-    assert _parsed("scale", "--no-peers").peers is False and _parsed("scale").peers is True
     assert _parsed("transfer", "--frames", "64", "--data", "d.csv").frames == 64
     with pytest.raises(ValueError, match="--replicas expects positive integers, got '0,2'"):
         _parsed("scaling", "--replicas", "0,2")
@@ -183,50 +172,52 @@ def test_bench_result_json_is_todays_form_plus_the_config():
                            {"variant": "b", "examples_per_s": None, "batches": 4}]
     assert obj["config"] == {**dataclasses.asdict(config), "data": "d/index.csv", "variants": ["generator", "memmap"]}
     assert json.loads(json.dumps(obj, allow_nan=False)) == obj  # plain JSON
-    # A result made without a config (kit.bench.result) has no config key.
+    # A result made without a config has no config key.
     assert "config" not in BenchResult("x", rows, run_id="r", machine={}).to_json()
 
 
 def test_save_writes_the_json_and_appends_the_ledger(tmp_path, monkeypatch):
     from kit import results
     from kit.bench import save
-    from kit.bench.digest import DigestConfig
+    from kit.bench.options import as_dict
+    from kit.bench.scaling import ScalingConfig
 
     monkeypatch.setenv("KIT_RESULTS", str(tmp_path / "ledger.jsonl"))
-    res = BenchResult("digest", pd.DataFrame({"variant": ["stat"], "seconds": [0.5]}), DigestConfig(rounds=2),
+    config = ScalingConfig(replicas=(1,), rounds=2)
+    res = BenchResult("scaling", pd.DataFrame({"variant": ["in_memory"], "seconds": [0.5]}), config,
                       machine={"host": "h"})
-    obj = save(res, tmp_path / "out" / "digest.json")
-    assert json.loads((tmp_path / "out" / "digest.json").read_text()) == obj
-    assert obj["config"] == {"csv": None, "rounds": 2}
+    obj = save(res, tmp_path / "out" / "scaling.json")
+    assert json.loads((tmp_path / "out" / "scaling.json").read_text()) == obj
+    assert obj["config"] == as_dict(config) and obj["config"]["replicas"] == [1]
     ledger = results.load(tmp_path / "ledger.jsonl")
-    assert list(ledger["variant"]) == ["stat"] and set(ledger["run_id"]) == {res.run_id}
+    assert list(ledger["variant"]) == ["in_memory"] and set(ledger["run_id"]) == {res.run_id}
 
 
 def test_run_takes_a_config_or_its_fields(monkeypatch):
     """``kit.bench.run(name, config)`` or ``run(name, **fields)``: the one entry, a ``BenchResult``
-    either way; the bench module's own ``run`` takes its config alone."""
-    from kit.bench import digest, transfer
-    from kit.bench.digest import DigestConfig
+    either way, the bench module's ``run`` given the config."""
+    from kit.bench import scaling, transfer
+    from kit.bench.scaling import ScalingConfig
     from kit.bench.transfer import TransferConfig
 
     seen = []
 
-    def measure(csv, rounds):
-        seen.append((csv, rounds))
-        return pd.DataFrame({"variant": ["stat"], "seconds": [1.0]})
+    def fake_scaling(config, *, log=print):
+        seen.append(config)
+        return BenchResult("scaling", pd.DataFrame({"variant": ["in_memory"]}), config, machine={})
 
-    monkeypatch.setattr(digest, "_measure", measure)
-    res = bench.run("digest", DigestConfig("i.csv", rounds=2))
-    assert isinstance(res, BenchResult) and res.name == "digest" and res.config == DigestConfig("i.csv", rounds=2)
-    res = bench.run("digest", csv="i.csv", rounds=2)  # the fields as keywords: the same result
-    assert isinstance(res, BenchResult) and isinstance(res.rows, pd.DataFrame) and seen == [(Path("i.csv"), 2)] * 2
-    assert isinstance(digest.run(DigestConfig()), BenchResult)
+    monkeypatch.setattr(scaling, "run", fake_scaling)
+    config = ScalingConfig(replicas=(1,), steps=2)
+    res = bench.run("scaling", config)
+    assert isinstance(res, BenchResult) and res.name == "scaling" and res.config == config
+    res = bench.run("scaling", replicas=(1,), steps=2)  # the fields as keywords: the same result
+    assert isinstance(res.rows, pd.DataFrame) and seen == [config] * 2
     with pytest.raises(TypeError, match="not both"):
-        bench.run("digest", DigestConfig(), rounds=3)
-    with pytest.raises(TypeError, match="takes a DigestConfig"):
-        bench.run("digest", TransferConfig())
-    with pytest.raises(ValueError, match="rounds must be a positive integer, got 0"):
-        bench.run("digest", rounds=0)
+        bench.run("scaling", config, rounds=3)
+    with pytest.raises(TypeError, match="takes a ScalingConfig"):
+        bench.run("scaling", TransferConfig())
+    with pytest.raises(ValueError, match="steps must be a positive integer, got 0"):
+        bench.run("scaling", steps=0)
     with pytest.raises(ValueError, match="unknown bench 'video'"):
         bench.run("video")
 
@@ -244,9 +235,9 @@ def test_run_takes_a_config_or_its_fields(monkeypatch):
 def test_the_demo_calls_each_benchs_run_with_a_config(tmp_path, monkeypatch, capsys):
     """``python -m kit demo`` builds each loader bench's config and calls its ``run``: no
     argparse namespace in between; its JSON carries the config."""
-    from kit import samples
+    from kit import demo, samples
     from kit.bench import segmentation, spectrogram
-    from kit.bench.config import as_dict
+    from kit.bench.options import as_dict
 
     monkeypatch.setenv("KIT_FAST", "1")
     monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
@@ -265,7 +256,7 @@ def test_the_demo_calls_each_benchs_run_with_a_config(tmp_path, monkeypatch, cap
     monkeypatch.setattr(segmentation, "run", fake("segmentation"))
     monkeypatch.setattr(spectrogram, "show", lambda res: print(f"shown {res.name}"))
     monkeypatch.setattr(segmentation, "show", lambda res: print(f"shown {res.name}"))
-    code = bench._demo_steps(Namespace(reports=str(tmp_path / "r"), no_notebooks=True, notebooks=None))
+    code = demo.steps(Namespace(reports=str(tmp_path / "r"), no_notebooks=True, notebooks=None))
     assert code == 0
     out = capsys.readouterr().out
     assert "shown spectrogram" in out and "shown segmentation" in out
@@ -281,6 +272,6 @@ def test_the_demo_calls_each_benchs_run_with_a_config(tmp_path, monkeypatch, cap
 
 
 def test_no_bench_module_parses_arguments_for_the_demo():
-    source = (Path(__file__).resolve().parent.parent / "kit" / "bench" / "__init__.py").read_text()
-    demo = source[source.index("def _demo_steps"):]
+    source = (Path(__file__).resolve().parent.parent / "kit" / "demo.py").read_text()
+    demo = source[source.index("def steps"):]
     assert "parse_args" not in demo and "Namespace" not in demo and not re.search(r"\.main\(", demo)

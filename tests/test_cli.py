@@ -46,6 +46,14 @@ def test_the_rounds_options_say_what_a_round_is():
         assert "round" in rounds.help and "default" in rounds.help
 
 
+@pytest.mark.parametrize("name", ["scale", "digest", "timer"])
+def test_the_labs_instruments_are_not_bench_commands(name, capsys):
+    """``bench scale``, ``digest`` and ``timer`` left the product for ``lab/`` (``python -m lab.NAME``)."""
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(["bench", name])
+    assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
 def test_top_level_help_runs_and_names_the_commands():
     out = subprocess.run([sys.executable, "-m", "kit", "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0
@@ -67,9 +75,9 @@ def test_top_level_help_runs_and_names_the_commands():
      "--workers: must be positive"),
     (["samples", "spectrogram", "--out", "OUT", "--files", "1", "--frames-per-file", "1", "--seed", "-1"],
      "--seed: must be non-negative, got -1"),
-    (["bench", "timer", "--steps", "0"], "--steps: must be positive, got 0"),
-    (["bench", "timer", "--rounds", "0"], "--rounds: must be positive, got 0"),
-    (["bench", "timer", "--batch-size", "0"], "--batch-size: must be positive, got 0"),
+    (["bench", "scaling", "--steps", "0"], "--steps: must be positive, got 0"),
+    (["bench", "scaling", "--rounds", "0"], "--rounds: must be positive, got 0"),
+    (["bench", "transfer", "--batch-size", "0"], "--batch-size: must be positive, got 0"),
     (["bench", "spectrogram", "--batches", "0"], "--batches: must be positive, got 0"),
     (["bench", "spectrogram", "--generator-seconds", "-1"], "--generator-seconds: must be a positive number"),
     (["service", "dispatcher", "--port", "70000"], "--port: must be a port in 1..65535"),

@@ -1,16 +1,12 @@
 """The doctor's corpus of foreign pipelines (tests/doctor_corpus/): each case's slow pipeline and its
-fixed twin deliver the same examples, once each per epoch; each case module has the names the scoring
-script reads; and the scoring runs end to end on one case (slow). No timings are asserted here: the
-ground truth is measured by scripts/doctor_corpus.py."""
+fixed twin deliver the same examples, once each per epoch, and each case module has the names the scoring
+reads. No timings are asserted here: the ground truth and the scoring are lab/doctor_truth.py and
+lab/doctor_corpus.py (their tests: test_lab_doctor.py)."""
 
 from collections import Counter
-from pathlib import Path
 
 import doctor_corpus as dc
 import pytest
-from helpers import load_script
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -51,18 +47,3 @@ def test_slow_and_fixed_deliver_the_same_examples(name, folder):
         assert labels == fixed_labels
     for code in dc.measured_codes(case):  # each single fix keeps the count
         assert sum(dc.examples(case.fixed(folder, code)).values()) == sum(slow.values())
-
-
-@pytest.mark.slow
-def test_scoring_runs_on_one_case(tmp_path):
-    script = load_script("doctor_corpus")
-    out = tmp_path / "out"
-    results = script.main(["--only", "sequence_npy", "--rounds", "1", "--max-seconds", "1.5",
-                           "--fit-seconds", "1.5", "--out", str(out), "--data", str(tmp_path / "data")])
-    assert [r["case"] for r in results["cases"]] == ["sequence_npy"]
-    row = results["cases"][0]
-    assert row["true_verdict"] in dc.VERDICTS
-    assert row["doctor_verdict"] is not None or row["error"]
-    assert set(row["measured_gain"]) == {"pydataset_single_worker"}
-    assert (out.with_suffix(".json")).exists() and (out.with_suffix(".md")).exists()
-    assert "| sequence_npy |" in out.with_suffix(".md").read_text()

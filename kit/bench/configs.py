@@ -1,10 +1,6 @@
-"""Every bench's config: what ``run`` measures and, through each field's ``option``, its
-command-line flag (``kit.bench.config``).
-
-This module imports no TensorFlow, nor any bench module: ``python -m kit bench --help``
-builds every subcommand from these dataclasses alone, and a bench's module is imported
-only when that bench runs (``kit.bench.module``). Each bench module re-exports its
-config (``kit.bench.spectrogram.SpectrogramConfig`` is ``SpectrogramConfig`` here).
+"""Every bench's config: frozen dataclasses that check themselves and declare each field's
+command-line flag (``kit.bench.options.option``). No TensorFlow and no bench module is imported
+here, so ``python -m kit bench --help`` builds every subcommand from these alone.
 """
 
 from __future__ import annotations
@@ -14,14 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.bench.config import check_names, check_one_of, check_positive, counts, option, optional_int, optional_path
+from kit.bench.options import check_names, check_one_of, check_positive, counts, option, optional_int, optional_path
 from kit.cases import registry
 from kit.util import check_int, non_negative_int, positive_float, positive_int, size_arg
 
-__all__ = ["TimerConfig", "SpectrogramConfig", "TransferConfig", "SegmentationConfig", "ScalingConfig",
-           "DigestConfig", "CompareConfig", "ScaleConfig", "LoadersConfig", "SEGMENTATION_IMAGES",
-           "SEGMENTATION_SIZE", "SEGMENTATION_SLOW", "SCALING_MODELS", "SCALING_DEVICES", "SCALE_PROJECTION_FRAMES",
-           "SCALE_WARM_EPOCHS", "SCALE_COLD_EPOCHS"]
+__all__ = ["SpectrogramConfig", "TransferConfig", "SegmentationConfig", "ScalingConfig", "CompareConfig",
+           "LoadersConfig", "SEGMENTATION_IMAGES", "SEGMENTATION_SIZE", "SEGMENTATION_SLOW", "SCALING_MODELS",
+           "SCALING_DEVICES"]
 
 _SPECTROGRAM = registry.scale_of("spectrogram")  # the users' scale, declared by the case
 _ROUNDS = "interleaved rounds: each measures every variant once, in turn (default {})"
@@ -30,21 +25,6 @@ _ROUNDS = "interleaved rounds: each measures every variant once, in turn (defaul
 def _variants(case: str) -> dict[str, str]:
     """The loader variants of ``case``, through the registry (which loads the cases in their order)."""
     return registry.get(case).variants()
-
-
-@dataclass(frozen=True)
-class TimerConfig:
-    """What ``run`` measures: ``rounds`` interleaved rounds of ``steps`` training steps of ``batch_size``."""
-
-    steps: int = option(100, "training steps per round (default 100)", type=positive_int)
-    rounds: int = option(12, "interleaved rounds with and without the timer (default 12)", type=positive_int)
-    batch_size: int = option(128, "examples per step (default 128)", type=positive_int)
-    seed: int = 0
-
-    def __post_init__(self):
-        for name in ("steps", "rounds", "batch_size"):
-            check_int(name, getattr(self, name))
-        check_int("seed", self.seed, 0)
 
 
 @dataclass(frozen=True)
@@ -259,21 +239,6 @@ class ScalingConfig:
 
 
 @dataclass(frozen=True)
-class DigestConfig:
-    """What ``run`` measures: the files of the index ``csv`` (the spectrogram bench's default
-    data if None), fingerprinted every way once per round, ``rounds`` rounds."""
-
-    csv: Path | None = option(None, "index CSV (default: the spectrogram bench data, 200 files x 100 frames)",
-                              flag="--data", type=Path)
-    _: KW_ONLY
-    rounds: int = option(3, "interleaved measuring rounds (default 3)", type=positive_int)
-
-    def __post_init__(self):
-        optional_path(self, "csv")
-        check_int("rounds", self.rounds)
-
-
-@dataclass(frozen=True)
 class CompareConfig:
     """What ``run`` measures.
 
@@ -305,75 +270,6 @@ class CompareConfig:
         optional_path(self, "spectrogram_csv", "segmentation_csv", "workdir")
         check_int("rounds", self.rounds)
         check_positive("alpha", self.alpha)
-
-
-#: The default spectrogram bench's size: the basis of the scale bench's checked projections.
-SCALE_PROJECTION_FRAMES = 20_000
-#: Whole warm epochs per warm row, their median reported (warm epochs on 2 shared cores vary).
-SCALE_WARM_EPOCHS = 3
-#: Whole cold epochs per cold row (the fully random memmap order: one), each after an eviction,
-#: their median reported with their spread (cold epochs vary with the disk as well as the cores).
-SCALE_COLD_EPOCHS = 3
-
-
-@dataclass(frozen=True)
-class ScaleConfig:
-    """What ``run`` generates and measures.
-
-    Attributes:
-        frames: frames in the data (the user's 1,000,000).
-        dtype: of the data and the stores (``"float16"``: half the bytes; loaders deliver float32).
-        batch_size: the user's global batch.
-        seed: of the data and of the epochs' order.
-        skip_extraction: do not run the backbone over every frame: use its cache if one
-            is built, else a stand-in cache of the same shape (frames average-pooled to
-            1,024 values), so the head's epoch is still measured at full size.
-        generator_frames: the generator's bounded sample (it would take half an hour).
-        random_seconds: cap on the cold epoch of ``memmap`` in fully random order (then projected).
-        projection_frames: the basis of the checked projections (20,000: the default bench).
-        warm_epochs: whole warm epochs per warm row (the head: after its first, traced,
-            epoch); the row is their median, the basis lists each.
-        cold_epochs: whole cold epochs per cold row of ``memmap`` (block order) and
-            ``tfrecord``, each after an eviction; the row is their median, the basis lists
-            each, their spread and what each eviction left cached.
-        workers: parallel writers of the data.
-        peers: measure the ``grain`` variant (Google Grain over an ArrayRecord store of the
-            same frames: its store converted once, cold between its own limits' reads, then
-            warm) where the peers extra is installed; the info says why not otherwise.
-        workdir: where data, stores and caches go (the kit cache).
-    """
-
-    frames: int = option(_SPECTROGRAM.examples, "frames to generate and measure (1,000,000)", type=positive_int)
-    dtype: str = option("float16", "of the data and the stores (float16: half the bytes; loaders deliver float32)",
-                        choices=("float16", "float32"))
-    batch_size: int = option(256, "global batch (default 256, the user's)", type=positive_int)
-    seed: int = option(0, "seed of the generated data and of the epoch orders (default 0)", type=int)
-    skip_extraction: bool = option(False, "do not run the backbone over every frame (~20 min on 2 cores): use its "
-                                          "cache if built, else stand-in features of the same shape",
-                                   action="store_true")
-    generator_frames: int = option(2_000, "the generator's bounded sample (projected)", type=positive_int)
-    random_seconds: float = option(60.0, "cap on the cold fully-random memmap epoch (then projected)", type=float)
-    projection_frames: int = option(SCALE_PROJECTION_FRAMES, "the basis of the projections checked against the "
-                                                             "measured epochs", type=positive_int)
-    warm_epochs: int = option(SCALE_WARM_EPOCHS, "whole warm epochs per warm row, their median reported (3)",
-                              type=positive_int)
-    cold_epochs: int = option(SCALE_COLD_EPOCHS, "whole cold epochs per cold row, each after an eviction, their "
-                                                 "median reported (3)", type=positive_int)
-    workers: int | None = option(None, "parallel writers of the data", type=positive_int)
-    peers: bool = option(True, "leave out the grain variant (measured where the peers extra is installed)",
-                         flag="--no-peers", action="store_false")
-    workdir: Path | None = option(None, "where data, stores and caches go (kit cache)", type=Path)
-
-    def __post_init__(self):
-        check_one_of("dtype", self.dtype, ("float16", "float32"))
-        for name in ("frames", "batch_size", "generator_frames", "projection_frames", "warm_epochs", "cold_epochs"):
-            check_int(name, getattr(self, name))
-        check_int("seed", self.seed, 0)
-        check_positive("random_seconds", self.random_seconds)
-        optional_int("workers", self.workers)
-        optional_path(self, "workdir")
-        if not isinstance(self.peers, bool):
-            raise ValueError(f"peers must be True or False, got {self.peers!r}")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """For each finding code: the doctor's expected gain on the test pipeline that plants it, next to the
 gain measured by applying the fix (side by side in one run). Uses tests/test_doctor.py's pipelines.
 
-    PYTHONPATH=. python scripts/experiments/doctor_gains.py [--seconds 3] [--json FILE]
+    python -m lab.experiments.doctor_gains [--seconds 3] [--json FILE]
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """The kit's modules at two commits: line count and the first paragraph of each module's docstring.
 
-    python scripts/experiments/module_table.py BEFORE AFTER > modules.md
+    python -m lab.experiments.module_table BEFORE AFTER > modules.md
 
 Issue 32 asked for this list, before and after the modules moved along their concepts.
 """

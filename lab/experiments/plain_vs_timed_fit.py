@@ -5,7 +5,7 @@ ends of the steps after the first two), each against the model on its first batc
 examples/s per round; the fixed over slow ratio is the fix's gain each way (issue 44: the timer's
 per-step pull flattened a fast fix's gain, hence ``kit.doctor.measure.plain_fit``).
 
-    PYTHONPATH=. python scripts/experiments/plain_vs_timed_fit.py [--case tfrecord_parse] [--data FOLDER] [--rounds 2]
+    python -m lab.experiments.plain_vs_timed_fit [--case tfrecord_parse] [--data FOLDER] [--rounds 2]
 """
 
 import argparse

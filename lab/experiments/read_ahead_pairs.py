@@ -2,10 +2,10 @@
 window's blocks ahead (``read_ahead``, default 2 windows) and without (``read_ahead=0``), in
 pairs side by side in one process: the store's pages evicted before every epoch
 (``kit.system.pagecache.evict``, which also says how much stayed cached). The data is
-``bench scale``'s (generated and converted once, then reused from ``--workdir``). Prints
+``lab.scale``'s (generated and converted once, then reused from ``--workdir``). Prints
 seconds and MB/s per epoch and, per pair, without / with.
 
-    PYTHONPATH=. python scripts/experiments/read_ahead_pairs.py [--frames 1000000] [--dtype float16] [--pairs 3]
+    python -m lab.experiments.read_ahead_pairs [--frames 1000000] [--dtype float16] [--pairs 3]
         [--workdir DIR] [--ahead 2]
 """
 
@@ -14,10 +14,10 @@ import time
 
 
 def cold_epoch(index, files, *, ahead, workdir, dtype, batch_size=256):
-    from kit.bench.scale_data import frame_bytes
     from kit.spectrogram import make_loader
     from kit.system import pagecache
     from kit.timing.rates import timed_epoch
+    from lab.scale_data import frame_bytes
 
     loader = make_loader("memmap", index, batch_size=batch_size, shuffle=True, seed=0, workdir=workdir,
                          store_dtype=dtype, progress=False, order="blocks", read_ahead=ahead)
@@ -28,20 +28,17 @@ def cold_epoch(index, files, *, ahead, workdir, dtype, batch_size=256):
 
 
 def main():
-    from kit.system import memory
-
-    memory.keep_freed_memory()  # as python -m kit does
     p = argparse.ArgumentParser()
     p.add_argument("--frames", type=int, default=1_000_000)
     p.add_argument("--dtype", default="float16", choices=["float16", "float32"])
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--ahead", type=int, default=2, help="windows asked for ahead in the 'with' epochs")
-    p.add_argument("--workdir", default=None, help="bench scale's --workdir (default: the kit's)")
+    p.add_argument("--workdir", default=None, help="lab.scale's --workdir (default: the kit's)")
     a = p.parse_args()
     import pandas as pd
 
-    from kit.bench.scale_data import make_data, store_files
     from kit.spectrogram import convert
+    from lab.scale_data import make_data, store_files
 
     index = make_data(a.frames, a.dtype, workdir=a.workdir, progress=True)
     folder, manifest = convert(index, "memmap", workdir=a.workdir, store_dtype=a.dtype, progress=True)
