@@ -1,11 +1,6 @@
-"""The notebook layer: the setup every notebook runs first, its headline line, and the live explorer.
-
-* ``setup``, ``headline`` (``kit.notebook.session``): ``FAST = kit.notebook.setup()`` as a
-  notebook's first call; ``headline(...)`` the figure its index row shows;
-* ``lesson``, ``figure``, ``shared`` (``kit.notebook.records``): a teaching claim checked against
-  the run's numbers, a headline figure with its basis, a figure measured once per demo run;
-* ``kit.notebook.explorer``: widgets over ``kit.plots`` figures, with a static twin for HTML
-  (imported by the notebooks that use it: it needs ipywidgets).
+"""The notebook layer: the setup every notebook runs first and its headline line (``session``), the
+claims and figures it states (``records``), and widgets over ``kit.plots`` figures with a static twin
+for HTML (``explorer``, imported where used: it needs ipywidgets).
 """
 
 from kit.notebook.records import figure, lesson, shared

@@ -1,9 +1,6 @@
-"""The interactive layer over ``kit.plots``: widgets that redraw a figure in place, with a static twin.
-
-In JupyterLab, ipywidgets controls over a plotly ``FigureWidget`` updated in place; in a headless
-run (nbclient, nbconvert, ``kit.report``) and the HTML export, the same view as one static figure
-with plotly's own sliders and dropdowns, so the page stays interactive offline. ``EpochExplorer``
-computes every figure from ``kit.timing.epoch_model``, as notebook 05's table does. No TensorFlow here.
+"""The interactive layer over ``kit.plots``: in JupyterLab, ipywidgets controls over a plotly
+``FigureWidget`` updated in place; headless and in the HTML export, the same view as one static
+figure with plotly's own sliders and dropdowns. No TensorFlow here.
 """
 
 from __future__ import annotations
@@ -30,28 +27,19 @@ _EFFICIENCY_KEYS = {v: k for k, v in _EFFICIENCY_CHOICES.items()}
 
 
 def headless() -> bool:
-    """True unless a live Jupyter front end (JupyterLab or Notebook 7, through jupyter-server)
-    runs this kernel. Headless runs (nbclient, nbconvert, ``kit.report``, plain Python)
-    get static figures: a widget there shows nothing in the saved notebook or the HTML.
-    ``KIT_WIDGETS=1`` / ``0`` forces either way."""
+    """True unless a live Jupyter front end runs this kernel (headless runs get static figures: a
+    widget shows nothing in a saved notebook). ``KIT_WIDGETS=1`` / ``0`` forces either way."""
     force = os.environ.get("KIT_WIDGETS")
     if force in ("0", "1"):
         return force == "0"
     return "JPY_SESSION_NAME" not in os.environ  # jupyter-server sets it for the kernels it starts
 
 
-# plotly's FigureWidget front end, loaded so that no kernel message can be lost. plotly 6+
-# builds FigureWidget on anywidget, whose front end (0.9.17 and later) gives a widget's
-# module 2 seconds to load and initialise; past that it marks the model failed, and every
-# later message from the kernel to that model is dropped: the data the figure was built
-# with (it follows the widget's opening as separate messages) and every update. plotly's
-# module bundles all of plotly.js (about 5 MB); importing it takes longer than 2 s in a
-# busy browser (3 to 4 s measured in headless Chromium on a loaded 2-core machine), so the
-# figure drew empty axes and never changed (plotly/plotly.py#4998, #5027). This module is
-# a few lines: it loads at once, marks the model ready, and imports plotly's own module in
-# the background (once per page, shared by every figure), handing it the model and each
-# view when it arrives. The messages in between reach the model's state (the kit sends the
-# whole figure after each change, see ``_push``), which plotly's view draws from.
+# plotly's FigureWidget front end, loaded so that no kernel message is lost: anywidget gives a
+# widget's module 2 seconds to load, then drops every later message to it, and plotly's module
+# (all of plotly.js) can take longer, leaving empty axes (plotly/plotly.py#4998, #5027). This
+# module loads at once and imports plotly's in the background (once per page), handing it the
+# model and each view; the state in between is whole (``_push``).
 _FIGURE_WIDGET_ESM = """
 const loaded = (globalThis.__kitPlotlyWidget ??= new Map());
 function plotlyModule(model) {
@@ -106,23 +94,16 @@ def _figure_widget_class():
 
 
 def figure_widget(fig: go.Figure | None = None) -> go.FigureWidget:
-    """A ``plotly.graph_objects.FigureWidget`` of ``fig`` (a subclass) whose browser side
-    draws the figure and every later change reliably, however long plotly.js takes to
-    load (see ``_FIGURE_WIDGET_ESM``). Change it as any FigureWidget; call ``_push`` after."""
+    """A ``FigureWidget`` of ``fig`` whose browser side draws it and every later change however long
+    plotly.js takes to load (``_FIGURE_WIDGET_ESM``); call ``_push`` after each change."""
     widget = _figure_widget_class()(fig)
     _push(widget)
     return widget
 
 
 def _push(widget) -> None:
-    """Sends a FigureWidget's whole figure (data and layout) as the model's state.
-
-    plotly's view draws from that state when it renders and applies the changes that
-    follow as plotly.js updates; the model keeps that state current only from the
-    changes it receives after plotly's module has loaded. Sending the whole figure after
-    each change makes the state right whatever arrived before, for every view drawn
-    later (a scrolled-back cell, a second view of the same widget).
-    """
+    """Sends a FigureWidget's whole figure as the model's state, which plotly's view draws from: right
+    whatever arrived before plotly's module loaded, for every view drawn later."""
     widget._widget_data = deepcopy(widget._data)
     widget._widget_layout = deepcopy(widget._layout_obj._props)
     widget.send_state(["_widget_data", "_widget_layout"])
@@ -203,33 +184,20 @@ class Choice(_Shown):
 
 
 def interactive(fig_by_option: dict[str, go.Figure], *, description: str = "view") -> Choice:
-    """A dropdown over several figures.
-
-    In JupyterLab: an ipywidgets dropdown over a ``FigureWidget`` that switches in
-    place. In a headless run (nbclient, ``kit.report``, nbconvert) it finishes at once
-    and leaves one static figure holding all of them, with plotly's own dropdown, so
-    the saved notebook and its HTML show every option offline.
-    """
+    """A dropdown over several figures: live, a ``FigureWidget`` switched in place; headless, one
+    static figure holding all of them with plotly's own dropdown."""
     return Choice(fig_by_option, description)
 
 
 class EpochExplorer(_Shown):
-    """Live controls over the epoch-time model, drawn in one ``FigureWidget`` updated in place.
+    """Live controls over the epoch-time model (``kit.timing.epoch_table``), drawn in one figure.
 
-    Controls: dataset size (log slider, 1e3 to 1e8 examples), replicas (1 to 8), the
-    model's compute rate per device (the measured one, or "my step takes N ms at batch
-    B"), scaling (the configurations' measured efficiency, Amdahl's law beyond it, or an
-    efficiency you assume above one replica), loaders (multi-select) and case. Under the
-    figure a line states the regime of the current configuration (the first selected
-    loader), the efficiency and its basis, and the best single next change (another
-    loader, or another replica count) with its gain. Every figure comes from
-    ``kit.timing.epoch_model.epoch_table``, as the notebook's table does.
-
-    ``update()`` is the path every control calls; tests call it directly.
+    Controls: dataset size, replicas (1 to 8), the compute rate per device (measured, or "my step
+    takes N ms at batch B"), scaling, loaders and case. Under the figure, the first selected loader's
+    regime and the best single next change with its gain. Every control calls ``update()``.
 
     Args:
-        configs: ``kit.bench.compare.configurations`` rows: ``case``, ``variant``,
-            ``loader_rate``, ``compute_rate`` (per replica), ``scaling`` and the bases.
+        configs: ``kit.timing.configurations`` rows.
         scale: per case, ``{"examples", "replicas"}`` to start from (the users' scale).
     """
 
@@ -251,7 +219,6 @@ class EpochExplorer(_Shown):
         self.message = ""
         self.best: dict | None = None
 
-    # the model -------------------------------------------------------------
     def _rows(self, case: str) -> pd.DataFrame:
         return self.configs[self.configs["case"] == case]
 
@@ -330,7 +297,6 @@ class EpochExplorer(_Shown):
             self._text.value = f"<b>{self.message}</b>"
             self._sync_controls()
 
-    # drawing ---------------------------------------------------------------
     def _figure(self) -> go.Figure:
         if self.figure is None:  # a plain figure until ``live()`` turns it into a FigureWidget
             self.figure = go.Figure(go.Bar(orientation="h", textposition="outside", cliponaxis=False))
@@ -423,14 +389,9 @@ def epoch_explorer(configs: pd.DataFrame, *, scale: dict | None = None) -> Epoch
 
 def epoch_explorer_static(configs: pd.DataFrame, *, examples: int, replicas: int = 1, compute_rate=None,
                           efficiency=None, title: str | None = None) -> go.Figure:
-    """Projected epoch time per loader with plotly's own controls, for the HTML export.
-
-    A slider sets the dataset size (1e3 to 1e8 examples, and ``examples``), a dropdown
-    the replicas (1 to 8); every value is precomputed into the figure, so the page
-    stays interactive offline with no kernel. ``configs`` rows are of one case. The efficiency
-    at each replica count is the configurations' ``scaling`` (``efficiency`` overrides it), as in
-    ``kit.timing.epoch_model.epoch_table``; an assumed one is said in the bar's text.
-    """
+    """Projected epoch time per loader of one case's ``configs``, with plotly's own controls for the
+    HTML export: a slider for the dataset size (1e3 to 1e8 and ``examples``), a dropdown for the
+    replicas (1 to 8), every value precomputed (``kit.timing.epoch_table``)."""
     if configs.empty:
         raise ValueError("epoch_explorer_static needs at least one configuration")
     case = configs["case"].iloc[0] if "case" in configs.columns else ""

@@ -1,18 +1,7 @@
-"""What a notebook states, kept where the index and ``reports/headlines.json`` can read it.
-
-* ``lesson(claim, held, measured=...)``: a teaching claim checked against this run's numbers,
-  shown as one line ("Lesson held: ...", "Lesson did not hold in this run: ...", or, where
-  fast mode's sizes cannot show it, "Lesson not shown in this run: ...", the reason in its measurement);
-* ``figure(quantity, value, unit, basis)``: one headline figure, for ``kit.notebook.headline``'s
-  ``figures=``: the same ``quantity`` name wherever the walkthrough states the same thing, its
-  ``basis`` a dict of what was measured;
-* ``shared(quantity, basis, value)``: a figure the walkthrough repeats, measured once per run: the
-  first notebook of a ``python -m kit demo`` run to state it on a basis keeps it in the run's
-  folder (``$KIT_RUN_DIR``), the later ones state that value and say where it was measured; a
-  notebook run by itself states its own.
-
-Each is an output with two forms: the line a reader sees (``text/plain``) and the record
-(``RECORD_MIME``), which ``kit.report`` reads from the executed notebook.
+"""What a notebook states: a teaching claim checked against this run's numbers (``lesson``), a
+headline figure (``figure``) and a figure measured once per demo run, kept in the run's folder for
+the later notebooks (``shared``). Each is an output with two forms: the line a reader sees and the
+record (``RECORD_MIME``) that ``kit.report`` reads.
 """
 
 from __future__ import annotations
@@ -28,6 +17,11 @@ from kit.report.index import NOTEBOOK_ENV, RECORD_MIME, RUN_ENV, RUN_ID_ENV
 __all__ = ["RECORD_MIME", "RUN_ENV", "RUN_ID_ENV", "NOTEBOOK_ENV", "lesson", "figure", "shared", "show"]
 
 
+def fast() -> bool:
+    """True when ``KIT_FAST=1`` (``make test``): the notebooks shrink to seconds."""
+    return os.environ.get("KIT_FAST") == "1"
+
+
 def _plain(obj):
     """``obj`` with NumPy scalars as Python ones, so that a record is JSON (a notebook's outputs are)."""
     if isinstance(obj, dict):
@@ -36,10 +30,6 @@ def _plain(obj):
         return [_plain(v) for v in obj]
     item = getattr(obj, "item", None)
     return item() if callable(item) and type(obj).__module__ == "numpy" else obj
-
-
-def _fast() -> bool:
-    return os.environ.get("KIT_FAST") == "1"
 
 
 def shell():
@@ -60,22 +50,13 @@ def show(line: str, record: dict) -> str:
 
 
 def lesson(claim: str, held: bool | None, *, measured: str) -> str:
-    """Shows whether a teaching claim held in this run, with the measurement it rests on.
-
-    Args:
-        claim: the lesson as the page teaches it ("batching before the read is the biggest rung").
-        held: True or False from this run's numbers; None where this run cannot show it (fast mode's
-            samples, logical CPU devices sharing one machine's cores), said so rather than contradicted.
-        measured: the numbers that decided it, rounded, with their units (and, where ``held`` is
-            None, why it cannot be shown).
-
-    Returns:
-        The line shown.
-    """
+    """Shows whether a teaching ``claim`` held in this run (None: this run cannot show it, e.g. fast
+    mode's samples), with the numbers that decided it (``measured``, or why it cannot be shown).
+    Returns the line shown."""
     said = {True: "Lesson held", False: "Lesson did not hold in this run", None: "Lesson not shown in this run"}
     held = None if held is None else bool(held)
     line = f"{said[held]}: {claim} ({measured})."
-    return show(line, {"kind": "lesson", "claim": claim, "held": held, "measured": measured, "fast": _fast()})
+    return show(line, {"kind": "lesson", "claim": claim, "held": held, "measured": measured, "fast": fast()})
 
 
 def figure(quantity: str, value: float, unit: str, basis: dict) -> dict:
@@ -89,14 +70,13 @@ def _run_file() -> Path | None:
 
 
 def shared(quantity: str, basis: dict, value: float, unit: str, *, detail: dict | None = None) -> tuple[dict, str]:
-    """``quantity`` on ``basis`` as this run states it: the value an earlier notebook of this run kept
-    (same quantity, same basis), else ``value`` (this notebook's own), kept for the later ones.
+    """``quantity`` on ``basis`` as this run states it: the value an earlier notebook of this run kept,
+    else ``value``, kept for the later ones (outside a demo run: this notebook's own).
 
     Returns:
-        ``(figure, where)``: the figure (its basis with ``measured_in``, the notebook that measured
-        it, and the run's id) and the words saying where it was measured ("measured here" or
-        "measured in 01_diagnose_slow_generator, this run"). ``detail`` (how many examples were
-        measured, say) goes into a new figure's basis without being part of what must match.
+        ``(figure, where)``: the figure (its basis with ``measured_in`` and the run's id) and where it
+        was measured ("measured here", "measured in 01_..., this run"). ``detail`` goes into a new
+        figure's basis without being part of what must match.
     """
     here = os.environ.get(NOTEBOOK_ENV, "this notebook")
     path = _run_file()
