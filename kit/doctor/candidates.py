@@ -1,9 +1,6 @@
-"""The fixes worth trying on a tf.data pipeline, read from its graph: each a candidate with the rewrite that applies it.
-
-A candidate is not a finding: ``kit.doctor.trials`` applies it, checks the fixed pipeline yields the
-same elements and measures it against the original; only a measured gain makes it a finding. The
-rules here only know what TensorFlow already does (``graph.effective_options``), so that a stateless
-map (which TF parallelises by itself) or a missing final prefetch (which TF injects) is not tried.
+"""The fixes worth trying on a tf.data pipeline, read from its graph: each a ``Candidate`` with the
+rewrite that applies it (``trial`` checks and measures it). What TensorFlow already does
+(``graph.effective_options``: a stateless map in parallel, a final prefetch) is not tried.
 """
 
 from __future__ import annotations
@@ -43,6 +40,7 @@ class Candidate:
         ordered: the original yields a fixed order, which the fixed one must keep.
         random: the pipeline draws random numbers (only labels and counts can be compared).
         correctness: the fix makes the data right rather than faster (kept whatever its speed).
+        also: ``(code, evidence)`` of further findings the same fix answers.
     """
 
     rewrite: rw.Rewrite
@@ -58,8 +56,7 @@ class Candidate:
 
     @property
     def findings(self) -> list[tuple[str, str]]:
-        """``(code, evidence)`` of every finding this fix answers: its own, then ``also`` (a cache after
-        both a random map and a shuffle is one fix and two correctness findings)."""
+        """``(code, evidence)`` of every finding this fix answers: its own, then ``also``."""
         return [(self.code, self.evidence), *self.also]
 
 
@@ -154,15 +151,13 @@ def reshuffles(node) -> bool:
 
 def _cache_order(graph, i: int, randoms: set, ordered: bool, random: bool) -> Candidate | None:
     """The correctness finding(s) of the cache at ``chain[i]``: a random map before it
-    (``random_before_cache``) and a shuffle before it that reshuffles each epoch with none after it
-    (``shuffle_before_cache``: a fixed split shuffle, ``reshuffle_each_iteration=False``, or a reshuffle
-    after the cache, freezes nothing). Both found: one fix, two findings. The fix caches after the last
+    (``random_before_cache``), a reshuffling shuffle before it with none after it
+    (``shuffle_before_cache``); both: one fix, two findings. The fix caches after the last
     deterministic op before the first random one and shuffles after the cache."""
     chain, nodes = graph["chain"], graph["nodes"]
     before = chain[:i]
     rand = next((n for n in before if n.name in randoms and n.op in _MAP_OPS), None)
-    # A reshuffle anywhere after the cache (of examples, or of batches a directory loader made before
-    # it) changes the order every epoch: nothing is frozen.
+    # A reshuffle anywhere after the cache changes the order every epoch: nothing is frozen.
     reshuffled_after = any(n.op in _SHUFFLE_OPS and reshuffles(n) for n in chain[i + 1:])
     shuffles = [n for n in before if n.op in _SHUFFLE_OPS and reshuffles(n)]
     frozen = bool(shuffles) and not reshuffled_after
@@ -199,10 +194,9 @@ def _cache_order(graph, i: int, randoms: set, ordered: bool, random: bool) -> Ca
 
 
 def _map_before_batch(graph):
-    """The map right before the first batch (the one batching first could vectorise), where moving
-    it can pay: not a random map (on a batch it would draw once per batch), not Python, not one that
-    a cache after it runs once only, and not on elements of varying shape (they cannot be batched
-    before the map makes them equal: ``batch`` would fail or need padding)."""
+    """``(map, batch)``: the map right before the first batch, where running it on whole batches can
+    pay: not random (it would draw once per batch), not Python, not behind a cache, and not on
+    elements of varying shape (they could not be batched before it)."""
     chain = graph["chain"]
     for i, n in enumerate(chain):
         if n.op in _BATCH_OPS:
@@ -228,8 +222,8 @@ def _fixed_shapes(node) -> bool:
 
 
 def _cache_point(graph, randoms):
-    """Where a cache would go: after the last deterministic op that does work, before the first
-    random op, batch, repeat or take. Returns ``(node, reshuffle, what)`` or None (no work before)."""
+    """Where a cache would go: after the last deterministic op that does work, before the first random
+    op, batch, repeat or take: ``(node, reshuffle, what)``, or None (no work before)."""
     chain = graph["chain"]
     work, shuffled, point = False, False, None
     for n in chain:
@@ -248,9 +242,8 @@ def _cache_point(graph, randoms):
 
 
 def too_big_to_cache(graph: dict, ds, *, examples: int | None, example_bytes: float, places: dict | None = None):
-    """Where a cache would save work but the decoded data does not fit the memory budget (``RAM_SHARE``
-    of the memory available now): a store on disk instead, never an in-memory ``cache()``. Returns a
-    'not measured' ``no_cache`` finding with the command, or None."""
+    """A 'not measured' ``no_cache`` finding where a cache would save work but the decoded data does not
+    fit the memory budget (``RAM_SHARE`` of the memory available): a store on disk instead. Or None."""
     chain = graph["chain"]
     if any(n.op in rw.CACHE_OPS for n in chain) or not examples or not example_bytes:
         return None
@@ -278,10 +271,9 @@ _DECODE_OPS = {"ReadFile", "DecodeJpeg", "DecodePng", "DecodeImage", "DecodeBmp"
 
 
 def split_to_cache(graph: dict, *, examples: int | None, example_bytes: float, places: dict | None = None):
-    """A map that reads or decodes and draws random numbers in one function, with no work before it
-    and no cache: no cache can go in as the pipeline is written (after the map it would replay the
-    first epoch's random draws), so the doctor cannot try one. Where the decoded data fits in memory,
-    a 'not measured' ``no_cache`` finding says to split the function, or None."""
+    """A 'not measured' ``no_cache`` finding where one map both decodes and draws random numbers, with no
+    work before it and no cache, and the decoded data fits in memory: no cache can go in until the
+    function is split. Or None."""
     chain = graph["chain"]
     size = _fits_in_memory(examples, example_bytes)
     if any(n.op in rw.CACHE_OPS for n in chain) or size is None:
@@ -304,8 +296,8 @@ def split_to_cache(graph: dict, *, examples: int | None, example_bytes: float, p
 
 
 def shuffle_memory(graph: dict, *, example_bytes: float, loader_rate: float) -> str:
-    """A shuffle buffer's memory and the time it takes to fill, where large (over 1 GB or 10 s):
-    ``''`` otherwise. The elements a shuffle holds are taken at the delivered example's size."""
+    """A shuffle buffer's memory and time to fill (elements at the delivered example's size), where
+    large (over 1 GB or 10 s); ``''`` otherwise."""
     nodes = graph["nodes"]
     notes = []
     for n in graph["chain"]:
@@ -338,10 +330,8 @@ def _work_after_last_prefetch(chain) -> list:
 
 
 def already_done(graph: dict, ds, places: dict | None = None) -> list:
-    """What looks like a fix to make but TensorFlow already does (its effective options): a stateless
-    map without ``num_parallel_calls`` (``map_parallelization`` runs it in parallel) and a pipeline
-    with no final prefetch (``inject_prefetch`` adds one). Each as a 'checked: no gain here' finding
-    with the option that does it, so the reader sees it was looked at."""
+    """'Checked: no gain here' findings for what looks like a fix but TensorFlow already does: a stateless
+    map without ``num_parallel_calls`` (``map_parallelization``), no final prefetch (``inject_prefetch``)."""
     opts = effective_options(ds)
     chain = graph["chain"]
     randoms = set(random_nodes(graph))

@@ -1,9 +1,7 @@
 """The ``python -m kit doctor`` command: loading the user's ``MODULE:FUNCTION`` or a kit loader, and printing.
 
-Whatever the user's code raises (importing, building, or reading the pipeline in the middle of
-the measurements; building the model, or the model refusing the batches) ends as one line
-``kit: error: source 'mymod:make' raised InvalidArgumentError: Input is empty.`` (or
-``model 'mymod:build': ...``) and exit status 2; ``--debug`` shows the full traceback instead.
+Whatever the user's code raises ends as one line, ``kit: error: source 'mymod:make' raised
+InvalidArgumentError: Input is empty.``, and exit status 2; ``--debug`` shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -25,18 +23,17 @@ DEBUG = "; --debug shows the traceback"
 
 def margin(max_seconds: float) -> float:
     """How long past its budget a diagnosis may run before the command gives up on it: a quarter of
-    the budget, at least 15 s (a model's first compile, a cold first epoch) and at most 60 s."""
+    the budget, within 15 to 60 s."""
     return min(60.0, max(15.0, 0.25 * max_seconds))
 
 
 class Stuck(ValueError):
-    """A diagnosis whose batch never arrived: the message says how long it waited for which batch.
-    The reading thread cannot be stopped, so ``python -m kit doctor`` exits at once (status 2)."""
+    """A diagnosis whose batch never arrived: the message says how long it waited for which batch."""
 
 
 def bounded(run, max_seconds: float, name: str):
     """``run()`` in a thread, waited on for ``max_seconds`` plus ``margin``; ``Stuck`` when it has not
-    ended by then (a map waiting on I/O or a lock forever), naming the batch it waited for."""
+    ended by then."""
     from kit.doctor.sources import PROGRESS  # noqa: PLC0415  (kit.doctor.sources imports kit.timing)
 
     out: dict = {}
@@ -61,10 +58,8 @@ def bounded(run, max_seconds: float, name: str):
 
 
 def load_attr(spec: str, what: str):
-    """``module:attr`` -> the attribute, called when it is a function (uvicorn's convention).
-
-    The working directory is importable. Every failure is a ``ValueError`` naming ``spec``.
-    """
+    """``module:attr`` -> the attribute, called when it is a function (uvicorn's convention), the
+    working directory importable. Every failure is a ``ValueError`` naming ``spec``."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"{what} {spec!r}: expected MODULE:FUNCTION, e.g. mypipeline:make_dataset")
@@ -91,8 +86,7 @@ def load_attr(spec: str, what: str):
 
 def reading_error(e: BaseException, name: str) -> str:
     """The one line for an error raised while ``diagnose`` read the source ``name``: the doctor's own
-    message where it names the source already (``source 'm:f' yielded no batches``), else
-    ``source 'm:f' raised InvalidArgumentError: Input is empty.``."""
+    message where it names the source, else ``source 'm:f' raised InvalidArgumentError: ...``."""
     if isinstance(e, ValueError) and name in str(e):
         return " ".join(str(e).split())
     return f"{name} raised {describe_error(e)}"
@@ -124,8 +118,6 @@ def register(sub) -> None:
     p.add_argument("--variant", default=None, help="the kit loader variant to diagnose (with --index)")
     p.add_argument("--batch-size", type=_positive(int), default=None,
                    help="with --index: examples per batch (default: the case's user batch, 256 spectrogram, 3 segmentation)")
-    # 120 s (issue 30; was 20): room for a real model's first compile and a cold first epoch; within
-    # it the doctor skips what does not fit and says so.
     p.add_argument("--max-seconds", type=_positive(float), default=120.0,
                    help="the measuring budget in seconds (default 120): the doctor keeps within it and "
                         "says what it skipped to do so")
@@ -143,12 +135,6 @@ def register(sub) -> None:
     p.set_defaults(func=_command)
 
 
-def _kit_loader(csv: Path, variant: str | None, batch_size: int | None):
-    """A kit loader over ``csv``, of the registered case whose index it is (``kit.cases.registry``);
-    the user's own pattern and batch unless ``variant`` / ``batch_size`` say otherwise."""
-    return registry.for_index(csv).loader(csv, variant, batch_size=batch_size)
-
-
 def _command(args) -> int:
     from kit.doctor.diagnosis import diagnose  # keeps kit.doctor light: TensorFlow, Keras
 
@@ -161,7 +147,9 @@ def _command(args) -> int:
     if args.apply and args.target is None:
         raise ValueError("--apply needs MODULE:FUNCTION (a kit loader is fixed by choosing another variant)")
     if args.index is not None:
-        source, name = _kit_loader(args.index, args.variant, args.batch_size), f"loader of {args.index}"
+        # The registered case whose index it is; its user's own pattern unless --variant says otherwise.
+        source = registry.for_index(args.index).loader(args.index, args.variant, batch_size=args.batch_size)
+        name = f"loader of {args.index}"
     else:
         name = f"source {args.target!r}"
         source = load_attr(args.target, "source")
@@ -192,9 +180,8 @@ def _command(args) -> int:
 
 
 def write_fixed(d, target: str, out: Path) -> str:
-    """Writes ``out``: a module whose ``make_dataset()`` returns ``target``'s pipeline with the
-    diagnosis's measured fixes applied, the changes to make in the user's code as comments.
-    Returns what it did, in a line."""
+    """Writes ``out``: a module whose ``make_dataset()`` returns ``target``'s pipeline with the measured
+    fixes applied, the changes to make in the user's code in its docstring. Returns what it did."""
     if not d.changes:
         return f"nothing to apply: no fix gained on {target} (nothing written to {out})"
     module, _, attr = target.partition(":")

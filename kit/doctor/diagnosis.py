@@ -32,13 +32,12 @@ from kit.doctor.report import Diagnosis
 from kit.doctor.sources import check_source, first_batch, is_dataset, is_pydataset, nbytes, one_line
 
 #: Shares of the budget: the loader alone, the fits (ceiling and real), the frozen head; the rest
-#: goes to the fixes (checks, the loader A/B, then the end-to-end A/B of the ones that gained).
+#: goes to the fixes.
 LOADER_SHARE, FITS_SHARE, HEAD_SHARE = 0.08, 0.22, 0.05
 TRIAL_ROUNDS = 3
 #: Rounds of the fits added, at most, while the rounds' headrooms straddle a verdict threshold.
 MORE_ROUNDS = 2
-#: The most of the budget spent counting an epoch whose length the graph does not say (a
-#: shuffle buffer is judged against it), or this many seconds where the budget has them.
+#: The most of the budget spent counting an epoch whose length the graph does not say, or this many seconds.
 COUNT_SHARE, COUNT_MIN_S = 0.03, 0.25
 
 
@@ -75,16 +74,13 @@ class Tried:
 
     def row(self) -> dict:
         c = self.candidate
-        return {"code": c.code, "change": c.rewrite.change, "fix": c.rewrite.snippet,
-                "same_output": None if self.check is None else self.check.same,
-                "checked": "" if self.check is None else self.check.how,
-                "loader_gain": self.loader.median if self.loader else math.nan,
-                "loader_low": self.loader.low if self.loader else math.nan,
-                "loader_high": self.loader.high if self.loader else math.nan,
-                "fit_gain": self.fit.median if self.fit else math.nan,
-                "fit_low": self.fit.low if self.fit else math.nan,
-                "fit_high": self.fit.high if self.fit else math.nan,
-                "outcome": self.outcome}
+        row = {"code": c.code, "change": c.rewrite.change, "fix": c.rewrite.snippet,
+               "same_output": None if self.check is None else self.check.same,
+               "checked": "" if self.check is None else self.check.how}
+        for name, g in (("loader", self.loader), ("fit", self.fit)):
+            row.update({f"{name}_gain": g.median if g else math.nan, f"{name}_low": g.low if g else math.nan,
+                        f"{name}_high": g.high if g else math.nan})
+        return {**row, "outcome": self.outcome}
 
 
 def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
@@ -95,10 +91,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     Args:
         source: a ``tf.data.Dataset``, a ``keras.utils.PyDataset`` or a function returning a
             fresh generator of batches (read several times).
-        model: a compiled Keras model taking these batches, or None for the loader alone. The
-            doctor trains a copy.
-        max_seconds: the whole run's budget, model building and compiling included; what did not
-            fit is listed in ``Diagnosis.skipped``.
+        model: a compiled Keras model taking these batches (the doctor trains a copy), or None.
+        max_seconds: the whole run's budget; what did not fit is listed in ``Diagnosis.skipped``.
         trace_dir: record a TensorFlow profiler trace of a few training steps there.
         name: how error messages name the source.
 
@@ -146,8 +140,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     found += more + rules.python_source(graph, m, where) + rules.pydataset_gil(source, m)
     cands: list[Candidate] = []
     if graph is not None:
-        # At least COUNT_MIN_S even past the budget: a loaded machine's first steps can spend a short
-        # budget before the count, and without it a small shuffle buffer goes unreported.
+        # At least COUNT_MIN_S even past the budget: without a count a small shuffle buffer goes unreported.
         found += small_shuffle(graph, source, count_seconds=max(COUNT_MIN_S, budget.take(
             max(COUNT_SHARE * max_seconds, COUNT_MIN_S), "counting an epoch of unknown length", least=0.0)))
         examples = dataset_examples(source, graph)
@@ -169,7 +162,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     tried = _try_all(cands, source, copy, m, budget)
     found += [f for t in tried for f in _findings(t, m, where)]
     if not any(f.code == "pydataset_single_worker" and f.status == "measured" for f in found):
-        # Threads measured no gain (or were not tried): processes predicted, as far as the cores allow.
+        # Threads measured no gain (or were not tried): processes predicted.
         found = [f for f in found if f.code != "pydataset_single_worker"] + rules.pydataset_workers(source, m)
     rates["time_split"] = rules.time_split(loader, m, graph, source)
     found = _settle(found)
@@ -224,9 +217,8 @@ def _augmented(prefix, graph) -> str:
 
 
 def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget) -> list[Tried]:
-    """Each candidate applied, checked against the original and measured A/B on the loader, in an
-    equal share of half the time left; then, in the rest, the ones that gained (and the
-    correctness fixes) measured A/B on the fit."""
+    """Each candidate applied, checked and measured A/B on the loader in an equal share of the time
+    left; then the ones that gained (and the correctness fixes) measured A/B on the fit."""
     tried = [Tried(c) for c in cands]
     if not tried:
         return tried
@@ -248,8 +240,7 @@ def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget) 
 
 
 def _check_and_time(t: Tried, source, budget: Budget, each: float) -> None:
-    """Applies, checks and times one candidate in about ``each`` seconds: up to a third on the
-    check, a fifth on a cache's first epoch, the rest on the A/B."""
+    """Applies, checks and times one candidate in about ``each`` seconds."""
     c = t.candidate
     end = time.perf_counter() + each
     try:
@@ -276,9 +267,8 @@ def _check_and_time(t: Tried, source, budget: Budget, each: float) -> None:
 
 
 def _findings(t: Tried, m: Measured, places: dict) -> list[Finding]:
-    """The findings a tried fix makes: a measured gain, a correctness fix (one per finding it
-    answers), 'checked: no gain here' (its rounds within the noise, or its end-to-end gain under
-    ``NOISE``), or unmeasured (out of time, or TensorFlow refused it), with the reason."""
+    """The findings a tried fix makes (one per finding it answers): measured, 'no gain' (within the noise
+    or under ``NOISE``) or unmeasured, with the reason."""
     c = t.candidate
     where = next((places[n] for n in c.rewrite.names if n in places), "")
     if t.loader is None and not c.correctness:
@@ -316,9 +306,8 @@ def _findings(t: Tried, m: Measured, places: dict) -> list[Finding]:
 
 
 def _settle(found: list[Finding]) -> list[Finding]:
-    """Predicted speed findings put in their list: a prediction under ``NOISE`` end to end (capped by
-    the model's headroom, or the loader not the limit) is 'checked: no gain here'; one with no gain
-    at all is 'not measured', its basis the reason."""
+    """Predicted speed findings put in their list: under ``NOISE`` end to end, 'no gain'; with no gain
+    at all, 'unmeasured'."""
     out = []
     for f in found:
         if f.kind == "speed" and f.status == "predicted":

@@ -93,19 +93,15 @@ CODES = {
     ),
 }
 
-#: What a finding's gain is: measured here (the doctor applied the fix and timed it), predicted
-#: (a fix it cannot apply: a range from measured numbers, with its basis), checked and found to give
-#: nothing here (its rounds within the noise, or TensorFlow already does it), or unmeasured (a
-#: structural suspicion the doctor could not test here: listed last, with the reason, never ranked).
+#: What a finding's gain is: measured here (the fix applied and timed), predicted (a range from
+#: measured numbers), checked and found to give nothing here, or unmeasured (with the reason).
 STATUSES = ("measured", "predicted", "no gain", "unmeasured")
 
-#: The three lists a diagnosis prints: the findings (ranked), the fixes checked and found to give
-#: nothing here, and the suspicions the doctor could not measure.
+#: The list a diagnosis prints each status in.
 LISTS = {"measured": "findings", "predicted": "findings", "no gain": "checked: no gain here",
          "unmeasured": "not measured"}
 
-#: An end-to-end gain (measured, or predicted from measured numbers) under this is within the noise
-#: of a shared two-core machine's rounds: the fix is listed under "checked: no gain here".
+#: An end-to-end gain under this is within the noise: the fix is listed under "checked: no gain here".
 NOISE = 1.1
 
 #: Codes that name the symptom (what limits the step) rather than a cause: listed first.
@@ -126,7 +122,7 @@ class Finding:
         expected_gain: the end-to-end factor on training (the loader's alone without a model);
             NaN: not measured.
         basis: how that factor was obtained.
-        status: ``measured``, ``predicted`` or ``no gain`` (``STATUSES``).
+        status: one of ``STATUSES``.
         fix: the change in the user's code (default: the code's general fix).
         gain_low, gain_high: the range of ``expected_gain`` (measured rounds, or the prediction's).
         loader_gain: the fix's gain on the loader alone (measured), where it differs.
@@ -202,26 +198,23 @@ class Cap:
 
 @dataclass(frozen=True)
 class Measured:
-    """The measured numbers of one run that the rules read.
+    """The measured numbers of one run that the rules read (None or NaN: not measured).
 
     Attributes:
         batch_size: examples in the first batch.
         loader_rate: examples/s of the loader alone.
         cores: CPU cores this process may run on.
         cores_busy: the cores the loader alone kept busy.
-        parallel_gain: what parallel work could give on the cores left free.
-        parallel_basis: how ``parallel_gain`` was obtained.
-        fit_rate: examples/s of the real fit (None without a model).
-        ceiling_rate: examples/s of the model on one batch replayed from memory (None without a model).
+        parallel_gain: what parallel work could give on the cores left free, and its basis
+            (``parallel_basis``).
+        fit_rate: examples/s of the real fit.
+        ceiling_rate: examples/s of the model on one batch replayed from memory.
         cap: the cap on input gains.
-        model_cores: the CPU cores the model's own step kept busy (None without a model).
+        model_cores: the CPU cores the model's own step kept busy.
         example_bytes: the bytes of one example as delivered.
-        python_cores: the CPU cores the Python the graph calls (a generator, a ``py_function``)
-            kept busy while the loader ran alone (NaN: none called, or not timed).
-        python_threads: the pipeline's threads inside that Python at once, on average (its calls'
-            wall-clock time over the loader's; waits for the GIL included).
-        batching_rate: examples/s of the pipeline's batching alone on one example replayed, where
-            the Python is the loader's source and the rest only batches (NaN: not timed).
+        python_cores: the CPU cores the Python the graph calls kept busy while the loader ran alone.
+        python_threads: the pipeline's threads inside that Python at once, on average.
+        batching_rate: examples/s of the pipeline's batching alone on one example replayed.
     """
 
     batch_size: int
@@ -246,45 +239,38 @@ class Measured:
 
     @property
     def io_wait(self) -> bool:
-        """The loader alone mostly waits (on files, the network, sleep) rather than computing:
-        it kept under half a core busy."""
+        """The loader alone mostly waits rather than computes: it kept under half a core busy."""
         return self.cores_busy < 0.5
 
     def end_to_end(self, loader_gain: float) -> float:
-        """What a loader ``loader_gain`` times faster gives the fit, where the fit was not timed:
-        the fit follows the slower of loader and compute ceiling, ``min(C, L g) / min(C, L)``, and
-        never beyond the headroom (without a model: the loader's gain)."""
+        """What a loader ``loader_gain`` times faster gives the fit, ``min(C, L g) / min(C, L)`` capped by the
+        headroom (without a model: the loader's gain)."""
         L, C = self.loader_rate, self.ceiling_rate
         if not C or not L or not math.isfinite(loader_gain):
             return loader_gain
         return min(self.headroom, min(C, L * loader_gain) / min(C, L))
 
     def cheaper_input(self, loader_gain: float) -> float:
-        """What a loader ``loader_gain`` times cheaper gives the fit: the faster of two mechanisms, each
-        never beyond the headroom. The step waits less (``end_to_end``), and the loader takes less of
-        the step's CPU, where it outruns the step alone yet the fit stays under the ceiling: the
-        fit's slowdown, the headroom less one, shrinks with the loader's work, ``H / (1 + (H - 1) / g)``."""
+        """What a loader ``loader_gain`` times cheaper gives the fit, capped by the headroom: the larger of
+        the step waiting less (``end_to_end``) and the loader taking less of its CPU, ``H / (1 + (H - 1) / g)``."""
         H = self.headroom
         if not math.isfinite(H) or not math.isfinite(loader_gain) or loader_gain <= 0:
             return self.end_to_end(loader_gain)
         return min(H, max(self.end_to_end(loader_gain), H / (1 + (H - 1) / loader_gain)))
 
     def free_cores(self) -> float:
-        """Cores left for more loader work while the model trains: this process's cores less the
-        model step's own and the loader's (at least none)."""
+        """Cores left for more loader work while the model trains (at least none)."""
         return max(0.0, self.cores - (self.model_cores or 0.0) - self.cores_busy)
 
 
 def table(findings: list[Finding]) -> pd.DataFrame:
-    """The findings as a DataFrame (``COLUMNS``): the symptom first, then correctness, then speed
-    measured here by its gain, then speed predicted by its gain, then order; then the fixes checked and found to give nothing here; then what
-    could not be measured; ties in the order of ``CODES``."""
+    """The findings as a DataFrame (``COLUMNS``): the symptom, correctness, speed measured then predicted
+    (each by its gain), order, then 'no gain' and 'not measured'; ties in the order of ``CODES``."""
     df = pd.DataFrame([f.row() for f in findings], columns=list(COLUMNS))
     if len(df):
         order = {c: i for i, c in enumerate(CODES)}
         kinds = {"symptom": 0, "correctness": 1, "speed": 2, "order": 3}
         lists = {"no gain": 4, "unmeasured": 5}
-        # Speed findings measured here (the fix applied and timed) rank above predicted ones.
         df["_group"] = [lists.get(st, kinds[k] + (0.5 if k == "speed" and st == "predicted" else 0.0))
                         for k, st in zip(df["kind"], df["status"])]
         df["_rank"] = df["code"].map(order)

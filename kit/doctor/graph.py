@@ -39,12 +39,11 @@ def pipeline_graph(ds) -> dict:
     """The structure of a ``tf.data.Dataset`` from its serialized graph.
 
     Returns:
-        ``chain``: the dataset nodes from the source to the output, following each
-        node's first input; ``nodes``: name -> NodeDef; ``python``: names of chain nodes
-        whose functions (at any depth) call Python; ``ops``: name -> the op types a chain
-        node's functions run; ``functions``: name -> FunctionDef.
+        ``chain``: the dataset nodes from source to output (each node's first input); ``nodes``:
+        name -> NodeDef; ``python``: chain nodes whose functions (at any depth) call Python;
+        ``ops``: chain node -> the op types its functions run; ``functions``: name -> FunctionDef.
     """
-    graph = graph_def(ds)  # Python functions are what we look for, not an error
+    graph = graph_def(ds)
     nodes = {n.name: n for n in graph.node}
     functions = {f.signature.name: f for f in graph.library.function}
     chain = [nodes[name] for name in chain_names(graph)]
@@ -94,7 +93,6 @@ def _func_attrs(node) -> list[str]:
 
 def _const(nodes, node, position: int):
     """The value of a node's ``position``-th input when that input is a Const."""
-
     inputs = [i.split(":")[0] for i in node.input if not i.startswith("^")]
     if position >= len(inputs):
         return None
@@ -112,13 +110,6 @@ def _label(node, graph) -> str:
     return op
 
 
-def _map_op_count(graph, node) -> int:
-    """Ops a map's function runs per call (bookkeeping ops left out)."""
-    skip = {"Identity", "NoOp", "Const", "_Arg", "_Retval", "Placeholder"}
-    return max(1, sum(1 for f in _func_attrs(node) if f in graph["functions"]
-                      for n in graph["functions"][f].node_def if n.op not in skip))
-
-
 def _first_batch_at(chain) -> int | None:
     """The position of the chain's first batching op."""
     return next((i for i, n in enumerate(chain) if n.op in _BATCH_OPS), None)
@@ -134,22 +125,7 @@ def count_examples(ds, seconds: float) -> tuple[int, bool]:
     return n, True
 
 
-def _dataset_examples(ds, chain, nodes, first_batch) -> int | None:
-    card = int(ds.cardinality())  # negative: infinite or unknown
-    if card < 0:
-        return None
-    if first_batch is None:
-        return card
-    size = _const(nodes, chain[first_batch], 1)
-    return card * int(size) if size is not None else None
-
-
 # --------------------------------------------------------------------------- what the graph says
-
-
-def fn_names(graph: dict, node) -> list[str]:
-    """The user's names of the functions a chain node calls (``decode``, ``lambda``)."""
-    return [user_name(f) for f in _func_attrs(node) if f in graph["functions"]]
 
 
 def _python_functions(ds) -> dict:
@@ -197,8 +173,8 @@ def places(ds, graph: dict) -> dict:
 
 
 def fn_label(graph: dict, node) -> str:
-    names = fn_names(graph, node)
-    return names[0] if names else node.op
+    """The user's name of the function a chain node calls (``decode``, ``lambda``), else its op."""
+    return next((user_name(f) for f in _func_attrs(node) if f in graph["functions"]), node.op)
 
 
 def random_nodes(graph: dict) -> list[str]:
@@ -224,15 +200,18 @@ def effective_options(ds) -> dict:
 
 def dataset_examples(ds, graph: dict) -> int | None:
     """Examples in one epoch, where the graph says (None: infinite or unknown)."""
-    chain, nodes = graph["chain"], graph["nodes"]
-    return _dataset_examples(ds, chain, nodes, _first_batch_at(chain))
+    card = int(ds.cardinality())  # negative: infinite or unknown
+    first_batch = _first_batch_at(graph["chain"])
+    if card < 0 or first_batch is None:
+        return None if card < 0 else card
+    size = _const(graph["nodes"], graph["chain"][first_batch], 1)
+    return card * int(size) if size is not None else None
 
 
 def small_shuffle(graph, ds, *, count_seconds: float = 0.0) -> list[Finding]:
-    """An example shuffle buffer much smaller than the dataset (an order finding). Where the
-    dataset's length is unknown (a ``TFRecordDataset``'s), its examples are counted by reading
-    it for up to ``count_seconds``: a whole epoch gives the count, a cut one a lower bound,
-    which is enough to call a buffer small."""
+    """An example shuffle buffer much smaller than the dataset (an order finding). Where the dataset's
+    length is unknown, its examples are counted for up to ``count_seconds`` (a cut count is a lower
+    bound, enough to call a buffer small)."""
     chain, nodes = graph["chain"], graph["nodes"]
     first_batch = _first_batch_at(chain)
     shuffles = [i for i, n in enumerate(chain) if n.op in _SHUFFLE_OPS
@@ -242,7 +221,7 @@ def small_shuffle(graph, ds, *, count_seconds: float = 0.0) -> list[Finding]:
     if not shuffles:
         return []
     buffer = _const(nodes, chain[shuffles[-1]], 1)
-    n = _dataset_examples(ds, chain, nodes, first_batch)
+    n = dataset_examples(ds, graph)
     about = "about "
     if n is None and buffer is not None and count_seconds > 0 and int(ds.cardinality()) != INFINITE:
         n, whole = count_examples(ds, count_seconds)

@@ -1,6 +1,5 @@
-"""The doctor's measurements of the loader alone: its rate and latency, the cores it keeps busy, the
-bytes it reads and what reading them costs here, the Python the graph calls (timed in its calls), and
-batching alone on a replayed example."""
+"""The doctor's measurements of the loader alone: rate, latency, cores busy, bytes read and what reading
+them costs here, the Python the graph calls, and batching alone on a replayed example."""
 
 from __future__ import annotations
 
@@ -40,9 +39,8 @@ def load_average() -> float:
 
 
 def read_seconds(nbytes: int, *, repeats: int = 20) -> float:
-    """Seconds this process takes to open, read whole and close a file of ``nbytes`` held in the page
-    cache (a temporary file, the median of ``repeats`` reads; capped at 64 MiB): what re-reading the
-    bytes one example pulls costs at the least, system calls included."""
+    """Seconds to open, read whole and close a file of ``nbytes`` (at most 64 MiB) held in the page
+    cache: the median of ``repeats`` reads of a temporary file."""
     import tempfile  # noqa: PLC0415  (used here only)
 
     nbytes = int(min(max(nbytes, 1), 64 << 20))
@@ -61,13 +59,10 @@ def read_seconds(nbytes: int, *, repeats: int = 20) -> float:
 
 @contextlib.contextmanager
 def python_seconds():
-    """Times the Python the graph calls while open: ``tf.py_function``, ``tf.numpy_function`` and
-    ``Dataset.from_generator`` all go through TensorFlow's registry of Python callbacks
-    (``script_ops.FuncRegistry``), whose ``__call__`` is wrapped here to add up the CPU seconds of
-    the calling thread (``time.thread_time``: a wait for the GIL or a sleep is not counted), the
-    calls, and their wall-clock seconds (waits for the GIL included: the time the pipeline's threads
-    spent inside the Python). Yields ``[cpu seconds, calls, wall seconds]``, filled as calls end;
-    ``None`` where this TensorFlow has no such registry (nothing is timed then)."""
+    """Times the Python the graph calls while open (``py_function``, ``numpy_function``,
+    ``from_generator``: TensorFlow's ``script_ops.FuncRegistry``, whose ``__call__`` is wrapped).
+    Yields ``[cpu seconds, calls, wall seconds]``, filled as calls end (CPU of the calling thread;
+    wall time includes waits for the GIL); ``None`` where this TensorFlow has no such registry."""
     try:
         from tensorflow.python.ops import script_ops  # noqa: PLC0415  (TensorFlow's own callback registry)
         registry = script_ops.FuncRegistry
@@ -97,13 +92,9 @@ def python_seconds():
 
 
 def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
-    """The loader alone: rate, latency, cores kept busy, bytes read per example and the CPU seconds
-    per example spent in the Python the graph calls (``python_s_per_example``, where it calls any)
-    with its threads' wall-clock seconds inside those calls (``python_wall_s_per_example``).
-
-    The source is read epoch after epoch until ``max_seconds``; the first ``warmup``
-    batches are read before the window opens (pipelines fill their buffers, modules load).
-    """
+    """The loader alone, read epoch after epoch for ``max_seconds`` after ``warmup`` batches: rate,
+    latency, cores kept busy, bytes read per example, and the CPU and wall seconds per example in the
+    Python the graph calls (``python_s_per_example``, ``python_wall_s_per_example``)."""
     sizes: list[int] = []
     it = loop(source, sizes)
     try:
@@ -137,8 +128,7 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
 
 
 def batching_rate(batch, *, max_seconds: float) -> float:
-    """Examples/s of batching alone: the first example of ``batch`` replayed from memory
-    (``Dataset.from_tensors(...).repeat()``) and batched as ``batch`` was, read as the loader is."""
+    """Examples/s of batching alone: the first example of ``batch`` replayed from memory and batched."""
     size = timing.batch_size_of(batch)
     example = tf.nest.map_structure(lambda t: t[0], batch)
     ds = tf.data.Dataset.from_tensors(example).repeat().batch(size)

@@ -1,5 +1,4 @@
-"""The doctor's measurements with a model: its fits (real and replayed), the frozen head, the trace
-(the loader alone: ``kit.doctor.loader``)."""
+"""The doctor's measurements with a model: its fits (real and replayed), the frozen head, the trace."""
 
 from __future__ import annotations
 
@@ -33,19 +32,15 @@ from kit.doctor.sources import (
 
 
 def clone(model, batch=None):
-    """A compiled copy of ``model`` with its weights (the doctor trains the copy).
+    """A compiled copy of ``model`` with its weights, and its compile config (the doctor trains the copy).
 
-    Functional and Sequential models are copied with ``keras.models.clone_model``; a layer that
-    does not rebuild from its config but holds no weights (a ``Lambda`` over a Python lambda,
-    which Keras refuses to deserialize) is shared with the copy. A subclassed model is rebuilt
-    from its config (``type(model).from_config(model.get_config())``), built on ``batch``'s inputs
-    where it needs to be, and given the model's weights.
+    Functional and Sequential models go through ``keras.models.clone_model`` (a weightless layer
+    that does not rebuild from its config, as a ``Lambda`` over a lambda, is shared); a subclassed
+    model is rebuilt from its config, built on ``batch`` where needed, and given the weights.
 
     Raises:
-        ModelError: (a ``ValueError``) the model is not compiled, or cannot be copied (the message
-            says what to pass instead).
+        ModelError: the model is not compiled, or cannot be copied (the message says what to pass).
     """
-
     config = model.get_compile_config() if getattr(model, "compiled", False) else None
     if not config:
         raise ModelError(f"Keras model {getattr(model, 'name', model)!r} is not compiled; compile it "
@@ -95,12 +90,7 @@ def clone(model, batch=None):
 
 def compiled_copy(model, batch, name: str):
     """A copy of ``model`` trained one step on ``batch``, which compiles the step the timings reuse.
-
-    Raises:
-        ModelError: (a ``ValueError``) the model is not compiled, cannot be copied, or does not
-            take the batches of the source ``name`` (their shapes named).
-    """
-
+    Raises ``ModelError`` as ``clone`` does, or where the model does not take the batches of ``name``."""
     copy, _ = clone(model, batch)
     try:
         timed_fit(copy, replay(batch, 2), max_seconds=0.0, min_steps=1)
@@ -140,19 +130,14 @@ def deadline_callback(seconds: float, min_steps: int, trace: bool = False):
     return Deadline()
 
 
-#: CPython 3.11's ``ast`` keeps its recursion depth per interpreter, not per thread: NumPy's
-#: ``np.load`` (``ast.literal_eval`` on the .npy header) in a PyDataset worker thread racing
-#: TensorFlow's autograph in the main one can raise this ``SystemError``. A fit that meets it runs
-#: once more (seen once in the doctor corpus's twelve cases, 2 December 2026).
+#: CPython 3.11's ``ast`` keeps its recursion depth per interpreter: ``np.load`` in a PyDataset
+#: worker thread racing autograph in the main one can raise this ``SystemError``; the fit runs again.
 _AST_RACE = "AST constructor recursion depth mismatch"
 
 
 def timed_fit(model, source, *, max_seconds: float, min_steps: int = 3, trace: bool = False) -> dict:
-    """Trains ``model`` on ``source`` through a ``StepTimer`` until ``max_seconds``.
-
-    The first step of the run (which may still compile or fill buffers) is left out.
-    Returns examples/s over the step times, the input-wait share, and the steps table.
-    """
+    """Trains ``model`` on ``source`` through a ``StepTimer`` until ``max_seconds``: examples/s over the
+    step times, the input-wait share and the steps table, the first step left out."""
     PROGRESS.start("the training fit" if not isinstance(source, list) else "the compute ceiling")
     try:
         return _timed_fit(model, source, max_seconds=max_seconds, min_steps=min_steps, trace=trace)
@@ -171,10 +156,8 @@ def _timed_fit(model, source, *, max_seconds: float, min_steps: int, trace: bool
         warnings.filterwarnings("ignore", message=".*ran out of data.*")
         model.fit(data, epochs=10_000, callbacks=[timer, deadline_callback(max_seconds, min_steps, trace)],
                   verbose=0, shuffle=False)
-    # A fit stopped by a callback leaves Keras's epoch iterator in a reference cycle (its generator
-    # suspended, holding the iterator and its tf.data iterator): freed now, so that its buffers and
-    # threads do not run on beside the doctor's next measurement (and TensorFlow does not wait on
-    # them in whichever later code the collector happens to run).
+    # A fit stopped by a callback leaves Keras's epoch iterator in a reference cycle: freed now, so that
+    # its buffers and threads do not run on beside the next measurement.
     gc.collect()
     steps = timer.steps()
     sizes = [counted.epochs[e][s] if e < len(counted.epochs) and s < len(counted.epochs[e]) else 0
@@ -187,22 +170,17 @@ def _timed_fit(model, source, *, max_seconds: float, min_steps: int, trace: bool
             "steps": steps, "examples": int(kept["examples"].sum()), "seconds": step_s}
 
 
-#: Steps a plain fit leaves out of its timing: the first traces or starts the iterator, the second
-#: may still wait for the pipeline's buffers to fill.
+#: Steps a plain fit leaves out of its timing (tracing, buffers filling).
 PLAIN_SKIP = 2
 
 
 def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: int = 3) -> dict:
-    """Trains ``model`` on a ``tf.data`` source as Keras would (``source.repeat()``, the step reading
-    its batch inside the compiled function), until ``max_seconds`` and at least ``min_steps`` steps
-    beyond the first ``PLAIN_SKIP``: examples/s from the ends of the steps after those, each step
-    counted as ``batch_size`` examples (a short last batch of an epoch counts as a whole one).
+    """Trains ``model`` on a ``tf.data`` source as Keras would (``source.repeat()``), until ``max_seconds``
+    and at least ``min_steps`` steps beyond the first ``PLAIN_SKIP``: examples/s from the steps' ends,
+    each counted as ``batch_size`` examples.
 
-    ``timed_fit`` wraps the source to see each step's wait for input, which costs each step a pull
-    and a copy through Python: against a fast pipeline's millisecond steps that flattens the
-    difference between a fixed pipeline and the original (a fix measured 2.9x wrapped, 5.2x plain,
-    on the dev corpus's ``tfrecord_parse``). Rates compared with each other are measured this way;
-    the wait share comes from a wrapped fit.
+    Unlike ``timed_fit``, no pull through Python per step, which would flatten the difference
+    between fast pipelines; rates compared with each other are measured this way.
     """
     ends: list[float] = []
 
@@ -253,21 +231,16 @@ def pooled_share(runs) -> float:
 
 def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
                  thresholds: tuple = ()) -> dict:
-    """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved
-    (ceiling, real, ceiling, real ...), each run ``max_seconds / (2 * rounds)``. Where the rounds'
-    headrooms fall on both sides of one of ``thresholds`` (the verdict would hang on one round), up to
-    ``more`` rounds more are run, of the same length, while they still do. A ``tf.data`` source is
-    fitted plainly (``plain_fit``: as Keras reads it, the ceiling from a ``Dataset`` of the batch), and
-    one wrapped fit more (``timed_fit``) gives the share of each step spent waiting for input; other
-    sources are fitted wrapped, the ceiling from a list of the batch.
+    """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved,
+    each run ``max_seconds / (2 * rounds)``; up to ``more`` rounds more while the rounds' headrooms
+    straddle one of ``thresholds``. A ``tf.data`` source is fitted with ``plain_fit``, plus one
+    ``timed_fit`` for the input-wait share; other sources with ``timed_fit``.
 
     Returns:
-        ``ceiling_examples_per_s``, ``fit_examples_per_s`` (pooled over the rounds), their rounds
-        (``ceiling_rounds``, ``fit_rounds``), ``input_share`` (of the real fit), ``fit_steps``,
-        ``model_cores`` (CPU cores the step kept busy on replayed batches), ``extra_rounds`` and
-        ``headroom``: the median of the rounds' ceiling over real fit (each round's pair measured side
-        by side, so a burst of another process's load weighs on one round, not on the verdict), and
-        ``plain`` (whether the rates come from ``plain_fit``).
+        ``ceiling_examples_per_s``, ``fit_examples_per_s`` (pooled), ``ceiling_rounds``,
+        ``fit_rounds``, ``input_share``, ``fit_steps``, ``model_cores`` (cores the step kept busy on
+        replayed batches), ``extra_rounds``, ``headroom`` (the median of the rounds' ceiling over
+        real fit) and ``plain`` (whether the rates come from ``plain_fit``).
     """
     ceiling_runs: list[dict] = []
     real_runs: list[dict] = []
@@ -307,8 +280,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
 
 
 def fit_rate(copy, batch_size: int):
-    """``rate(source, seconds)`` for ``kit.doctor.trial.ab``: examples/s of ``copy`` trained on it
-    (a ``tf.data`` source fitted plainly, ``plain_fit``; others through ``timed_fit``)."""
+    """``rate(source, seconds)`` for ``trial.ab``: examples/s of ``copy`` trained on it (``fit_once``)."""
     def rate(source, seconds: float) -> float:
         return fit_once(copy, source, batch_size=batch_size, max_seconds=seconds)["examples_per_s"]
 
@@ -336,8 +308,8 @@ def frozen_prefix(model):
 
 
 def is_preprocessing(layer) -> bool:
-    """A Keras preprocessing layer (Normalization, Rescaling, Resizing, ...): its non-trainable
-    weights are statistics, not a frozen backbone, and it costs little to recompute."""
+    """A Keras preprocessing layer (Normalization, Rescaling, ...): its weights are statistics, not a
+    frozen backbone."""
     return any(".preprocessing." in c.__module__ or ".preprocessing" == c.__module__[-14:]
                for c in type(layer).__mro__ if c.__module__.startswith("keras"))
 
@@ -360,13 +332,8 @@ def _split(prefix, rest, x):
 
 def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = False) -> tuple[float | None, str]:
     """Examples/s of the layers after the frozen prefix trained on its output replayed from memory
-    (``plain``: fitted as ``plain_fit`` fits, from a ``Dataset`` of that output, as the real fit was
-    where its source is a ``tf.data`` pipeline; else through ``timed_fit``).
-
-    Returns:
-        ``(rate, "")``, or ``(None, why)`` where the model does not split into frozen part + head
-        giving the whole model's output.
-    """
+    (with ``plain_fit`` where ``plain``, as the real fit was): ``(rate, "")``, or ``(None, why)`` where
+    the model does not split into frozen part + head giving the whole model's output."""
     x, ys = as_xy(batch)
     whole = np.asarray(copy(x, training=False))
     try:
@@ -390,12 +357,8 @@ def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = Fa
 
 
 def record_trace(model, source, trace_dir, *, steps: int = 5) -> Path:
-    """Records a TensorFlow profiler trace of ``steps`` training steps (or batches read).
-
-    Open it with ``tensorboard --logdir TRACE_DIR`` and the Profile tab (``pip install
-    'kit[profile]'``): the input-pipeline page shows each step's wait for input.
-    """
-
+    """Records a TensorFlow profiler trace of ``steps`` training steps (or batches read); open it with
+    ``tensorboard --logdir TRACE_DIR``, Profile tab (``pip install 'kit[profile]'``)."""
     trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)
     tf.profiler.experimental.start(str(trace_dir))
@@ -423,19 +386,17 @@ def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float 
     """Training rates of several (source, model) pairs measured interleaved, side by side.
 
     Args:
-        runs: name -> ``(source, compiled model)``; each model is trained as a copy (one
-            copy per model object, shared by the runs that name it).
+        runs: name -> ``(source, compiled model)``; each model is trained as a copy (one per
+            model object).
         baseline: the name to express ratios against (``x_<baseline>``).
         max_seconds: the budget for all of them together.
         rounds: interleaved rounds.
-        min_steps: steps each run trains at least, past its share of ``max_seconds`` if need be
-            (the first left out of the rate): a slow step timed a few times is mostly noise.
+        min_steps: steps each run trains at least, past its share of ``max_seconds`` if need be.
 
     Returns:
-        One row per run: ``variant``, ``examples_per_s`` (over the timed steps, the first
-        step of each round left out), ``input_share``, ``steps``, then ``x_<baseline>`` and
-        its spread over the rounds, ``x_<baseline>_min`` and ``x_<baseline>_max`` (each round's
-        rate over the baseline's in the same round).
+        One row per run: ``variant``, ``examples_per_s``, ``input_share``, ``steps``, then
+        ``x_<baseline>`` with ``x_<baseline>_min`` and ``_max`` (each round's rate over the
+        baseline's in the same round).
     """
     copies, clones = {}, {}
     for name, (source, model) in runs.items():

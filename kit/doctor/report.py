@@ -20,15 +20,13 @@ class Diagnosis:
         verdict: ``"input-bound"``, ``"compute-bound"`` or ``"balanced"`` (with a model);
             ``"loader only"`` without one.
         summary: the verdict in a sentence, with the measured rates.
-        rates: the measured numbers (examples/s of loader, ceiling and fit; input share;
-            cores busy; bytes read per example ...).
-        findings: one row per finding, ranked by ``expected_gain``: ``code``,
-            ``evidence``, ``fix``, ``expected_gain``, ``basis``.
+        rates: the measured numbers (examples/s of loader, ceiling and fit; input share; cores busy ...).
+        findings: one row per finding, ranked (``findings.table``).
         pipeline: the tf.data ops from source to output, where the source is tf.data.
         trace_dir: where the profiler trace went, if one was recorded.
-        fixed: the best measured pipeline (a ``tf.data.Dataset`` with every fix that gained and
-            every correctness fix applied, checked to yield the same elements), or None.
-        changes: the ``kit.doctor.rewrite.Rewrite`` s applied in ``fixed``.
+        fixed: the best measured pipeline (every fix that gained and every correctness fix
+            applied, checked to yield the same elements), or None.
+        changes: the ``rewrite.Rewrite`` s applied in ``fixed``.
         tried: one row per fix the doctor tried (check, loader and fit gains, outcome).
         skipped: what the doctor left out to keep to its time budget.
     """
@@ -62,8 +60,7 @@ class Diagnosis:
 
     @property
     def top3(self) -> list[str]:
-        """The first three findings that are causes and gave (or are predicted to give) something:
-        neither the symptom nor 'checked: no gain here'."""
+        """The first three findings that are causes and gave (or are predicted to give) something."""
         rows = self.findings[(self.findings["kind"] != "symptom")
                              & ~self.findings["status"].isin(["no gain", "unmeasured"])]
         return list(rows["code"])[:3]
@@ -77,9 +74,8 @@ class Diagnosis:
         return "\n".join(lines)
 
     def as_dict(self) -> dict:
-        """The diagnosis as JSON-ready data: the three printed lists under ``findings``,
-        ``checked_no_gain`` and ``not_measured``, each row with its fields named and its printed
-        ``line``; NaN gains as None."""
+        """The diagnosis as JSON-ready data: the three printed lists (``findings``, ``checked_no_gain``,
+        ``not_measured``), each row with its printed ``line``; NaN gains as None."""
         def rows(df):
             out = []
             for r in df.itertuples(index=False):
@@ -105,9 +101,8 @@ class Diagnosis:
                 for name in ("findings", "checked: no gain here", "not measured")}
 
     def __str__(self) -> str:
-        """One pass: the verdict and its basis, one line per finding (what, where, the gain with its
-        spread, the change), then the fixes checked and found to give nothing, then what could not be
-        measured. ``details()`` adds each finding's evidence and basis."""
+        """The verdict and its basis, one line per finding, then the lists 'checked: no gain here' and
+        'not measured'."""
         return self._text(details=False)
 
     def details(self) -> str:
@@ -185,8 +180,7 @@ def _spread(r) -> str:
 
 
 def _what(r) -> str:
-    """The gain part of a finding's line: measured with its rounds' spread, predicted with its range,
-    a correctness fix's cost, or why nothing was measured."""
+    """The gain part of a finding's line (with its spread), a correctness fix's cost, or why nothing was measured."""
     g, spread = r.expected_gain, _spread(r)
     if r.kind == "symptom":
         return f"{_x(g)} headroom" if r.code == "input_bound" else "the model's step is the limit"

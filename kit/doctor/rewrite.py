@@ -1,10 +1,7 @@
 """Rewriting a tf.data pipeline: the fixes the doctor applies by itself, each a new ``Dataset`` built from the original's graph.
 
-A pipeline is read as a serialized graph (``DatasetToGraphV2``), changed node by node and read back
-(``DatasetFromGraph``) in this process, so its Python functions (``py_function``, ``from_generator``)
-still run. What options cannot express is a graph change here: a serial map or interleave made
-parallel, a ``cache()`` inserted or moved, a prefetch appended. Each ``Rewrite`` carries the change in
-the user's own terms (their function's name, as the graph names it).
+The graph (``DatasetToGraphV2``) is changed node by node and read back (``DatasetFromGraph``) in this
+process, so its Python functions still run. Each ``Rewrite`` carries the change in the user's terms.
 """
 
 from __future__ import annotations
@@ -17,20 +14,14 @@ from dataclasses import dataclass, field
 import tensorflow as tf
 from tensorflow.python.ops import gen_experimental_dataset_ops  # DatasetFromGraph has no tf.raw_ops alias here
 
-# Ops whose functions draw random numbers: a map running one is not repeatable, and TensorFlow's
-# map_parallelization leaves such (stateful) maps serial.
+# Ops whose functions draw random numbers: a map running one is not repeatable (and TensorFlow leaves it serial).
 RANDOM_OPS = frozenset({
     "RandomUniform", "RandomUniformInt", "RandomStandardNormal", "TruncatedNormal", "RandomShuffle",
     "Multinomial", "RandomGamma", "RandomPoisson", "RandomPoissonV2", "RngReadAndSkip", "RngSkip",
     "StatefulUniform", "StatefulUniformInt", "StatefulUniformFullInt", "StatefulStandardNormalV2",
     "StatefulTruncatedNormal", "StatefulRandomBinomial", "RandomCrop",
 })
-SHUFFLE_OPS = frozenset({"ShuffleDataset", "ShuffleDatasetV2", "ShuffleDatasetV3",
-                         "ShuffleAndRepeatDataset", "ShuffleAndRepeatDatasetV2"})
-BATCH_OPS = frozenset({"BatchDataset", "BatchDatasetV2", "PaddedBatchDataset", "PaddedBatchDatasetV2",
-                       "ParallelBatchDataset"})
 CACHE_OPS = frozenset({"CacheDataset", "CacheDatasetV2"})
-MAP_OPS = frozenset({"MapDataset", "ParallelMapDataset", "ParallelMapDatasetV2"})
 AUTOTUNE = -1
 
 
@@ -60,7 +51,6 @@ def user_name(fn_name: str) -> str:
 def graph_def(ds):
     """The pipeline's ``GraphDef``, with device placements cleared (a ``py_function`` node keeps a
     malformed one that would not read back)."""
-
     serialized = tf.raw_ops.DatasetToGraphV2(input_dataset=tf.data.experimental.to_variant(ds),
                                             external_state_policy=1, strip_device_assignment=True)
     g = tf.compat.v1.GraphDef()
@@ -75,7 +65,6 @@ def graph_def(ds):
 
 def from_graph(g, element_spec):
     """A ``Dataset`` read back from ``g`` in this process (its Python functions still registered)."""
-
     variant = gen_experimental_dataset_ops.dataset_from_graph(g.SerializeToString())
     return tf.data.experimental.from_variant(variant, element_spec)
 
@@ -158,6 +147,32 @@ def _remove(g, name: str) -> None:
     g.node.remove(node)
 
 
+def _cache_after(g, name: str, shuffle: int | None = None) -> None:
+    """An in-memory ``cache()`` after node ``name``; with ``shuffle``, then a shuffle of that many
+    elements, reshuffled each epoch."""
+    cached = _after(g, name, "CacheDataset", [_const(g, "filename", "", "string")])
+    if shuffle is not None:
+        _after(g, cached, "ShuffleDataset",
+               [_const(g, "buffer_size", max(1, shuffle), "int64"), _const(g, "seed", 0, "int64"),
+                _const(g, "seed2", 0, "int64")], {"reshuffle_each_iteration": True})
+
+
+def _parallel_map(g, name: str) -> None:
+    """``MapDataset`` ``name`` made a ``ParallelMapDatasetV2`` with autotuned parallelism, order kept."""
+    node = _node(g, name)
+    if node.op != "MapDataset":  # already parallel (another rewrite made it so)
+        return
+    controls = [i for i in node.input if i.startswith("^")]
+    data = _dataset_inputs(node)
+    calls = _const(g, "num_parallel_calls", AUTOTUNE, "int64")
+    del node.input[:]
+    node.input.extend([*data, calls, *controls])
+    node.op = "ParallelMapDatasetV2"
+    if "force_synchronous" in node.attr:
+        del node.attr["force_synchronous"]
+    node.attr["deterministic"].s = b"default"
+
+
 # --------------------------------------------------------------------------- the rewrites
 
 
@@ -174,9 +189,8 @@ class Rewrite:
         warm_epoch: reads a whole epoch before it is timed (a cache fills on its first epoch).
         names: the graph nodes it changes.
         spec: ``(factory, *args)``, which ``from_spec`` builds it again from (``--apply --out``).
-        keeps_elements: yields the same elements in the same order by construction (parallelism with
-            the order kept, a prefetch, options, workers): applied even where an epoch is too long to
-            check. The others (a cache inserted or moved, a map moved) are applied only once checked.
+        keeps_elements: yields the same elements in the same order by construction: applied even
+            where an epoch is too long to check (the others only once checked).
     """
 
     code: str
@@ -212,23 +226,8 @@ def apply(ds, rewrites) -> object:
 
 def parallel_map(name: str, fn: str) -> Rewrite:
     """``MapDataset`` ``name`` as a ``ParallelMapDatasetV2`` with autotuned parallelism, order kept."""
-
-    def edit(g):
-        node = _node(g, name)
-        if node.op != "MapDataset":  # already parallel (another rewrite made it so)
-            return
-        controls = [i for i in node.input if i.startswith("^")]
-        data = _dataset_inputs(node)
-        calls = _const(g, "num_parallel_calls", AUTOTUNE, "int64")
-        del node.input[:]
-        node.input.extend([*data, calls, *controls])
-        node.op = "ParallelMapDatasetV2"
-        if "force_synchronous" in node.attr:
-            del node.attr["force_synchronous"]
-        node.attr["deterministic"].s = b"default"
-
-    return Rewrite("serial_map", f"run {fn} in parallel",
-                   f".map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", edit=edit, names=(name,),
+    return Rewrite("serial_map", f"run {fn} in parallel", f".map({fn}, num_parallel_calls=tf.data.AUTOTUNE)",
+                   edit=lambda g: _parallel_map(g, name), names=(name,),
                    spec=("parallel_map", name, fn), keeps_elements=True)
 
 
@@ -255,16 +254,11 @@ def parallel_interleave(name: str, fn: str) -> Rewrite:
 
 def insert_cache(after: str, what: str, *, reshuffle: bool = False, count: int | None = None,
                  code: str = "no_cache") -> Rewrite:
-    """An in-memory ``cache()`` after node ``after``; with ``reshuffle``, a shuffle over the whole
-    cached data (``count`` elements) after it, reshuffled each epoch (an earlier shuffle would
-    otherwise freeze in the cache)."""
+    """An in-memory ``cache()`` after node ``after``; with ``reshuffle``, then a shuffle over the whole
+    cached data (``count`` elements), reshuffled each epoch (an earlier shuffle would freeze in the cache)."""
 
     def edit(g):
-        cached = _after(g, after, "CacheDataset", [_const(g, "filename", "", "string")])
-        if reshuffle:
-            _after(g, cached, "ShuffleDataset",
-                   [_const(g, "buffer_size", max(1, count or 1), "int64"), _const(g, "seed", 0, "int64"),
-                    _const(g, "seed2", 0, "int64")], {"reshuffle_each_iteration": True})
+        _cache_after(g, after, (count or 1) if reshuffle else None)
 
     tail = f".shuffle({count})" if reshuffle else ""
     return Rewrite(code, f"cache after {what}" + (", then shuffle the cached data each epoch" if reshuffle else ""),
@@ -278,8 +272,7 @@ def move_cache(cache: str, before: str, what: str, code: str) -> Rewrite:
 
     def edit(g):
         _remove(g, cache)
-        target = _dataset_inputs(_node(g, before))[0].split(":")[0]
-        _after(g, target, "CacheDataset", [_const(g, "filename", "", "string")])
+        _cache_after(g, _dataset_inputs(_node(g, before))[0].split(":")[0])
 
     return Rewrite(code, f"cache before {what}", f".cache() before {what}", edit=edit, warm_epoch=True,
                    names=(cache, before), spec=("move_cache", cache, before, what, code))
@@ -289,18 +282,13 @@ def reorder_cache(cache: str, shuffles: list[str], after: str, *, buffer: int | 
                   code: str, snippet: str) -> Rewrite:
     """The ``cache()`` node ``cache`` and the reshuffling ``shuffles`` before it taken out; a cache put
     back after node ``after`` (the last deterministic op before the first random one), then, where
-    there were shuffles, one shuffle of ``buffer`` elements reshuffled each epoch after the cache. The
-    decoded data is cached once, the order changes every epoch and random ops draw anew."""
+    there were shuffles, one shuffle of ``buffer`` elements reshuffled each epoch."""
 
     def edit(g):
         _remove(g, cache)
         for name in shuffles:
             _remove(g, name)
-        cached = _after(g, after, "CacheDataset", [_const(g, "filename", "", "string")])
-        if shuffles:
-            _after(g, cached, "ShuffleDataset",
-                   [_const(g, "buffer_size", max(1, buffer or 1), "int64"), _const(g, "seed", 0, "int64"),
-                    _const(g, "seed2", 0, "int64")], {"reshuffle_each_iteration": True})
+        _cache_after(g, after, (buffer or 1) if shuffles else None)
 
     return Rewrite(code, what, snippet, edit=edit, warm_epoch=True, names=(cache, *shuffles, after),
                    spec=("reorder_cache", cache, list(shuffles), after, buffer, what, code, snippet))
@@ -332,12 +320,9 @@ def options_fix(changes: dict[str, bool], text: str) -> Rewrite:
                    post=post, spec=("options_fix", changes, text), keeps_elements=True)
 
 
-
-
 def map_after_batch(map_name: str, batch_name: str, fn: str) -> Rewrite:
-    """The map ``map_name`` just before batch ``batch_name`` moved after it (run once per batch on
-    the whole batch), made parallel: valid only where it gives the same output, which the trial
-    checks on an epoch."""
+    """The map ``map_name`` just before batch ``batch_name`` moved after it and made parallel: valid only
+    where it gives the same output on whole batches, which the trial checks."""
 
     def edit(g):
         m, b = _node(g, map_name), _node(g, batch_name)
@@ -356,10 +341,7 @@ def map_after_batch(map_name: str, batch_name: str, fn: str) -> Rewrite:
             shapes.add().CopyFrom(batched.as_proto())
         m.attr["output_types"].CopyFrom(b_types)
         m.attr["output_shapes"].CopyFrom(b_shapes)
-        if m.op == "MapDataset":
-            edit_parallel = parallel_map(map_name, fn).edit
-            if edit_parallel is not None:
-                edit_parallel(g)
+        _parallel_map(g, map_name)
 
     return Rewrite("map_before_batch", f"batch first, then run {fn} on whole batches",
                    f".batch(B).map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", edit=edit,
@@ -373,8 +355,7 @@ def copy_attr(value):
 
 
 def pydataset_workers(workers: int) -> Rewrite:
-    """A ``keras.utils.PyDataset`` read by ``workers`` threads (a shallow copy with its workers set;
-    Keras's adapter keeps the batches in order)."""
+    """A ``keras.utils.PyDataset`` read by ``workers`` threads (a shallow copy; Keras keeps the order)."""
 
     def post(ds):
         out = copy.copy(ds)
@@ -386,9 +367,10 @@ def pydataset_workers(workers: int) -> Rewrite:
                    post=post, spec=("pydataset_workers", workers), keeps_elements=True)
 
 
-_FACTORIES: dict[str, Callable[..., Rewrite]] = {"pydataset_workers": pydataset_workers, "parallel_map": parallel_map, "parallel_interleave": parallel_interleave,
-              "insert_cache": insert_cache, "move_cache": move_cache, "map_after_batch": map_after_batch,
-              "final_prefetch": final_prefetch, "options_fix": options_fix}
+_FACTORIES: dict[str, Callable[..., Rewrite]] = {
+    "pydataset_workers": pydataset_workers, "parallel_map": parallel_map, "parallel_interleave": parallel_interleave,
+    "insert_cache": insert_cache, "move_cache": move_cache, "map_after_batch": map_after_batch,
+    "final_prefetch": final_prefetch, "options_fix": options_fix}
 
 
 def from_spec(spec) -> Rewrite:

@@ -10,12 +10,11 @@ from kit.doctor.findings import NOISE, Cap, Finding, Measured
 from kit.doctor.graph import _BATCH_OPS, _PASSIVE_OPS, _SHUFFLE_OPS, fn_label
 from kit.doctor.sources import is_pydataset
 
-#: Verdict thresholds on the headroom, the compute ceiling over the real fit measured side by side:
-#: a loader that makes the step wait and one that takes its CPU both show in it.
+#: Verdict thresholds on the headroom, the compute ceiling over the real fit measured side by side.
 INPUT_BOUND_HEADROOM = 1.3
 COMPUTE_BOUND_HEADROOM = 1.1
-#: Read amplification worth reporting: this many times the example bytes, and at
-#: least this many surplus bytes read in the measured window (noise: stray reads).
+#: Read amplification worth reporting: this many times the example bytes, and at least this many
+#: surplus bytes read in the measured window.
 AMPLIFICATION_FACTOR = 4.0
 AMPLIFICATION_MIN_BYTES = 1 << 20
 #: Threads a PyDataset waiting on files can usefully run (beyond them the disk is the limit).
@@ -23,15 +22,15 @@ IO_WORKERS = 4
 
 
 def cores_available(cores: int, busy: float, load: float) -> float:
-    """Cores a parallel loader could use without a model: this machine's, less what other processes
-    keep busy (the one-minute load average beyond this loader's own cores), at least one."""
+    """Cores a parallel loader could use without a model: this machine's, less what other processes keep
+    busy (the load average beyond this loader's cores), at least one."""
     others = max(0.0, load - busy) if math.isfinite(load) else 0.0
     return float(min(cores, max(1.0, cores - others)))
 
 
 def parallel(cores: int, busy: float, load: float, model_cores: float | None = None) -> tuple[float, float, str]:
-    """What more parallel loader work could give: ``(cores available, gain, basis)``. With a model,
-    the cores its own step keeps busy (measured on replayed batches) are not available."""
+    """What more parallel loader work could give: ``(cores available, gain, basis)``; with a model, less
+    the cores its step keeps busy."""
     if model_cores is not None and math.isfinite(model_cores):
         free = max(0.0, cores - model_cores)
         basis = (f"the loader alone kept {busy:.2f} of {cores} CPU cores busy and the model's step "
@@ -44,8 +43,7 @@ def parallel(cores: int, busy: float, load: float, model_cores: float | None = N
 
 
 def headroom(fits: dict) -> float:
-    """The compute ceiling over the real fit: the median of the rounds' ratios (``measure_fits``), or
-    the pooled rates' ratio where the rounds are not given."""
+    """The compute ceiling over the real fit: the rounds' median (``measure_fits``), else the pooled ratio."""
     H = fits.get("headroom", math.nan)
     if isinstance(H, float) and math.isfinite(H):
         return H
@@ -62,8 +60,8 @@ def cap(fits: dict) -> Cap:
 
 
 def predicted(m: Measured, low: float, high: float) -> tuple[float, float, float]:
-    """A predicted loader gain range made end-to-end: ``(expected, low, high)``, each capped by the
-    headroom; expected is the range's geometric middle."""
+    """A predicted gain range ``(expected, low, high)``, each capped by the headroom; expected is the
+    range's geometric middle."""
     lo, hi = m.cap(max(1.0, low)), m.cap(max(1.0, high))
     return math.sqrt(lo * hi), lo, hi
 
@@ -75,9 +73,8 @@ def loader_summary(loader: dict) -> str:
 
 
 def input_explains(fits: dict, loader_rate: float, loader_cores: float) -> float:
-    """The most of the fit's slowdown its input can explain, from two measured shares: the steps' wait
-    for input, and the CPU the loader needs at the fit's rate (its cores busy alone, scaled from its
-    own rate to the fit's), which it takes from the step. ``1 / (1 - wait - cpu)``."""
+    """The most of the fit's slowdown its input can explain, ``1 / (1 - wait - cpu)``: the steps' wait
+    share, and the CPU the loader needs at the fit's rate (its cores busy alone, scaled)."""
     F, share = fits["fit_examples_per_s"], fits["input_share"]
     cpu = F * loader_cores / loader_rate if loader_rate > 0 and math.isfinite(loader_cores) else math.inf
     taken = (share if math.isfinite(share) else 1.0) + cpu
@@ -85,11 +82,9 @@ def input_explains(fits: dict, loader_rate: float, loader_cores: float) -> float
 
 
 def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> tuple[str, str, list[Finding]]:
-    """The verdict from the headroom (compute ceiling over real fit, measured side by side), with the
-    share of each step spent waiting beside it: ``(verdict, summary, findings)``. Where the input can
-    explain under ``COMPUTE_BOUND_HEADROOM`` of it (the steps hardly wait and the loader needs a sliver
-    of a core at the fit's rate), a headroom over that line is the rounds' noise or another process's
-    load, not the input: compute-bound, said so.
+    """The verdict from the headroom (compute ceiling over real fit): ``(verdict, summary, findings)``.
+    Where the input can explain under ``COMPUTE_BOUND_HEADROOM`` of it (``input_explains``), a larger
+    headroom is noise or another process's load: compute-bound, said so.
 
     Args:
         fits: what ``measure.measure_fits`` returned.
@@ -128,9 +123,8 @@ def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> t
 
 
 def verdict_basis(fits: dict) -> str:
-    """The verdict's basis in a line: the ceiling and the fit with their rounds' spread, the headroom
-    of each round, and a warning where the rounds fall on both sides of a threshold (the verdict then
-    depends on the machine's load: rerun it on a quiet machine)."""
+    """The verdict's basis in a line: the ceiling and the fit with their rounds' spread, each round's
+    headroom, and a warning where the rounds straddle a threshold."""
     c, f = fits.get("ceiling_rounds") or [], fits.get("fit_rounds") or []
     if not c or not f:
         return ""
@@ -159,8 +153,7 @@ def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: s
         fits: what ``measure.measure_fits`` returned.
         head_rate: examples/s of the rest trained on the prefix's output (None: not measured).
         why: why it was not measured.
-        augmented: what draws random numbers ahead of the frozen layers ('' when nothing does):
-            then the features differ every epoch and cannot be cached as they are.
+        augmented: what draws random numbers ahead of the frozen layers ('' when nothing does).
     """
     params = sum(int(np.prod(w.shape)) for layer in prefix for w in layer.weights)
     names = f"{prefix[0].name}" + (f" .. {prefix[-1].name}" if len(prefix) > 1 else "")
@@ -185,18 +178,15 @@ def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: s
         gain_high=gain)
 
 
-#: Reading (opening and reading the bytes read from the page cache, timed here) under this share of the
-#: loader's time cannot be what it waits on: reading less is then 'checked: no gain here'.
+#: Reading the bytes (from the page cache, timed here) under this share of the loader's time cannot be
+#: what it waits on.
 READ_SHARE = 0.25
 
 
 def read_amplification(loader: dict, example_bytes: float, m: Measured) -> tuple[float | None, list[Finding]]:
-    """Bytes read per example over the example's bytes: ``(factor or None, findings)``. Claimed only
-    where the bytes prove reading is the cost: at the page cache's measured speed the bytes read take
-    at least ``READ_SHARE`` of the loader's time (or the loader waits, from storage, with its cores
-    idle). The gain is predicted from that share: reading ``k`` times less saves
-    ``share * (1 - 1/k)`` of the loader's time, capped by the headroom. Where decoding, not reading,
-    is the cost (an image folder), it is listed as checked with no gain here."""
+    """Bytes read per example over the example's bytes: ``(factor or None, findings)``. Predicted only
+    where reading takes at least ``READ_SHARE`` of the loader's time (or the loader waits on storage):
+    reading ``k`` times less saves ``share * (1 - 1/k)`` of it; else 'not measured'."""
     per_example = max(loader.get("rchar_per_example", 0.0), loader.get("read_bytes_per_example", 0.0))
     if not (per_example and example_bytes):
         return None, []
@@ -230,7 +220,7 @@ def read_amplification(loader: dict, example_bytes: float, m: Measured) -> tuple
 
 def pydataset_workers(source, m: Measured) -> list[Finding]:
     """A ``keras.utils.PyDataset`` with one worker: a predicted range, from what the loader waits on
-    (files: threads overlap the waits; CPU: only the cores the model's step leaves)."""
+    (files: threads overlap the waits; CPU: the cores the model's step leaves)."""
     if not is_pydataset(source):
         return []
     workers = getattr(source, "workers", 1) or 1
@@ -257,16 +247,11 @@ def pydataset_workers(source, m: Measured) -> list[Finding]:
 
 
 def python_source(graph: dict | None, m: Measured, places: dict | None = None) -> list[Finding]:
-    """Python feeding a tf.data pipeline (``from_generator``, a ``py_function`` / ``numpy_function`` in
-    a map, serial or parallel): the Python holds the GIL, so threads cannot run it side by side. Where
-    the loader runs it on parallel threads yet keeps at most ``GIL_CORES`` cores busy of two or more,
-    the GIL is measured to be the limit. Predicted from the loader without its Python: its share of
-    the loader's time timed in the calls (``python_share``), or, where the Python is the loader, batching
-    alone timed; made end to end, kept between what threads on the free cores give and the whole
-    headroom. Untimed, the range's geometric middle."""
+    """Python feeding a tf.data pipeline (``from_generator``, ``py_function``, ``numpy_function``): it
+    holds the GIL. Predicted from the loader without its Python (``python_share``), kept between what
+    threads on the free cores give and the whole headroom; untimed, the range's geometric middle."""
     if graph is None:
         return []
-
     chain = graph["chain"]
     where = [n for n in chain if n.name in graph["python"]]
     if not where:
@@ -323,8 +308,7 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
 
 def python_is_the_loader(graph: dict | None) -> bool:
     """Whether the pipeline's Python is its source and everything after it only batches, shuffles or
-    passes elements on (``from_generator(...).shuffle(...).batch(...)``): without that Python the
-    loader would only batch, which ``loader.batching_rate`` times on one example replayed."""
+    passes elements on: without it the loader would only batch (``loader.batching_rate``)."""
     if graph is None or not graph["python"]:
         return False
     chain = graph["chain"]
@@ -334,13 +318,10 @@ def python_is_the_loader(graph: dict | None) -> bool:
 
 
 def python_share(m: Measured, *, parallel: bool) -> float:
-    """The share of the loader's time its Python takes, at most 0.95 (0.99 against batching alone;
-    NaN where none was timed): timed in the calls (``loader.python_seconds``), the pipeline's threads
-    inside the graph's Python at once (their waits for the GIL counted, the GIL being what holds them),
-    over the threads that could run it, one where the Python runs serially (a generator, a serial map), the cores for a parallel map.
-    Where the Python is the loader (``python_is_the_loader``) the rest is timed instead: the share is
-    what batching one replayed example (``Measured.batching_rate``) leaves of the loader's time, as
-    the crossing into Python and back (the GIL, converting each element) lies outside the calls."""
+    """The share of the loader's time its Python takes, at most 0.95 (NaN where none was timed): the
+    pipeline's threads inside its Python at once (``loader.python_seconds``) over the threads that could
+    run it (one, or the cores for a parallel map). Where the Python is the loader, what batching alone
+    (``Measured.batching_rate``) leaves of the loader's time, at most 0.99."""
     if math.isfinite(m.batching_rate) and m.batching_rate > 0 and m.loader_rate > 0:
         return min(0.99, max(0.0, 1 - m.loader_rate / m.batching_rate))  # the loader is its Python and a batch
     if not (math.isfinite(m.python_threads) and m.python_threads > 0):
@@ -348,22 +329,19 @@ def python_share(m: Measured, *, parallel: bool) -> float:
     return min(0.95, m.python_threads / (max(1, m.cores) if parallel else 1))
 
 
-#: A loader running Python on two or more threads that keeps at most this many cores busy (of two or
-#: more) is held by the GIL: one thread runs Python at a time (1 core, plus what C code releasing
-#: the GIL adds around it).
+#: A loader running Python on several threads that keeps at most this many cores busy is held by the GIL.
 GIL_CORES = 1.3
 
 
 def gil_bound(m: Measured, *, threads: bool) -> bool:
-    """Whether the loader's Python is held by the GIL: it runs on several threads (``threads``), the
-    machine has two or more cores, and the loader computes (not waits) on at most ``GIL_CORES``."""
+    """Whether the loader's Python is held by the GIL: on several ``threads`` and two or more cores, the
+    loader computes (not waits) on at most ``GIL_CORES``."""
     return threads and m.cores >= 2 and not m.io_wait and m.cores_busy <= GIL_CORES
 
 
 def pydataset_gil(source, m: Measured) -> list[Finding]:
     """A ``keras.utils.PyDataset`` whose thread workers keep about one core busy: its ``__getitem__``
-    holds the GIL, so more threads cannot help; vectorising it (NumPy over the whole batch) or
-    processes on the cores the model's step leaves can."""
+    holds the GIL; vectorising it can help."""
     if not is_pydataset(source):
         return []
     workers = getattr(source, "workers", 1) or 1
@@ -384,11 +362,9 @@ def pydataset_gil(source, m: Measured) -> list[Finding]:
 
 
 def time_split(loader: dict, m: Measured, graph: dict | None, source) -> str:
-    """Where the loader's time goes, split as DS-Analyzer splits it: fetching (the bytes read per
-    example, from storage or from the page cache, and what reading them costs here) against
-    preparation (the cores its maps and Python keep busy); for Python (a generator, a PyDataset, a
-    ``py_function``), GIL-bound work, which threads cannot spread, against waiting on I/O, which they
-    can. One line, every figure measured in this run."""
+    """Where the loader's time goes, in a line, split as DS-Analyzer splits it: fetching (bytes read per
+    example and what reading them costs) against preparation (the cores it keeps busy; for Python,
+    GIL-bound work against waiting on I/O)."""
     rchar = loader.get("rchar_per_example", 0.0)
     storage = loader.get("read_bytes_per_example", 0.0)
     read_s = loader.get("read_s_per_example", 0.0)

@@ -32,15 +32,12 @@ def is_model(obj) -> bool:
 
 def check_source(source, name: str = "source"):
     """Raises ``ValueError`` (naming ``name``) unless ``source`` is a re-readable batch source."""
-    if source is None or isinstance(source, (str, bytes, int, float, np.ndarray)):
-        raise ValueError(f"{name} is of type {type(source).__name__!r}, not a batch source (a "
-                         f"tf.data.Dataset, a keras.utils.PyDataset or a function returning a generator "
-                         f"of batches)")
     if isinstance(source, Iterator):
         raise ValueError(f"{name} is a one-shot iterator ({type(source).__name__}); the doctor reads it "
                          f"several times: pass a tf.data.Dataset, a PyDataset or a function returning "
                          f"a fresh generator")
-    if not (is_pydataset(source) or callable(source) or hasattr(source, "__iter__")):
+    if (source is None or isinstance(source, (str, bytes, int, float, np.ndarray))
+            or not (is_pydataset(source) or callable(source) or hasattr(source, "__iter__"))):
         raise ValueError(f"{name} is of type {type(source).__name__!r}, not a batch source (a "
                          f"tf.data.Dataset, a keras.utils.PyDataset or a function returning a generator "
                          f"of batches)")
@@ -48,7 +45,7 @@ def check_source(source, name: str = "source"):
 
 class Progress:
     """What the doctor is reading now and how many batches of it arrived, so that a watchdog can say
-    which batch it waits for (``python -m kit doctor`` ends a run whose batch never arrives)."""
+    which batch it waits for."""
 
     def __init__(self):
         self.what, self.batches, self.since = "starting", 0, time.monotonic()
@@ -173,15 +170,10 @@ def shapes(batch) -> str:
 
 
 class ModelError(ValueError):
-    """The model, not the source, is at fault: not compiled, not copyable, or not taking the batches.
-
-    The message names the Keras model (``model.name``); ``python -m kit doctor`` puts the
-    ``MODULE:FUNCTION`` that returned it in front.
-    """
+    """The model, not the source, is at fault: not compiled, not copyable, or not taking the batches."""
 
 
-# TensorFlow's wrapping around an op's message: "{{function_node __wrapped__...}} ", the
-# "Graph execution error:" / "Detected at node ..." / stack-trace preamble, "[[{{node X}}]]"
+# TensorFlow's wrapping around an op's message: "{{function_node ...}}", the preamble, "[[{{node X}}]]"
 # lines, a trailing " [Op:IteratorGetNext] name: ".
 _TF_PREFIX = re.compile(r"\{\{function_node [^}]*\}\}\s*")
 _TF_SUFFIX = re.compile(r"\s*(\[\[[^\]]*\]\]\s*)*(\[Op:[^\]]*\])?\s*(name:\s*\S*)?\s*$")
@@ -217,16 +209,13 @@ _KIT = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 
 
 def is_library(filename: str) -> bool:
-    """Whether a file is the standard library's or an installed package's (TensorFlow, Keras ...), not
-    the user's."""
+    """Whether a file is the standard library's or an installed package's, not the user's."""
     return os.path.realpath(filename).startswith(_LIBRARY)
 
 
 def user_place(e: BaseException) -> str:
-    """``mymod.py:21 in py``: the innermost place in the user's own code that an error names, from
-    the message (TensorFlow quotes the Python traceback of a ``py_function`` and autograph's "in user
-    code" frames) or from the traceback; '' when none is the user's."""
-    texts = [str(e)]
+    """``mymod.py:21 in py``: the innermost place in the user's own code that an error names, from the
+    message (TensorFlow quotes a ``py_function``'s traceback) or else the traceback; '' when none."""
     tb = e.__traceback__
     frames = []
     while tb is not None:
@@ -237,8 +226,7 @@ def user_place(e: BaseException) -> str:
                 and not os.path.basename(f).startswith("__autograph_generated")
                 and not is_library(f) and not os.path.realpath(f).startswith(_KIT)]
 
-    # The message's own frames first (the function that failed), else the traceback's.
-    user = users([(f, int(n), fn) for f, n, fn in _FILE_LINE.findall("\n".join(texts))]) or users(frames)
+    user = users([(f, int(n), fn) for f, n, fn in _FILE_LINE.findall(str(e))]) or users(frames)
     if not user:
         return ""
     f, n, fn = user[-1]
@@ -246,13 +234,9 @@ def user_place(e: BaseException) -> str:
 
 
 def describe_error(e: BaseException) -> str:
-    """An exception as one line of at most 300 characters, its type first: ``RuntimeError: no data``.
-
-    A TensorFlow error gives its first meaningful line, without the ``{{function_node ...}}``,
-    graph-execution and ``[Op:...]`` noise: ``InvalidArgumentError: Input is empty.``; an error
-    raised in Python inside the pipeline (``py_function``, ``from_generator``) gives the Python
-    error's line (``ValueError: bad file``). Other errors give their first paragraph on one line.
-    """
+    """An exception as one line of at most 300 characters, its type first, and the user's code it names:
+    ``InvalidArgumentError: Input is empty.`` (TensorFlow's wrapping dropped), ``ValueError: bad file``
+    (Python raised inside the pipeline), else the first paragraph."""
     name = type(e).__name__
     text = str(e)
     autograph = re.search(r"in user code:.*?\n\s*([A-Za-z_][\w.]*(?:Error|Exception)): ([^\n]*)\s*$", text, re.S)

@@ -18,35 +18,27 @@ from kit.timing.batches import iterate
 
 #: A fix counts as a gain only when every round was faster and the median by at least this much.
 MIN_GAIN = 1.05
-#: A median gain this large is real even where one round was not faster: on a shared two-core machine a
-#: busy round dipped under 1x beside medians of 1.65x and 1.77x (the doctor's corpus, 5 December 2026).
+#: A median gain this large is real even where one round was not faster (a busy round may dip under 1x).
 CLEAR_GAIN = 1.25
 
 
-def _leaves(element) -> list[np.ndarray]:
-    return [np.asarray(v) for v in tf.nest.flatten(element)]
+def _digest(arrays) -> str:
+    h = hashlib.blake2b(digest_size=12)
+    for v in arrays:
+        h.update(np.ascontiguousarray(v).tobytes())
+    return h.hexdigest()
 
 
 def example_digests(element, *, labels_only: bool = False) -> list[str]:
     """One digest per example of a batch (its leaves' rows, or only the last leaf's with
     ``labels_only``); one for the whole element when its leaves do not share a first dimension."""
-    leaves = _leaves(element)
+    leaves = [np.asarray(v) for v in tf.nest.flatten(element)]
     if labels_only:  # the labels (the last leaf); with none, only the count of examples
         leaves = leaves[-1:] if len(leaves) > 1 else [np.zeros(len(leaves[0]) if leaves[0].ndim else 1)]
     rows = {int(v.shape[0]) if v.ndim else -1 for v in leaves}
     if len(rows) != 1 or -1 in rows:
-        h = hashlib.blake2b(digest_size=12)
-        for v in leaves:
-            h.update(np.ascontiguousarray(v).tobytes())
-        return [h.hexdigest()]
-    n = next(iter(rows))
-    out = []
-    for i in range(n):
-        h = hashlib.blake2b(digest_size=12)
-        for v in leaves:
-            h.update(np.ascontiguousarray(v[i]).tobytes())
-        out.append(h.hexdigest())
-    return out
+        return [_digest(leaves)]
+    return [_digest(v[i] for v in leaves) for i in range(next(iter(rows)))]
 
 
 def epoch_digests(ds, *, labels_only: bool, deadline: float) -> list[str] | None:
@@ -77,24 +69,22 @@ class Check:
     how: str
 
 
-# The original's digests, read once for all the candidates of one diagnosis (keyed by the object).
+# The original's digests, read once for all the candidates of one diagnosis: (id, random) -> (original, digests).
 _ORIGINAL: dict = {}
-_ORIGINAL_OF: dict = {}
 
 
 def same_elements(original, fixed, *, ordered: bool, random: bool, seconds: float) -> Check:
     """One epoch of each compared, example by example: the same sequence where the original is
     deterministic (``ordered``), the same multiset where it shuffles; where it draws random
-    numbers (augmentation), the labels' multiset (the last leaf of each element) and the count."""
+    numbers, the labels' multiset (the last leaf of each element) and the count."""
     deadline = time.perf_counter() + seconds
     key = (id(original), random)
-    a = _ORIGINAL.get(key)
-    if a is None or _ORIGINAL_OF.get(key) is not original:
+    of, a = _ORIGINAL.get(key, (None, None))
+    if a is None or of is not original:
         a = epoch_digests(original, labels_only=random, deadline=deadline)
         if a is not None:
             _ORIGINAL.clear()
-            _ORIGINAL_OF.clear()
-            _ORIGINAL[key], _ORIGINAL_OF[key] = a, original
+            _ORIGINAL[key] = (original, a)
     try:
         b = epoch_digests(fixed, labels_only=random, deadline=deadline + seconds) if a is not None else None
     except Exception as e:  # noqa: BLE001  (TensorFlow's many error types: the fix does not run here)
@@ -105,8 +95,8 @@ def same_elements(original, fixed, *, ordered: bool, random: bool, seconds: floa
     if ordered and not random:
         same = a == b
         if not same and Counter(a) == Counter(b):
-            # The same examples in another order: an original with no fixed order (a generator that
-            # shuffles inside) gives another order in its own second epoch, and then order is no test.
+            # The same examples in another order: where the original's own order changes from epoch to
+            # epoch (a generator that shuffles inside), order is no test.
             again = epoch_digests(original, labels_only=False, deadline=deadline + 2 * seconds)
             if again is not None and again != a:
                 return Check(True, f"the same {len(a):,} {what} per epoch, as a multiset: the original's own "
@@ -151,8 +141,7 @@ class Gain:
 
     @property
     def real(self) -> bool:
-        """A gain beyond the noise: the median at least ``MIN_GAIN`` with every round faster, or a median
-        of ``CLEAR_GAIN`` or more (one round of a busy machine may dip under 1x; the median holds)."""
+        """A gain beyond the noise: a median of at least ``MIN_GAIN`` with every round faster, or of ``CLEAR_GAIN``."""
         return self.median >= MIN_GAIN and (self.low > 1.0 or self.median >= CLEAR_GAIN)
 
     def text(self) -> str:
