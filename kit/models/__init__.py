@@ -1,7 +1,5 @@
-"""Models used by the walkthrough: an audio backbone and head (spectrogram case) and a
-small U-Net (segmentation case), and the small conv net the demos and benches
-train (``small_model``). Each lives in its own module, which imports Keras at its top; this
-package imports none of them until a name of one is used (``small_model``, or the module).
+"""Models of the walkthrough: an audio backbone and head (``audio``), a small U-Net (``unet``) and the
+small conv net the demos and benches train (``small_model``). Imports no Keras until one is used.
 """
 
 import importlib

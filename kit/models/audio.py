@@ -1,21 +1,9 @@
 """An audio backbone for one-second spectrogram frames, a classifier head, and the transfer model.
 
-``backbone()`` builds a YAMNet-like network: the layer layout of YAMNet (MobileNet v1
-on ``(96, 64, 1)`` log-mel frames: one 3x3 convolution, then 13 depthwise-separable
-blocks, each convolution followed by batch norm and ReLU, global average pooling to a
-1,024-d embedding). About 3.2 million parameters and 69 million multiply-adds per
-frame (see ``cost``): what the pretrained networks such users fine-tune cost, so
-the timings mean what they would for them.
-
-Weights come from a local file when one is given (``backbone(weights="x.weights.h5")``,
-a file written by ``model.save_weights`` of this architecture); otherwise they are
-random (seeded, so the same ``seed`` gives the same backbone). Nothing is downloaded.
-
-``head()`` is the part that trains: a Dense classifier on the embedding (optionally
-with one hidden layer). ``transfer_model(backbone, head)`` chains them with the
-backbone frozen: the spectrogram user's model, trained end to end on frames.
-
-TensorFlow and Keras are imported only when a model is built.
+``backbone()`` has YAMNet's layer layout (MobileNet v1 on ``(96, 64, 1)`` log-mel frames, a 1,024-d
+embedding): what the pretrained networks such users fine-tune cost (``cost``), with seeded random
+weights or a local ``.weights.h5`` file; nothing is downloaded. ``head()`` is the Dense classifier
+that trains; ``transfer_model`` chains them with the backbone frozen: the spectrogram user's model.
 """
 
 from __future__ import annotations
@@ -65,25 +53,18 @@ def _check_alpha(alpha: float) -> float:
 
 def backbone(weights: str | os.PathLike | None = None, *, input_shape=FRAME_SHAPE,
              alpha: float = 1.0, seed: int = 0, name: str = "audio_backbone"):
-    """Builds the YAMNet-like backbone: frames ``(B, 96, 64, 1)`` -> embeddings ``(B, 1024)``.
+    """Builds the YAMNet-like backbone: frames ``(B, 96, 64, 1)`` -> embeddings ``(B, 1024 * alpha)``.
 
     Args:
-        weights: a local ``.weights.h5`` file saved from this architecture (same
-            ``input_shape`` and ``alpha``), or None for random weights.
+        weights: a local ``.weights.h5`` file saved from this architecture (same ``input_shape`` and
+            ``alpha``), or None for random weights seeded by ``seed``.
         input_shape: ``(H, W, 1)`` of a frame.
-        alpha: width multiplier (MobileNet's): 1.0 is YAMNet's size; smaller is
-            cheaper, for quick experiments. The embedding is ``1024 * alpha`` wide.
-        seed: seeds the random initial weights (ignored when ``weights`` is given).
+        alpha: MobileNet's width multiplier: 1.0 is YAMNet's size; smaller is cheaper.
         name: the model's name.
 
     Returns:
-        A ``keras.Model`` (not frozen; ``transfer_model`` freezes it).
-
-    Raises:
-        FileNotFoundError: ``weights`` names a file that does not exist.
-        ValueError: the file's weights do not fit this architecture.
+        A ``keras.Model``, not frozen; ``FileNotFoundError`` if ``weights`` does not exist.
     """
-
     alpha = _check_alpha(alpha)
     if weights is not None and not Path(weights).is_file():
         raise FileNotFoundError(f"{weights}: backbone weights file not found (nothing is downloaded)")
@@ -93,8 +74,7 @@ def backbone(weights: str | os.PathLike | None = None, *, input_shape=FRAME_SHAP
         return keras.initializers.HeNormal(seed=seed * 1000 + next(counter))
 
     def depthwise_init():
-        # Each depthwise filter sees 9 inputs; Keras's fan-in for a (3, 3, C, 1)
-        # kernel would be 9 * C and shrink the activations layer after layer.
+        # Each depthwise filter sees 9 inputs, not Keras's fan-in of 9 * C.
         return keras.initializers.RandomNormal(stddev=math.sqrt(2.0 / 9.0), seed=seed * 1000 + next(counter))
 
     def bn(x, label):
@@ -131,20 +111,14 @@ def head(num_classes: int, *, embedding_dim: int = EMBEDDING_DIM, hidden: int | 
     Args:
         num_classes: output classes.
         embedding_dim: width of the backbone's embedding.
-        hidden: units of one hidden ReLU layer, or None for a single Dense layer
-            (the spectrogram user trains only that).
+        hidden: units of one hidden ReLU layer, or None for a single Dense layer.
         dropout: dropout rate before the output layer.
-        standardize: ``(mean, variance)`` per embedding dimension (from
-            ``kit.features.embedding_stats``), applied first as fixed constants; or
-            None. Embeddings of a frozen backbone vary little around large means;
-            standardised, a Dense head learns in a few epochs instead of dozens.
+        standardize: ``(mean, variance)`` per embedding dimension (``kit.features.embedding_stats``),
+            applied first as constants: a frozen backbone's embeddings vary little around large
+            means, and a head learns them standardised in a few epochs instead of dozens.
         seed: seeds the initial weights.
         name: the model's name.
-
-    Returns:
-        A ``keras.Model`` producing logits (use ``from_logits=True`` losses).
     """
-
     check_int("num_classes", num_classes)
     check_int("embedding_dim", embedding_dim)
     if hidden is not None:
@@ -167,12 +141,8 @@ def head(num_classes: int, *, embedding_dim: int = EMBEDDING_DIM, hidden: int | 
 
 
 def transfer_model(backbone_model, head_model, *, name: str = "transfer"):
-    """Frozen backbone + head: frames -> logits; only the head's weights train.
-
-    The backbone is set ``trainable = False`` and called with ``training=False``, so
-    its batch-norm statistics stay fixed, exactly as when its features are cached.
-    """
-
+    """Frozen backbone + head: frames -> logits; only the head trains, and the backbone's batch-norm
+    statistics stay fixed (``training=False``), as when its features are cached."""
     backbone_model.trainable = False
     inputs = keras.Input(backbone_model.input_shape[1:], name="frames")
     features = backbone_model(inputs, training=False)
@@ -181,7 +151,6 @@ def transfer_model(backbone_model, head_model, *, name: str = "transfer"):
 
 def compile_classifier(model, *, learning_rate: float = 1e-3, steps_per_execution: int = 1):
     """Compiles a classifier producing logits: Adam, sparse cross-entropy, accuracy."""
-
     model.compile(optimizer=keras.optimizers.Adam(learning_rate),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
@@ -189,16 +158,10 @@ def compile_classifier(model, *, learning_rate: float = 1e-3, steps_per_executio
     return model
 
 
-# --------------------------------------------------------------------------- cost
-
-
 @dataclass(frozen=True)
 class Cost:
-    """What one frame costs a model: parameters and arithmetic.
-
-    ``flops`` counts a multiply-add as 2 operations (``flops == 2 * macs``); batch
-    norm, ReLU and pooling (element-wise, a few percent) are left out.
-    """
+    """What one frame costs a model: parameters and multiply-adds (``flops == 2 * macs``; element-wise
+    layers left out)."""
 
     params: int
     trainable_params: int
@@ -221,12 +184,8 @@ class Cost:
 
 
 def cost(model) -> Cost:
-    """Parameter count and multiply-adds per example of a Keras model.
-
-    Counts Conv2D, DepthwiseConv2D, SeparableConv2D and Dense layers (nested
-    models included) from their output shapes, so it works for any input size.
-    """
-
+    """Parameter count and multiply-adds per example of a Keras model (``layer_macs`` over its layers,
+    nested models included)."""
     macs = sum(layer_macs(layer) for layer in leaf_layers(model))
     trainable = sum(math.prod(w.shape) for w in model.trainable_weights)
     return Cost(params=int(model.count_params()), trainable_params=int(trainable), macs=int(macs),
@@ -252,15 +211,11 @@ def layer_macs(layer) -> int:
 
 
 def training_flops(model) -> int:
-    """Floating-point operations one training step spends per example (a multiply-add is 2).
-
-    Each counted layer (``layer_macs``) costs its forward pass; a trainable one twice that again
-    backwards (the gradients of its weights and of its input); a frozen one after a trainable one
-    once again (its input's gradient only); a frozen one before every trainable layer nothing
-    backwards, since no gradient flows into it. Layers are taken in the model's order, which is
-    the order of a chain such as ``transfer_model``'s (frozen backbone, then the head).
+    """Floating-point operations one training step spends per example: each layer's forward pass
+    (``layer_macs``), backwards twice that for a trainable layer (weights' and input's gradients),
+    once for a frozen one after a trainable one, nothing for a frozen one before every trainable
+    layer. Layers in the model's order, as in a chain such as ``transfer_model``'s.
     """
-
     flops, seen_trainable = 0, False
     for layer in leaf_layers(model):
         forward = 2 * layer_macs(layer)

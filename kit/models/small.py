@@ -1,7 +1,4 @@
-"""The small conv net the examples, the distribution demos and the benches train.
-
-Keras is imported only when a model is built.
-"""
+"""The small conv net the examples, the distribution demos and the benches train."""
 
 from __future__ import annotations
 
@@ -13,20 +10,9 @@ __all__ = ["small_model"]
 
 
 def small_model(frame_shape, classes: int, *, seed: int = 0, width: int = 1, head_only: bool = False):
-    """A small classifier of ``(H, W, 1)`` frames, outputting logits.
-
-    Two strided convolutions and global pooling: tens of ms per step of 128 frames on
-    2 CPU cores, like a light model on a GPU.
-
-    Args:
-        frame_shape: ``(H, W)`` of the frames (inputs are ``(H, W, 1)``).
-        classes: outputs (logits).
-        seed: initialises the weights (this sets Keras's global seeds).
-        width: multiplies the conv filters (more compute per example).
-        head_only: only a Dense head on pooled frames: little compute per example, like
-            training a head on a frozen backbone (the spectrogram user's case).
-    """
-
+    """A small classifier of ``(H, W, 1)`` frames (``frame_shape``: ``(H, W)``), outputting logits: two
+    strided convolutions (``width`` times the filters) and global pooling, or with ``head_only`` a
+    Dense head on pooled frames, like a head on a frozen backbone. ``seed`` sets Keras's global seeds."""
     width = check_int("width", width)
     keras.utils.set_random_seed(seed)
     if head_only:

@@ -1,7 +1,4 @@
-"""A small U-Net for the segmentation case, and its loss.
-
-Everything is built inside functions, so importing this module does not import
-TensorFlow or Keras.
+"""A small U-Net for the segmentation case, and its loss (Keras imported only when built).
 
 Example:
     >>> model = unet(num_classes=12, input_dtype="uint8")   # normalises on the accelerator
@@ -17,19 +14,15 @@ __all__ = ["unet", "segmentation_loss"]
 
 def unet(num_classes: int, *, input_shape=(None, None, 3), input_dtype: str = "float32", filters: int = 16,
          depth: int = 3, name: str = "unet"):
-    """A small U-Net-style model: per-pixel logits ``(B, H, W, num_classes)``.
+    """A small U-Net-style model: per-pixel logits ``(B, H, W, num_classes)``, uncompiled.
 
     Args:
         num_classes: classes of the palette.
-        input_shape: ``(H, W, 3)``; H and W must be multiples of ``2 ** depth`` (None: any such size).
-        input_dtype: ``"float32"`` for images already in [0, 1]; ``"uint8"`` for raw pixels,
-            which the model casts and scales by 1/255 itself, on the accelerator (the
-            ``class_index`` loader's default output).
+        input_shape: ``(H, W, 3)``; H and W multiples of ``2 ** depth`` (None: any such size).
+        input_dtype: ``"float32"`` for images in [0, 1]; ``"uint8"`` for raw pixels, which the model
+            scales itself, on the accelerator (the ``class_index`` loader's default).
         filters: channels of the first level; each level down doubles them.
         depth: levels of down-sampling.
-
-    Returns:
-        An uncompiled ``keras.Model`` whose outputs are logits (use ``from_logits=True``).
     """
     import keras  # keeps kit.models.unet light: Keras (tests/test_segmentation.py checks it)
 
@@ -62,13 +55,8 @@ def unet(num_classes: int, *, input_shape=(None, None, 3), input_dtype: str = "f
 
 
 def segmentation_loss(*, one_hot: bool = False, ignore_label: int | None = None):
-    """The loss for a loader's ``y``: sparse on class ids, categorical on one-hot masks.
-
-    The two give the same value on the same masks (sparse needs no one-hot tensor:
-    it reads the logit of the right class directly). ``ignore_label`` makes the
-    sparse loss skip those pixels (averaging over the others); one-hot masks give
-    ignored pixels all-zero rows, which add nothing to the categorical loss.
-    """
+    """The loss for a loader's ``y``: sparse on class ids (skipping ``ignore_label`` pixels),
+    categorical on one-hot masks (whose ignored pixels are all-zero rows): the same value."""
     import keras  # keeps kit.models.unet light: Keras (tests/test_segmentation.py checks it)
 
     if one_hot:
