@@ -1,6 +1,6 @@
 """The results ledger: every bench run's rows, with the machine and the time, in one file.
 
-Every ``python -m kit bench ...`` run appends its rows here (``kit.bench.result``),
+Every ``python -m kit bench ...`` run appends its rows here (``kit.bench.record``),
 so that figures measured on different days, or on different machines, can be laid
 side by side (notebook 05). The ledger is ``$KIT_RESULTS``, by default
 ``reports/results.jsonl`` in the project (the checkout holding the kit, wherever the

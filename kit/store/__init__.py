@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from kit.store.builder import Shard, build
 
-# Importable from here but not listed: what the tests and bench digest use besides.
+# Importable from here but not listed: what the tests and the lab's digest instrument use besides.
 from kit.store.checks import (
     DEEP_CHECKS,  # noqa: F401
     check_open,
