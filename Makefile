@@ -63,7 +63,7 @@ demo: $(STAMP) $(if $(WITH_PEERS),$(DALI) $(PEERS))
 # tests have run, so pytest's summary still closes the output (.ci/run).
 TEST_WORKERS ?= 3
 PYTEST := KIT_FAST=1 $(PY) -m pytest --dist loadgroup
-RUFF   := $(VENV)/bin/ruff check kit tests
+RUFF   := $(VENV)/bin/ruff check kit tests lab
 MYPY   := $(VENV)/bin/mypy kit
 # Beside ruff and mypy (one core), one process imports what every test worker and kernel imports
 # and so writes its bytecode (after a fresh install), so that they do not all compile it at once.
