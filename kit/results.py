@@ -1,26 +1,12 @@
-"""The results ledger: every bench run's rows, with the machine and the time, in one file.
+"""The results ledger: every bench run's rows, with the machine and the time, in one file
+(``ledger_path``), so that figures of different days or machines lie side by side.
 
-Every ``python -m kit bench ...`` run appends its rows here (``kit.bench.record``),
-so that figures measured on different days, or on different machines, can be laid
-side by side (notebook 05). The ledger is ``$KIT_RESULTS``, by default
-``reports/results.jsonl`` in the project (the checkout holding the kit, wherever the
-code was started: the root, ``notebooks/``, anywhere), or ``results.jsonl`` in the kit
-cache folder when the kit is installed outside a checkout. JSON lines, one object per
-measured row, the bench's own row form plus ``bench``, ``run_id``, ``time`` (UTC,
-ISO 8601) and ``machine`` (CPU model, cores, GPUs, TensorFlow version, host).
-
-Rows an older kit wrote to ``notebooks/reports/results.jsonl`` (its default was relative
-to the working directory, and notebooks run from ``notebooks/``) are moved into the
-project's ledger the next time it is read or written, and a line says so.
-
-Each line goes to the file in one ``write`` of the complete line on a descriptor
-opened with ``O_APPEND``, so concurrent runs never interleave within a line. A line
-that is torn anyway (a full disk, a killed process) or that is not a ledger row is
-skipped by ``load`` with a warning naming its line number; it never stops the load.
-
-``load`` also reads the bench JSON files that ``--json`` writes (and that
-``scripts/device_check.sh`` leaves under ``reports/device/``), so results copied from
-another machine compare directly with this one's.
+JSON lines, one per measured row: the bench's row plus ``bench``, ``run_id``, ``time`` (UTC) and
+``machine``. Each line is one ``write`` on an ``O_APPEND`` descriptor, so concurrent runs never
+interleave within a line; ``load`` skips a torn or foreign line with a warning naming it, and also
+reads the bench JSON files that ``--json`` writes, so results copied from another machine compare
+directly. Rows an older kit left in ``notebooks/reports/results.jsonl`` are moved into the
+project's ledger (``adopt_strays``).
 """
 
 from __future__ import annotations
@@ -120,21 +106,31 @@ def ledger_path() -> Path:
     return default_workdir() / "results.jsonl"
 
 
+def _is_ledger_row(obj) -> bool:
+    return isinstance(obj, dict) and all(k in obj for k in REQUIRED)
+
+
+def _first_row(file: Path):
+    """The JSON of ``file``'s first line: ``""`` where it is missing or blank, None where not JSON."""
+    try:
+        with open(file, "rb") as f:
+            first = f.readline()
+        return json.loads(first) if first.strip() else ""
+    except FileNotFoundError:
+        return ""
+    except ValueError:
+        return None
+
+
 def _is_default(file: Path) -> bool:
     root = project_root()
     return root is not None and Path(file).absolute() == root / DEFAULT_PATH
 
 
 def adopt_strays(ledger: Path | None = None, *, log=print) -> int:
-    """Moves rows an older kit left in ``notebooks/reports/results.jsonl`` into ``ledger``.
-
-    Only the project's default ledger adopts them (not a ``$KIT_RESULTS`` elsewhere). The stray
-    file is first renamed (so two processes never move it twice), its complete ledger rows are
-    appended in one write each, and then it is removed; a foreign file is left where it is.
-
-    Returns:
-        The number of rows moved.
-    """
+    """Moves rows an older kit left in ``notebooks/reports/results.jsonl`` into ``ledger`` (the
+    project's default ledger only); returns how many. The stray is renamed first, so two processes
+    never move it twice; a foreign file is left where it is."""
     root = project_root()
     ledger = Path(ledger) if ledger is not None else ledger_path()
     if root is None or not _is_default(ledger):
@@ -142,22 +138,13 @@ def adopt_strays(ledger: Path | None = None, *, log=print) -> int:
     moved = 0
     for rel in STRAY_PATHS:
         stray = root / rel
-        if not stray.is_file():
-            continue
-        with open(stray, "rb") as f:
-            first = f.readline()
-        try:
-            obj = json.loads(first) if first.strip() else None
-        except ValueError:
-            obj = None
-        if not (isinstance(obj, dict) and all(k in obj for k in REQUIRED)):
+        if not stray.is_file() or not _is_ledger_row(_first_row(stray)):
             continue  # not a ledger the kit wrote: never touched
         claimed = stray.with_name(f"{stray.name}.moving-{os.getpid()}")
         try:
             os.rename(stray, claimed)
         except FileNotFoundError:  # another process took it first
             continue
-        rows = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             rows = _read_ledger(claimed)
@@ -200,38 +187,24 @@ def _plain(value):
 
 def _check_is_ledger(file: Path) -> None:
     """Refuses to append to an existing file whose first line is not a ledger row."""
-    try:
-        with open(file, "rb") as f:
-            first = f.readline()
-    except FileNotFoundError:
-        return
-    if not first.strip():
-        return
-    try:
-        obj = json.loads(first)
-    except ValueError:
-        obj = None
-    if not (isinstance(obj, dict) and all(k in obj for k in REQUIRED)):
+    first = _first_row(file)
+    if first != "" and not _is_ledger_row(first):
         raise ValueError(f"{file} exists and is not a kit results ledger (its first line is not a "
                          f"ledger row); set KIT_RESULTS to another file")
 
 
 def append(rows: pd.DataFrame | Iterable[Mapping], *, bench: str, machine: Mapping | None = None,
            run_id: str | None = None, extra: Mapping | None = None, file=None) -> Path:
-    """Appends a bench run's rows to the ledger, one JSON line per row.
+    """Appends a bench run's rows (a DataFrame or mappings) to the ledger, one JSON line each;
+    returns the ledger's path.
 
     Args:
-        rows: the bench's table (a DataFrame) or its rows as mappings.
-        bench: the bench's name (``"spectrogram"``, ``"scaling"``, ...).
+        bench: the bench's name.
         machine: what it was measured on (``this_machine()`` if None).
         run_id: one id shared by the run's rows (a fresh one if None).
-        extra: run-level fields copied into each row where the row has no such key
-            (the bench JSON's extras, like ``batch_size``; nested values are dropped except
-            ``config``, the bench's validated configuration, kept whole).
+        extra: run-level fields copied into each row that lacks them (nested values dropped,
+            except ``config``).
         file: the ledger (default ``ledger_path()``).
-
-    Returns:
-        The ledger's path.
     """
     if isinstance(rows, pd.DataFrame):
         rows = rows.to_dict(orient="records")
@@ -240,7 +213,6 @@ def append(rows: pd.DataFrame | Iterable[Mapping], *, bench: str, machine: Mappi
     file = Path(file) if file is not None else ledger_path()
     run_id = run_id or new_run_id()
     now = _utc_now()
-    # Run-level fields: scalars, and the bench's config (kit.bench: its validated dataclass as a dict).
     scalars = {k: v for k, v in (extra or {}).items() if k == "config" or not isinstance(v, (dict, list, tuple))}
     lines = []
     for row in rows:
@@ -271,9 +243,6 @@ def _append_lines(file: Path, lines: list[bytes]) -> None:
                 raise OSError(f"short write to {file}: {written} of {len(line)} bytes (disk full?)")
     finally:
         os.close(fd)
-
-
-# --------------------------------------------------------------------------- reading
 
 
 def machine_label(machine: Mapping | None) -> str:
@@ -308,7 +277,7 @@ def _read_ledger(file: Path) -> list[dict]:
                 obj = json.loads(raw)
             except ValueError:
                 obj = None
-            if not (isinstance(obj, dict) and all(k in obj for k in REQUIRED) and raw.endswith(b"\n")):
+            if not (_is_ledger_row(obj) and raw.endswith(b"\n")):
                 warnings.warn(f"{file}: line {number} is not a complete ledger row (torn write or foreign "
                               f"text); skipped", stacklevel=3)
                 continue
@@ -354,15 +323,13 @@ def load(path=None) -> pd.DataFrame:
     """Reads ledgers and bench JSON files into one DataFrame, one row per measured row.
 
     Args:
-        path: a ledger (``.jsonl``), a bench JSON file (``.json``), a folder (every
-            such file under it), or a list of these. Default: the ledger (``ledger_path()``).
-            Missing paths give no rows.
+        path: a ledger (``.jsonl``), a bench JSON file, a folder (every such file under it), or a
+            list of these; default the ledger. Missing paths give no rows.
 
     Returns:
-        The rows with their bench columns plus ``bench``, ``run_id``, ``time`` (a UTC
-        timestamp; a JSON file's modification time), ``machine`` (the dict),
-        ``machine_label`` and ``source`` (the file). Empty (with those columns) when
-        there is nothing to read. Torn or foreign lines are skipped with a warning.
+        The rows plus ``bench``, ``run_id``, ``time`` (UTC; a JSON file's modification time),
+        ``machine``, ``machine_label`` and ``source`` (the file); empty, with those columns, when
+        there is nothing to read.
     """
     sources: list[str | os.PathLike]
     if path is None:

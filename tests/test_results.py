@@ -212,11 +212,11 @@ def test_latest_picks_the_newest_run_per_machine(tmp_path):
 
 @pytest.mark.slow
 def test_every_bench_command_appends_its_rows(tmp_path):
-    """The hook: ``python -m kit bench timer`` (the quickest bench) lands in $KIT_RESULTS."""
+    """The hook: a bench command (``python -m lab.timer``, the quickest) lands in $KIT_RESULTS."""
     ledger = tmp_path / "ledger.jsonl"
     out = tmp_path / "timer.json"
     env = {**os.environ, "KIT_RESULTS": str(ledger), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.run([sys.executable, "-m", "kit", "bench", "timer", "--steps", "3", "--rounds", "1",
+    proc = subprocess.run([sys.executable, "-m", "lab.timer", "--steps", "3", "--rounds", "1",
                            "--json", str(out)], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     df = results.load(ledger)
@@ -229,7 +229,7 @@ def test_every_bench_command_appends_its_rows(tmp_path):
 
 def test_the_ledger_keeps_the_bench_config_with_each_row(tmp_path, monkeypatch, capsys):
     from kit.bench import BenchResult, record
-    from kit.bench.timer import TimerConfig
+    from lab.timer import TimerConfig
 
     ledger = tmp_path / "results.jsonl"
     monkeypatch.setenv("KIT_RESULTS", str(ledger))
