@@ -41,14 +41,10 @@ from kit.cases import registry
 from kit.models import audio, unet
 from kit.models.unet import segmentation_loss
 
-__all__ = ["MODELS", "FEATURE_CACHE", "CompareConfig", "run", "show"]
+__all__ = ["FEATURE_CACHE", "CompareConfig", "run", "show"]
 
-#: The model each case trains, and the loader that feeds the head alone.
-MODELS = {
-    "backbone+head": "spectrogram: the frozen YAMNet-sized backbone and a Dense head (kit.models.audio)",
-    "head": "spectrogram: the Dense head alone, fed from the feature cache",
-    "unet": "segmentation: the small U-Net (kit.models.unet)",
-}
+#: The loader that feeds the head alone, from the frozen backbone's feature cache. The models of the
+#: compute rows: ``backbone+head`` and ``head`` (spectrogram, ``kit.models.audio``), ``unet`` (segmentation).
 FEATURE_CACHE = "feature_cache"
 #: The spectrogram loaders' reference in ``x_tfrecord_guide``: TensorFlow's guide's TFRecord pipeline.
 GUIDE = "tfrecord_guide"
@@ -223,8 +219,8 @@ def _compute_rows(c: CompareConfig, data: _Data, dim: int, counts: list[int], st
     """Each model's training step with its batch in memory, per replica count, the configurations
     interleaved over the rounds: a row each."""
     # The U-Net is timed on 128x128 (fast) or 256x256 crops and scaled to the users' 512x512 by
-    # pixel count (a convolution's cost is per pixel): one 512x512 step of batch 3 takes tens of
-    # seconds on 2 CPU cores, too long for the demo. The basis of the row says so.
+    # pixel count (a convolution's cost is per pixel; a 512x512 step is too slow for the demo).
+    # The basis of the row says so.
     size = 128 if c.fast else 256
     jobs = _jobs(c, data, dim, counts, strategies, size=size, log=log, stamp=stamp)
     log(f"{stamp()} measuring {len(jobs)} model configurations, {c.rounds} interleaved rounds ...")

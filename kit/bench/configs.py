@@ -41,8 +41,7 @@ class SpectrogramConfig:
         warmup: untimed batches before each timed round (fewer when an epoch holds fewer).
         epoch_examples: the epoch to project to (column ``epoch_s_<N>``): 1,000,000 (the
             user's) by default, the index's own size when ``data`` is given.
-        generator_seconds: per-round time cap for the slow variants (the generator
-            would need minutes for ``num_batches`` of 256).
+        generator_seconds: per-round time cap for the Python-bound variants.
         workdir: where stores are built (the kit cache if None).
     """
 
