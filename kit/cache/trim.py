@@ -16,17 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from kit import samples, store
-from kit.cache.entries import (
-    BUSY_S,
-    BUSY_WAIT_S,
-    DIGESTS,
-    Entry,
-    classify,
-    digest_files,
-    digest_rows,
-    root,
-    scan,
-)
+from kit.cache.entries import BUSY_S, BUSY_WAIT_S, DIGESTS, Entry, classify, digest_files, digest_rows, root, scan
 
 __all__ = ["to_remove", "clean"]
 

@@ -15,14 +15,7 @@ import time
 import weakref
 
 from kit.distribute.local_servers import LocalService, local_service
-from kit.distribute.servers import (
-    BIND_NOTE,
-    DEFAULT_BIND,
-    free_port,
-    parse_address,
-    run_dispatcher,
-    run_worker,
-)
+from kit.distribute.servers import BIND_NOTE, DEFAULT_BIND, free_port, parse_address, run_dispatcher, run_worker
 from kit.epochs import epoch_of
 from kit.util import check_int
 

@@ -6,7 +6,6 @@ InvalidArgumentError: Input is empty.``, and exit status 2; ``--debug`` shows th
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import os
@@ -15,7 +14,8 @@ import threading
 from pathlib import Path
 
 from kit.cases import registry
-from kit.doctor.sources import ModelError, describe_error, is_dataset, is_model, is_pydataset
+from kit.doctor.sources import PROGRESS, ModelError, describe_error, is_dataset, is_model, is_pydataset
+from kit.util import positive_float, positive_int
 
 #: What every error line about the user's code ends with.
 DEBUG = "; --debug shows the traceback"
@@ -34,8 +34,6 @@ class Stuck(ValueError):
 def bounded(run, max_seconds: float, name: str):
     """``run()`` in a thread, waited on for ``max_seconds`` plus ``margin``; ``Stuck`` when it has not
     ended by then."""
-    from kit.doctor.sources import PROGRESS  # noqa: PLC0415  (kit.doctor.sources imports kit.timing)
-
     out: dict = {}
 
     def target():
@@ -46,8 +44,7 @@ def bounded(run, max_seconds: float, name: str):
 
     t = threading.Thread(target=target, name="kit-doctor", daemon=True)
     t.start()
-    limit = max_seconds + margin(max_seconds)
-    t.join(limit)
+    t.join(max_seconds + margin(max_seconds))
     if t.is_alive():
         raise Stuck(f"{name}: no batch arrived in time: {PROGRESS.waiting()}; the doctor gave up after "
                     f"--max-seconds {max_seconds:g} plus {margin(max_seconds):.0f} s. A map or generator waiting "
@@ -92,19 +89,6 @@ def reading_error(e: BaseException, name: str) -> str:
     return f"{name} raised {describe_error(e)}"
 
 
-def _positive(kind):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-        return value
-
-    return parse
-
-
 def register(sub) -> None:
     """Adds ``doctor`` to the ``python -m kit`` commands (``sub["root"]``, see ``kit.cli.PLUGINS``)."""
     p = sub["root"].add_parser(
@@ -116,9 +100,9 @@ def register(sub) -> None:
     p.add_argument("--model", default=None, help="MODULE:FUNCTION returning your compiled Keras model")
     p.add_argument("--index", type=Path, default=None, help="an index CSV of a registered case (spectrogram, segmentation, ...)")
     p.add_argument("--variant", default=None, help="the kit loader variant to diagnose (with --index)")
-    p.add_argument("--batch-size", type=_positive(int), default=None,
+    p.add_argument("--batch-size", type=positive_int, default=None,
                    help="with --index: examples per batch (default: the case's user batch, 256 spectrogram, 3 segmentation)")
-    p.add_argument("--max-seconds", type=_positive(float), default=120.0,
+    p.add_argument("--max-seconds", type=positive_float, default=120.0,
                    help="the measuring budget in seconds (default 120): the doctor keeps within it and "
                         "says what it skipped to do so")
     p.add_argument("--trace-dir", type=Path, default=None, help="record a profiler trace there")

@@ -9,25 +9,11 @@ from typing import Any
 
 from kit.doctor import rewrite as rw
 from kit.doctor import rules, trial
-from kit.doctor.candidates import (
-    Candidate,
-    already_done,
-    candidates,
-    shuffle_memory,
-    split_to_cache,
-    too_big_to_cache,
-)
+from kit.doctor.candidates import Candidate, already_done, candidates, shuffle_memory, split_to_cache, too_big_to_cache
 from kit.doctor.findings import NOISE, Finding, Measured, table
 from kit.doctor.graph import _BATCH_OPS, dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
 from kit.doctor.loader import batching_rate, cores, load_average, measure_loader
-from kit.doctor.measure import (
-    compiled_copy,
-    fit_rate,
-    frozen_prefix,
-    head_rate,
-    measure_fits,
-    record_trace,
-)
+from kit.doctor.measure import compiled_copy, fit_rate, frozen_prefix, head_rate, measure_fits, record_trace
 from kit.doctor.report import Diagnosis
 from kit.doctor.sources import check_source, first_batch, is_dataset, is_pydataset, nbytes, one_line
 
@@ -126,7 +112,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         seconds = budget.take(FITS_SHARE * max_seconds, "the compute ceiling and the real fit", least=0.0)
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,
                             thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM))
-        rates.update({k: v for k, v in fits.items()})
+        rates.update(fits)
         verdict, summary, found = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         rates["verdict_basis"] = rules.verdict_basis(fits)
     m = _measured(batch_size, example_bytes, n_cores, load, loader, fits)
@@ -195,10 +181,9 @@ def _frozen(copy, batch, fits, graph, budget: Budget, max_seconds: float) -> lis
     if not prefix:
         return []
     seconds = budget.take(HEAD_SHARE * max_seconds, "the frozen backbone's head on cached features")
-    if not seconds:
-        return [rules.frozen_backbone(prefix, fits, head_rate=None, why="skipped to keep to the budget",
-                                      augmented=_augmented(prefix, graph))]
-    rate, why = head_rate(copy, prefix, rest, batch, max_seconds=seconds, plain=bool(fits.get("plain")))
+    rate, why = None, "skipped to keep to the budget"
+    if seconds:
+        rate, why = head_rate(copy, prefix, rest, batch, max_seconds=seconds, plain=bool(fits.get("plain")))
     return [rules.frozen_backbone(prefix, fits, head_rate=rate, why=why, augmented=_augmented(prefix, graph))]
 
 

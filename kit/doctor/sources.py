@@ -6,6 +6,7 @@ import os
 import re
 import sysconfig
 import time
+import traceback
 from collections.abc import Iterator
 
 import numpy as np
@@ -148,10 +149,8 @@ def nbytes(batch) -> int:
 def as_xy(batch):
     """``(x, (y, ...))``: a batch's inputs and the rest (targets, sample weights), as Keras reads
     ``x``, ``(x,)``, ``(x, y)`` and ``(x, y, w)``; ``x`` may itself be a tuple or a dict of inputs."""
-    if isinstance(batch, (tuple, list)) and len(batch) >= 2:
+    if isinstance(batch, (tuple, list)) and batch:
         return batch[0], tuple(batch[1:])
-    if isinstance(batch, (tuple, list)) and len(batch) == 1:
-        return batch[0], ()
     return batch, ()
 
 
@@ -216,11 +215,8 @@ def is_library(filename: str) -> bool:
 def user_place(e: BaseException) -> str:
     """``mymod.py:21 in py``: the innermost place in the user's own code that an error names, from the
     message (TensorFlow quotes a ``py_function``'s traceback) or else the traceback; '' when none."""
-    tb = e.__traceback__
-    frames = []
-    while tb is not None:
-        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_code.co_name))
-        tb = tb.tb_next
+    frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(e.__traceback__)]
+
     def users(found):
         return [(f, n, fn) for f, n, fn in found if not f.startswith("<")
                 and not os.path.basename(f).startswith("__autograph_generated")
