@@ -1,18 +1,13 @@
 """Deterministic synthetic data for the kit's two user cases, at any scale.
 
-* Spectrogram case (seed 000): ``.npy`` files of one-second log-mel-like frames
-  ``(frames, 96, 64)`` float32, and an ``index.csv`` with ``path,frame,label``.
-  Each class has its own spectral pattern (band energy profile and temporal
-  modulation) plus noise, so a small model clearly beats chance.
-* Segmentation case (seed 004): RGB PNG street-like scenes, colour-coded RGB PNG
-  masks in a CamVid-style palette of 12 classes, ``class_dict.csv`` and
-  ``index.csv`` with ``image,label``.
+* Spectrogram case (seed 000): ``.npy`` files of log-mel-like frames ``(frames, 96, 64)`` and an
+  ``index.csv`` with ``path,frame,label``; each class has its own spectral pattern plus noise, so a
+  small model clearly beats chance.
+* Segmentation case (seed 004): RGB PNG street-like scenes, colour-coded PNG masks in a CamVid-style
+  palette of 12 classes, ``class_dict.csv`` and ``index.csv`` with ``image,label``.
 
-Output is built in a temporary sibling folder and renamed into place when
-complete, so an interrupted run never leaves a folder that looks finished. The
-folder carries the kit's marker (``.kit-samples.json``, what made it and with which
-options): a second run with the same options reuses it, and an existing path without
-the marker is never replaced.
+Output is built in a temporary sibling folder renamed into place when complete, and carries the
+kit's marker (``MARKER``): the same options reuse it, and a path without the marker is never replaced.
 
 Example:
     >>> from kit import samples
@@ -37,14 +32,13 @@ from PIL import Image
 from kit import store
 from kit.cases import registry
 from kit.errors import OutputError
-from kit.util import check_int, process_alive
+from kit.util import check_int, process_alive, usable_cpus
 
 __all__ = ["make_spectrogram", "make_spectrogram_sharded", "spectrogram_labels", "make_segmentation", "write_palette",
            "embedded", "cached", "SpectrogramSpec", "SPECTROGRAM_CLASSES", "PALETTE", "MARKER", "DATA_SAMPLES",
            "CACHE_FOLDER"]
 
-#: Class names of the spectrogram samples; the index stores names, which
-#: ``FrameIndex`` maps to ids in sorted order.
+#: Class names of the spectrogram samples (``FrameIndex`` maps them to ids in sorted order).
 SPECTROGRAM_CLASSES = ("alarm", "bird", "engine", "rain", "speech")
 
 #: CamVid-style palette: 11 classes plus Void, colours as in CamVid's class_dict.csv.
@@ -66,17 +60,9 @@ PALETTE = (
 
 @dataclass(frozen=True)
 class SpectrogramSpec:
-    """Options of the spectrogram samples; validates itself.
-
-    Args:
-        files: number of ``.npy`` files.
-        frames_per_file: frames in each file.
-        height: time steps per frame (96 for one second at 10 ms hops, as YAMNet).
-        width: mel bands (64, as YAMNet).
-        num_classes: how many of ``SPECTROGRAM_CLASSES`` to use.
-        dtype: ``"float32"`` (default) or ``"float16"``.
-        seed: makes the output reproducible.
-    """
+    """Options of the spectrogram samples, validated: ``files`` of ``frames_per_file`` frames each,
+    ``height`` time steps by ``width`` mel bands (YAMNet's 96 x 64), the first ``num_classes`` of
+    ``SPECTROGRAM_CLASSES``, ``dtype`` float32 or float16, and the ``seed``."""
 
     files: int
     frames_per_file: int
@@ -90,9 +76,7 @@ class SpectrogramSpec:
         for name in ("files", "frames_per_file", "height", "width", "num_classes"):
             check_int(name, getattr(self, name))
         if self.num_classes > len(SPECTROGRAM_CLASSES):
-            raise ValueError(
-                f"num_classes must be at most {len(SPECTROGRAM_CLASSES)}, got {self.num_classes}"
-            )
+            raise ValueError(f"num_classes must be at most {len(SPECTROGRAM_CLASSES)}, got {self.num_classes}")
         check_int("seed", self.seed, 0)
         if self.dtype not in ("float32", "float16"):
             raise ValueError(f"dtype must be 'float32' or 'float16', got {self.dtype!r}")
@@ -127,8 +111,8 @@ def _spectrogram_file(spec: SpectrogramSpec, patterns: np.ndarray, file_no: int)
     return frames.astype(spec.dtype, copy=False), labels
 
 
-#: The marker every sample folder the kit writes carries: what made it, and with which options.
-#: Only a folder with this marker may be replaced (``force=True``); any other existing path is refused.
+#: The marker of every sample folder the kit writes (what made it, with which options): only a folder
+#: with it may be replaced (``force=True``).
 MARKER = ".kit-samples.json"
 
 
@@ -143,13 +127,9 @@ def _marker(out: Path) -> dict | None:
 
 
 def _check_out(out: Path, made: dict, force: bool) -> bool:
-    """Whether ``out`` already holds exactly these samples (True: reuse it).
-
-    Raises:
-        OutputError: ``out`` exists and is not an empty folder or a kit sample folder
-            (never touched), or it is the kit's own but made with other options and
-            ``force`` is not set.
-    """
+    """Whether ``out`` already holds exactly these samples (True: reuse it). ``OutputError`` if it
+    exists and is neither an empty folder nor a kit sample folder, or one made with other options
+    and ``force`` is not set."""
     if not os.path.lexists(out):
         return False
     if out.is_symlink() or not out.is_dir():
@@ -218,33 +198,23 @@ def _remove_dead_temp(out: Path) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
-def make_spectrogram(
-    out: str | os.PathLike,
-    *,
-    files: int,
-    frames_per_file: int,
-    seed: int = 0,
-    height: int = 96,
-    width: int = 64,
-    num_classes: int = len(SPECTROGRAM_CLASSES),
-    dtype: str = "float32",
-    force: bool = False,
-) -> Path:
-    """Writes spectrogram sample files and their index.
+def _write_csv(path: Path, header: list[str], rows) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def make_spectrogram(out: str | os.PathLike, *, files: int, frames_per_file: int, seed: int = 0, height: int = 96,
+                     width: int = 64, num_classes: int = len(SPECTROGRAM_CLASSES), dtype: str = "float32",
+                     force: bool = False) -> Path:
+    """Writes spectrogram sample files and their index; returns the path of ``out/index.csv``.
 
     Args:
-        out: folder to create. If it already holds these samples (the kit's marker
-            with the same options) it is reused as is; any other existing path is
-            refused, except an empty folder or, with ``force``, a kit sample folder.
-        files, frames_per_file, seed, height, width, num_classes, dtype: see
-            ``SpectrogramSpec``.
-        force: replace a kit sample folder made with other options.
-
-    Raises:
-        OutputError: ``out`` exists and may not be replaced (see ``out``).
-
-    Returns:
-        The path of ``out/index.csv``.
+        out: folder to create; reused if it holds these samples (the kit's marker with the same
+            options); any other existing path is refused (``OutputError``), except an empty folder
+            or, with ``force``, a kit sample folder made with other options.
+        files, frames_per_file, seed, height, width, num_classes, dtype: see ``SpectrogramSpec``.
     """
     spec = SpectrogramSpec(files, frames_per_file, height, width, num_classes, dtype, seed)
     patterns = _class_patterns(height, width, num_classes, seed)
@@ -258,10 +228,7 @@ def make_spectrogram(
             rel = f"frames/clip_{i:06d}.npy"
             np.save(tmp / rel, frames)
             rows.extend((rel, j, names[lab]) for j, lab in enumerate(labels))
-        with open(tmp / "index.csv", "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["path", "frame", "label"])
-            w.writerows(rows)
+        _write_csv(tmp / "index.csv", ["path", "frame", "label"], rows)
 
     made = {"kind": "spectrogram-samples", "options": {
         "files": spec.files, "frames_per_file": spec.frames_per_file, "seed": int(spec.seed), "height": height,
@@ -270,50 +237,21 @@ def make_spectrogram(
 
 
 def spectrogram_labels(spec: SpectrogramSpec, file_no: int) -> np.ndarray:
-    """The labels of file ``file_no`` without drawing its frames (the labels are the
-    file's first draw, see ``_spectrogram_file``)."""
+    """The labels of file ``file_no`` without drawing its frames (they are its first draw)."""
     rng = np.random.default_rng([spec.seed, file_no])
     return rng.integers(0, spec.num_classes, size=spec.frames_per_file)
 
 
-def make_spectrogram_sharded(
-    out: str | os.PathLike,
-    *,
-    files: int,
-    frames_per_file: int,
-    seed: int = 0,
-    height: int = 96,
-    width: int = 64,
-    num_classes: int = len(SPECTROGRAM_CLASSES),
-    dtype: str = "float32",
-    workers: int | None = None,
-    progress: bool | str = True,
-) -> Path:
-    """The same data as ``make_spectrogram``, written for scale: in place, in parallel,
-    resumable.
-
-    A million frames take minutes and gigabytes, so instead of a temporary folder
-    renamed at the end, the files are written through ``kit.store.build``: each
-    ``.npy`` under a temporary name then renamed, with a record per finished file,
-    by ``workers`` threads (NumPy's generators and writes release the GIL), with a
-    progress bar. A killed run picks up at the first unfinished file; a finished
-    folder (its ``index.csv`` is written last) is reused as is.
-
-    Args:
-        out: the folder (created; reused if it holds these samples).
-        files, frames_per_file, seed, height, width, num_classes, dtype: see
-            ``SpectrogramSpec``.
-        workers: files written at once (default: the usable CPUs).
-        progress: show a tqdm bar (a string sets its description).
-
-    Returns:
-        The path of ``out/index.csv``.
-    """
+def make_spectrogram_sharded(out: str | os.PathLike, *, files: int, frames_per_file: int, seed: int = 0,
+                             height: int = 96, width: int = 64, num_classes: int = len(SPECTROGRAM_CLASSES),
+                             dtype: str = "float32", workers: int | None = None, progress: bool | str = True) -> Path:
+    """The same data as ``make_spectrogram``, written for scale through ``kit.store.build``: in place,
+    by ``workers`` threads (default: the usable CPUs), resumable at the first unfinished file; a
+    finished folder (``index.csv`` is written last) is reused. Returns the path of ``out/index.csv``."""
     spec = SpectrogramSpec(files, frames_per_file, height, width, num_classes, dtype, seed)
     out = Path(out)
     csv_path = out / "index.csv"
-    if workers is None:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2
+    workers = usable_cpus() if workers is None else workers
     key = store.fingerprint("spectrogram-samples", spec.__dict__, 1)
     manifest = store.complete(out, key)
     if manifest is not None and csv_path.exists():
@@ -334,16 +272,9 @@ def make_spectrogram_sharded(
                            progress="samples" if progress is True else progress)
     names = SPECTROGRAM_CLASSES[:num_classes]
     with store.atomic_path(csv_path) as tmp:
-        with open(tmp, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["path", "frame", "label"])
-            for s in shards:
-                labels = spectrogram_labels(spec, s.task)
-                w.writerows((s.name, j, names[lab]) for j, lab in enumerate(labels))
+        _write_csv(tmp, ["path", "frame", "label"], ((s.name, j, names[lab]) for s in shards
+                                                    for j, lab in enumerate(spectrogram_labels(spec, s.task))))
     return csv_path
-
-
-# --------------------------------------------------------------------------- segmentation
 
 
 def _ellipse(yy, xx, cy, cx, ry, rx):
@@ -414,28 +345,15 @@ def _render(rng: np.random.Generator, lab: np.ndarray) -> np.ndarray:
 def write_palette(path: str | os.PathLike) -> Path:
     """Writes the CamVid-style ``class_dict.csv`` (``name,r,g,b``)."""
     path = Path(path)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["name", "r", "g", "b"])
-        w.writerows(PALETTE)
+    _write_csv(path, ["name", "r", "g", "b"], PALETTE)
     return path
 
 
-def make_segmentation(
-    out: str | os.PathLike, *, images: int, size: int = 512, seed: int = 0, force: bool = False
-) -> Path:
-    """Writes segmentation sample images, colour-coded masks, palette and index.
-
-    Args:
-        out: folder to create; reused, refused or replaced as in ``make_spectrogram``.
-        images: number of image/mask pairs.
-        size: side of the square images (512 as in the user's case).
-        seed: makes the output reproducible.
-        force: replace a kit sample folder made with other options.
-
-    Returns:
-        The path of ``out/index.csv``; ``out/class_dict.csv`` holds the palette.
-    """
+def make_segmentation(out: str | os.PathLike, *, images: int, size: int = 512, seed: int = 0,
+                      force: bool = False) -> Path:
+    """Writes ``images`` segmentation sample pairs of ``size`` x ``size``, their palette
+    (``class_dict.csv``) and index; returns the path of ``out/index.csv``. ``out`` is reused, refused
+    or replaced (``force``) as in ``make_spectrogram``."""
     images = check_int("images", images)
     size = check_int("size", size)
     seed = check_int("seed", seed, 0)
@@ -456,61 +374,35 @@ def make_segmentation(
             Image.fromarray(colours[lab], "RGB").save(tmp / label_rel)
             rows.append((image_rel, label_rel))
         write_palette(tmp / "class_dict.csv")
-        with open(tmp / "index.csv", "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["image", "label"])
-            w.writerows(rows)
+        _write_csv(tmp / "index.csv", ["image", "label"], rows)
 
     made = {"kind": "segmentation-samples", "options": {"images": images, "size": size, "seed": seed}}
     return _build_into(Path(out), build, made, force) / "index.csv"
 
-
-# --------------------------------------------------------------------------- embedded copies
 
 #: The committed small copies of both cases, next to the package in a source checkout.
 DATA_SAMPLES = Path(__file__).resolve().parent.parent / "data_samples"
 
 
 def embedded(case: str) -> Path:
-    """Path of the committed sample index of ``case`` (a registered case: ``"spectrogram"``, ``"segmentation"``).
-
-    These are what notebooks and tests use by default. They are regenerated with
-    ``python -m kit samples ... --out data_samples/<case>`` (see docs/stores.md).
-    """
+    """Path of the committed sample index of ``case``, what notebooks and tests use by default
+    (regenerated with ``python -m kit samples ... --out data_samples/<case>``)."""
     path = registry.get(case).embedded
     if path is None:
         raise ValueError(f"case {case!r} has no embedded samples")
     if not path.exists():
-        raise FileNotFoundError(
-            f"{path} is missing: the embedded samples come with a source checkout of kit"
-        )
+        raise FileNotFoundError(f"{path} is missing: the embedded samples come with a source checkout of kit")
     return path
 
-
-# --------------------------------------------------------------------------- cached samples
 
 #: The folder of the kit cache that ``cached`` puts sample folders in (``kit.cache`` lists each).
 CACHE_FOLDER = "samples"
 
 
 def cached(case: str, *, workdir=None, seed: int = 0, **options) -> Path:
-    """Sample data of ``case`` in the kit cache, generated on first use and reused after.
-
-    The one way notebooks and benches get sample data of a given size: the folder,
-    ``<workdir>/samples/<case>-<options>-s<seed>`` (``CACHE_FOLDER``), is named by the options, and
-    ``make_spectrogram`` / ``make_segmentation`` reuse a complete folder made with the
-    same options (their marker says so).
-
-    Args:
-        case: ``"spectrogram"`` (options: ``files``, ``frames_per_file``, ...) or
-            ``"segmentation"`` (``images``, ``size``).
-        workdir: the kit cache (``kit.store.default_workdir()`` if None).
-        seed: makes the data reproducible.
-        **options: passed to the maker.
-
-    Returns:
-        The path of the index CSV.
-    """
+    """Sample data of ``case`` in the kit cache (``workdir``, default ``kit.store.default_workdir()``),
+    generated on first use into ``samples/<case>-<options>-s<seed>`` and reused after; ``options``
+    go to the case's maker. Returns the path of the index CSV."""
     maker = registry.get(case).make_samples  # an unknown case: one error naming the known ones
     root = Path(workdir) if workdir is not None else store.default_workdir()
     name = "-".join([case, *(f"{k}{v}" for k, v in sorted(options.items())), f"s{seed}"])
