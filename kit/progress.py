@@ -1,8 +1,5 @@
-"""Progress bars: tqdm's notebook widget in JupyterLab, its plain text bar in headless runs.
-
-A headless run (``kit.report``, nbclient, CI) sets ``KIT_PROGRESS=text``: the widget would
-need a live front end (its saved text form reads ``0%``), while the text bar's last update
-is the finished bar that the saved notebook and its HTML show.
+"""Progress bars: tqdm's notebook widget in JupyterLab, its text bar where ``KIT_PROGRESS=text`` (a
+headless run, whose saved notebook shows the text bar's last state, not a widget's ``0%``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Small helpers every part of the kit shares: argument checks, durations, JSON output.
-
-Nothing here imports TensorFlow, pandas or another part of the kit, so any module
-(``kit.plots`` included) may use it.
+"""Small helpers every part of the kit shares: argument checks, durations, JSON output. Imports no
+TensorFlow, pandas or other part of the kit, so any module may use it.
 """
 
 from __future__ import annotations
@@ -18,19 +16,14 @@ __all__ = ["VERSION_FLOORS", "process_alive", "process_io", "check_int", "positi
            "format_duration", "usable_cpus"]
 
 
-#: The oldest TensorFlow and Keras the kit was tested with, as pyproject.toml's floors
-#: (a test keeps the two equal): ``kit.timing.batches`` uses Keras's private ``PyDatasetAdapter``
-#: and ``kit.distribute`` relies on TensorFlow 2.21's tf.data service.
+#: The oldest TensorFlow and Keras the kit was tested with, as pyproject.toml's floors (a test keeps
+#: the two equal).
 VERSION_FLOORS = {"tensorflow": "2.21", "keras": "3.15"}
 
 
 def check_int(name: str, value, minimum: int = 1) -> int:
-    """``value`` as an ``int`` if it is an integer (not a bool) of at least ``minimum``.
-
-    Raises:
-        ValueError: naming the argument and the bad value, e.g.
-            ``batch_size must be a positive integer, got 0``.
-    """
+    """``value`` as an ``int`` if it is an integer (not a bool) of at least ``minimum``, else a
+    ``ValueError`` naming the argument (``batch_size must be a positive integer, got 0``)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
         raise ValueError(f"{name} must be {what}, got {value!r}")
@@ -121,8 +114,8 @@ def usable_cpus() -> int:
 
 
 def process_io() -> dict | None:
-    """This process's I/O counters (``/proc/self/io``: ``rchar``, the bytes its read calls returned,
-    page cache included; ``read_bytes``, those that came from the disk), or None where there is none."""
+    """This process's I/O counters (``/proc/self/io``: ``rchar`` read, ``read_bytes`` from the disk),
+    or None where there is none."""
     try:
         with open("/proc/self/io") as f:
             return {k: int(v) for k, v in (line.split(":") for line in f if ":" in line)}
@@ -131,8 +124,8 @@ def process_io() -> dict | None:
 
 
 def process_alive(pid: int) -> bool:
-    """True while process ``pid`` exists (someone else's live process counts): whether
-    a temp file or lock named after it still has an owner."""
+    """True while process ``pid`` exists (someone else's counts): whether a temp file or lock named
+    after it still has an owner."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
