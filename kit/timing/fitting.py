@@ -145,11 +145,14 @@ class StepTimer(keras.callbacks.Callback):
         })
 
     # Results -----------------------------------------------------------------
+    def _frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self._rows, columns=["epoch", "step", "steps", "step_s", "wait_s", "examples", "end",
+                                                 "hook_s"])
+
     def steps(self) -> pd.DataFrame:
         """One row per call of the train function: ``epoch, step, steps, step_s, wait_s, compute_s,
         examples, hook_s`` (``hook_s``: this callback's own time, the pull left out)."""
-        df = pd.DataFrame(self._rows, columns=["epoch", "step", "steps", "step_s", "wait_s", "examples",
-                                               "end", "hook_s"])
+        df = self._frame()
         df["compute_s"] = df["step_s"] - df["wait_s"]
         return df[["epoch", "step", "steps", "step_s", "wait_s", "compute_s", "examples", "hook_s"]]
 
@@ -157,9 +160,7 @@ class StepTimer(keras.callbacks.Callback):
         """One row per epoch: ``steps``, ``examples``, ``seconds`` (its training part, wall clock),
         ``steady_s`` (from its first step's end to its last's: set-up and tracing left out),
         ``step_s``, ``wait_s``, ``input_share`` (``wait_s / step_s``), ``step_p50_ms``, ``hook_s``."""
-        df = pd.DataFrame(self._rows, columns=["epoch", "step", "steps", "step_s", "wait_s", "examples",
-                                               "end", "hook_s"])
-        out = df.groupby("epoch").agg(
+        out = self._frame().groupby("epoch").agg(
             steps=("steps", "sum"), step_s=("step_s", "sum"), wait_s=("wait_s", lambda s: s.sum(min_count=1)),
             step_p50_ms=("step_s", lambda s: 1e3 * s.median()),
             steady_s=("end", lambda s: s.iloc[-1] - s.iloc[0]),

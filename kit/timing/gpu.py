@@ -46,17 +46,9 @@ UTILISATION = (0.10, 0.40)
 
 @dataclass(frozen=True)
 class GpuRate:
-    """Examples per second one GPU trains, fed from memory: a middle value and its range.
-
-    Attributes:
-        per_replica: the middle value (the geometric mean of ``low`` and ``high`` when assumed;
-            the measured rate when measured).
-        low, high: the range (assumed: the utilisation range; measured: the slowest and fastest round).
-        kind: ``"measured"`` or ``"assumed"``.
-        gpu: the GPU's name.
-        basis: one sentence: what the rate rests on.
-        efficiency: two-GPU scaling efficiency, measured where the device run measured it, else None.
-    """
+    """Examples per second one GPU trains, fed from memory: ``per_replica`` (measured, or the geometric
+    mean of the assumed range) within ``low``-``high``, its ``kind`` (measured or assumed), the ``gpu``,
+    the ``basis`` it rests on, and the two-GPU ``efficiency`` where a device run measured one."""
 
     per_replica: float
     low: float
