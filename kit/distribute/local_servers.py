@@ -19,25 +19,16 @@ __all__ = ["LocalService", "local_service"]
 
 @dataclass
 class LocalService:
-    """A dispatcher and workers on this machine, each a ``python -m kit service`` process.
+    """A dispatcher and workers on this machine, each a ``python -m kit service`` process."""
 
-    Attributes:
-        target: ``grpc://BIND:PORT`` of the dispatcher, for ``service=``.
-        dispatcher_port: its port.
-        worker_ports: each worker's fixed port.
-        processes: the dispatcher's process, then the workers'.
-        bind: the address the servers are meant for (``--bind``).
-        ready: each server's "ready" line, the dispatcher's first.
-    """
-
-    target: str
+    target: str  # grpc://BIND:PORT of the dispatcher, for service=
     dispatcher_port: int
-    worker_ports: list[int]
-    processes: list = field(default_factory=list)
+    worker_ports: list[int]  # each worker's fixed port
+    processes: list = field(default_factory=list)  # the dispatcher's, then the workers'
     startup_s: float = 120.0
     env: dict | None = None
-    bind: str = DEFAULT_BIND
-    ready: list = field(default_factory=list)
+    bind: str = DEFAULT_BIND  # the address the servers are meant for (--bind)
+    ready: list = field(default_factory=list)  # each server's "ready" line, the dispatcher's first
 
     def start_worker(self, i: int) -> None:
         """(Re)starts worker ``i`` at its port, as a supervisor would, and waits until it serves."""

@@ -32,23 +32,14 @@ _READ_OPS = {"TFRecordDataset", "TFRecordDatasetV2", "TextLineDataset", "FixedLe
 
 @dataclass(frozen=True)
 class Candidate:
-    """A fix to try.
-
-    Attributes:
-        rewrite: the change (``kit.doctor.rewrite.Rewrite``).
-        evidence: what in the pipeline calls for it.
-        ordered: the original yields a fixed order, which the fixed one must keep.
-        random: the pipeline draws random numbers (only labels and counts can be compared).
-        correctness: the fix makes the data right rather than faster (kept whatever its speed).
-        also: ``(code, evidence)`` of further findings the same fix answers.
-    """
+    """A fix to try."""
 
     rewrite: rw.Rewrite
-    evidence: str
-    ordered: bool
-    random: bool
-    correctness: bool = False
-    also: tuple = ()
+    evidence: str  # what in the pipeline calls for it
+    ordered: bool  # the original yields a fixed order, which the fixed one must keep
+    random: bool  # the pipeline draws random numbers (only labels and counts can be compared)
+    correctness: bool = False  # it makes the data right rather than faster (kept whatever its speed)
+    also: tuple = ()  # (code, evidence) of further findings the same fix answers
 
     @property
     def code(self) -> str:

@@ -12,10 +12,11 @@ from kit.doctor import rules, trial
 from kit.doctor.candidates import Candidate, already_done, candidates, shuffle_memory, split_to_cache, too_big_to_cache
 from kit.doctor.findings import NOISE, Finding, Measured, table
 from kit.doctor.graph import _BATCH_OPS, dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
-from kit.doctor.loader import batching_rate, cores, load_average, measure_loader
+from kit.doctor.loader import batching_rate, load_average, measure_loader
 from kit.doctor.measure import compiled_copy, fit_rate, frozen_prefix, head_rate, measure_fits, record_trace
 from kit.doctor.report import Diagnosis
 from kit.doctor.sources import check_source, first_batch, is_dataset, is_pydataset, nbytes, one_line
+from kit.util import usable_cpus
 
 #: Shares of the budget: the loader alone, the fits (ceiling and real), the frozen head; the rest
 #: goes to the fixes.
@@ -95,7 +96,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     check_source(source, name)
     batch, batch_size = first_batch(source, name)
     example_bytes = nbytes(batch) / batch_size
-    n_cores, load = cores(), load_average()
+    n_cores, load = usable_cpus(), load_average()
     graph = pipeline_graph(source) if is_dataset(source) else None
     copy = compiled_copy(model, batch, name) if model is not None else None
 

@@ -178,15 +178,10 @@ class Finding:
 
 @dataclass(frozen=True)
 class Cap:
-    """The most an input fix can give: the compute ceiling over the real fit (no cap without a model).
-
-    Attributes:
-        factor: the cap on any expected gain.
-        basis: how the cap was obtained, appended to the basis of each capped gain.
-    """
+    """The most an input fix can give: the compute ceiling over the real fit (no cap without a model)."""
 
     factor: float = math.inf
-    basis: str = ""
+    basis: str = ""  # how the cap was obtained, appended to the basis of each capped gain
 
     def __call__(self, gain: float) -> float:
         return min(gain, self.factor)
@@ -198,39 +193,22 @@ class Cap:
 
 @dataclass(frozen=True)
 class Measured:
-    """The measured numbers of one run that the rules read (None or NaN: not measured).
+    """The measured numbers of one run that the rules read (None or NaN: not measured)."""
 
-    Attributes:
-        batch_size: examples in the first batch.
-        loader_rate: examples/s of the loader alone.
-        cores: CPU cores this process may run on.
-        cores_busy: the cores the loader alone kept busy.
-        parallel_gain: what parallel work could give on the cores left free, and its basis
-            (``parallel_basis``).
-        fit_rate: examples/s of the real fit.
-        ceiling_rate: examples/s of the model on one batch replayed from memory.
-        cap: the cap on input gains.
-        model_cores: the CPU cores the model's own step kept busy.
-        example_bytes: the bytes of one example as delivered.
-        python_cores: the CPU cores the Python the graph calls kept busy while the loader ran alone.
-        python_threads: the pipeline's threads inside that Python at once, on average.
-        batching_rate: examples/s of the pipeline's batching alone on one example replayed.
-    """
-
-    batch_size: int
-    loader_rate: float
-    cores: int
-    cores_busy: float
-    parallel_gain: float
+    batch_size: int  # examples in the first batch
+    loader_rate: float  # examples/s of the loader alone
+    cores: int  # CPU cores this process may run on
+    cores_busy: float  # the cores the loader alone kept busy
+    parallel_gain: float  # what parallel work could give on the cores left free
     parallel_basis: str
-    fit_rate: float | None = None
-    ceiling_rate: float | None = None
+    fit_rate: float | None = None  # examples/s of the real fit
+    ceiling_rate: float | None = None  # examples/s of the model on one batch replayed from memory
     cap: Cap = Cap()
-    model_cores: float | None = None
-    example_bytes: float = 0.0
-    python_cores: float = math.nan
-    python_threads: float = math.nan
-    batching_rate: float = math.nan
+    model_cores: float | None = None  # the cores the model's own step kept busy
+    example_bytes: float = 0.0  # one example as delivered
+    python_cores: float = math.nan  # the cores the Python the graph calls kept busy, the loader alone
+    python_threads: float = math.nan  # the pipeline's threads inside that Python at once, on average
+    batching_rate: float = math.nan  # examples/s of the pipeline's batching alone on one example replayed
 
     @property
     def headroom(self) -> float:

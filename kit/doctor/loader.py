@@ -13,21 +13,13 @@ import tensorflow as tf
 
 from kit import timing
 from kit.doctor.sources import loop
-from kit.util import process_io
+from kit.util import process_io, usable_cpus
 
 
 def cpu_seconds() -> float:
     """CPU seconds this process has used, user and system."""
     t = os.times()
     return t.user + t.system
-
-
-def cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def load_average() -> float:
@@ -114,7 +106,7 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
     examples = sum(sizes)
     out = {"loader_examples_per_s": m.examples_per_s, "loader_latency_p50_ms": m.latency_p50_ms,
            "loader_latency_p95_ms": m.latency_p95_ms, "loader_examples": m.examples,
-           "cores_busy": (cpu1 - cpu0) / wall if wall > 0 else math.nan, "cores": cores()}
+           "cores_busy": (cpu1 - cpu0) / wall if wall > 0 else math.nan, "cores": usable_cpus()}
     if python is not None and python[1] and examples:
         out["python_s_per_example"] = python[0] / examples  # CPU in the graph's Python callbacks
         out["python_wall_s_per_example"] = python[2] / examples  # their threads' time inside them

@@ -147,15 +147,19 @@ def timed_fit(model, source, *, max_seconds: float, min_steps: int = 3, trace: b
         return _timed_fit(model, source, max_seconds=max_seconds, min_steps=min_steps, trace=trace)
 
 
+def _fit(model, data, **kwargs) -> None:
+    """``model.fit(data)``, quiet, its warning that a source ran out of data (expected here) left out."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*ran out of data.*")
+        model.fit(data, verbose=0, shuffle=False, **kwargs)
+
+
 def _timed_fit(model, source, *, max_seconds: float, min_steps: int, trace: bool) -> dict:
     timer = timing.StepTimer()
     counted = Counted(source)
     data = timer.wrap(counted)
     counted.epochs.clear()  # the wrap's peek is not a step
-    with warnings.catch_warnings():  # a source of unknown length ends the run: expected here
-        warnings.filterwarnings("ignore", message=".*ran out of data.*")
-        model.fit(data, epochs=10_000, callbacks=[timer, deadline_callback(max_seconds, min_steps, trace)],
-                  verbose=0, shuffle=False)
+    _fit(model, data, epochs=10_000, callbacks=[timer, deadline_callback(max_seconds, min_steps, trace)])
     # A fit stopped by a callback leaves Keras's epoch iterator in a reference cycle: freed now, so that
     # its buffers and threads do not run on beside the next measurement.
     gc.collect()
@@ -190,10 +194,7 @@ def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: 
 
     PROGRESS.start("the training fit")
     deadline = deadline_callback(max_seconds, min_steps + PLAIN_SKIP)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*ran out of data.*")
-        model.fit(source.repeat(), steps_per_epoch=10**9, epochs=1, verbose=0, shuffle=False,
-                  callbacks=[Ends(), deadline])
+    _fit(model, source.repeat(), steps_per_epoch=10**9, epochs=1, callbacks=[Ends(), deadline])
     gc.collect()  # the stopped fit's iterator and its threads freed now (see _timed_fit)
     kept = ends[PLAIN_SKIP - 1:] if len(ends) > PLAIN_SKIP else ends
     seconds = kept[-1] - kept[0] if len(kept) > 1 else math.nan
@@ -365,10 +366,8 @@ def record_trace(model, source, trace_dir, *, steps: int = 5) -> Path:
     try:
         if model is not None:
             timer = timing.StepTimer()
-            with warnings.catch_warnings():  # a source shorter than `steps` ends the trace early
-                warnings.filterwarnings("ignore", message=".*ran out of data.*")
-                model.fit(timer.wrap(source), epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False,
-                          callbacks=[timer, deadline_callback(math.inf, steps, trace=True)])
+            _fit(model, timer.wrap(source), epochs=1, steps_per_epoch=steps,
+                 callbacks=[timer, deadline_callback(math.inf, steps, trace=True)])
         else:
             for i, _ in zip(range(steps), timing.iterate(source)):
                 with tf.profiler.experimental.Trace("read", step_num=i, _r=1):

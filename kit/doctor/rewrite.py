@@ -117,8 +117,9 @@ def _rewire(g, old: str, new: str, *, skip: str) -> None:
                 n.input[i] = new
 
 
-def _after(g, name: str, op: str, extra_inputs: list[str], attrs: dict | None = None) -> str:
-    """A new dataset node of type ``op`` reading ``name``'s output; what read ``name`` reads it."""
+def _after(g, name: str, op: str, extra_inputs: list[str], flags: dict | None = None) -> str:
+    """A new dataset node of type ``op`` (with the boolean attributes ``flags``) reading ``name``'s
+    output; what read ``name`` reads it."""
     src = _node(g, name)
     node = g.node.add()
     node.name = _fresh(g, op)
@@ -126,11 +127,8 @@ def _after(g, name: str, op: str, extra_inputs: list[str], attrs: dict | None = 
     node.input.extend([name, *extra_inputs])
     node.attr["output_types"].CopyFrom(_types(src))
     node.attr["output_shapes"].CopyFrom(src.attr["output_shapes"])
-    for key, value in (attrs or {}).items():
-        if isinstance(value, bool):
-            node.attr[key].b = value
-        else:
-            node.attr[key].s = value.encode()
+    for key, value in (flags or {}).items():
+        node.attr[key].b = value
     _rewire(g, name, node.name, skip=node.name)
     return node.name
 
@@ -157,20 +155,24 @@ def _cache_after(g, name: str, shuffle: int | None = None) -> None:
                 _const(g, "seed2", 0, "int64")], {"reshuffle_each_iteration": True})
 
 
-def _parallel_map(g, name: str) -> None:
-    """``MapDataset`` ``name`` made a ``ParallelMapDatasetV2`` with autotuned parallelism, order kept."""
-    node = _node(g, name)
-    if node.op != "MapDataset":  # already parallel (another rewrite made it so)
-        return
+def _make_parallel(g, node, op: str, params: tuple[str, ...]) -> None:
+    """``node`` made the parallel ``op``, its ``params`` autotuned, its order kept."""
     controls = [i for i in node.input if i.startswith("^")]
     data = _dataset_inputs(node)
-    calls = _const(g, "num_parallel_calls", AUTOTUNE, "int64")
+    extra = [_const(g, p, AUTOTUNE, "int64") for p in params]
     del node.input[:]
-    node.input.extend([*data, calls, *controls])
-    node.op = "ParallelMapDatasetV2"
-    if "force_synchronous" in node.attr:
-        del node.attr["force_synchronous"]
+    node.input.extend([*data, *extra, *controls])
+    node.op = op
     node.attr["deterministic"].s = b"default"
+
+
+def _parallel_map(g, name: str) -> None:
+    """``MapDataset`` ``name`` made a ``ParallelMapDatasetV2`` (unless another rewrite already did)."""
+    node = _node(g, name)
+    if node.op == "MapDataset":
+        if "force_synchronous" in node.attr:
+            del node.attr["force_synchronous"]
+        _make_parallel(g, node, "ParallelMapDatasetV2", ("num_parallel_calls",))
 
 
 # --------------------------------------------------------------------------- the rewrites
@@ -178,30 +180,17 @@ def _parallel_map(g, name: str) -> None:
 
 @dataclass(frozen=True)
 class Rewrite:
-    """One fix the doctor can apply by itself.
+    """One fix the doctor can apply by itself."""
 
-    Attributes:
-        code: the finding it fixes.
-        change: what it does, in a few words.
-        snippet: the change in the user's code.
-        edit: changes a ``GraphDef`` in place (None: ``post`` only).
-        post: applied to the rebuilt ``Dataset`` (options, a final prefetch).
-        warm_epoch: reads a whole epoch before it is timed (a cache fills on its first epoch).
-        names: the graph nodes it changes.
-        spec: ``(factory, *args)``, which ``from_spec`` builds it again from (``--apply --out``).
-        keeps_elements: yields the same elements in the same order by construction: applied even
-            where an epoch is too long to check (the others only once checked).
-    """
-
-    code: str
-    change: str
-    snippet: str
-    edit: Callable | None = None
-    post: Callable | None = None
-    warm_epoch: bool = False
-    names: tuple = field(default=())
-    spec: tuple = field(default=())
-    keeps_elements: bool = False
+    code: str  # the finding it fixes
+    change: str  # what it does, in a few words
+    snippet: str  # the change in the user's code
+    edit: Callable | None = None  # changes a GraphDef in place
+    post: Callable | None = None  # applied to the rebuilt Dataset (options, a final prefetch)
+    warm_epoch: bool = False  # reads a whole epoch before it is timed (a cache fills)
+    names: tuple = field(default=())  # the graph nodes it changes
+    spec: tuple = field(default=())  # (factory, *args) that from_spec builds it again from (--apply --out)
+    keeps_elements: bool = False  # the same elements in the same order by construction: applied unchecked
 
     def apply(self, ds):
         """The pipeline with this fix (a new ``Dataset``; ``ds`` is left as it is)."""
@@ -235,16 +224,8 @@ def parallel_interleave(name: str, fn: str) -> Rewrite:
     """``InterleaveDataset`` ``name`` as a ``ParallelInterleaveDatasetV4``, order kept."""
 
     def edit(g):
-        node = _node(g, name)
-        controls = [i for i in node.input if i.startswith("^")]
-        data = _dataset_inputs(node)
-        extra = [_const(g, "buffer_output_elements", AUTOTUNE, "int64"),
-                 _const(g, "prefetch_input_elements", AUTOTUNE, "int64"),
-                 _const(g, "num_parallel_calls", AUTOTUNE, "int64")]
-        del node.input[:]
-        node.input.extend([*data, *extra, *controls])
-        node.op = "ParallelInterleaveDatasetV4"
-        node.attr["deterministic"].s = b"default"
+        _make_parallel(g, _node(g, name), "ParallelInterleaveDatasetV4",
+                       ("buffer_output_elements", "prefetch_input_elements", "num_parallel_calls"))
 
     return Rewrite("serial_interleave", f"read {fn}'s datasets in parallel",
                    f".interleave({fn}, cycle_length=..., num_parallel_calls=tf.data.AUTOTUNE)",
@@ -257,12 +238,10 @@ def insert_cache(after: str, what: str, *, reshuffle: bool = False, count: int |
     """An in-memory ``cache()`` after node ``after``; with ``reshuffle``, then a shuffle over the whole
     cached data (``count`` elements), reshuffled each epoch (an earlier shuffle would freeze in the cache)."""
 
-    def edit(g):
-        _cache_after(g, after, (count or 1) if reshuffle else None)
-
     tail = f".shuffle({count})" if reshuffle else ""
     return Rewrite(code, f"cache after {what}" + (", then shuffle the cached data each epoch" if reshuffle else ""),
-                   f"{what}.cache(){tail}", edit=edit, warm_epoch=True, names=(after,),
+                   f"{what}.cache(){tail}", edit=lambda g: _cache_after(g, after, (count or 1) if reshuffle else None),
+                   warm_epoch=True, names=(after,),
                    spec=("insert_cache", after, what, reshuffle, count, code))
 
 
@@ -328,7 +307,7 @@ def map_after_batch(map_name: str, batch_name: str, fn: str) -> Rewrite:
         m, b = _node(g, map_name), _node(g, batch_name)
         src = _dataset_inputs(m)[0].split(":")[0]
         src_shapes = _node(g, src).attr["output_shapes"]
-        b_types, b_shapes = copy_attr(b.attr["output_types"]), copy_attr(b.attr["output_shapes"])
+        b_types, b_shapes = copy.deepcopy(b.attr["output_types"]), copy.deepcopy(b.attr["output_shapes"])
         # batch now reads the map's input; the map reads the batch; what read the batch reads the map.
         _rewire(g, batch_name, map_name, skip=map_name)
         b.input[0] = src
@@ -346,12 +325,6 @@ def map_after_batch(map_name: str, batch_name: str, fn: str) -> Rewrite:
     return Rewrite("map_before_batch", f"batch first, then run {fn} on whole batches",
                    f".batch(B).map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", edit=edit,
                    names=(map_name, batch_name), spec=("map_after_batch", map_name, batch_name, fn))
-
-
-def copy_attr(value):
-    out = type(value)()
-    out.CopyFrom(value)
-    return out
 
 
 def pydataset_workers(workers: int) -> Rewrite:

@@ -58,15 +58,10 @@ def epoch_digests(ds, *, labels_only: bool, deadline: float) -> list[str] | None
 
 @dataclass(frozen=True)
 class Check:
-    """Whether a fixed pipeline yields what the original yields.
+    """Whether a fixed pipeline yields what the original yields."""
 
-    Attributes:
-        same: True (checked, the same), False (checked, different) or None (not checked).
-        how: what was compared, or why nothing was.
-    """
-
-    same: bool | None
-    how: str
+    same: bool | None  # None: not checked
+    how: str  # what was compared, or why nothing was
 
 
 # The original's digests, read once for all the candidates of one diagnosis: (id, random) -> (original, digests).
@@ -126,17 +121,11 @@ def warm(ds, seconds: float) -> bool:
 
 @dataclass(frozen=True)
 class Gain:
-    """A fix's measured gain over the original, interleaved rounds.
-
-    Attributes:
-        median: the median of the rounds' ratios (fixed over original in the same round).
-        low, high: the slowest and fastest round's ratio.
-        rounds: how many rounds.
-    """
+    """A fix's measured gain over the original: each round's fixed over original, interleaved."""
 
     median: float
-    low: float
-    high: float
+    low: float  # the slowest round's
+    high: float  # the fastest round's
     rounds: int
 
     @property
