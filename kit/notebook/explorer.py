@@ -5,6 +5,7 @@ figure with plotly's own sliders and dropdowns. No TensorFlow here.
 
 from __future__ import annotations
 
+import functools
 import os
 from copy import deepcopy
 from pathlib import Path
@@ -70,27 +71,22 @@ export default () => {
 """
 
 
+@functools.cache
 def _figure_widget_class():
     """plotly's ``FigureWidget`` with the front-end module above; plotly's own where its
     bundle is not where plotly 6/7 keeps it."""
     import plotly.basewidget  # keeps kit.notebook.explorer light: anywidget (seconds); only a live widget needs it
 
-    cls = getattr(_figure_widget_class, "cls", None)
-    if cls is not None:
-        return cls
     bundle = Path(plotly.basewidget.__file__).parent / "package_data" / "widgetbundle.js"
     if not bundle.is_file():
-        _figure_widget_class.cls = go.FigureWidget
         return go.FigureWidget
-    cls = type("FigureWidget", (go.FigureWidget,), {
+    return type("FigureWidget", (go.FigureWidget,), {
         "__module__": __name__,
         "__doc__": "plotly's FigureWidget whose front end never drops a message (see kit.notebook.explorer).",
         "_esm": _FIGURE_WIDGET_ESM,
         "_plotly_esm": traitlets.Unicode(bundle.read_text(encoding="utf-8")).tag(sync=True),
         "_plotly_key": traitlets.Unicode(f"plotly {plotly.__version__} {bundle.stat().st_size}").tag(sync=True),
     })
-    _figure_widget_class.cls = cls
-    return cls
 
 
 def figure_widget(fig: go.Figure | None = None) -> go.FigureWidget:
