@@ -73,9 +73,7 @@ class Entry:
 
 def root(folder: str | os.PathLike | None = None) -> Path:
     """The cache folder: ``folder``, else ``$KIT_CACHE``, else ``~/.cache/kit``."""
-    if folder is not None:
-        return Path(folder)
-    return store.default_workdir()
+    return Path(folder) if folder is not None else store.default_workdir()
 
 
 def _size(path: Path) -> int:
@@ -250,11 +248,8 @@ def classify(path: Path, *, in_samples: bool = False) -> Entry:
 
 
 def scan(folder: str | os.PathLike | None = None) -> list[Entry]:
-    """Every entry of the cache folder, largest first; empty if the folder does not exist.
-
-    The folders in its ``samples/`` folder are entries of their own (``samples/NAME``); a
-    ``digests.sqlite3`` that is the kit's counts its ``-journal``/``-wal``/``-shm`` files.
-    """
+    """Every entry of the cache folder, largest first (the folders in its ``samples/`` folder each one of
+    their own); empty if the folder does not exist."""
     r = root(folder)
     if not r.is_dir():
         return []
@@ -269,9 +264,6 @@ def scan(folder: str | os.PathLike | None = None) -> list[Entry]:
         sides = {p.name for p in digest_files(r / DIGESTS)}
         entries = [e for e in entries if e.name not in sides]
     return sorted(entries, key=lambda e: -e.bytes)
-
-
-# --------------------------------------------------------------------------- listing
 
 
 def fmt_bytes(n: float) -> str:

@@ -42,12 +42,8 @@ def _audit(event: str, args: tuple) -> None:
 @contextmanager
 def recording(folder: str | os.PathLike | None = None, *, found: set | None = None):
     """Yields a set (``found``, or a new one) of the names (``Entry.name``) of the cache entries this
-    process opens within the block, filled as they are opened.
-
-    It sees, through Python's audit hook (``open``, ``sqlite3.connect``), what this process opens
-    through Python, not what other processes open. The hook stays for the life of the process and
-    returns at once outside a ``recording`` block.
-    """
+    process opens through Python within the block (Python's audit hook: ``open``, ``sqlite3.connect``;
+    once added, the hook stays, idle outside a block)."""
     global _HOOKED
     r = root(folder)
     prefixes = tuple({os.path.abspath(r) + os.sep, os.path.realpath(r) + os.sep})
@@ -114,18 +110,9 @@ def _line(e: Entry) -> str:
 
 
 def reuse_report(before: list[Entry], after: list[Entry], used, *, limit: int = 12) -> list[str]:
-    """What a run reused from the cache and what it built: lines to print.
-
-    Args:
-        before: ``scan()`` before the run.
-        after: ``scan()`` after it.
-        used: names of the entries the run opened (``recording``).
-        limit: at most this many entries listed under each heading.
-
-    Returns:
-        Under "reused" the kit's entries of ``before`` that the run opened, unchanged (same build
-        time); under "built" those new since ``before`` or rebuilt; one line each.
-    """
+    """Lines to print: the kit's entries a run reused (in ``before``, opened as ``used`` says,
+    unchanged) and those it built (new since ``before`` or rebuilt), at most ``limit`` under each;
+    ``before`` and ``after`` are ``scan()`` before and after the run."""
     was = {e.name: e for e in before}
     reused, built = [], []
     for e in after:

@@ -35,23 +35,17 @@ def _dataset(make: Callable, index, batch_size: int):
 
 
 def distributed_loader(strategy, make: Callable, index, *, per_replica_batch: int, pattern: str = "global"):
-    """A loader fed to the strategy's replicas, by either input pattern.
+    """A ``tf.distribute.DistributedDataset`` feeding the strategy's replicas, by either input pattern.
 
     Args:
         strategy: a ``tf.distribute`` strategy.
         make: the loader factory, ``make(index, batch_size=...)`` -> ``tf.data.Dataset``
             (e.g. ``functools.partial(kit.spectrogram.make_loader, "in_memory", shuffle=False)``).
         index: the case's index (with ``subset``).
-        per_replica_batch: examples per replica per step; the global batch is this
-            times ``strategy.num_replicas_in_sync``.
-        pattern: ``"global"``: one loader batched at the global batch, each batch split over
-            the replicas (``experimental_distribute_dataset``). ``"per_replica"``: each input
-            pipeline (one per worker) builds the loader over its shard of the index, batched at
-            the per-replica batch (``distribute_datasets_from_function``).
-
-    Returns:
-        A ``tf.distribute.DistributedDataset``: iterate it, or pass it to ``model.fit``
-        under ``strategy.scope()``.
+        per_replica_batch: examples per replica per step.
+        pattern: ``"global"``: one loader batched at the global batch, each batch split over the
+            replicas. ``"per_replica"``: each input pipeline (one per worker) builds the loader over
+            its shard of the index, batched at the per-replica batch.
     """
     if pattern not in PATTERNS:
         raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}")

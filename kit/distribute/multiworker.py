@@ -48,7 +48,8 @@ def multi_worker_strategy(workers: Sequence[str], index: int):
 def run_multiworker(*, workers: Sequence[str], index: int, make_data: Callable, make_model: Callable,
                     per_replica_batch: int = 8, steps: int = 3, learning_rate: float = 0.05) -> dict:
     """One worker of a multi-worker run: a few steps of a model on its shard of the data (the
-    gradients all-reduced, so all workers end with the same weights).
+    gradients all-reduced, so all workers end with the same weights). Returns ``{"worker",
+    "replicas", "global_batch", "losses", "digest", "weights"}``.
 
     Args:
         workers: ``host:port`` of every worker, the same list on each.
@@ -59,9 +60,6 @@ def run_multiworker(*, workers: Sequence[str], index: int, make_data: Callable, 
         per_replica_batch: for the report (the data sets the batches).
         steps: training steps.
         learning_rate: SGD's.
-
-    Returns:
-        ``{"worker", "replicas", "global_batch", "losses", "digest", "weights"}``.
     """
     strategy = multi_worker_strategy(workers, index)
     data = make_data(strategy)
@@ -75,7 +73,8 @@ def run_multiworker(*, workers: Sequence[str], index: int, make_data: Callable, 
 
 
 def train_steps(strategy, model, data, *, steps: int | None = None, optimizer=None, loss=None) -> list[float]:
-    """A plain custom training loop: ``steps`` steps of ``model`` on distributed ``data``.
+    """A plain custom training loop: ``steps`` steps of ``model`` on distributed ``data``; returns the
+    global mean loss of each step.
 
     Works with every strategy, ``MultiWorkerMirroredStrategy`` included (where Keras 3's
     ``model.fit`` fails: keras-team/keras#20585). Each replica averages its losses over the *global*
@@ -89,9 +88,6 @@ def train_steps(strategy, model, data, *, steps: int | None = None, optimizer=No
         optimizer: made under the scope; default ``model.optimizer``.
         loss: a per-example loss ``loss(y, y_pred)``; default sparse categorical
             cross-entropy on logits.
-
-    Returns:
-        The global mean loss of each step.
     """
     optimizer = optimizer or model.optimizer
     if optimizer is None:

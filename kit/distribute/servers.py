@@ -144,7 +144,9 @@ def run_dispatcher(*, port: int | None = None, bind: str = DEFAULT_BIND, work_di
 
 def run_worker(*, dispatcher: str, port: int | None = None, bind: str | None = None, host: str | None = None,
                heartbeat_s: float | None = None) -> int:
-    """Starts a tf.data service worker in this process and serves until stopped.
+    """Starts a tf.data service worker in this process and serves until stopped. Raises ``ValueError``
+    for a bad address or port, or a worker meant for this machine only serving another machine's
+    dispatcher.
 
     Args:
         dispatcher: ``HOST:PORT`` of the dispatcher.
@@ -155,10 +157,6 @@ def run_worker(*, dispatcher: str, port: int | None = None, bind: str | None = N
         host: the name clients reach this worker by (default: ``bind``, or this machine's name
             when ``bind`` is every interface).
         heartbeat_s: how often to report to the dispatcher.
-
-    Raises:
-        ValueError: a bad address or port, or a worker meant for this machine only serving a
-            dispatcher on another machine.
     """
     dhost, dport = parse_address(dispatcher)
     _check_port(port)

@@ -219,35 +219,25 @@ def through_service(dataset, service: str, *, examples: int | None = None, on_sh
                     job_name: str | None = None, timeout_s: float = SERVICE_TIMEOUT_S):
     """Runs a ``tf.data`` pipeline on tf.data service workers, each example once per epoch.
 
-    With ``processing_mode="distributed_epoch"`` the dispatcher at ``service`` hands out the
-    source's splits (files, rows) to the workers, which run the rest of the pipeline; this process
-    reads the batches they produce. The pipeline must be graph ops only (no Python function or
-    ``from_generator``) and one splittable source followed by transformations (``service_problems``).
-
-    Without failures every element comes exactly once. A worker that dies mid-epoch loses the
-    elements it was producing (at-most-once); the epoch finishes once a worker is back at its
-    address (a fixed ``--port`` under a supervisor). One that never comes back leaves its task
-    open (TensorFlow 2.21 does not reassign it), so every wait for a batch is bounded by
-    ``timeout_s``: then ``ServiceTimeoutError`` (through TensorFlow, as ``tf.errors.UnknownError``)
-    names the dispatcher and how many examples arrived, and the reading thread is stopped.
-
-    At the epoch's end its length is checked against ``examples``: a shortfall raises
-    (``on_short="raise"``, as ``tf.errors.InvalidArgumentError``) or warns (``"warn"``). A kit
-    loader's own ``assert_cardinality`` is left out of what the workers run. A reading thread
-    fetches ``READ_AHEAD`` batches ahead in place of a ``prefetch``.
+    In ``distributed_epoch`` mode the dispatcher hands out the source's splits (files, rows) to the
+    workers, which run the rest of the pipeline (graph ops only: ``service_problems``). A worker
+    that dies mid-epoch loses the elements it was producing (at-most-once); one that never comes
+    back leaves its task open, so every wait for a batch is bounded by ``timeout_s``, then
+    ``ServiceTimeoutError`` (through TensorFlow, as ``tf.errors.UnknownError``) says how many
+    examples arrived. At the epoch's end its length is checked against ``examples``: a shortfall
+    raises (``on_short="raise"``, as ``tf.errors.InvalidArgumentError``) or warns (``"warn"``).
 
     Args:
         dataset: a ``tf.data.Dataset`` (a kit loader, or any graph-only pipeline).
         service: the dispatcher, ``grpc://HOST:PORT`` or ``HOST:PORT``.
-        examples: examples per epoch, for an exact check (default: what the kit
-            loader recorded; required for any other pipeline).
+        examples: examples per epoch (default: what the kit loader recorded).
         on_short: ``"raise"`` or ``"warn"``.
         job_name: share one job between several readers (each gets part of the epoch).
         timeout_s: the longest wait for one batch (default ``SERVICE_TIMEOUT_S``).
 
     Raises:
-        ValueError: a bad address or timeout, no dispatcher answering, or a pipeline
-            the service cannot run (``service_problems``).
+        ValueError: a bad address or timeout, no dispatcher answering, or a pipeline the service
+            cannot run.
     """
     import tensorflow as tf  # keeps kit.distribute light: TensorFlow
 

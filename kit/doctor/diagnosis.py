@@ -15,7 +15,7 @@ from kit.doctor.graph import _BATCH_OPS, dataset_examples, labels, pipeline_grap
 from kit.doctor.loader import batching_rate, load_average, measure_loader
 from kit.doctor.measure import compiled_copy, fit_rate, frozen_prefix, head_rate, measure_fits, record_trace
 from kit.doctor.report import Diagnosis
-from kit.doctor.sources import check_source, first_batch, is_dataset, is_pydataset, nbytes, one_line
+from kit.doctor.sources import check_source, describe_error, first_batch, is_dataset, is_pydataset, nbytes
 from kit.util import usable_cpus
 
 #: Shares of the budget: the loader alone, the fits (ceiling and real), the frozen head; the rest
@@ -199,9 +199,6 @@ def _augmented(prefix, graph) -> str:
     return ""
 
 
-# --------------------------------------------------------------------------- the fixes, tried
-
-
 def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget) -> list[Tried]:
     """Each candidate applied, checked and measured A/B on the loader in an equal share of the time
     left; then the ones that gained (and the correctness fixes) measured A/B on the fit."""
@@ -234,7 +231,7 @@ def _check_and_time(t: Tried, source, budget: Budget, each: float) -> None:
         t.check = trial.same_elements(source, fixed, ordered=c.ordered, random=c.random or c.correctness,
                                       seconds=max(0.3, min(each / 3, budget.left())))
     except Exception as e:  # noqa: BLE001  (a rewrite TensorFlow refuses is an outcome, not a crash)
-        t.outcome = f"cannot apply here: {one_line(e)}"
+        t.outcome = f"cannot apply here: {describe_error(e)}"
         return
     if t.check.same is False:
         t.outcome = f"changes the data, not applied: {t.check.how}"

@@ -32,8 +32,6 @@ _PASSIVE_OPS = {"PrefetchDataset", "OptionsDataset", "AssertCardinalityDataset",
                 "PrivateThreadPoolDataset", "AssertNextDataset", "CacheDataset", "CacheDatasetV2",
                 "FinalizeDataset", "ShardDataset"}
 
-# --------------------------------------------------------------------------- reading the graph
-
 
 def pipeline_graph(ds) -> dict:
     """The structure of a ``tf.data.Dataset`` from its serialized graph.
@@ -123,9 +121,6 @@ def count_examples(ds, seconds: float) -> tuple[int, bool]:
         if time.perf_counter() > deadline:
             return n, False
     return n, True
-
-
-# --------------------------------------------------------------------------- what the graph says
 
 
 def _python_functions(ds) -> dict:

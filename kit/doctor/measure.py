@@ -24,11 +24,8 @@ from kit.doctor.sources import (
     describe_error,
     first_batch,
     is_dataset,
-    one_line,
     shapes,
 )
-
-# --------------------------------------------------------------------------- the model's fits
 
 
 def clone(model, batch=None):
@@ -288,9 +285,6 @@ def fit_rate(copy, batch_size: int):
     return rate
 
 
-# --------------------------------------------------------------------------- the frozen prefix
-
-
 def frozen_prefix(model):
     """Top-level layers before the first trainable one, when they hold frozen weights."""
     layers = [layer for layer in model.layers if type(layer).__name__ != "InputLayer"]
@@ -341,7 +335,7 @@ def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = Fa
         _, head, features = _split(prefix, rest, x)
         chained = np.asarray(head(features, training=False))
     except (ValueError, TypeError) as e:
-        chained, why = None, one_line(e)
+        chained, why = None, describe_error(e)
     else:
         why = "its layers after the frozen part do not form a chain"
     if chained is None or chained.shape != whole.shape or not np.allclose(whole, chained, rtol=1e-3, atol=1e-4):
@@ -352,9 +346,6 @@ def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = Fa
         replayed = tf.data.Dataset.from_tensors((features, *ys))
         return plain_fit(head, replayed, batch_size=size, max_seconds=max_seconds)["examples_per_s"], ""
     return pooled([timed_fit(head, replay((features, *ys)), max_seconds=max_seconds)]), ""
-
-
-# --------------------------------------------------------------------------- trace
 
 
 def record_trace(model, source, trace_dir, *, steps: int = 5) -> Path:
@@ -375,9 +366,6 @@ def record_trace(model, source, trace_dir, *, steps: int = 5) -> Path:
     finally:
         tf.profiler.experimental.stop()
     return trace_dir
-
-
-# --------------------------------------------------------------------------- side by side
 
 
 def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float = 10.0,

@@ -45,9 +45,6 @@ def user_name(fn_name: str) -> str:
     return name or fn_name
 
 
-# --------------------------------------------------------------------------- graph in, graph out
-
-
 def graph_def(ds):
     """The pipeline's ``GraphDef``, with device placements cleared (a ``py_function`` node keeps a
     malformed one that would not read back)."""
@@ -173,9 +170,6 @@ def _parallel_map(g, name: str) -> None:
         if "force_synchronous" in node.attr:
             del node.attr["force_synchronous"]
         _make_parallel(g, node, "ParallelMapDatasetV2", ("num_parallel_calls",))
-
-
-# --------------------------------------------------------------------------- the rewrites
 
 
 @dataclass(frozen=True)

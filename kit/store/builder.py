@@ -220,9 +220,6 @@ def _write_shards(folder: Path, partial: Path, todo: list[Shard], write, records
     return checked
 
 
-# --------------------------------------------------------------------------- the partial build's records
-
-
 def _safe(name: str) -> str:
     return name.replace("/", "__")
 
@@ -250,9 +247,6 @@ def _load_record(partial: Path, s: Shard, folder: Path) -> ShardRecord | None:
         return ShardRecord.from_dict(rec)
     except TypeError:  # a record without a name: the shard is written again
         return None
-
-
-# --------------------------------------------------------------------------- a full disk
 
 
 def disk_full(e: BaseException) -> bool:

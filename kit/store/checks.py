@@ -134,9 +134,6 @@ def check_open(folder: str | os.PathLike, manifest: Manifest, *, full: bool | No
     remember_checked(folder, ok)
 
 
-# --------------------------------------------------------------------------- verify
-
-
 def register_check(kind: str):
     """Decorator: registers a deep check for stores of ``kind`` (used by ``verify``)."""
     def deco(fn):

@@ -89,9 +89,6 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
             os.fsync(f.fileno())
 
 
-# --------------------------------------------------------------------------- whose folder it is
-
-
 def store_kind(folder: str | os.PathLike) -> str | None:
     """The kind of kit store in ``folder`` (from its marker or manifest), or None if it is not one."""
     folder = Path(folder)
@@ -168,9 +165,6 @@ def check_apart(folder: str | os.PathLike, sources: Sequence[str | os.PathLike])
                              "a store must be kept apart from its sources (choose another folder)")
 
 
-# --------------------------------------------------------------------------- the build lock, temp files
-
-
 @contextmanager
 def store_lock(folder: str | os.PathLike, *, shared: bool = False, timeout: float | None = None):
     """Holds ``folder``'s lock (exclusive, or shared) for the block; waits at most ``timeout`` s.
@@ -227,9 +221,6 @@ def remove_dead_temp_files(folder: str | os.PathLike) -> list[Path]:
             p.unlink(missing_ok=True)
             removed.append(p)
     return removed
-
-
-# --------------------------------------------------------------------------- free space
 
 
 def free_bytes(path: str | os.PathLike) -> int:
