@@ -34,7 +34,7 @@ import tensorflow as tf
 
 from kit import store, timing
 from kit.cases.loaders import LoaderOptions
-from kit.epochs import finish, order_batches
+from kit.epochs.datasets import finish, order_batches
 from kit.models.audio import compile_classifier, leaf_layers
 from kit.spectrogram import make_loader
 from kit.spectrogram.index import FrameIndex

@@ -28,7 +28,7 @@ def test_epoch_record_of_a_tf_data_loader(spec_index):
 
 
 def test_block_order_every_row_once_reshuffled_deterministic_and_local():
-    from kit.epochs import block_order_dataset
+    from kit.epochs.datasets import block_order_dataset
 
     def epochs(seed, count=2):
         ds = block_order_dataset(96, 10, block=4, window=3, seed=seed)
@@ -59,7 +59,7 @@ def test_block_order_read_ahead_lists_every_block_once_before_its_window(shuffle
     """With ``read_ahead`` the order also says which blocks to ask for, batch by batch: the
     same rows as without it, every block once per epoch, each window's blocks listed where
     the window ``ahead`` before it begins (the first windows at the first batch)."""
-    from kit.epochs import block_order_dataset
+    from kit.epochs.datasets import block_order_dataset
 
     n, bs, block, window = 100, 10, 4, 3  # 25 blocks (none short), 9 windows (the last of 1 block)
     plain = block_order_dataset(n, bs, block=block, window=window, seed=5, shuffle=shuffle)
@@ -126,11 +126,6 @@ RESUMABLE = {
     "segmentation tfdata_naive": _seg_loader("tfdata_naive"),
     "segmentation tfdata_tuned": _seg_loader("tfdata_tuned"),
     "segmentation class_index memmap": _seg_loader("class_index"),
-    "spectrogram tfrecord": spec_loader("tfrecord", record_frames=4, shuffle_buffer=8),
-    # batches of 8 whole records of 2 frames, and the tail's record of 1 frame last (69 frames)
-    "spectrogram tfrecord whole records": spec_loader("tfrecord", batch_size=16, frames_per_file=23,
-                                                       record_frames=2, shuffle_buffer=32),
-    "segmentation class_index tfrecord": _seg_loader("class_index", format="tfrecord", shuffle_buffer=3),
 }
 
 
@@ -140,7 +135,7 @@ def test_an_iterator_checkpoint_holds_the_position_and_resumes_exactly(name, tmp
     exactly the rest of that epoch, then the same next epoch, from a checkpoint of a few KB."""
     import tensorflow as tf
 
-    from kit.epochs import iterator_checkpoint
+    from kit.epochs.datasets import iterator_checkpoint
 
     make = RESUMABLE[name]
     index = make.index(tmp_path)
@@ -165,7 +160,7 @@ def test_an_iterator_checkpoint_holds_the_position_and_resumes_exactly(name, tmp
 def test_a_memmap_checkpoint_does_not_grow_with_the_data(tmp_path):
     """Item 13: a memmap iterator checkpoint is a few KB at 2,000 and at 8,000 frames
     (before: the cached store itself, 30.6 MB for 29.5 MB of frames)."""
-    from kit.epochs import iterator_checkpoint
+    from kit.epochs.datasets import iterator_checkpoint
     from kit.spectrogram import FrameIndex, make_loader
 
     sizes = []
@@ -186,6 +181,8 @@ def test_a_memmap_checkpoint_does_not_grow_with_the_data(tmp_path):
 
 NOT_RESUMABLE = {
     "generator": (spec_loader("generator"), "Python generator"),
+    "tfrecord": (spec_loader("tfrecord", record_frames=4, shuffle_buffer=8), "shuffle buffer"),
+    "class_index": (_seg_loader("class_index", format="tfrecord", shuffle_buffer=3), "shuffle buffer"),
 }
 
 
@@ -194,14 +191,15 @@ def test_a_loader_that_cannot_resume_says_which_and_why(name, tmp_path):
     """Item 13: a generator (its position lives in Python) is
     refused with one error naming the variant, the reason and the variant to use instead
     (before: a raw FailedPreconditionError, or a checkpoint holding the buffers)."""
-    from kit.epochs import NotResumableError, iterator_checkpoint
+    from kit.epochs import NotResumableError
+    from kit.epochs.datasets import iterator_checkpoint
 
     make, why = NOT_RESUMABLE[name]
     loader = make(make.index(tmp_path), tmp_path / "work")
     with pytest.raises(NotResumableError) as e:
         iterator_checkpoint(loader, iter(loader))
     message = str(e.value)
-    assert repr(name) in message or name in message
+    assert repr(name) in message and why in message
     assert why in message and "resume" in message
     assert "memmap" in message or "numpy_function" in message
 
@@ -210,7 +208,8 @@ def test_a_plain_dataset_is_refused_too():
     """Item 13: iterator_checkpoint resumes only what a kit loader recorded."""
     import tensorflow as tf
 
-    from kit.epochs import NotResumableError, iterator_checkpoint
+    from kit.epochs import NotResumableError
+    from kit.epochs.datasets import iterator_checkpoint
 
     ds = tf.data.Dataset.range(10).shuffle(10)
     with pytest.raises(NotResumableError, match="not a kit tf.data loader"):

@@ -158,15 +158,17 @@ def test_resume_mid_epoch_delivers_exactly_the_frames_not_yet_delivered(spec_ind
 
 @needs_peers
 def test_resume_through_a_tensorflow_checkpoint(spec_index, ref, tmp_path):
-    """As the kit's tf.data loaders: kit.epochs.iterator_checkpoint saves and restores the position."""
+    """As the kit's tf.data loaders: kit.epochs.datasets.iterator_checkpoint saves and restores the position."""
+    from kit.epochs.datasets import iterator_checkpoint
+
     want = _rows(_loader(spec_index, tmp_path), ref)
     loader = _loader(spec_index, tmp_path)
     it = iter(loader)
     first = _rows([next(it) for _ in range(3)], ref)
-    path = epochs.iterator_checkpoint(loader, it).write(str(tmp_path / "ckpt" / "it"))
+    path = iterator_checkpoint(loader, it).write(str(tmp_path / "ckpt" / "it"))
     again = _loader(spec_index, tmp_path)
     it2 = iter(again)
-    epochs.iterator_checkpoint(again, it2).read(path).assert_consumed()
+    iterator_checkpoint(again, it2).read(path).assert_consumed()
     assert first + _rows(it2, ref) == want
 
 

@@ -16,28 +16,20 @@ variant builders, each a ``Variant`` in the case's registry, built by
 * ``EpochPyDataset`` (``epoch_pydataset()`` returns it) / ``pydataset_class``: the
   epoch-reshuffling ``keras.utils.PyDataset`` base, and a class on it from a mixin with its
   ``load`` (``kit.cases.pydataset`` imports Keras: loaded on first use of these names);
-* ``read_tfrecords`` / ``check_tfrecord_shard`` / ``check_shards`` / ``store_folder``:
-  one TFRecord reader, the shard checks, and the stores' folder naming.
+* ``check_shards`` / ``store_folder`` / ``shard_tags`` (``kit.cases.stores``): the shard
+  checks and the stores' folder naming; ``kit.cases.tfrecords.check_tfrecord_shard``, the
+  deep check of a TFRecord shard (it imports TensorFlow).
 """
 
 import importlib
 
 from kit.cases.index import CsvIndex
 from kit.cases.loaders import LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, graph_only
-from kit.cases.stores import (
-    TFRECORD_FRAMING,
-    TFRECORD_HEAD,
-    check_shards,
-    check_tfrecord_shard,
-    read_tfrecords,
-    shard_tags,
-    store_folder,
-)
+from kit.cases.stores import check_shards, shard_tags, store_folder
 
-__all__ = ["LoaderOptions", "VariantOptions", "Variant", "build_loader", "read_tfrecords", "check_shards",
-           "TFRECORD_FRAMING", "TFRECORD_HEAD",
+__all__ = ["LoaderOptions", "VariantOptions", "Variant", "build_loader", "check_shards",
            # what the kit's other packages call through this one
-           "CsvIndex", "NoOptions", "check_tfrecord_shard", "graph_only", "shard_tags", "store_folder"]
+           "CsvIndex", "NoOptions", "graph_only", "shard_tags", "store_folder"]
 
 #: Names of ``kit.cases.pydataset`` (it imports Keras): loaded on first use, so that importing
 #: this package imports no Keras.

@@ -1,56 +1,29 @@
-"""One epoch of a loader: its order, its guard, and the record of what it holds.
+"""The tf.data half of ``kit.epochs``: epoch orders computed per epoch, the epoch guard, checkpoints.
 
-* ``epoch_order``: the row order of one epoch in NumPy, a permutation seeded by
-  ``(seed, epoch)`` (Python-side variants);
-* ``order_dataset``: the same idea in tf.data, reshuffled on every iteration;
-  ``order_batches`` and ``block_order_dataset``: such orders already cut into batches
-  (a stream of batches, not of single rows: far cheaper under symbolic checkpointing);
-* ``finish``: ``assert_cardinality`` then ``prefetch``, so a pipeline that ends early
-  (a truncated shard, a file gone mid-epoch) fails loudly instead of yielding a
-  silently shorter epoch; it records an ``Epoch`` on the loader it returns, and sets
-  tf.data's symbolic checkpointing, so that an iterator checkpoint holds positions;
-* ``epoch_of``: that record (examples, batch size, batches, the pipeline without its
-  guard), which ``kit.distribute.through_service`` reads to move the guard to the
-  reading side;
-* ``iterator_checkpoint``: a ``tf.train.Checkpoint`` of a kit loader's iterator (a
-  few KB: the epoch's seeds and the position, never the data), or one clear error for
-  a loader that cannot resume mid-epoch, saying why and what to use instead.
+* ``order_dataset``: row positions reshuffled every iteration; ``order_batches`` and
+  ``block_order_dataset``: such orders already cut into batches (a stream of batches, not of
+  rows: far cheaper under symbolic checkpointing);
+* ``finish``: ``assert_cardinality`` then ``prefetch``; records an ``Epoch`` on the loader and
+  sets tf.data's symbolic checkpointing, so that an iterator checkpoint holds positions;
+* ``iterator_checkpoint``: a ``tf.train.Checkpoint`` of a kit loader's iterator (a few KB: the
+  epoch's seeds and position, never the data), or one clear error for a loader that cannot
+  resume mid-epoch.
 
-Mid-epoch resume: every epoch order is computed, never buffered. ``order_dataset``
-draws a seed pair per iteration from ``tf.data.Dataset.random`` (whose state travels
-with the iterator's checkpoint, so the epochs after a resumed one keep their orders
-too) and permutes the row positions with ``stateless_shuffle``; with
-``experimental_symbolic_checkpoint`` the checkpoint of map, batch, interleave and
-prefetch is their position in that order, not their buffers. A shuffle buffer,
-``cache`` or a Python generator holds what it has read: a loader built on one is
-marked (``not_resumable``) with the reason.
-
-This module sits below the cases and ``kit.distribute``; it imports neither.
+Every epoch order here is computed from a seed pair drawn per iteration from
+``tf.data.Dataset.random`` (whose state travels with the iterator's checkpoint) and
+``stateless_shuffle``; a shuffle buffer, ``cache`` or a Python generator holds what it has
+read, and a loader built on one is marked ``not_resumable`` with the reason.
 """
 
 from __future__ import annotations
 
-import math
-import weakref
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
+import tensorflow as tf
 
-__all__ = ["Epoch", "num_batches", "epoch_order", "order_dataset", "order_batches", "block_order_dataset",
-           "BLOCK_FRAMES", "WINDOW_BLOCKS", "window_seeds", "finish", "record", "epoch_of", "not_resumable",
-           "iterator_checkpoint", "NotResumableError", "untuned_options"]
+from kit.epochs import NotResumableError, num_batches, record, why_not_resumable
 
-
-def num_batches(n: int, batch_size: int) -> int:
-    return math.ceil(n / batch_size)
-
-
-def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
-    """Row order of one epoch: a permutation seeded by ``(seed, epoch)``, or 0..n-1."""
-    if not shuffle:
-        return np.arange(n)
-    return np.random.default_rng([seed, epoch]).permutation(n)
+__all__ = ["order_dataset", "order_batches", "block_order_dataset", "BLOCK_FRAMES", "WINDOW_BLOCKS", "window_seeds",
+           "finish", "untuned_options", "iterator_checkpoint"]
 
 
 def order_dataset(n: int, opts, *, splittable: bool = False):
@@ -64,8 +37,6 @@ def order_dataset(n: int, opts, *, splittable: bool = False):
     distributed epochs split the pipeline's one source among the workers, which a
     computed permutation is not; there, ``Dataset.range`` through a shuffle buffer.
     """
-    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
-
     if not opts.shuffle:
         return tf.data.Dataset.range(n)
     if splittable:
@@ -81,8 +52,6 @@ def order_dataset(n: int, opts, *, splittable: bool = False):
 
 def _epoch_seeds(seed: int):
     """One stateless seed pair per iteration, drawn afresh every iteration from ``seed``."""
-    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
-
     return tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).take(2).batch(2)
 
 
@@ -91,50 +60,7 @@ def window_seeds(seed: int):
     every iteration from ``seed`` (after the pair that ``order_dataset`` takes, so the two
     never share one). Zipped with an epoch's windows, it permutes each window differently
     every epoch, and its state travels with the iterator's checkpoint."""
-    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
-
     return tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).skip(2).batch(2)
-
-
-@dataclass(frozen=True)
-class Epoch:
-    """What one epoch of a kit loader holds.
-
-    Attributes:
-        examples: examples per epoch, exactly.
-        batch_size: examples per batch (the last batch may be smaller).
-        body: for a ``tf.data`` loader, the pipeline before its epoch guard (what
-            tf.data service workers run); None for other loaders.
-    """
-
-    examples: int
-    batch_size: int
-    body: Any = None
-
-    @property
-    def batches(self) -> int:
-        return num_batches(self.examples, self.batch_size)
-
-
-#: id(loader) -> (a weak reference to the loader, its Epoch); an entry goes with its loader.
-_RECORDS: dict[int, tuple] = {}
-
-
-def record(loader, examples: int, batch_size: int, body=None):
-    """Attaches an ``Epoch`` to ``loader`` (returned as is); ``loader`` must allow weak references."""
-    key = id(loader)
-    _RECORDS[key] = (weakref.ref(loader, lambda _: _RECORDS.pop(key, None)),
-                     Epoch(int(examples), int(batch_size), body))
-    return loader
-
-
-def epoch_of(loader) -> Epoch | None:
-    """The ``Epoch`` a kit loader was built with; None for anything else (a derived
-    dataset, ``loader.repeat()`` for one, is a new pipeline with no record)."""
-    entry = _RECORDS.get(id(loader))
-    if entry is None or entry[0]() is not loader:
-        return None
-    return entry[1]
 
 
 def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True, body=None):
@@ -148,8 +74,6 @@ def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True, body=No
     batches its parallel maps and prefetch buffer hold; and turns tf.data's autotuner
     off (parallel steps run on every core; see the comment below).
     """
-    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
-
     body = ds if body is None else body
     ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches(examples, batch_size)))
     if prefetch:
@@ -165,37 +89,9 @@ def untuned_options():
     gather on both cores one epoch and on one the next (6.0 s, then 10.3 s, in turn, the
     same CPU time), and the TFRecord reader on one: 41.1 s every epoch, against
     20.9-22.4 s with it off. Every kit loader has these (``finish``)."""
-    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
-
     options = tf.data.Options()
     options.autotune.enabled = False
     return options
-
-
-#: id(loader) -> (a weak reference, why it cannot resume mid-epoch).
-_NOT_RESUMABLE: dict[int, tuple] = {}
-
-
-class NotResumableError(ValueError):
-    """A loader whose iterator cannot be checkpointed to resume mid-epoch (the message says why)."""
-
-
-def not_resumable(loader, why: str):
-    """Marks ``loader`` (returned as is) as one that cannot resume mid-epoch, and why:
-    ``iterator_checkpoint`` (and ``kit.timing.fit(checkpoint_dir=...)``) refuse it with ``why``."""
-    key = id(loader)
-    _NOT_RESUMABLE[key] = (weakref.ref(loader, lambda _: _NOT_RESUMABLE.pop(key, None)), why)
-    return loader
-
-
-def _why_not_resumable(loader) -> str | None:
-    entry = _NOT_RESUMABLE.get(id(loader))
-    if entry is not None and entry[0]() is loader:
-        return entry[1]
-    if epoch_of(loader) is None or not hasattr(loader, "cardinality"):
-        return (f"{type(loader).__name__} is not a kit tf.data loader: only a loader from a case's "
-                f"make_loader (a tf.data variant) records an order it can resume from")
-    return None
 
 
 def iterator_checkpoint(loader, iterator, **more):
@@ -211,11 +107,9 @@ def iterator_checkpoint(loader, iterator, **more):
             shuffle buffer of examples, a loader that is not a kit tf.data loader), saying
             why and what to use instead.
     """
-    why = _why_not_resumable(loader)
+    why = why_not_resumable(loader)
     if why is not None:
         raise NotResumableError(f"cannot checkpoint this loader's position to resume mid-epoch: {why}")
-    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
-
     return tf.train.Checkpoint(iterator=iterator, **more)
 #: The memmap ``"blocks"`` order's defaults: blocks of 256 consecutive frames (one batch;
 #: 3 MB at float16 x 96 x 64), shuffled within windows of 32 blocks (8,192 frames, 100 MB):
@@ -249,8 +143,6 @@ def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, w
     elements are batches, not rows: under symbolic checkpointing (``finish``) a stream of
     a million single rows cost 4-6 s an epoch on 2 cores, a stream of batches 0.4 s.
     """
-    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
-
     for name, v in (("n", n), ("batch_size", batch_size), ("block", block), ("window", window)):
         if not isinstance(v, (int, np.integer)) or v <= 0:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -301,8 +193,6 @@ def order_batches(n: int, batch_size: int, opts, *, splittable: bool = False):
     """``order_dataset(n, opts).batch(batch_size)``: the same batches of row positions, in
     the same order for a seed, with each epoch's permutation cut into batches at once
     (elements that are batches, not rows: see ``block_order_dataset``)."""
-    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
-
     if splittable:
         return order_dataset(n, opts, splittable=True).batch(batch_size)
     if not opts.shuffle:
@@ -318,8 +208,6 @@ def order_batches(n: int, batch_size: int, opts, *, splittable: bool = False):
 
 def _cut(order, n: int, batch_size: int):
     """The ``n`` positions of ``order`` as a dataset of batches (the last may be smaller)."""
-    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
-
     full = n // batch_size
     ds = tf.data.Dataset.from_tensor_slices(tf.reshape(order[:full * batch_size], (full, batch_size)))
     if n % batch_size:
@@ -328,7 +216,5 @@ def _cut(order, n: int, batch_size: int):
 
 
 def _in_order_batches(n: int, batch_size: int):
-    import tensorflow as tf  # keeps kit.epochs light: TensorFlow (kit.cases and the CLI import it)
-
     return tf.data.Dataset.range(num_batches(n, batch_size)).map(
         lambda b: tf.range(b * batch_size, tf.minimum((b + 1) * batch_size, n)))

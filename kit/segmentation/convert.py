@@ -1,19 +1,13 @@
-"""The ``class_index`` conversion: pairs decoded once into uint8 shards, through ``kit.store``.
+"""The ``class_index`` conversion: each pair decoded once (the reference decode) into uint8 image and
+class-id shards through ``kit.store``, so the loader needs no decoding and no palette lookup:
 
-Each pair is decoded once (Pillow, the reference decode), cropped or padded to the
-target size, and its colour mask turned into a uint8 class-index map. What the
-loader then reads needs no decoding and no palette lookup:
+* ``memmap`` (default): per shard of rows in index order, ``images-K-of-N.npy`` ``(n, H, W, 3)`` and
+  ``labels-K-of-N.npy`` ``(n, H, W)``, read by memory map, one gather per batch;
+* ``tfrecord``: ``tf.train.Example`` records (``x`` image bytes, ``y`` id bytes) in a seeded random
+  order, for pure-graph pipelines (tf.data service).
 
-* ``memmap`` (default): shards of rows in index order, two ``.npy`` files each,
-  ``images-K-of-N.npy`` ``(n, H, W, 3)`` uint8 and ``labels-K-of-N.npy`` ``(n, H, W)``
-  uint8, read by memory map with one vectorised gather per batch;
-* ``tfrecord``: ``tf.train.Example`` records (``x`` raw image bytes, ``y`` raw id
-  bytes) written in a seeded random order, for pipelines that must be pure graph
-  (tf.data service).
-
-A store is keyed by the index's content, the palette (and ignore label), the size and
-the options; builds are atomic per shard, resumable, and verified by ``kit.store.verify``
-(with the deep checks registered here).
+A store is keyed by the index's content, the palette, the size and the options; builds are atomic
+per shard and resumable; ``kit.store.verify`` runs the deep checks registered here.
 """
 
 from __future__ import annotations
@@ -23,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from kit import store
-from kit.cases import check_tfrecord_shard, shard_tags, store_folder
+from kit.cases import shard_tags, store_folder
 from kit.segmentation.index import PairIndex, Palette, as_size
 from kit.util import check_int, usable_cpus
 
@@ -31,9 +25,8 @@ __all__ = ["convert", "parse_batch", "open_memmap_store", "store_key", "default_
            "DEFAULT_SHARD_MB"]
 
 FORMATS = ("memmap", "tfrecord")
-#: 100 MB shards (about 95 pairs at 512x512): large enough to stream, small enough
-#: that an interrupted conversion loses little and that several shards keep both
-#: cores busy while converting. The same default as the spectrogram case.
+#: 100 MB shards (about 95 pairs at 512x512): large enough to stream, small enough that an
+#: interrupted conversion loses little.
 DEFAULT_SHARD_MB = 100
 
 
@@ -50,30 +43,22 @@ def default_folder(index: PairIndex, palette: Palette, size, fmt: str, workdir=N
 def convert(index: PairIndex, palette: Palette, to: str = "memmap", out=None, *, size=(512, 512),
             workdir=None, shard_mb: float = DEFAULT_SHARD_MB, seed: int = 0, workers: int | None = None,
             progress: bool | str = True, check: bool | None = None):
-    """Converts ``index`` into a class-index store (or reuses or resumes one).
+    """Converts ``index`` into a class-index store (or reuses or resumes one): ``(folder, manifest)``.
 
     Args:
-        index: the validated pairs.
-        palette: the colour code of the masks (and the ignore label).
+        index, palette: the validated pairs and the masks' colour code.
         to: ``"memmap"`` or ``"tfrecord"``.
-        out: the store's folder; by default a content-keyed folder under ``workdir``.
-            A folder holding a store of other content is rebuilt.
+        out: the store's folder (a store of other content there is rebuilt); by default a
+            content-keyed folder under ``workdir`` (``kit.store.default_workdir()`` if None).
         size: ``(height, width)`` every pair is cropped or padded to.
-        workdir: where default folders go (``kit.store.default_workdir()`` if None).
         shard_mb: target shard size in MB.
         seed: TFRecord write order.
         workers: threads decoding and writing shards (default: the usable CPUs).
         progress: show a tqdm bar (a string sets its description).
-        check: compare a reused store's files with the manifest's SHA-256 at open (once
-            per change of the file, see ``kit.store.check_open``); None: on unless
-            ``$KIT_CHECK_STORES=0``.
+        check: compare a reused store's files with the manifest's SHA-256 at open (``kit.store.check_open``;
+            None: unless ``$KIT_CHECK_STORES=0``).
 
-    Returns:
-        ``(folder, manifest)``.
-
-    Raises:
-        DataError: a pair cannot be decoded or has a colour not in the palette; the
-            shards finished before it are kept, so the next run resumes.
+    A pair that cannot be decoded raises ``DataError``; the shards finished before it are kept.
     """
     if to not in FORMATS:
         raise ValueError(f"to must be one of {FORMATS}, got {to!r}")
@@ -100,14 +85,10 @@ def _pieces(rows: np.ndarray, per_shard: int) -> list[np.ndarray]:
     return [rows[i:i + per_shard] for i in range(0, len(rows), per_shard)]
 
 
-# --------------------------------------------------------------------------- memmap
-
-
 def _memmap(index, palette, size, folder, key, meta, per_shard, workers, progress, extra) -> store.Manifest:
     pieces = _pieces(np.arange(len(index)), per_shard)
     shards = []
-    for tag, rows in zip(shard_tags(len(pieces)), pieces):
-        # The examples count on the image shard; the label shard of the same rows counts 0.
+    for tag, rows in zip(shard_tags(len(pieces)), pieces):  # the rows counted once, on the image shard
         shards.append(store.Shard(f"images-{tag}.npy", len(rows), ("images", rows)))
         shards.append(store.Shard(f"labels-{tag}.npy", 0, ("labels", rows)))
 
@@ -168,9 +149,6 @@ def _bad_ids(ids: np.ndarray, manifest: store.Manifest) -> str | None:
     return f"class ids {bad.tolist()} out of range" if len(bad) else None
 
 
-# --------------------------------------------------------------------------- tfrecord
-
-
 def _tfrecord(index, palette, size, folder, key, meta, per_shard, seed, workers, progress,
               extra) -> store.Manifest:
     import tensorflow as tf  # keeps kit.segmentation light: TensorFlow
@@ -211,5 +189,7 @@ def parse_batch(serialized, size):
 @store.register_check("segmentation-tfrecord")
 def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     size = tuple(manifest.meta["size"])
+    from kit.cases.tfrecords import check_tfrecord_shard  # imports TensorFlow
+
     return check_tfrecord_shard(folder / shard.name, shard.count, lambda s: parse_batch(s, size),
                                 batch=64, inspect=lambda x, y, first: _bad_ids(y.numpy(), manifest))

@@ -1,33 +1,17 @@
 """The ``dali`` variant: NVIDIA DALI decodes the pairs and maps mask colours to class ids.
 
-Optional (``pip install 'kit[dali]'``, see the README: the TensorFlow plugin needs
-``--no-build-isolation``). The pipeline, per epoch:
+Optional (``pip install 'kit[dali]'``; the TensorFlow plugin needs ``--no-build-isolation``). Per epoch:
 
-1. tf.data gives the epoch's row order (``kit.epochs.order_dataset``: every row once,
-   reshuffled each epoch, deterministic by seed), reads each image and mask file and
-   checks that it is complete (a PNG's ``IEND``, a JPEG's ``FFD9``): a file cut short
-   after indexing fails naming the file and its CSV line, where DALI's decoder would
-   only say "nvImageCodec failure". (DALI's own file reader shuffles through a buffer,
-   which does not give every row once per epoch, and its file list is fixed when the
-   pipeline is built: the epoch's permutation has to come from outside);
-2. DALI takes the encoded bytes through ``external_source`` (``DALIDatasetWithInputs``),
-   decodes them (``fn.decoders.image``, on the CPU, or ``device="mixed"`` on a GPU),
-   maps colours to class ids with two ``fn.lookup_table`` (DALI's table takes keys
-   below 65,536, a 24-bit colour does not fit: the first table maps ``(r, g)`` to a
-   group, the second ``group * 256 + b`` to the class id; a colour not in the palette
-   gets the palette's unknown id), then crops or pads both, centred, like
-   ``crop_or_pad``;
-3. tf.data trims the last batch (DALI runs full batches only: the epoch is padded
-   with rows that are dropped here, never a silently shorter epoch), fails on a
-   colour not in the palette with the reference decode's message (file, line,
-   colour, pixel count), casts and one-hot encodes as every variant does.
+1. tf.data gives the epoch's row order (DALI's own reader neither gives every row once per epoch
+   nor changes its file list), reads each file and checks it is complete, so a file cut short
+   fails naming it and its CSV line;
+2. DALI decodes the bytes (``device="mixed"`` on a GPU), maps colours to class ids with two
+   ``fn.lookup_table`` (its keys stop below 65,536: ``(r, g)`` to a group, then ``group * 256 + b``
+   to the id) and crops or pads both, centred, like ``crop_or_pad``;
+3. tf.data trims the padding of the last batch (DALI runs full batches only), fails on a colour
+   not in the palette with the reference decode's message, casts and one-hot encodes.
 
-On a GPU (``device="gpu"``) the decoder runs as ``device="mixed"`` and the lookup and crop
-run on the GPU; the batches then come back to the host as uint8 (the pipeline's outputs
-are copied with ``.cpu()``), so the steps after it are the same tf.data steps as on the
-CPU. DALI's documentation says its GPU decoding covers JPEG and JPEG 2000 only: PNG, the
-user's format, is still decoded on the CPU there. That path is untested here (no GPU
-lent yet); ``scripts/device_check.sh`` measures it when one is.
+On a GPU the batches come back to the host as uint8, so the steps after are the same as on the CPU.
 """
 
 from __future__ import annotations
@@ -38,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kit.cases import VariantOptions
-from kit.epochs import finish, not_resumable, order_dataset
+from kit.epochs import not_resumable
 from kit.errors import DataError
 from kit.segmentation.index import _PNG_END, UNKNOWN, PairIndex, Palette
 from kit.util import usable_cpus
@@ -52,14 +36,8 @@ PREFETCH = 2
 
 @dataclass(frozen=True)
 class DaliOptions(VariantOptions):
-    """``dali``: where the pipeline runs, DALI's CPU threads, the file reads in flight.
-
-    Attributes:
-        device: ``"cpu"``, or ``"gpu"`` (decode, lookup and crop on GPU 0); None: ``"gpu"``
-            when TensorFlow sees a GPU.
-        threads: DALI's CPU threads (None: the usable CPUs).
-        parallel_reads: files read at once by tf.data (None: AUTOTUNE).
-    """
+    """``dali``: ``device`` (``"cpu"`` or ``"gpu"``; None: a GPU when TensorFlow sees one),
+    ``threads`` (DALI's CPU threads; None: the usable CPUs), ``parallel_reads`` (None: AUTOTUNE)."""
 
     POSITIVE = ("threads", "parallel_reads")
     device: str | None = None
@@ -86,18 +64,6 @@ def available() -> str | None:
         return (f"DALI's TensorFlow plugin does not load ({e}); install it with "
                 "pip install --no-build-isolation nvidia-dali-tf-plugin-cuda120")
     return None
-
-
-def _require() -> None:
-    why = available()
-    if why is not None:
-        raise ImportError(f"the dali variant needs DALI: {why}")
-
-
-def _gpu_visible() -> bool:
-    import tensorflow as tf  # keeps kit.segmentation.dali light: TensorFlow (kit.bench.segmentation imports it)
-
-    return bool(tf.config.list_physical_devices("GPU"))
 
 
 def lookup_keys(palette: Palette) -> tuple[list[int], list[int]]:
@@ -185,20 +151,18 @@ def _colour_error(index: PairIndex, palette: Palette, size):
 
 
 def make_dali(index: PairIndex, opts, vopts: DaliOptions, *, post=None):
-    """The ``dali`` loader: a ``tf.data.Dataset`` of one epoch per iteration (see the module docstring).
-
-    Args:
-        index: the validated pairs.
-        opts: the case's ``PairOptions`` (``palette``, ``size``, ``batch_size``, ``shuffle``, ``seed``).
-        vopts: the variant's ``DaliOptions``.
-        post: a per-batch ``(x, ids) -> (x, y)`` map (the cast and one-hot every variant shares), or None.
-    """
-    _require()
+    """The ``dali`` loader over ``index``: a ``tf.data.Dataset`` of one epoch per iteration; ``opts``:
+    the case's ``PairOptions``, ``post``: a per-batch ``(x, ids) -> (x, y)`` map, or None."""
+    why = available()
+    if why is not None:
+        raise ImportError(f"the dali variant needs DALI: {why}")
     import tensorflow as tf  # keeps kit.segmentation.dali light: TensorFlow (kit.bench.segmentation imports it)
     from nvidia.dali.plugin import tf as dali_tf  # optional extra: dali
 
+    from kit.epochs.datasets import finish, order_dataset  # imports TensorFlow
+
     palette = opts.palette
-    device = vopts.device or ("gpu" if _gpu_visible() else "cpu")
+    device = vopts.device or ("gpu" if tf.config.list_physical_devices("GPU") else "cpu")
     threads = vopts.threads or usable_cpus()
     reads = tf.data.AUTOTUNE if vopts.parallel_reads is None else vopts.parallel_reads
     n, bs = len(index), opts.batch_size
@@ -207,8 +171,7 @@ def make_dali(index: PairIndex, opts, vopts: DaliOptions, *, post=None):
     wheres = tf.constant([index.where(i) for i in range(n)])
 
     def rows():
-        # One copy per DALI input: each is iterated once per epoch, the copies share the
-        # seed, so they give the same order (the tests check image, mask and row agree).
+        # One copy per DALI input, iterated once per epoch: sharing the seed, they give one order.
         order = order_dataset(n, opts)
         if pad:  # DALI runs full batches: pad with row -1 (it decodes row 0 again), trimmed below
             order = order.concatenate(tf.data.Dataset.from_tensors(tf.constant(-1, tf.int64)).repeat(pad))

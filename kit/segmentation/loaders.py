@@ -1,21 +1,13 @@
-"""Every loader variant of the segmentation case, built by one function.
+"""Every loader variant of the segmentation case, built by ``make_loader``; each yields ``(x, y)``:
 
-``make_loader(name, index, palette, *, batch_size, size=(512, 512), shuffle=True, seed=0,
-workdir=None, **options)`` returns a batch source yielding ``(x, y)`` in one form:
+* ``x``: images ``(B, H, W, 3)``, float32 in [0, 1], or the raw uint8 pixels, which
+  ``kit.models.unet.unet(..., input_dtype="uint8")`` normalises on the accelerator (the default of
+  ``class_index``, whose point is to move that work into the model);
+* ``y``: class ids ``(B, H, W)`` uint8 (unknown colours and padding carry ``palette.ignore_label``),
+  or with ``one_hot=True`` float32 ``(B, H, W, C)`` (ids outside 0..C-1 give all-zero rows).
 
-* ``x``: images ``(B, H, W, 3)``, float32 in [0, 1] (``x_dtype="float32"``), or the raw
-  uint8 pixels (``x_dtype="uint8"``), which a model built with
-  ``kit.models.unet.unet(..., input_dtype="uint8")`` normalises itself, on the accelerator.
-  The default is float32, except for ``class_index``, whose point is to move that
-  work into the model (its default is uint8);
-* ``y``: class ids ``(B, H, W)`` uint8 for ``SparseCategoricalCrossentropy`` (pixels of
-  unknown colour or padding carry ``palette.ignore_label``, for ``ignore_class=``), or
-  with ``one_hot=True`` float32 ``(B, H, W, C)`` for ``CategoricalCrossentropy`` (ids
-  outside 0..C-1 give all-zero rows).
-
-Every pair of the index comes exactly once per epoch (the last batch may be smaller),
-identical to ``PairIndex.read`` (the reference decode); each variant reshuffles every
-epoch when ``shuffle`` is set. ``VARIANTS`` lists them.
+Every pair comes exactly once per epoch, identical to ``PairIndex.read``, reshuffled every epoch
+when ``shuffle`` is set.
 """
 
 from __future__ import annotations
@@ -34,10 +26,10 @@ from kit.cases import (
     build_loader,
     check_shards,
     graph_only,
-    read_tfrecords,
 )
 from kit.cases.pydataset import EpochPyDataset
-from kit.epochs import finish, order_batches, order_dataset
+from kit.epochs import not_resumable, num_batches, record
+from kit.epochs.datasets import finish, order_batches, order_dataset
 from kit.errors import DataError
 from kit.segmentation.convert import DEFAULT_SHARD_MB, convert, open_memmap_store, parse_batch
 from kit.segmentation.dali import DaliOptions, make_dali
@@ -49,19 +41,10 @@ __all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "X_DTYPES", "def
            "PairOptions", "PairSequence", "SequenceOptions", "WorkerSequenceOptions", "NaiveOptions", "ClassIndexOptions"]
 
 
-
 @dataclass(frozen=True)
 class PairOptions(LoaderOptions):
-    """What every variant of this case takes; validates itself (with ``LoaderOptions``'s fields).
+    """What every variant of this case takes, beside ``LoaderOptions``' fields; validates itself."""
 
-    Attributes:
-        palette: the masks' colour code (and ignore label).
-        size: ``(height, width)`` every pair is cropped or padded to.
-        x_dtype: ``"float32"`` in [0, 1] or the raw ``"uint8"`` pixels.
-        one_hot: masks as one-hot float32 instead of class ids.
-    """
-
-    # Keyword-only: it has no default, and follows LoaderOptions' fields that have one.
     palette: Palette = field(kw_only=True)
     size: tuple[int, int] = (512, 512)
     x_dtype: str = "float32"
@@ -105,9 +88,9 @@ class NaiveOptions(VariantOptions):
 
 @dataclass(frozen=True)
 class ClassIndexOptions(VariantOptions):
-    """``class_index``: the store's format and folder, its shard size, the TFRecord reader's window (records permuted together);
-    ``check_store``: compare a reused store's files with their SHA-256 in its manifest
-    (once per change of a file; False skips it, None follows ``$KIT_CHECK_STORES``)."""
+    """``class_index``: the store's format, folder and shard size, the TFRecord reader's window;
+    ``check_store``: compare a reused store's files with their manifest's SHA-256 (None: as
+    ``$KIT_CHECK_STORES`` says)."""
 
     POSITIVE = ("shuffle_buffer",)
     FLAGS = ("check_store",)
@@ -127,8 +110,7 @@ def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: in
                 shuffle: bool = True, seed: int = 0, workdir=None, x_dtype: str | None = None,
                 one_hot: bool = False, progress: bool | str = True, service: str | None = None,
                 service_timeout_s: float | None = None, **options):
-    """Builds the loader variant ``name`` over ``index``: the work behind ``kit.segmentation.make_loader``
-    (``kit.segmentation.variants``), whose docstring says every argument and what comes back."""
+    """The work behind ``kit.segmentation.make_loader``, whose docstring says every argument."""
     if name not in REGISTRY:
         raise ValueError(f"unknown variant {name!r}; choose one of {', '.join(REGISTRY)}")
     if not isinstance(index, PairIndex) or not isinstance(palette, Palette):
@@ -143,16 +125,9 @@ def _needs_padding(index: PairIndex, size) -> bool:
     return bool(((index.heights < size[0]) | (index.widths < size[1])).any())
 
 
-# --------------------------------------------------------------------------- sequence
-
-
 def _cv2_rgb(path: str, where: str) -> np.ndarray:
-    """The user's ``load_image``: OpenCV decode, BGR to RGB.
-
-    ``IMREAD_COLOR`` (not the user's ``-1``) turns grey-scale and palette images into
-    three channels and drops alpha, like the other decoders; EXIF rotation is ignored,
-    as Pillow and TensorFlow ignore it.
-    """
+    """The user's ``load_image``: OpenCV decode, BGR to RGB (``IMREAD_COLOR``, not the user's ``-1``:
+    three channels like the other decoders; EXIF rotation ignored as they ignore it)."""
     import cv2  # optional extra: cv2 (only the sequence variants decode with OpenCV)
 
     bgr = cv2.imread(path, cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
@@ -204,12 +179,11 @@ def _sequence(index: PairIndex, opts: PairOptions, vopts: SequenceOptions):
         raise ImportError("the sequence variants decode with OpenCV, as the user's DataGenerator: "
                           "pip install opencv-python-headless") from None
     workers = usable_cpus() if vopts.workers is None else vopts.workers
-    return PairSequence(
-        index, opts, workers=workers, use_multiprocessing=vopts.use_multiprocessing,
-        max_queue_size=vopts.max_queue_size)
+    return PairSequence(index, opts, workers=workers, use_multiprocessing=vopts.use_multiprocessing,
+                        max_queue_size=vopts.max_queue_size)
 
 
-class _PairBatches:
+class PairSequence(EpochPyDataset):
     """The user's DataGenerator (a ``keras.utils.PyDataset``); reshuffles at every epoch's end."""
 
     def load(self, rows):
@@ -221,13 +195,6 @@ class _PairBatches:
             mask = _cv2_rgb(self.index.labels[r], where)
             ys.append(_colour_loop(mask, self.index.labels[r], where, opts.palette, opts))
         return np.stack(xs), np.stack(ys)
-
-
-class PairSequence(_PairBatches, EpochPyDataset):
-    """The user's DataGenerator (a ``keras.utils.PyDataset``); reshuffles at every epoch's end."""
-
-
-# --------------------------------------------------------------------------- tf.data helpers
 
 
 def _crop_tf(x, size):
@@ -269,10 +236,11 @@ def _assert_known(y, unknown, code, path, where, palette: Palette):
     return tf.cond(tf.reduce_any(unknown), fail, lambda: y)
 
 
-def _post(opts: PairOptions, num_classes: int):
+def _post(opts: PairOptions):
     """Per-batch ``x`` cast (uint8 to float32 in [0, 1]) and ``one_hot``, or None if neither."""
     if opts.x_dtype == "uint8" and not opts.one_hot:
         return None
+    num_classes = opts.palette.num_classes
 
     def post(x, y):
         if opts.x_dtype == "float32" and x.dtype == tf.uint8:
@@ -287,9 +255,6 @@ def _post(opts: PairOptions, num_classes: int):
 def _paths(index: PairIndex):
     return (tf.constant(list(index.images)), tf.constant(list(index.labels)),
             tf.constant([index.where(i) for i in range(len(index))]))
-
-
-# --------------------------------------------------------------------------- tfdata_naive
 
 
 def _tfdata_naive(index: PairIndex, opts: PairOptions, vopts: NaiveOptions):
@@ -339,9 +304,6 @@ def _tfdata_naive(index: PairIndex, opts: PairOptions, vopts: NaiveOptions):
                   body=pipeline(order_dataset(len(index), opts, splittable=True)))
 
 
-# --------------------------------------------------------------------------- tfdata_tuned
-
-
 def _tfdata_tuned(index: PairIndex, opts: PairOptions, vopts: NoOptions):
     palette = opts.palette
     images, labels, wheres = _paths(index)
@@ -366,19 +328,12 @@ def _tfdata_tuned(index: PairIndex, opts: PairOptions, vopts: NoOptions):
             x, ids = tf.ensure_shape(x, opts.size + (3,)), tf.ensure_shape(ids, opts.size)
         return x, ids
 
-    post = _post(opts, palette.num_classes)
-
-    def pipeline(order):
-        ds = order.map(load, num_parallel_calls=tf.data.AUTOTUNE)
-        ds = ds.batch(opts.batch_size)  # uint8 until here: a quarter of float32's bytes to move
-        return ds if post is None else ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
+    def pipeline(order):  # uint8 until batched: a quarter of float32's bytes to move
+        return _with_post(order.map(load, num_parallel_calls=tf.data.AUTOTUNE).batch(opts.batch_size), opts)
 
     # Its order computed per epoch (resumable); tf.data service runs it over a splittable one.
     return finish(pipeline(order_dataset(len(index), opts)), len(index), opts.batch_size,
                   body=pipeline(order_dataset(len(index), opts, splittable=True)))
-
-
-# --------------------------------------------------------------------------- class_index
 
 
 def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
@@ -408,27 +363,31 @@ def _class_index(index: PairIndex, opts: PairOptions, vopts: ClassIndexOptions):
             return tf.ensure_shape(x, (None,) + size + (3,)), tf.ensure_shape(y, (None,) + size)
 
         ds = order_batches(n, opts.batch_size, opts).map(load, num_parallel_calls=tf.data.AUTOTUNE)
-        return finish(_with_post(ds, opts, palette), n, opts.batch_size)
-    # Records are written in a random order; windows of 64 (x 1 MB) permuted per epoch mix them
-    # further (an order computed per epoch: resumable); tf.data service runs a splittable one.
-    def pipeline(splittable):
-        return _with_post(read_tfrecords(paths, lambda s: parse_batch(s, size), opts,
-                                         shuffle_buffer=vopts.shuffle_buffer, splittable=splittable), opts, palette)
+        return finish(_with_post(ds, opts), n, opts.batch_size)
+    # Records are written in a random order; plain tf.data reads them: the shards in parallel, the
+    # records through a shuffle buffer, a batch of records parsed at once.
+    files = tf.data.Dataset.from_tensor_slices(paths)
+    if opts.shuffle:
+        files = files.shuffle(len(paths), seed=opts.seed, reshuffle_each_iteration=True)
+    ds = files.interleave(tf.data.TFRecordDataset, num_parallel_calls=tf.data.AUTOTUNE, deterministic=not opts.shuffle)
+    if opts.shuffle:
+        ds = ds.shuffle(vopts.shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
+    body = _with_post(ds.batch(opts.batch_size).map(lambda s: parse_batch(s, size), num_parallel_calls=tf.data.AUTOTUNE),
+                      opts).prefetch(tf.data.AUTOTUNE)
+    ds = body.apply(tf.data.experimental.assert_cardinality(num_batches(n, opts.batch_size)))
+    return not_resumable(record(ds, n, opts.batch_size, body),
+                         "variant 'class_index' with format='tfrecord' shuffles its records through a shuffle "
+                         "buffer, whose records a checkpoint would have to hold; use format='memmap', which "
+                         "resumes mid-epoch")
 
-    return finish(pipeline(False), n, opts.batch_size, body=pipeline(True))
 
-
-def _with_post(ds, opts, palette):
-    post = _post(opts, palette.num_classes)
+def _with_post(ds, opts):
+    post = _post(opts)
     return ds if post is None else ds.map(post, num_parallel_calls=tf.data.AUTOTUNE)
 
 
-# --------------------------------------------------------------------------- dali
-
-
 def _dali(index: PairIndex, opts: PairOptions, vopts: DaliOptions):
-    # The pipeline lives in kit.segmentation.dali (optional: it needs the dali extra).
-    return make_dali(index, opts, vopts, post=_post(opts, opts.palette.num_classes))
+    return make_dali(index, opts, vopts, post=_post(opts))
 
 
 #: Every variant: its description, builder, options and whether tf.data service can run it.

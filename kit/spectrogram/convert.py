@@ -2,18 +2,13 @@
 
 * ``memmap``: every frame in index order in one ``frames.npy`` (N, H, W) of the
   store's dtype, plus ``labels.npy`` (N,) int64: read by memory map, one gather per batch.
-* ``tfrecord``: records that each hold a block of ``record_frames`` frames (format 4):
-  the frames' raw bytes in the store's dtype, then their labels as little-endian
-  int64, in shards of about ``shard_mb``, each shard ending in an empty record. Each
-  shard holds the frames of a seeded random set of files in a seeded random order
-  (``_shard_rows``), so a record is a random set of those frames. Every record is
-  whole; the frames left over (fewer than a record) are the one short record of a last
-  shard, ``tail.tfrecord``, which the reader reads after the others, so that a batch of
-  whole records is a whole batch of frames. The reader takes the shards in an order permuted per epoch, permutes the
-  records in windows and decodes a whole batch of records at once
-  (``kit.cases.read_tfrecords``, ``decode_records``): parsing one 24 KB
-  ``tf.train.Example`` per frame (format 1) cost more than reading it, and unbatching
-  the frames of each record to permute them (format 2) cost as much again.
+* ``tfrecord``: records that each hold a block of ``record_frames`` frames (format 5):
+  the frames' raw bytes in the store's dtype, then their labels as little-endian int64,
+  in shards of about ``shard_mb``. Each shard holds the frames of a seeded random set of
+  files in a seeded random order (``_shard_rows``), so a record is a random set of those
+  frames; the last record of the last shard may be short. The ``tfrecord`` variant reads
+  them with ``tf.data.TFRecordDataset`` and decodes a whole batch of records at once
+  (``decode_records``): no ``tf.train.Example`` to parse per frame.
 * ``tfexample``: the TFRecord layout TensorFlow's TFRecord tutorial teaches, for the
   ``tfrecord_guide`` variant: one ``tf.train.Example`` a frame, its features ``frame`` (the
   frame's raw bytes in the store's dtype, little-endian, row-major, one ``bytes_list``
@@ -44,41 +39,31 @@ from pathlib import Path
 import numpy as np
 
 from kit import store
-from kit.cases import TFRECORD_FRAMING, TFRECORD_HEAD, check_tfrecord_shard, shard_tags, store_folder, validate
+from kit.cases import shard_tags, store_folder, validate
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.spectrogram.peers import available, require
 from kit.util import usable_cpus
 
 __all__ = ["convert", "decode_records", "parse_examples", "TFEXAMPLE_FORMAT", "store_key", "default_folder", "FORMATS", "DEFAULT_SHARD_MB",
-           "DEFAULT_RECORD_FRAMES", "TFRECORD_FORMAT", "TAIL_SHARD", "STORE_DTYPES", "records_dtype",
+           "DEFAULT_RECORD_FRAMES", "TFRECORD_FORMAT", "STORE_DTYPES", "records_dtype",
            "ARRAYRECORD_FORMAT", "ARRAYRECORD_LAYOUT", "ARRAYRECORD_WRITER_OPTIONS", "record_dtype",
            "arrayrecord_dtype", "examples_dtype"]
 
 FORMATS = ("memmap", "tfrecord", "tfexample", "arrayrecord")
-#: 100 MB shards: a few shards per core keeps the interleaved reads busy on the
-#: default bench data (491 MB) while each file stays large enough to stream.
+#: 100 MB shards: a few shards per core keeps the interleaved reads busy while each file
+#: stays large enough to stream.
 DEFAULT_SHARD_MB = 100
-#: 32 frames a record: a batch of 256 is 8 whole records (``MIN_RECORDS_PER_BATCH``),
-#: decoded at once. Whole 20,000-frame epochs of the default bench data, batches of 256,
-#: 5 interleaved rounds on 2 cores (medians): records of 8, 16, 32 and 64 frames read
-#: 14.8k, 24.0k, 27.0k and 24.2k frames/s (``make_loader("tfrecord", record_frames=k)``
-#: side by side in one process, 2026-11-30).
+#: 32 frames a record: a batch of 256 is 8 whole records, decoded at once
+#: (results/NOTES.md has the records-per-batch measurements).
 DEFAULT_RECORD_FRAMES = 32
-#: The TFRecord layout: 1 was one tf.train.Example per frame; 2 records of a block of
-#: frames, the last record of the last shard short; 3 the same with every record whole
-#: but the one of ``tail.tfrecord``; 4 the same with every shard ending in an empty
-#: record, so that a shard read from its first record's data in pieces of a record and
-#: its framing gives each record's data first (``kit.cases.read_tfrecords``), decoded
-#: straight into the batch: cutting the data out of each framed record was a copy of
-#: every frame (format 3: 0.47-0.52x of ``in_memory`` against 0.60-0.62x, the same
-#: reader side by side, 2 cores). In the store's key, so a store of an older layout is
-#: rebuilt, never misread.
-TFRECORD_FORMAT = 4
+#: The TFRecord layout, in the store's key, so a store of an older layout is rebuilt, never
+#: misread: 1 was one tf.train.Example per frame; 2 to 4 records of a block of frames with a
+#: separate tail shard and end records for the kit's own record reader; 5 records of a block
+#: of frames, read by ``tf.data.TFRecordDataset`` alone.
+TFRECORD_FORMAT = 5
 #: The ``tfexample`` layout (in its key and manifest): 1, one ``tf.train.Example`` a frame,
 #: features ``frame`` (raw bytes) and ``label`` (int64).
 TFEXAMPLE_FORMAT = 1
-#: The shard of a store that holds its short record, if it has one.
-TAIL_SHARD = "tail.tfrecord"
 STORE_DTYPES = ("float32", "float16")
 #: The ArrayRecord layout (in the store's key and manifest: a store of another layout is
 #: rebuilt, never misread). 1: one record per frame, ``ARRAYRECORD_LAYOUT``.
@@ -268,18 +253,11 @@ def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check
     frame_bytes = int(np.prod(index.frame_shape)) * np.dtype(dtype).itemsize
     per_shard = max(1, int(shard_mb * 1e6 // frame_bytes))
     k = min(k, per_shard)  # shards smaller than a record hold one record each
-    per_shard = per_shard // k * k  # whole records
+    per_shard = per_shard // k * k  # whole records; only the last shard's last record may be short
     meta["options"] = {**meta["options"], "record_frames": k}
     pieces = _shard_rows(index, per_shard, seed)
-    short = len(pieces[-1]) % k  # frames left over from whole records: the tail's short record
-    tail = pieces[-1][len(pieces[-1]) - short:]
-    pieces[-1] = pieces[-1][:len(pieces[-1]) - short]
-    pieces = [rows for rows in pieces if len(rows)]
     shards = [store.Shard(f"shard-{tag}.tfrecord", len(rows), rows)
               for tag, rows in zip(shard_tags(len(pieces)), pieces)]
-    if short:
-        shards.append(store.Shard(TAIL_SHARD, short, tail))
-    meta["tail_shard"] = TAIL_SHARD if short else None
 
     def write(shard: store.Shard, tmp: Path, advance):
         rows = shard.task
@@ -289,7 +267,6 @@ def _tfrecord(index, folder, key, meta, shard_mb, seed, workers, progress, check
             for j in range(0, len(rows), k):
                 w.write(data[j:j + k].tobytes() + labels[j:j + k].tobytes())
                 advance(min(k, len(rows) - j))
-            w.write(b"")  # the shard's end (format 4)
 
     return store.build(folder, kind="spectrogram-tfrecord", key=key, shards=shards, write=write,
                        sources=index.files, meta=meta, workers=min(workers, len(shards)), check=check,
@@ -326,48 +303,32 @@ def _shard_rows(index: FrameIndex, per_shard: int, seed: int) -> list[np.ndarray
     return [rng.permutation(order[i:i + per_shard]) for i in range(0, len(order), per_shard)]
 
 
-def decode_records(records, frame_shape, dtype: str = "float32", *, framed: bool = False):
-    """Decodes one record (format 2 to 4) or a batch of them into their frames:
-    ``(n, H, W, 1)`` float32 and ``(n,)`` int64 labels, in record order.
+def decode_records(records, frame_shape, dtype: str = "float32"):
+    """Decodes one record or a batch of records (format 5) into their frames: ``(n, H, W, 1)``
+    float32 and ``(n,)`` int64 labels, in record order.
 
-    Records of one length (a batch of whole records) are decoded by one ``decode_raw``
-    straight into the batch; a batch with a record of another length (the tail's short
-    record) by joining their frames first. No ``tf.train.Example``.
-
-    ``framed``: each record as ``read_tfrecords(record_bytes=..., parse_framed=...)``
-    reads the shards of a store checked at open, in pieces of a record and its TFRecord
-    framing, from the first record's data on (``kit.cases.TFRECORD_HEAD``): the data,
-    its CRC, then the next record's length as 8 bytes (0 for the shard's empty end
-    record) and that length's CRC. The stated length must be the record's, or 0: a store
-    of another layout fails, it is never misread. The CRCs are not computed."""
+    A record is ``k`` frames' raw bytes then their ``k`` labels as int64. Records of one
+    length (a batch of whole records) are decoded by one ``decode_raw`` straight into the
+    batch; a batch holding the store's one short record, by joining their frames first."""
     import tensorflow as tf  # keeps kit.spectrogram light: TensorFlow
 
     dt = tf.as_dtype(dtype)
     frame_bytes = int(np.prod(frame_shape)) * dt.size
     records = tf.reshape(records, [-1])
     length = tf.strings.length(records)
-    if framed:
-        stated = tf.reshape(tf.io.decode_raw(
-            tf.strings.substr(records, length - TFRECORD_HEAD, tf.fill(tf.shape(length), 8)), tf.int64), [-1])
-        length = length - TFRECORD_FRAMING
-        tf.debugging.assert_equal(
-            tf.logical_or(tf.equal(stated, tf.cast(length, tf.int64)), tf.equal(stated, 0)), True,
-            message="a record whose framing states another length: not this store's layout")
     tf.debugging.assert_equal(length % (frame_bytes + 8), 0,
                               message="a record that is not a whole block of frames and their labels")
     k = length // (frame_bytes + 8)
-    # decode_raw with a length has no float16 kernel: read the halves as uint16 and
-    # reinterpret them (a bitcast, no copy).
-    raw_dt = tf.uint16 if dt == tf.float16 else dt
+    raw_dt = tf.uint16 if dt == tf.float16 else dt  # decode_raw has no float16 kernel: a bitcast after
 
-    def same_length():  # the data comes first: its frames decoded straight into the batch
+    def same_length():
         x = tf.io.decode_raw(records, raw_dt, fixed_length=tf.cast(k[0] * frame_bytes, tf.int32))
         y = tf.io.decode_raw(tf.strings.substr(records, k[0] * frame_bytes, k[0] * 8), tf.int64)
         return tf.reshape(x, [-1]), tf.reshape(y, [-1])
 
     def joined():
-        frames = tf.strings.substr(records, tf.zeros_like(k), k * frame_bytes)
-        x = tf.io.decode_raw(tf.strings.reduce_join(frames), raw_dt)
+        x = tf.io.decode_raw(tf.strings.reduce_join(tf.strings.substr(records, tf.zeros_like(k), k * frame_bytes)),
+                             raw_dt)
         y = tf.io.decode_raw(tf.strings.reduce_join(tf.strings.substr(records, k * frame_bytes, k * 8)), tf.int64)
         return x, y
 
@@ -396,11 +357,11 @@ def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: store.ShardRe
         problem = _nonfinite(x.numpy(), manifest, first)
         return problem.replace("frame", "record frame", 1) if problem else None
 
-    # Records one at a time: each holds a block of frames (decode_records checks its
-    # length); the shard ends in an empty record.
+    from kit.cases.tfrecords import check_tfrecord_shard  # imports TensorFlow
+
+    # Records one at a time: each holds a block of frames (decode_records checks its length).
     return check_tfrecord_shard(folder / shard.name, shard.count,
-                                lambda r: decode_records(r, frame_shape, dtype), batch=None, inspect=nonfinite,
-                                end_record=True)
+                                lambda r: decode_records(r, frame_shape, dtype), batch=None, inspect=nonfinite)
 
 
 # --------------------------------------------------------------------------- tfexample
@@ -464,6 +425,8 @@ def _check_tfexample(folder: Path, manifest: store.Manifest, shard: store.ShardR
 
     def nonfinite(x, y, first):
         return _nonfinite(x.numpy(), manifest, first)
+
+    from kit.cases.tfrecords import check_tfrecord_shard  # imports TensorFlow
 
     return check_tfrecord_shard(folder / shard.name, shard.count, lambda r: parse_examples(r, frame_shape, dtype),
                                 inspect=nonfinite)

@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from kit.epochs import num_batches, order_dataset
+from kit.epochs import num_batches
+from kit.epochs.datasets import order_dataset
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.spectrogram.loaders import LoaderOptions, make_loader
 

@@ -21,29 +21,16 @@ import numpy as np
 import tensorflow as tf
 
 from kit import store
-from kit.cases import (
-    TFRECORD_FRAMING,
-    LoaderOptions,
-    NoOptions,
-    Variant,
-    VariantOptions,
-    build_loader,
-    check_shards,
-    graph_only,
-    read_tfrecords,
-)
+from kit.cases import LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, check_shards, graph_only
 from kit.cases.pydataset import EpochPyDataset
-from kit.cases.stores import record_batches, whole_records, window_records
-from kit.epochs import (
+from kit.epochs import epoch_order, not_resumable, num_batches, record
+from kit.epochs.datasets import (
     BLOCK_FRAMES,
     WINDOW_BLOCKS,
     block_order_dataset,
-    epoch_order,
     finish,
-    not_resumable,
     order_batches,
     order_dataset,
-    record,
 )
 from kit.spectrogram.convert import (
     DEFAULT_RECORD_FRAMES,
@@ -57,13 +44,13 @@ from kit.spectrogram.convert import (
 from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.grain import GrainOptions, make_grain
 from kit.spectrogram.index import FrameIndex, open_frames
-from kit.spectrogram.records import RecordReader
 from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS
 from kit.store import StoreError, load_npy, read_npy_header
 from kit.system import pagecache
 
 __all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "LoaderOptions", "FramePyDataset", "PyDatasetOptions",
-           "StoreOptions", "MemmapOptions", "GuideOptions", "TFRecordOptions", "GrainOptions", "npy_data_offset"]
+           "StoreOptions", "MemmapOptions", "GuideOptions", "TFRecordOptions", "GrainOptions", "npy_data_offset",
+           "tfrecord_pipeline"]
 
 
 @dataclass(frozen=True)
@@ -138,20 +125,14 @@ class GuideOptions(StoreOptions):
 
 @dataclass(frozen=True)
 class TFRecordOptions(StoreOptions):
-    """``tfrecord``: shard size, frames per record, ``shuffle_buffer`` (the frames permuted
-    together: a window of the interleaved shards, each window in a new order every epoch),
-    shards read at once, read buffer per shard (None: 256 KB for a store checked at open,
-    read in fixed-length pieces without their CRCs; 8 MB otherwise). A batch of at least
-    8 whole records is decoded at once and a record's frames always share a batch; a
-    smaller one (or not a whole number of records) is cut frame by frame
-    (``kit.cases.read_tfrecords``)."""
+    """``tfrecord``: shard size, frames per record, ``shuffle_buffer`` (frames; the records
+    shuffled together hold about this many) and ``cycle_length`` (shards read at once)."""
 
-    POSITIVE = ("record_frames", "shuffle_buffer", "cycle_length", "read_buffer")
+    POSITIVE = ("record_frames", "shuffle_buffer", "cycle_length")
     shard_mb: float = DEFAULT_SHARD_MB
     record_frames: int = DEFAULT_RECORD_FRAMES
     shuffle_buffer: int = 4096
     cycle_length: int = 4
-    read_buffer: int | None = None
 
 
 def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -308,7 +289,7 @@ class _BlockHints:
     blocks, many at a time, and the call returns). A hint only: a block not read in time
     is read by the gather's page faults, as without it. At a million float16 frames on 2
     cores, cold block-order epochs took 14.7-15.5 s with it and 24.5-28.9 s without, three
-    pairs side by side (``scripts/experiments/read_ahead_pairs.py``); warm, the calls cost 0.4-0.5 s
+    pairs side by side (``lab/experiments/read_ahead_pairs.py``); warm, the calls cost 0.4-0.5 s
     an epoch."""
 
     def __init__(self, path, offset: int, block_frames: int, frame_bytes: int, frames: int):
@@ -348,13 +329,13 @@ class _Mapping:
         return self.array
 
 
-_MAPPINGS: "weakref.WeakSet[Any]" = weakref.WeakSet()  # _Mapping, kit.spectrogram.records.RecordReader
+_MAPPINGS: "weakref.WeakSet[Any]" = weakref.WeakSet()  # every _Mapping
 
 
 def release_store_mappings() -> int:
     """Unmaps every memmap store file that a loader of this process holds mapped, so that
     its pages can leave the page cache (``posix_fadvise(..., POSIX_FADV_DONTNEED)`` keeps
-    pages that a process maps: ``kit bench scale`` calls this before a cold epoch). A live
+    pages that a process maps: ``kit.system.pagecache.evict`` calls this first). A live
     loader maps its file again at its next batch. Returns how many were released. (A
     loader's mapping otherwise lives as long as TensorFlow keeps its ``numpy_function``,
     which can outlast the loader itself.)"""
@@ -388,75 +369,43 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
     folder, manifest = to_store(index, "tfrecord", vopts.folder, workdir=opts.workdir, shard_mb=vopts.shard_mb,
                                 seed=opts.seed, progress=opts.progress, adopt=True, store_dtype=vopts.store_dtype,
                                 record_frames=vopts.record_frames, check=vopts.check_store)
-    dtype = records_dtype(manifest)  # the store's, whatever was asked
     paths = check_shards(folder, manifest)  # a shard cut short or replaced is refused before reading
-    tail = [p for p in paths if Path(p).name == manifest.meta.get("tail_shard")]
-    shape = index.frame_shape
-    block = int(manifest.meta["options"]["record_frames"])
-    record_bytes = block * (int(np.prod(shape)) * np.dtype(dtype).itemsize + 8)
-    # Checked at open (every byte against the manifest's SHA-256, or remembered so): the
-    # records are read without their CRCs computed again (copied from the mapped shards, or
-    # where they cannot be mapped, read in pieces of a fixed length). Unchecked,
-    # TFRecordDataset computes them and damage fails the epoch loudly.
-    checked = store.checks_on(vopts.check_store)
-    entry = record_bytes + TFRECORD_FRAMING
-    if checked:
-        for s in manifest.shards:
-            end = TFRECORD_FRAMING  # the empty end record
-            if s.name != manifest.meta.get("tail_shard") and s.bytes != s.count // block * entry + end:
-                raise store.StoreError(f"{folder / s.name}: {s.bytes} bytes, not {s.count // block} "
-                                       f"records of {entry} bytes and an empty end record; "
-                                       f"run `python -m kit verify {folder}`")
-    # Whole records permuted in windows of shuffle_buffer frames (an order computed per
-    # epoch: resumable); through tf.data, a batch of records decoded at once, and tf.data
-    # service runs it over a splittable order.
-    # Plain TensorFlow ops (its branch is a tf.cond): nothing for autograph to convert.
-    @tf.autograph.experimental.do_not_convert
-    def parse(records):
-        return decode_records(records, shape, dtype)
-
-    @tf.autograph.experimental.do_not_convert
-    def parse_framed(records):
-        return decode_records(records, shape, dtype, framed=True)
-
-    def pipeline(splittable):
-        return read_tfrecords([p for p in paths if p not in tail], parse, opts,
-                              shuffle_buffer=vopts.shuffle_buffer, cycle_length=vopts.cycle_length,
-                              read_buffer=vopts.read_buffer, block=block, tail=tail, splittable=splittable,
-                              record_bytes=record_bytes, parse_framed=parse_framed if checked else None,
-                              end_records=True)
-
-    body = [p for p in paths if p not in tail]
-    sizes = {s.name: s.bytes for s in manifest.shards}
-    if checked and body and whole_records(opts.batch_size, block) and RecordReader.available(
-            paths, [sizes[Path(p).name] for p in paths], block, shape, dtype):
-        # Each batch's records copied once from the mapped shards into the batch, in the order
-        # the reader above gives the same seed (kit.spectrogram.records).
-        local = _read_records(manifest, body + tail, shape, dtype, block, opts, vopts, bool(tail))
-    else:
-        local = pipeline(False)
-    return finish(local, len(index), opts.batch_size, body=pipeline(True))
+    k = int(manifest.meta["options"]["record_frames"])
+    body = tfrecord_pipeline(paths, index.frame_shape, records_dtype(manifest), batch_size=opts.batch_size,
+                             record_frames=k, num_records=sum(-(-s.count // k) for s in manifest.shards),
+                             shuffle=opts.shuffle, seed=opts.seed, shuffle_buffer=vopts.shuffle_buffer,
+                             cycle_length=vopts.cycle_length)
+    ds = body.apply(tf.data.experimental.assert_cardinality(num_batches(len(index), opts.batch_size)))
+    record(ds, len(index), opts.batch_size, body)
+    return not_resumable(ds, "variant 'tfrecord' shuffles its records through a shuffle buffer, whose records a "
+                             "checkpoint would have to hold; use 'memmap' or 'in_memory' (same examples, same "
+                             "batches), which resume mid-epoch")
 
 
-def _read_records(manifest, paths, shape, dtype, block, opts: LoaderOptions, vopts: TFRecordOptions, tail: bool):
-    """Batches of whole records, each copied once from the mapped shards into its batch (``kit.spectrogram.records``)."""
-    shards = {s.name: s for s in manifest.shards}
-    reader = RecordReader(paths, [shards[Path(p).name].bytes for p in paths], [shards[Path(p).name].count for p in paths],
-                          block=block, frame_shape=shape, dtype=dtype, tail=tail)
-    _MAPPINGS.add(reader)  # its mapping, released before a cold epoch as memmap's is
-    k = opts.batch_size // block
-    ids = record_batches(reader.records, opts, per_batch=k, window=window_records(vopts.shuffle_buffer, block, k),
-                         cycle_length=vopts.cycle_length, tail=tail, read_ahead=hasattr(os, "posix_fadvise"))
-    h, w = shape
-    raw = tf.as_dtype(dtype)
+def tfrecord_pipeline(paths, frame_shape, dtype, *, batch_size, record_frames, num_records, shuffle=True, seed=0,
+                      shuffle_buffer=4096, cycle_length=4):
+    """The ``tfrecord`` variant's pipeline, plain tf.data: shards of records of ``record_frames``
+    frames (``kit.spectrogram.convert``), read in parallel, the records shuffled, a batch of
+    records decoded at once (``decode_records``). ``num_records``: the store's records, every one
+    of which an epoch must read (a shard cut short fails the epoch instead of shortening it)."""
 
-    @tf.autograph.experimental.do_not_convert
-    def take(rows, later):
-        x, y = tf.numpy_function(reader.take, [rows, later], (raw, tf.int64), stateful=False)
-        x = tf.reshape(x, (-1, h, w, 1))
-        return (x if raw == tf.float32 else tf.cast(x, tf.float32)), tf.reshape(y, [-1])
+    def decode(records):  # one record, or a batch of them: frames (n, H, W, 1) float32, labels (n,)
+        return decode_records(records, frame_shape, dtype)
 
-    return ids.map(take, num_parallel_calls=tf.data.AUTOTUNE)  # every core: finish turns autotune off
+    files = tf.data.Dataset.from_tensor_slices(paths)
+    if shuffle:
+        files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+    records = files.interleave(lambda f: tf.data.TFRecordDataset(f, buffer_size=8 << 20),  # 8 MB reads
+                               cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE,
+                               deterministic=not shuffle)
+    records = records.apply(tf.data.experimental.assert_cardinality(num_records))  # every record, or an error
+    if shuffle:
+        records = records.shuffle(max(1, shuffle_buffer // record_frames), seed=seed, reshuffle_each_iteration=True)
+    if batch_size % record_frames == 0:  # a batch is whole records: batch them, then decode once a batch
+        ds = records.batch(batch_size // record_frames).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+    else:  # else decode each record and cut its frames into batches
+        ds = records.map(decode, num_parallel_calls=tf.data.AUTOTUNE).unbatch().batch(batch_size)
+    return ds.prefetch(tf.data.AUTOTUNE)
 
 
 # --------------------------------------------------------------------------- tfrecord_guide
@@ -484,15 +433,15 @@ def _tfrecord_guide(index: FrameIndex, opts: LoaderOptions, vopts: GuideOptions)
         files = files.shuffle(len(paths), seed=opts.seed, reshuffle_each_iteration=True)
     ds = files.interleave(tf.data.TFRecordDataset, num_parallel_calls=tf.data.AUTOTUNE,
                           deterministic=not opts.shuffle)  # unshuffled: the shards' order, every epoch
+    ds = ds.apply(tf.data.experimental.assert_cardinality(len(index)))  # the kit's guard: every frame, or an error
     if opts.shuffle:
         ds = ds.shuffle(vopts.shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
     body = ds.batch(opts.batch_size).map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-    # The kit's guard only: a shorter epoch (a shard cut short after the check) fails loudly.
     ds = body.apply(tf.data.experimental.assert_cardinality(-(-len(index) // opts.batch_size)))
     record(ds, len(index), opts.batch_size, body)
     return not_resumable(ds, "variant 'tfrecord_guide' shuffles through a shuffle buffer, whose frames a "
-                             "checkpoint would have to hold; use 'tfrecord' (the same store's frames in records of "
-                             "32, an order computed per epoch), 'memmap' or 'in_memory', which resume mid-epoch")
+                             "checkpoint would have to hold; use 'memmap' or 'in_memory' (same examples, same "
+                             "batches), which resume mid-epoch")
 
 
 # --------------------------------------------------------------------------- grain

@@ -26,7 +26,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kit.epochs import block_order_dataset
+from kit.epochs.datasets import block_order_dataset
 from kit.errors import DataError
 from kit.spectrogram.index import FrameIndex
 from kit.timing.batches import iterate

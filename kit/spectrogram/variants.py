@@ -17,9 +17,8 @@ VARIANTS = {
     "memmap": "frames consolidated once into one memory-mapped .npy; one sorted gather per batch in the graph",
     "tfrecord_guide": "TensorFlow's guide: a tf.train.Example per frame in TFRecord shards, parallel "
                       "interleaved reads, a shuffle buffer, batch then a vectorised parse_example, prefetch",
-    "tfrecord": "TFRecord shards of records of 32 frames: records permuted in windows of the interleaved "
-                "shards, each batch's records copied once from the mapped shards (unchecked: read and decoded "
-                "by tf.data)",
+    "tfrecord": "TFRecord shards of records of 32 frames, read by TFRecordDataset in parallel, the records "
+                "shuffled, a batch of records decoded at once",
     "grain": "Google Grain over ArrayRecord shards (optional, the peers extra): a global shuffle per "
              "epoch, a batch's records decoded at once in NumPy, read by threads (default: the usable "
              "CPUs), no processes (processes=N: mp_prefetch)",
@@ -27,9 +26,7 @@ VARIANTS = {
 }
 
 #: Variants whose pipeline is pure TensorFlow graph (no Python function): what tf.data service
-#: can run (``kit.spectrogram.loaders`` checks this against its registry). ``tfrecord``'s read of
-#: a checked store copies records in Python locally; through the service it reads the same
-#: batches with ``TFRecordDataset``.
+#: can run (``kit.spectrogram.loaders`` checks this against its registry).
 GRAPH_ONLY = ("tfrecord_guide", "tfrecord", "in_memory")
 
 
@@ -59,8 +56,7 @@ def make_loader(name: str, index, *, batch_size: int, shuffle: bool = True, seed
             ``tfrecord_guide``: ``folder``, ``store_dtype``, ``check_store``, ``shard_mb`` (100),
             ``shuffle_buffer`` (4096 frames), see ``GuideOptions``;
             ``tfrecord``: ``folder``, ``store_dtype``, ``check_store``, ``shard_mb`` (100), ``record_frames`` (32),
-            ``shuffle_buffer`` (4096 frames), ``cycle_length`` (4), ``read_buffer`` (256 KB or 8 MB,
-            see ``TFRecordOptions``);
+            ``shuffle_buffer`` (4096 frames), ``cycle_length`` (4);
             ``grain`` (optional: the peers extra): ``folder``, ``store_dtype``, ``check_store``,
             ``shard_mb`` (100), ``threads`` (None: the usable CPUs), ``processes`` (0: no
             ``mp_prefetch``), ``prefetch`` (None: 2 batches per thread), see ``GrainOptions``.
