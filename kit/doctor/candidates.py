@@ -67,12 +67,8 @@ def memory_available() -> int | None:
 
 
 def candidates(graph: dict, ds, *, examples: int | None, example_bytes: float) -> list[Candidate]:
-    """The fixes worth trying on ``ds`` (its ``graph`` from ``graph.pipeline_graph``).
-
-    Args:
-        examples: examples per epoch, where known.
-        example_bytes: bytes of one example as delivered (the size a cache would hold, about).
-    """
+    """The fixes worth trying on ``ds`` (its ``graph`` from ``graph.pipeline_graph``), given its
+    ``examples`` per epoch, where known, and the bytes of one example as delivered."""
     chain = graph["chain"]
     randoms = set(random_nodes(graph))
     random = bool(randoms)

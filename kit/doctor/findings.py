@@ -78,7 +78,7 @@ CODES = {
     "frozen_backbone_recomputed": (
         "frozen layers recomputed on every step", "speed",
         "Run the frozen layers once into a feature cache and train the rest from it (notebook 07: "
-        "kit.features.extract_features + train_head); valid while the frozen part stays frozen and "
+        "kit.spectrogram.features.extract_features + train_head); valid while the frozen part stays frozen and "
         "examples are not augmented.",
     ),
     "augment_before_frozen_backbone": (
@@ -114,33 +114,19 @@ COLUMNS = ("code", "kind", "status", "list", "where", "evidence", "fix", "expect
 
 @dataclass(frozen=True)
 class Finding:
-    """One finding: what was found, the measured number that shows it, its fix and what the fix gives.
+    """One finding: what was found, the measured number that shows it, its fix and what the fix gives."""
 
-    Attributes:
-        code: one of ``CODES``.
-        evidence: the measured number (or the op in the pipeline) that shows it.
-        expected_gain: the end-to-end factor on training (the loader's alone without a model);
-            NaN: not measured.
-        basis: how that factor was obtained.
-        status: one of ``STATUSES``.
-        fix: the change in the user's code (default: the code's general fix).
-        gain_low, gain_high: the range of ``expected_gain`` (measured rounds, or the prediction's).
-        loader_gain: the fix's gain on the loader alone (measured), where it differs.
-        where: the place in the user's code (``mymod.py:31 load_image``), where known.
-        rewrite: the ``kit.doctor.rewrite.Rewrite`` that applied it, if the doctor did.
-    """
-
-    code: str
-    evidence: str
-    expected_gain: float
-    basis: str
-    status: str = "measured"
-    fix: str = ""
-    gain_low: float = math.nan
+    code: str  # one of CODES
+    evidence: str  # the measured number (or the op in the pipeline) that shows it
+    expected_gain: float  # the end-to-end factor on training (the loader's without a model); NaN: not measured
+    basis: str  # how that factor was obtained
+    status: str = "measured"  # one of STATUSES
+    fix: str = ""  # the change in the user's code (default: the code's general fix)
+    gain_low: float = math.nan  # the range of expected_gain: measured rounds, or the prediction's
     gain_high: float = math.nan
-    loader_gain: float = math.nan
-    where: str = ""
-    rewrite: object = field(default=None, compare=False, repr=False)
+    loader_gain: float = math.nan  # the fix's gain on the loader alone, where it differs
+    where: str = ""  # the place in the user's code (mymod.py:31 load_image), where known
+    rewrite: object = field(default=None, compare=False, repr=False)  # the rewrite.Rewrite that applied it
 
     def __post_init__(self):
         if self.code not in CODES:
@@ -170,10 +156,7 @@ class Finding:
 
     def row(self) -> dict:
         """The finding as a row of ``Diagnosis.findings`` (``COLUMNS``)."""
-        return {"code": self.code, "kind": self.kind, "status": self.status, "list": LISTS[self.status],
-                "where": self.where, "evidence": self.evidence, "fix": self.fix, "expected_gain": self.expected_gain, "gain_low": self.gain_low,
-                "gain_high": self.gain_high, "loader_gain": self.loader_gain, "basis": self.basis,
-                "learn_more": self.learn_more}
+        return {c: LISTS[self.status] if c == "list" else getattr(self, c) for c in COLUMNS}
 
 
 @dataclass(frozen=True)

@@ -34,13 +34,9 @@ _PASSIVE_OPS = {"PrefetchDataset", "OptionsDataset", "AssertCardinalityDataset",
 
 
 def pipeline_graph(ds) -> dict:
-    """The structure of a ``tf.data.Dataset`` from its serialized graph.
-
-    Returns:
-        ``chain``: the dataset nodes from source to output (each node's first input); ``nodes``:
-        name -> NodeDef; ``python``: chain nodes whose functions (at any depth) call Python;
-        ``ops``: chain node -> the op types its functions run; ``functions``: name -> FunctionDef.
-    """
+    """The structure of a ``tf.data.Dataset`` from its serialized graph: ``chain`` (the dataset nodes
+    from source to output), ``nodes`` (name -> NodeDef), ``python`` (chain nodes whose functions call
+    Python), ``ops`` (chain node -> the op types its functions run), ``functions`` (name -> FunctionDef)."""
     graph = graph_def(ds)
     nodes = {n.name: n for n in graph.node}
     functions = {f.signature.name: f for f in graph.library.function}

@@ -29,15 +29,10 @@ from kit.doctor.sources import (
 
 
 def clone(model, batch=None):
-    """A compiled copy of ``model`` with its weights, and its compile config (the doctor trains the copy).
-
-    Functional and Sequential models go through ``keras.models.clone_model`` (a weightless layer
-    that does not rebuild from its config, as a ``Lambda`` over a lambda, is shared); a subclassed
-    model is rebuilt from its config, built on ``batch`` where needed, and given the weights.
-
-    Raises:
-        ModelError: the model is not compiled, or cannot be copied (the message says what to pass).
-    """
+    """A compiled copy of ``model`` with its weights, and its compile config; ``ModelError`` where the
+    model is not compiled or cannot be copied. Functional and Sequential models go through
+    ``keras.models.clone_model`` (sharing weightless layers that do not rebuild from their config); a
+    subclassed model is rebuilt from its config, built on ``batch`` where needed."""
     config = model.get_compile_config() if getattr(model, "compiled", False) else None
     if not config:
         raise ModelError(f"Keras model {getattr(model, 'name', model)!r} is not compiled; compile it "
@@ -177,12 +172,9 @@ PLAIN_SKIP = 2
 
 def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: int = 3) -> dict:
     """Trains ``model`` on a ``tf.data`` source as Keras would (``source.repeat()``), until ``max_seconds``
-    and at least ``min_steps`` steps beyond the first ``PLAIN_SKIP``: examples/s from the steps' ends,
-    each counted as ``batch_size`` examples.
-
-    Unlike ``timed_fit``, no pull through Python per step, which would flatten the difference
-    between fast pipelines; rates compared with each other are measured this way.
-    """
+    and ``min_steps`` steps beyond the first ``PLAIN_SKIP``: examples/s from the steps' ends, each
+    ``batch_size`` examples. Unlike ``timed_fit``, no pull through Python per step, which would
+    flatten the difference between fast pipelines."""
     ends: list[float] = []
 
     class Ends(keras.callbacks.Callback):
@@ -381,9 +373,8 @@ def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float 
         min_steps: steps each run trains at least, past its share of ``max_seconds`` if need be.
 
     Returns:
-        One row per run: ``variant``, ``examples_per_s``, ``input_share``, ``steps``, then
-        ``x_<baseline>`` with ``x_<baseline>_min`` and ``_max`` (each round's rate over the
-        baseline's in the same round).
+        One row per run: ``variant``, ``examples_per_s``, ``input_share``, ``steps``, and
+        ``x_<baseline>`` with its rounds' ``x_<baseline>_min`` and ``_max``.
     """
     copies, clones = {}, {}
     for name, (source, model) in runs.items():

@@ -14,33 +14,18 @@ from kit.doctor.findings import NOISE, SYMPTOMS, fmt_gain
 
 @dataclass
 class Diagnosis:
-    """What ``diagnose`` found.
+    """What ``diagnose`` found."""
 
-    Attributes:
-        verdict: ``"input-bound"``, ``"compute-bound"`` or ``"balanced"`` (with a model);
-            ``"loader only"`` without one.
-        summary: the verdict in a sentence, with the measured rates.
-        rates: the measured numbers (examples/s of loader, ceiling and fit; input share; cores busy ...).
-        findings: one row per finding, ranked (``findings.table``).
-        pipeline: the tf.data ops from source to output, where the source is tf.data.
-        trace_dir: where the profiler trace went, if one was recorded.
-        fixed: the best measured pipeline (every fix that gained and every correctness fix
-            applied, checked to yield the same elements), or None.
-        changes: the ``rewrite.Rewrite`` s applied in ``fixed``.
-        tried: one row per fix the doctor tried (check, loader and fit gains, outcome).
-        skipped: what the doctor left out to keep to its time budget.
-    """
-
-    verdict: str
-    summary: str
-    rates: dict
-    findings: pd.DataFrame
-    pipeline: list = field(default_factory=list)
-    trace_dir: str | None = None
-    fixed: Any = None
-    changes: list = field(default_factory=list)
-    tried: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)
+    verdict: str  # "input-bound", "compute-bound" or "balanced"; "loader only" without a model
+    summary: str  # the verdict in a sentence, with the measured rates
+    rates: dict  # the measured numbers
+    findings: pd.DataFrame  # one row per finding, ranked (findings.table)
+    pipeline: list = field(default_factory=list)  # the tf.data ops from source to output
+    trace_dir: str | None = None  # where the profiler trace went, if one was recorded
+    fixed: Any = None  # the best measured pipeline: every fix that gained and every correctness fix applied
+    changes: list = field(default_factory=list)  # the rewrite.Rewrite s applied in fixed
+    tried: list = field(default_factory=list)  # one row per fix tried (check, loader and fit gains, outcome)
+    skipped: list = field(default_factory=list)  # what was left out to keep to the time budget
 
     @property
     def codes(self) -> list[str]:

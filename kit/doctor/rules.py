@@ -82,15 +82,9 @@ def input_explains(fits: dict, loader_rate: float, loader_cores: float) -> float
 
 
 def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> tuple[str, str, list[Finding]]:
-    """The verdict from the headroom (compute ceiling over real fit): ``(verdict, summary, findings)``.
-    Where the input can explain under ``COMPUTE_BOUND_HEADROOM`` of it (``input_explains``), a larger
-    headroom is noise or another process's load: compute-bound, said so.
-
-    Args:
-        fits: what ``measure.measure_fits`` returned.
-        loader_rate: examples/s of the loader alone.
-        loader_cores: the CPU cores the loader alone kept busy (NaN: unknown).
-    """
+    """The verdict from the headroom in ``fits`` (``measure.measure_fits``): ``(verdict, summary,
+    findings)``. Where the input can explain under ``COMPUTE_BOUND_HEADROOM`` of it (``input_explains``,
+    from the loader alone's rate and cores), a larger headroom is noise or load: compute-bound, said so."""
     F, C, share, L = (fits["fit_examples_per_s"], fits["ceiling_examples_per_s"], fits["input_share"],
                       loader_rate)
     H = headroom(fits)
@@ -146,15 +140,8 @@ def verdict_basis(fits: dict) -> str:
 
 def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: str,
                     augmented: str = "") -> Finding:
-    """The frozen prefix's finding: the head's rate on cached features over the real fit.
-
-    Args:
-        prefix: the frozen layers in front of the trained ones.
-        fits: what ``measure.measure_fits`` returned.
-        head_rate: examples/s of the rest trained on the prefix's output (None: not measured).
-        why: why it was not measured.
-        augmented: what draws random numbers ahead of the frozen layers ('' when nothing does).
-    """
+    """The frozen ``prefix``'s finding: ``head_rate``, the rest trained on the prefix's output, over the
+    real fit (None: not measured, ``why``); ``augmented`` says what draws random numbers ahead of it."""
     params = sum(int(np.prod(w.shape)) for layer in prefix for w in layer.weights)
     names = f"{prefix[0].name}" + (f" .. {prefix[-1].name}" if len(prefix) > 1 else "")
     evidence = f"{len(prefix)} frozen layer(s) ({names}, {params:,} weights) run on every step"

@@ -40,7 +40,6 @@ from kit.store.folder import (  # noqa: F401
     atomic_path,
     check_free_space,
     default_workdir,
-    free_bytes,
     store_kind,
     store_lock,
 )

@@ -94,10 +94,7 @@ def check_open(folder: str | os.PathLike, manifest: Manifest, *, full: bool | No
 
     Every shard must have the manifest's size and head/tail digest (``ends``). With ``full`` (the
     default, unless ``$KIT_CHECK_STORES=0``) each shard's SHA-256 is compared too, once per change
-    of the file (a match is remembered in ``CHECKED``).
-
-    Raises:
-        StoreError: naming the shard that is missing, resized, replaced or corrupt.
+    of the file (a match is remembered in ``CHECKED``). ``StoreError`` names a shard that differs.
     """
     folder = Path(folder)
     full = checks_on(full)
@@ -143,15 +140,8 @@ def register_check(kind: str):
 
 
 def verify(folder: str | os.PathLike, *, deep: bool = True) -> list[str]:
-    """Re-reads a store and checks it against its manifest.
-
-    Args:
-        folder: the store's folder.
-        deep: also run the kind's content check (records parse, counts match).
-
-    Returns:
-        A list of problems, each naming the file; empty when the store is sound.
-    """
+    """Re-reads a store and checks it against its manifest, and with ``deep`` runs the kind's content
+    check: the problems, each naming the file; empty when the store is sound."""
     folder = Path(folder)
     try:
         m = Manifest.load(folder)

@@ -47,18 +47,9 @@ def read_npy_header(f) -> tuple:
 
 
 def load_npy(path: str | os.PathLike, *, mmap: bool = True):
-    """``np.load(path, allow_pickle=False)``, safe to call from several threads at once.
-
-    NumPy parses a header with ``ast.literal_eval``, which on CPython 3.11 can fail in two threads
-    at once (``SystemError: AST constructor recursion depth mismatch``, python/cpython#106905): the
-    header is parsed, and the file mapped, under one process-wide lock; the data is read outside it.
-
-    Args:
-        mmap: memory-map the array read-only (the default); False reads it all into memory.
-
-    Raises:
-        FileNotFoundError, ValueError: as ``np.load``.
-    """
+    """``np.load(path, allow_pickle=False)``, memory-mapped read-only (or, ``mmap=False``, read whole),
+    safe from several threads at once: NumPy's header parse (``ast.literal_eval``) can fail in two
+    threads at once on CPython 3.11 (python/cpython#106905), so it runs under one process-wide lock."""
     if mmap:
         with _NPY_HEADER_LOCK:
             return np.load(path, mmap_mode="r", allow_pickle=False)

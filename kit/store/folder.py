@@ -50,12 +50,8 @@ def default_workdir() -> Path:
 
 
 def inside(folder: str | os.PathLike, name: str, *, what: str = "store") -> Path:
-    """``folder / name``, checked to stay inside ``folder`` (a name read from a file is untrusted).
-
-    Raises:
-        StoreError: ``name`` is absolute, climbs out with ``..``, or resolves (through a
-            link) to somewhere outside ``folder``.
-    """
+    """``folder / name``, checked to stay inside ``folder`` (a name read from a file is untrusted):
+    ``StoreError`` where it is absolute, climbs out with ``..`` or resolves outside through a link."""
     folder = Path(folder)
     rel = Path(name)
     if not name or rel.is_absolute() or ".." in rel.parts or "\0" in name:
@@ -105,11 +101,8 @@ def store_kind(folder: str | os.PathLike) -> str | None:
 
 
 def claim(folder: str | os.PathLike, kind: str) -> Path:
-    """Makes ``folder`` a store folder of ``kind``: creates it (and its marker) or checks it.
-
-    Raises:
-        StoreError: ``folder`` exists and is neither empty nor a kit store of ``kind``.
-    """
+    """Makes ``folder`` a store folder of ``kind``: creates it (and its marker) or checks it;
+    ``StoreError`` where it exists and is neither empty nor a kit store of ``kind``."""
     folder = Path(folder)
     if os.path.lexists(folder) and not folder.is_dir():
         raise StoreError(f"{folder} exists and is not a folder; refusing to write a store there")
@@ -151,11 +144,8 @@ def _write_marker(folder: Path, kind: str) -> None:
 
 
 def check_apart(folder: str | os.PathLike, sources: Sequence[str | os.PathLike]) -> None:
-    """Refuses a store folder that is, contains or sits inside a folder holding a source file.
-
-    Raises:
-        StoreError: naming the store folder and the source folder it overlaps.
-    """
+    """Refuses (``StoreError``) a store folder that is, contains or sits inside a folder holding a source
+    file."""
     root = os.path.realpath(folder)
     for d in sorted({os.path.realpath(d) for d in {os.path.dirname(os.path.abspath(p)) for p in sources}}):
         common = os.path.commonpath([root, d])
@@ -167,11 +157,8 @@ def check_apart(folder: str | os.PathLike, sources: Sequence[str | os.PathLike])
 
 @contextmanager
 def store_lock(folder: str | os.PathLike, *, shared: bool = False, timeout: float | None = None):
-    """Holds ``folder``'s lock (exclusive, or shared) for the block; waits at most ``timeout`` s.
-
-    Raises:
-        StoreError: the lock stayed held by another process for ``timeout`` seconds.
-    """
+    """Holds ``folder``'s lock (exclusive, or shared) for the block; waits at most ``timeout`` s, then
+    raises ``StoreError``."""
     timeout = LOCK_TIMEOUT_S if timeout is None else float(timeout)
     if timeout < 0:
         raise ValueError(f"lock timeout must be non-negative, got {timeout}")
@@ -233,12 +220,8 @@ def free_bytes(path: str | os.PathLike) -> int:
 
 
 def check_free_space(path: str | os.PathLike, needed: int, *, what: str = "this") -> None:
-    """Refuses, before anything is written, when ``path``'s file system has less than
-    ``needed`` bytes free.
-
-    Raises:
-        StoreError: one line saying what needs how much, and how much is free where.
-    """
+    """Refuses (``StoreError``), before anything is written, when ``path``'s file system has less than
+    ``needed`` bytes free."""
     free = free_bytes(path)
     if needed > free:
         raise StoreError(f"{what} needs {needed / 1e9:.1f} GB free under {path}, "

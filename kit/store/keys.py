@@ -115,13 +115,8 @@ def forget_digests() -> None:
 
 def files_fingerprint(paths: Sequence[str | os.PathLike], *, digest: str | None = None,
                       progress: bool = False) -> list:
-    """``(name, size, mtime_ns, content digest)`` of each file: what a store's key follows.
-
-    Args:
-        paths: the files.
-        digest: ``"sample"`` (default, or ``$KIT_DIGEST``) or ``"full"``; see ``DIGEST_MODES``.
-        progress: show a tqdm bar while digests are computed.
-    """
+    """``(name, size, mtime_ns, content digest)`` of each file: what a store's key follows. ``digest``:
+    ``"sample"`` or ``"full"`` (``DIGEST_MODES``); ``progress``: a tqdm bar while digests are computed."""
     mode = digest_mode(digest)
     stats = []
     for p in paths:

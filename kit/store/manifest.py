@@ -31,22 +31,13 @@ _SHARD_KEYS = ("name", "count", "bytes", "sha256", "ends")
 
 @dataclass(frozen=True)
 class ShardRecord:
-    """One written file of a store, as the manifest lists it.
+    """One written file of a store, as the manifest lists it."""
 
-    Attributes:
-        name: its path inside the store folder.
-        count: the examples it holds (0 for a file beside the examples, as ``labels.npy``).
-        bytes: its size.
-        sha256: SHA-256 (hex) of its content.
-        ends: BLAKE2b (hex) of its size, first and last 64 KiB (``checks.ends_digest``), checked
-            at every open; None in a format-1 manifest.
-    """
-
-    name: str
-    count: int
+    name: str  # its path inside the store folder
+    count: int  # the examples it holds (0 for a file beside them, as labels.npy)
     bytes: int
     sha256: str | None = None
-    ends: str | None = None
+    ends: str | None = None  # checks.ends_digest, checked at every open; None in a format-1 manifest
 
     @classmethod
     def from_dict(cls, d: dict) -> ShardRecord:
@@ -73,25 +64,16 @@ class ShardRecord:
 
 @dataclass
 class Manifest:
-    """What a complete store holds.
+    """What a complete store holds. Its ``meta`` is free-form, per kind; ``build`` adds ``created``,
+    ``build_seconds`` and ``built``, and ``meta["module"]`` names the module whose ``register_check``
+    deep-checks the kind in ``verify``."""
 
-    Attributes:
-        kind: what the store holds (``"spectrogram-tfrecord"``, ...).
-        key: the fingerprint of its inputs and options (``kit.store.fingerprint``).
-        count: the examples in it, the sum of its shards' counts.
-        shards: its files, in the order they were planned.
-        meta: free-form, per kind (shapes, dtype, options...). ``build`` adds ``created``,
-            ``build_seconds`` and ``built``; ``module`` names the module whose ``register_check``
-            deep-checks the kind in ``verify``.
-        version: the format version (``FORMAT_VERSION``) of the kit that wrote it.
-    """
-
-    kind: str
-    key: str
-    count: int
-    shards: list[ShardRecord]
+    kind: str  # what the store holds ("spectrogram-tfrecord", ...)
+    key: str  # the fingerprint of its inputs and options
+    count: int  # the sum of its shards' counts
+    shards: list[ShardRecord]  # in the order they were planned
     meta: dict[str, Any] = field(default_factory=dict)
-    version: int = FORMAT_VERSION
+    version: int = FORMAT_VERSION  # of the kit that wrote it
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> Manifest:
