@@ -40,13 +40,13 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from kit import features, store, timing
+from kit import store, timing
 from kit.bench import BenchResult
 from kit.bench import spectrogram as bench_spectrogram
 from kit.bench.options import check_int, check_one_of, check_positive, option, optional_int, optional_path
 from kit.cases import registry
 from kit.models import audio
-from kit.spectrogram import convert, make_loader
+from kit.spectrogram import convert, features, make_loader
 from kit.spectrogram.peers import available as grain_available
 from kit.system.pagecache import cached_fraction, evict, proactive_reclaim
 from kit.timing.rates import cpu_used

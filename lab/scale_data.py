@@ -14,9 +14,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kit import features, samples, store
+from kit import samples, store
 from kit.models import audio
-from kit.spectrogram import FrameIndex
+from kit.spectrogram import FrameIndex, features
 from kit.util import usable_cpus
 from lab.pagecache import cache_through
 

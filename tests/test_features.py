@@ -1,4 +1,4 @@
-"""kit.features: the frozen-backbone feature cache, head training from it, and parity with
+"""kit.spectrogram.features: the frozen-backbone feature cache, head training from it, and parity with
 end-to-end training through the frozen backbone; float16 caches and stores train alike."""
 
 import os
@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 
-from kit import features, samples, store, timing
+from kit import samples, store, timing
 from kit.models import audio
-from kit.spectrogram import FrameIndex, make_loader
+from kit.spectrogram import FrameIndex, features, make_loader
 
 
 @pytest.mark.slow
@@ -193,9 +193,8 @@ def test_float16_head_accuracy_within_one_point(tmp_path):
     # from a float16 feature cache matches one from a float32 cache.
     import keras
 
-    from kit import features
     from kit.models import audio
-    from kit.spectrogram import make_loader
+    from kit.spectrogram import features, make_loader
 
     csv = samples.make_spectrogram(tmp_path / "d", files=14, frames_per_file=50, seed=3)
     index = FrameIndex.from_csv(csv)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from helpers import SIZE, seg_load
 
-from kit import features
 from kit.models import audio
 from kit.segmentation import Palette
+from kit.spectrogram import features
 
 
 def test_backbone_has_yamnet_size():

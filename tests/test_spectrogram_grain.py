@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from kit import epochs, store, timing
+from kit import store, timing
 from kit.spectrogram import convert, make_loader
 from kit.spectrogram.convert import ARRAYRECORD_LAYOUT, ARRAYRECORD_WRITER_OPTIONS
 from kit.spectrogram.grain import available, shuffle_seed

@@ -4,7 +4,7 @@ Two kinds of row, measured in one process:
 
 * ``kind="loader"``: what each loader alone delivers (examples/s), interleaved with
   ``kit.timing.compare``: every spectrogram variant plus the head's loader over the
-  frozen-backbone feature cache (``kit.features``), and the segmentation variants.
+  frozen-backbone feature cache (``kit.spectrogram.features``), and the segmentation variants.
 * ``kind="compute"``: what one training step of each case's model trains per second
   with its batch already in memory (no loader in the way), at 1 and 2 replicas
   (``kit.distribute.make_strategy``: GPUs, or the CPU split into logical devices),
@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from kit import distribute, features, samples, segmentation, spectrogram, timing
+from kit import distribute, samples, segmentation, spectrogram, timing
 from kit.bench import BenchResult, print_table
 from kit.bench import segmentation as seg_bench
 from kit.bench import spectrogram as spec_bench
@@ -40,6 +40,7 @@ from kit.bench.configs import CompareConfig
 from kit.cases import registry
 from kit.models import audio, unet
 from kit.models.unet import segmentation_loss
+from kit.spectrogram import features
 
 __all__ = ["FEATURE_CACHE", "CompareConfig", "run", "show"]
 

@@ -2,7 +2,7 @@
 
 * (a) the ``"generator"`` loader (the user's pattern) + frozen backbone + head;
 * (b) the fastest loader + frozen backbone + head;
-* (c) the head alone on cached backbone features (``kit.features``);
+* (c) the head alone on cached backbone features (``kit.spectrogram.features``);
 * plus the one-time cost of extracting the features (the backbone over every frame once).
 
 All train the same head (a Dense layer on the 1,024-d embedding of the YAMNet-like
@@ -24,13 +24,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kit import features, store, timing
+from kit import store, timing
 from kit.bench import BenchResult, print_table
 from kit.bench.configs import TransferConfig
 from kit.bench.spectrogram import default_data
 from kit.cases import registry
 from kit.models import audio
-from kit.spectrogram import FrameIndex, convert, make_loader
+from kit.spectrogram import FrameIndex, convert, features, make_loader
 from kit.system.pagecache import warm_page_cache
 from kit.util import format_duration
 

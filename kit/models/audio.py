@@ -113,7 +113,7 @@ def head(num_classes: int, *, embedding_dim: int = EMBEDDING_DIM, hidden: int | 
         embedding_dim: width of the backbone's embedding.
         hidden: units of one hidden ReLU layer, or None for a single Dense layer.
         dropout: dropout rate before the output layer.
-        standardize: ``(mean, variance)`` per embedding dimension (``kit.features.embedding_stats``),
+        standardize: ``(mean, variance)`` per embedding dimension (``kit.spectrogram.features.embedding_stats``),
             applied first as constants: a frozen backbone's embeddings vary little around large
             means, and a head learns them standardised in a few epochs instead of dozens.
         seed: seeds the initial weights.
