@@ -1,25 +1,15 @@
 """``PairIndex`` and ``Palette``: the validated image/mask pairs and the colour code of the masks.
 
-The index CSV has columns ``image,label[,split]``: paths of an image and of its
-colour-coded mask, relative to the CSV's folder. The palette is a CamVid-style
-``class_dict.csv`` with columns ``name,r,g,b``: class ``k`` is the colour on data row ``k``.
+The index CSV has columns ``image,label[,split]`` (paths relative to the CSV); the palette is a
+CamVid-style ``class_dict.csv`` (``name,r,g,b``; class ``k`` on data row ``k``).
+``PairIndex.from_csv`` checks every pair from file headers and tails only (exists, an 8-bit image,
+not cut short, image and mask of one size); ``PairIndex.check`` decodes everything once. Each
+problem is one ``DataError`` naming the CSV line and the file.
 
-``PairIndex.from_csv`` checks every pair before any training, reading only file
-headers and tails (fast): each file exists, is an image (PNG, JPEG, ...) in an
-8-bit mode, is not cut short (a PNG ends with its ``IEND`` chunk, a JPEG with its
-end marker), and the image and its mask have the same size. ``PairIndex.check``
-decodes everything once, which also finds colours that are not in the palette.
-Each problem is one ``DataError`` naming the CSV line and the file.
-
-The reference decode (``PairIndex.read``) uses Pillow; every loader variant must
-deliver exactly what it returns:
-
-* images: grey-scale, palette and RGBA files become RGB (grey replicated, alpha dropped);
-* masks: each pixel's RGB colour becomes its class id (uint8) through one lookup
-  in a table of all 2**24 colours (``Palette.lut``): no loop over the colours;
-* size: both are cropped or padded, centred, to the target size (the same offsets
-  as ``tf.image.resize_with_crop_or_pad``); images pad with black, masks with
-  ``Palette.pad_id`` (the ignore label if set, else the class of colour (0, 0, 0)).
+The reference decode (``PairIndex.read``, Pillow), which every loader variant must match: images as
+RGB; each mask colour to its class id through one lookup in a table of all 2**24 colours; both
+cropped or padded, centred, as ``tf.image.resize_with_crop_or_pad`` does (masks pad with
+``Palette.pad_id``).
 """
 
 from __future__ import annotations
@@ -40,8 +30,7 @@ from kit.progress import tqdm
 
 __all__ = ["PairIndex", "Palette", "crop_or_pad", "read_rgb", "as_size", "MODES", "UNKNOWN"]
 
-#: Pillow modes of 8-bit images that every decoder (Pillow, OpenCV, TensorFlow)
-#: turns into the same RGB: grey and palette expand, alpha is dropped.
+#: Pillow modes of 8-bit images that every decoder (Pillow, OpenCV, TensorFlow) turns into the same RGB.
 MODES = ("1", "L", "LA", "P", "PA", "RGB", "RGBA", "RGBX")
 #: The class id that marks "colour not in the palette" while looking up; never delivered.
 UNKNOWN = 255
@@ -63,11 +52,8 @@ def as_size(size) -> tuple[int, int]:
 
 
 def crop_or_pad(arr: np.ndarray, size: tuple[int, int], fill=0) -> np.ndarray:
-    """Crops or pads ``arr`` (H, W, ...) to ``size``, centred, padding with ``fill``.
-
-    The offsets are those of ``tf.image.resize_with_crop_or_pad``: crop
-    ``(H - h) // 2`` from the top, pad ``(h - H) // 2`` above, the rest below.
-    """
+    """Crops or pads ``arr`` (H, W, ...) to ``size``, centred, padding with ``fill``, at the offsets of
+    ``tf.image.resize_with_crop_or_pad``."""
     th, tw = size
     h, w = arr.shape[:2]
     top, left = max(h - th, 0) // 2, max(w - tw, 0) // 2
@@ -82,11 +68,8 @@ def crop_or_pad(arr: np.ndarray, size: tuple[int, int], fill=0) -> np.ndarray:
 
 
 def read_rgb(path: str | os.PathLike) -> np.ndarray:
-    """Decodes an image file into RGB uint8 ``(H, W, 3)`` with Pillow (the reference decode).
-
-    Raises:
-        DataError: naming the file, when it is missing, not an image, truncated or corrupt.
-    """
+    """Decodes an image file into RGB uint8 ``(H, W, 3)`` with Pillow (the reference decode); a
+    ``DataError`` names a file missing, not an image, truncated or corrupt."""
     try:
         with Image.open(path) as im:
             _check_mode(path, im.mode)
@@ -108,9 +91,6 @@ def _check_mode(path, mode: str) -> None:
         )
 
 
-# --------------------------------------------------------------------------- palette
-
-
 @dataclass(frozen=True, eq=False)
 class Palette:
     """The classes and their mask colours. Build it with ``Palette.from_csv``.
@@ -118,9 +98,8 @@ class Palette:
     Attributes:
         names: class names in id order.
         colours: ``(C, 3)`` uint8, the RGB colour of each class.
-        ignore_label: the id that pixels of unknown colour (and padding) get, which
-            the loss skips (``SparseCategoricalCrossentropy(ignore_class=...)``);
-            ``None`` (default): an unknown colour is an error.
+        ignore_label: the id that pixels of unknown colour (and padding) get, which the loss
+            skips; ``None`` (default): an unknown colour is an error.
         source: the CSV it came from (for messages).
     """
 
@@ -217,12 +196,8 @@ class Palette:
         return lut
 
     def lookup(self, rgb: np.ndarray, path: str | os.PathLike = "mask") -> np.ndarray:
-        """Class ids ``(H, W)`` uint8 of a colour mask ``(H, W, 3)``, in one vectorised lookup.
-
-        Raises:
-            DataError: a colour is not in the palette (and no ignore label is set);
-                names the file, the colour and its pixel count.
-        """
+        """Class ids ``(H, W)`` uint8 of a colour mask ``(H, W, 3)``, in one vectorised lookup; a
+        colour not in the palette (no ignore label set) raises ``DataError``."""
         ids = self.lut[_codes(rgb)]
         if self.ignore_label is None:
             self.check_known(rgb, ids == UNKNOWN, path)
@@ -251,9 +226,6 @@ def _codes(rgb: np.ndarray) -> np.ndarray:
     """``r << 16 | g << 8 | b`` as int32, for ``(..., 3)`` uint8 colours."""
     rgb = np.asarray(rgb)
     return (rgb[..., 0].astype(np.int32) << 16) | (rgb[..., 1].astype(np.int32) << 8) | rgb[..., 2]
-
-
-# --------------------------------------------------------------------------- index
 
 
 @dataclass(frozen=True, eq=False)
@@ -322,12 +294,8 @@ class PairIndex(CsvIndex):
                          self.widths[rows], self.lines[rows], split, key)
 
     def check_size(self, size, palette: Palette) -> tuple[int, int]:
-        """Validates the target ``size`` against the pairs; returns it as ``(height, width)``.
-
-        Raises:
-            DataError: a pair smaller than ``size`` needs padding but the palette has no
-                id for padded pixels (no ignore label and no colour (0, 0, 0)).
-        """
+        """Validates the target ``size`` against the pairs; returns it as ``(height, width)``. A pair
+        that needs padding where the palette has no id for it raises ``DataError``."""
         size = as_size(size)
         if palette.pad_id is None:
             small = np.flatnonzero((self.heights < size[0]) | (self.widths < size[1]))
@@ -341,10 +309,7 @@ class PairIndex(CsvIndex):
         return size
 
     def read(self, i: int, palette: Palette, size=(512, 512)) -> tuple[np.ndarray, np.ndarray]:
-        """Row ``i`` decoded directly (Pillow): ``(image (H, W, 3) uint8, class ids (H, W) uint8)``.
-
-        This is the reference every loader variant must match, pixel for pixel.
-        """
+        """Row ``i`` decoded by the reference decode: ``(image (H, W, 3) uint8, class ids (H, W) uint8)``."""
         size = self.check_size(size, palette)
         image = self.read_image(i, size)
         return image, self.read_ids(i, palette, size)
@@ -368,12 +333,7 @@ class PairIndex(CsvIndex):
         return crop_or_pad(ids, size, palette.pad_id if palette.pad_id is not None else 0)
 
     def check(self, palette: Palette, *, progress: bool = False) -> None:
-        """Decodes every pair once: finds corrupt images and mask colours not in the palette.
-
-        Raises:
-            DataError: the first problem, naming the CSV line, the file (and the colour
-                and its pixel count).
-        """
+        """Decodes every pair once; the first corrupt image or unknown mask colour raises ``DataError``."""
         for i in tqdm(range(len(self)), desc="check", unit="pair", disable=not progress):
             try:
                 read_rgb(self.images[i])
@@ -402,8 +362,7 @@ def _header(path: str, where: str, what: str) -> tuple[int, int]:
             f.seek(0, os.SEEK_END)
             f.seek(max(f.tell() - 1024, 0))
             tail = f.read()
-        # A PNG ends with IEND, a JPEG with its end-of-image marker FFD9 (some
-        # writers append a few bytes after it): a file cut short has neither.
+        # A JPEG's end marker may have a few bytes after it.
         complete = _PNG_END in tail if fmt == "PNG" else b"\xff\xd9" in tail
         if not complete:
             raise DataError(f"{where}: {what} {path}: truncated {fmt} file (its end marker is missing)")

@@ -1,8 +1,6 @@
-"""What one segmentation pair costs in each stage (decode, float conversion, the per-colour loop,
-the vectorised lookup), in NumPy/OpenCV and in a tf.data map, on one core: the figures that
-explain the loaders' ranking (notebook 06, ``python -m kit bench segmentation``).
-
-This module imports OpenCV and TensorFlow: ``kit.segmentation`` does not load it.
+"""What one segmentation pair costs in each stage (decode, float conversion, the per-colour loop, the
+vectorised lookup), in NumPy/OpenCV and in a tf.data map, on one core: what explains the loaders'
+ranking. Imports OpenCV and TensorFlow: ``kit.segmentation`` does not load it.
 """
 
 from __future__ import annotations
@@ -48,16 +46,12 @@ def _tf_per_pair_ms(make_ds, n: int) -> float:
 
 
 def profile(data, palette=None, *, pairs: int = 8, size=512, repeat: int = 3) -> pd.DataFrame:
-    """What one pair costs in each stage, in ms, on one core.
-
-    NumPy/OpenCV stages are timed in a plain loop; TensorFlow stages inside a
-    sequential ``tf.data`` map limited to one intra-op thread (tf.data's own cost
-    per element, measured with an identity map, is subtracted). Decoding reads the
-    files (from the page cache); the other stages work on decoded arrays.
+    """What one pair of the index CSV ``data`` costs in each stage, in ms, on one core: NumPy/OpenCV
+    stages in a plain loop, TensorFlow's in a sequential ``tf.data`` map (its own cost per element
+    subtracted); decoding reads the files from the page cache.
 
     Returns:
-        One row per stage: ``library``, ``stage``, ``ms_per_pair``, ``variants`` (where
-        the stage is used).
+        One row per stage: ``library``, ``stage``, ``ms_per_pair``, ``variants`` (where it is used).
     """
     csv = Path(data)
     index = PairIndex.from_csv(csv)
@@ -122,8 +116,7 @@ def _numpy_stages(imgs: list[str], labs: list[str], x8: list, m8: list, pal, *, 
 
 
 def _tf_stages(imgs: list[str], labs: list[str], x8: list, m8: list, pal, *, repeat: int) -> list[dict]:
-    """``profile``'s TensorFlow rows: each stage in a sequential ``tf.data`` map on one intra-op
-    thread, tf.data's own cost per element subtracted (``_tf_per_pair_ms``)."""
+    """``profile``'s TensorFlow rows (``_tf_per_pair_ms``)."""
     colours = pal.colours
     paths_img, paths_lab = tf.constant(imgs * repeat), tf.constant(labs * repeat)
     xs = tf.constant(np.stack(x8 * repeat))
@@ -177,13 +170,8 @@ PIPELINES = {
 
 
 def pipeline_costs(costs: pd.DataFrame) -> pd.DataFrame:
-    """Adds up ``profile``'s stages per variant: ms per pair, the colour loop's share, pairs/s per core.
-
-    Returns:
-        One row per variant of ``PIPELINES``: ``ms_per_pair``, ``decode_ms``, ``colour_loop_ms``,
-        ``colour_loop_share`` and ``pairs_per_s_one_core`` (1000 / ms_per_pair: what one
-        core could deliver if nothing else cost anything).
-    """
+    """Adds up ``profile``'s stages per variant of ``PIPELINES``: ``ms_per_pair``, ``decode_ms``,
+    ``colour_loop_ms``, ``colour_loop_share`` and ``pairs_per_s_one_core`` (1000 / ms_per_pair)."""
     rows = []
     for variant, (library, stages) in PIPELINES.items():
         sub = costs[costs["library"] == library]

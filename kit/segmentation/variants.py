@@ -1,7 +1,5 @@
-"""The segmentation case's loader variants, named without building any: ``VARIANTS``,
-``GRAPH_ONLY``, ``default_x_dtype`` and ``make_loader``, whose builders (TensorFlow, Keras,
-OpenCV) live in ``kit.segmentation.loaders`` and load on the first ``make_loader`` call, so
-that ``import kit.segmentation`` (and ``python -m kit --help``) imports no TensorFlow.
+"""The segmentation case's loader variants, named without building any: their builders live in
+``kit.segmentation.loaders`` (TensorFlow, Keras, OpenCV), loaded on the first ``make_loader`` call.
 """
 
 from __future__ import annotations
@@ -25,9 +23,8 @@ VARIANTS = {
             "pipeline (on the GPU when there is one), uint8 into TensorFlow through DALIDataset",
 }
 
-#: Variants whose pipeline is pure TensorFlow graph (no Python function), what tf.data
-#: service can run; ``class_index`` is too with ``format="tfrecord"`` (``kit.segmentation.loaders``
-#: checks this against its registry).
+#: Variants whose pipeline is pure TensorFlow graph, which tf.data service can run (``class_index``
+#: too with ``format="tfrecord"``).
 GRAPH_ONLY = ("tfdata_naive", "tfdata_tuned")
 
 
@@ -40,38 +37,28 @@ def make_loader(name: str, index, palette, *, batch_size: int, size=(512, 512),
                 shuffle: bool = True, seed: int = 0, workdir=None, x_dtype: str | None = None,
                 one_hot: bool = False, progress: bool | str = True, service: str | None = None,
                 service_timeout_s: float | None = None, **options):
-    """Builds the loader variant ``name`` over ``index``.
+    """Builds the loader variant ``name`` (one of ``VARIANTS``) over ``index``.
 
     Args:
-        name: one of ``VARIANTS``.
-        index: a ``PairIndex``.
-        palette: the masks' colour code (and ignore label), a ``Palette``.
+        index, palette: a ``PairIndex`` and the masks' ``Palette``.
         batch_size: pairs per batch (the last batch of an epoch may be smaller).
         size: ``(height, width)`` (or one int) every pair is cropped or padded to.
-        shuffle: reshuffle every epoch.
-        seed: makes the shuffles reproducible.
+        shuffle, seed: reshuffle every epoch, reproducibly.
         workdir: where the ``class_index`` store is built.
-        x_dtype: ``"float32"`` or ``"uint8"`` (see the module docstring); default
-            ``default_x_dtype(name)``.
+        x_dtype: ``"float32"`` or ``"uint8"``; default ``default_x_dtype(name)``.
         one_hot: masks as one-hot float32.
         progress: show a progress bar while converting.
         service: ``grpc://host:port`` of a tf.data service dispatcher (graph-only pipelines).
-        service_timeout_s: with ``service``, the longest wait for one batch before the
-            read raises an error naming the dispatcher and the count (default 120 s).
-        **options: the variant's own, its options class in ``REGISTRY``:
-            ``sequence``/``sequence_workers``: ``workers`` (1 / the usable CPUs),
-            ``use_multiprocessing`` (False / True), ``max_queue_size`` (10);
-            ``tfdata_naive``: ``parallel_calls`` (4, the user's setting);
-            ``class_index``: ``format`` (``"memmap"`` or ``"tfrecord"``), ``folder`` (use this
-            store folder), ``shard_mb`` (100), ``shuffle_buffer`` (64, tfrecord), ``check_store``
-            (None: a reused store's checksums compared once per change; False skips them);
-            ``dali``: ``device`` (``"cpu"``/``"gpu"``, default: a GPU if TensorFlow sees one),
-            ``threads`` (DALI's, the usable CPUs), ``parallel_reads`` (AUTOTUNE).
+        service_timeout_s: with ``service``, the longest wait for one batch (default 120 s).
+        **options: the variant's own (its options class in ``kit.segmentation.loaders.REGISTRY``):
+            ``sequence``/``sequence_workers``: ``workers``, ``use_multiprocessing``, ``max_queue_size``;
+            ``tfdata_naive``: ``parallel_calls`` (4, the user's); ``class_index``: ``format``,
+            ``folder``, ``shard_mb``, ``shuffle_buffer``, ``check_store``; ``dali``: ``device``,
+            ``threads``, ``parallel_reads``.
 
     Returns:
         A ``keras.utils.PyDataset`` for the ``sequence`` variants, else a ``tf.data.Dataset``
-        (ending with ``assert_cardinality``, so a short epoch fails loudly). All go
-        straight into ``model.fit`` and ``kit.timing.measure``.
+        (ending with ``assert_cardinality``, so a short epoch fails loudly).
     """
     from kit.segmentation import loaders  # keeps kit.segmentation light: TensorFlow, Keras
 
