@@ -43,18 +43,14 @@ BIND_NOTE = ("TensorFlow 2.21 has no listen-address setting: its tf.data service
 
 def _check_port(port: int | None) -> None:
     # TensorFlow keeps the port's low 16 bits: 70000 would quietly serve on 4464.
-    if port is None:
-        return
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
         raise ValueError(f"port must be in 1..65535 (or None: any free one), got {port!r}")
 
 
 def _is_loopback(host: str) -> bool:
     host = host.strip("[]")
-    if host == "localhost":
-        return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 

@@ -131,9 +131,7 @@ def candidates(graph: dict, ds, *, examples: int | None, example_bytes: float) -
 def reshuffles(node) -> bool:
     """Whether a shuffle node draws a new order each epoch (``reshuffle_each_iteration``, True when
     the graph does not say)."""
-    if "reshuffle_each_iteration" in node.attr:
-        return bool(node.attr["reshuffle_each_iteration"].b)
-    return True
+    return "reshuffle_each_iteration" not in node.attr or bool(node.attr["reshuffle_each_iteration"].b)
 
 
 def _cache_order(graph, i: int, randoms: set, ordered: bool, random: bool) -> Candidate | None:
@@ -193,10 +191,7 @@ def _map_before_batch(graph):
                 return None
             if any(m.op in rw.CACHE_OPS for m in chain[i:]):
                 return None  # behind a cache: the map runs in the first epoch only
-            before = chain[i - 2] if i > 1 else None
-            if before is None or not _fixed_shapes(before):
-                return None
-            return prev, n
+            return (prev, n) if i > 1 and _fixed_shapes(chain[i - 2]) else None
     return None
 
 
@@ -212,7 +207,7 @@ def _cache_point(graph, randoms):
     """Where a cache would go: after the last deterministic op that does work, before the first random
     op, batch, repeat or take: ``(node, reshuffle, what)``, or None (no work before)."""
     chain = graph["chain"]
-    work, shuffled, point = False, False, None
+    shuffled, point = False, None
     for n in chain:
         if n.name in randoms or n.op in _BATCH_OPS or n.op in {"RepeatDataset", "TakeDataset",
                                                                 "ShuffleAndRepeatDataset"}:
@@ -221,8 +216,8 @@ def _cache_point(graph, randoms):
             shuffled = True
             continue
         if n.op in _MAP_OPS or n.op in _INTERLEAVE_OPS or n.op in _READ_OPS:
-            work, point = True, n
-    if not work or point is None:
+            point = n
+    if point is None:
         return None
     what = f".map({fn_label(graph, point)})" if point.op in _MAP_OPS else point.op
     return point, shuffled, what

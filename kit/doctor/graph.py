@@ -54,14 +54,8 @@ def pipeline_graph(ds) -> dict:
                 ops |= called(f, seen)
         return ops
 
-    python, ops_of = [], {}
-    for node in chain:
-        ops = set()
-        for f in _func_attrs(node):
-            ops |= called(f, set())
-        ops_of[node.name] = ops
-        if ops & _PY_OPS:
-            python.append(node.name)
+    ops_of = {node.name: set().union(*(called(f, set()) for f in _func_attrs(node))) for node in chain}
+    python = [n.name for n in chain if ops_of[n.name] & _PY_OPS]
     return {"chain": chain, "nodes": nodes, "python": python, "ops": ops_of, "functions": functions}
 
 
@@ -88,20 +82,17 @@ def _func_attrs(node) -> list[str]:
 def _const(nodes, node, position: int):
     """The value of a node's ``position``-th input when that input is a Const."""
     inputs = [i.split(":")[0] for i in node.input if not i.startswith("^")]
-    if position >= len(inputs):
-        return None
-    src = nodes.get(inputs[position])
+    src = nodes.get(inputs[position]) if position < len(inputs) else None
     if src is None or src.op != "Const":
         return None
     return tf.make_ndarray(src.attr["value"].tensor)
 
 
 def _label(node, graph) -> str:
-    op = node.op
-    if node.name in graph["python"]:
-        kind = "from_generator" if "GeneratorDataset" in graph["ops"][node.name] else "Python function"
-        return f"{op}[{kind}]"
-    return op
+    if node.name not in graph["python"]:
+        return node.op
+    kind = "from_generator" if "GeneratorDataset" in graph["ops"][node.name] else "Python function"
+    return f"{node.op}[{kind}]"
 
 
 def _first_batch_at(chain) -> int | None:

@@ -62,13 +62,8 @@ class Diagnosis:
         """The diagnosis as JSON-ready data: the three printed lists (``findings``, ``checked_no_gain``,
         ``not_measured``), each row with its printed ``line``; NaN gains as None."""
         def rows(df):
-            out = []
-            for r in df.itertuples(index=False):
-                row = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                       for k, v in r._asdict().items()}
-                row["line"] = _line(r)
-                out.append(row)
-            return out
+            return [{**{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r._asdict().items()},
+                     "line": _line(r)} for r in df.itertuples(index=False)]
 
         parts = self.lists()
         return {"verdict": self.verdict, "summary": self.summary, "rates": self.rates,
@@ -102,17 +97,13 @@ class Diagnosis:
         if self.pipeline:
             lines.append(f"  tf.data pipeline: {' -> '.join(self.pipeline)}")
         parts = self.lists()
-        found = parts["findings"]
-        lines.append("findings:" if len(found) else "findings: none")
-        for i, r in enumerate(found.itertuples(index=False), start=1):
-            lines.append(f"  {i}. {_line(r)}")
-            if details:
-                lines += [f"     evidence: {r.evidence}", f"     basis: {r.basis}"]
-        for title, mark in (("checked: no gain here", "-"), ("not measured", "?")):
-            rows = parts[title]
+        if not len(parts["findings"]):
+            lines.append("findings: none")
+        for title, rows in parts.items():
             if len(rows):
                 lines.append(f"{title}:")
-            for r in rows.itertuples(index=False):
+            for i, r in enumerate(rows.itertuples(index=False), start=1):
+                mark = {"findings": f"{i}.", "checked: no gain here": "-"}.get(title, "?")
                 lines.append(f"  {mark} {_line(r)}")
                 if details:
                     lines += [f"     evidence: {r.evidence}", f"     basis: {r.basis}"]

@@ -142,8 +142,7 @@ def ab(original, fixed, *, seconds: float, rounds: int = 3, rate=loader_rate) ->
     ``seconds`` each side; ``rate(source, seconds)`` measures one side."""
     ratios = []
     for _ in range(rounds):
-        a = rate(original, seconds)
-        b = rate(fixed, seconds)
+        a, b = rate(original, seconds), rate(fixed, seconds)  # A then B
         ratios.append(b / a if a > 0 else math.nan)
     ratios = [r for r in ratios if math.isfinite(r)] or [math.nan]
     return Gain(statistics.median(ratios), min(ratios), max(ratios), len(ratios))
