@@ -12,11 +12,6 @@ It returns a ``Diagnosis``: the ``verdict``, the ``findings`` (one row per findi
 ``python -m kit doctor MODULE:FUNCTION [--model MODULE:FUNCTION] [--apply --out FILE]`` or
 ``--index CSV --variant NAME``.
 
-Modules: ``sources`` (what counts as a batch source), ``loader`` (the loader alone), ``measure``
-(the fits), ``graph`` (reading a tf.data pipeline), ``candidates`` (the fixes worth trying),
-``rewrite`` (applying them), ``trial`` (checking and timing a fix), ``rules`` (the verdict and the
-predicted findings), ``findings``, ``diagnosis`` (``diagnose``), ``report`` (``Diagnosis``), ``cli``.
-
 Finding codes (``CODES``), each with its kind and meaning:
 
 """

@@ -250,7 +250,3 @@ def describe_error(e: BaseException) -> str:
     if not text:
         return name + where
     return f"{name}: {text[:300]}{'...' if len(text) > 300 else ''}{where}"
-
-
-#: The earlier name of ``describe_error``.
-one_line = describe_error

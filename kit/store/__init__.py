@@ -5,10 +5,6 @@ Every derived file (TFRecord shards, memmaps, feature caches) goes through ``bui
 each shard is written under a temporary name, checksummed and renamed, so an interrupted build
 resumes; ``manifest.json`` is written last, so a folder without it is never read as complete.
 ``verify`` re-reads a folder against its manifest.
-
-Parts: ``keys`` (fingerprints, the content-digest database), ``folder`` (claim, lock, atomic
-writes, free space), ``manifest``, ``checks`` (``check_open``, ``verify``), ``builder`` (``build``),
-``files`` (``.npy`` reads, memmaps, read hints).
 """
 
 from __future__ import annotations
