@@ -115,9 +115,7 @@ class _Shown:
         raise NotImplementedError
 
     def _ipython_display_(self):
-        from IPython.display import (
-            display,  # keeps kit.notebook.explorer light: IPython; looked up when shown
-        )
+        from IPython.display import display  # keeps kit.notebook.explorer light: IPython; looked up when shown
 
         display(self.static() if headless() else self.live())
 

@@ -85,10 +85,8 @@ def read_rgb(path: str | os.PathLike) -> np.ndarray:
 
 def _check_mode(path, mode: str) -> None:
     if mode not in MODES:
-        raise DataError(
-            f"{path}: image mode {mode!r} is not supported; convert it to 8-bit RGB, "
-            "grey-scale or palette PNG (16-bit and float images decode differently in each library)"
-        )
+        raise DataError(f"{path}: image mode {mode!r} is not supported; convert it to 8-bit RGB, grey-scale "
+                        "or palette PNG (16-bit and float images decode differently in each library)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,11 +209,9 @@ class Palette:
         k = int(np.argmax(counts))
         more = (f"; {len(colours)} unknown colours, {int(counts.sum()):,} pixels in all"
                 if len(colours) > 1 else "")
-        raise DataError(
-            f"{path}: colour {tuple(int(v) for v in colours[k])} is not in the palette "
-            f"({self.source}): {int(counts[k]):,} pixels{more}. Add the colour to the palette, "
-            f"or set an ignore label (Palette.from_csv(..., ignore_label=255)) so the loss skips it"
-        )
+        raise DataError(f"{path}: colour {tuple(int(v) for v in colours[k])} is not in the palette "
+                        f"({self.source}): {int(counts[k]):,} pixels{more}. Add the colour to the palette, "
+                        f"or set an ignore label (Palette.from_csv(..., ignore_label=255)) so the loss skips it")
 
     def one_hot(self, ids: np.ndarray) -> np.ndarray:
         """``(..., C)`` float32 one-hot of class ids; ids outside 0..C-1 (ignored) get all zeros."""
@@ -274,10 +270,8 @@ class PairIndex(CsvIndex):
             img_size = _header(img, where, "image")
             lab_size = _header(lab, where, "mask")
             if img_size != lab_size:
-                raise DataError(
-                    f"{where}: image {img} is {img_size[0]}x{img_size[1]} (width x height) but its "
-                    f"mask {lab} is {lab_size[0]}x{lab_size[1]}; an image and its mask must match"
-                )
+                raise DataError(f"{where}: image {img} is {img_size[0]}x{img_size[1]} (width x height) but its "
+                                f"mask {lab} is {lab_size[0]}x{lab_size[1]}; an image and its mask must match")
             images.append(img)
             labels.append(lab)
             sizes[i] = img_size[1], img_size[0]
@@ -301,11 +295,9 @@ class PairIndex(CsvIndex):
             small = np.flatnonzero((self.heights < size[0]) | (self.widths < size[1]))
             if len(small):
                 i = int(small[0])
-                raise DataError(
-                    f"{self.where(i)}: {self.labels[i]} is {self.widths[i]}x{self.heights[i]}, smaller "
-                    f"than the target {size[1]}x{size[0]} (width x height), and the palette has no class "
-                    f"for padded pixels: set an ignore label (Palette.from_csv(..., ignore_label=255))"
-                )
+                raise DataError(f"{self.where(i)}: {self.labels[i]} is {self.widths[i]}x{self.heights[i]}, smaller "
+                                f"than the target {size[1]}x{size[0]} (width x height), and the palette has no "
+                                f"class for padded pixels: set an ignore label (Palette.from_csv(..., ignore_label=255))")
         return size
 
     def read(self, i: int, palette: Palette, size=(512, 512)) -> tuple[np.ndarray, np.ndarray]:

@@ -60,15 +60,15 @@ def profile(data, palette=None, *, pairs: int = 8, size=512, repeat: int = 3) ->
     n = min(pairs, len(index))
     imgs, labs = list(index.images[:n]), list(index.labels[:n])
     warm_page_cache(imgs + labs)
-    x8 = [crop_or_pad(_read_rgb(cv2, p), size) for p in imgs]
-    m8 = [crop_or_pad(_read_rgb(cv2, p), size) for p in labs]
+    x8 = [crop_or_pad(_read_rgb(p), size) for p in imgs]
+    m8 = [crop_or_pad(_read_rgb(p), size) for p in labs]
     rows = _numpy_stages(imgs, labs, x8, m8, pal, repeat=repeat)
     rows += _tf_stages(imgs, labs, x8, m8, pal, repeat=repeat)
     return pd.DataFrame(rows)
 
 
-def _read_rgb(cv2, path: str) -> np.ndarray:
-    """A PNG decoded by OpenCV, as RGB (``cv2`` passed in: imported once, outside the timing)."""
+def _read_rgb(path: str) -> np.ndarray:
+    """A PNG decoded by OpenCV, as RGB."""
     bgr = cv2.imread(path, cv2.IMREAD_COLOR)
     if bgr is None:
         raise ValueError(f"{path}: OpenCV cannot read this image")
@@ -83,9 +83,6 @@ def _numpy_stages(imgs: list[str], labs: list[str], x8: list, m8: list, pal, *, 
     """``profile``'s NumPy/OpenCV rows: each stage timed in a plain loop, decoding on one OpenCV thread."""
     colours = pal.colours
 
-    def read(p):
-        return _read_rgb(cv2, p)
-
     def loop_one_hot(m):  # the user's one_hot_it
         return np.float32(np.stack([np.all(m == c, axis=-1) for c in colours], axis=-1))
 
@@ -95,24 +92,23 @@ def _numpy_stages(imgs: list[str], labs: list[str], x8: list, m8: list, pal, *, 
             ids[np.all(m == c, axis=-1)] = k
         return ids
 
-    rows = []
+    def lookup(m):
+        return pal.lut[(m[..., 0].astype(np.int32) << 16) | (m[..., 1].astype(np.int32) << 8) | m[..., 2]]
+
+    def row(stage, fn, items, used):
+        return _stage("NumPy/OpenCV", stage, _per_pair_ms(fn, items, repeat), used)
+
     cv2.setNumThreads(1)
     try:
-        rows.append(_stage("NumPy/OpenCV", "decode image", _per_pair_ms(read, imgs, repeat), "sequence"))
-        rows.append(_stage("NumPy/OpenCV", "decode mask", _per_pair_ms(read, labs, repeat), "sequence"))
+        rows = [row("decode image", _read_rgb, imgs, "sequence"), row("decode mask", _read_rgb, labs, "sequence")]
     finally:
         cv2.setNumThreads(-1)
-    rows.append(_stage("NumPy/OpenCV", "image to float32 / 255",
-                       _per_pair_ms(lambda x: np.float32(x) / 255.0, x8, repeat), "sequence"))
-    rows.append(_stage("NumPy/OpenCV", f"colour loop -> one-hot float32 ({len(colours)} colours)",
-                       _per_pair_ms(loop_one_hot, m8, repeat), "sequence (one_hot)"))
-    rows.append(_stage("NumPy/OpenCV", f"colour loop -> class ids ({len(colours)} colours)",
-                       _per_pair_ms(loop_ids, m8, repeat), "sequence"))
     _ = pal.lut  # build the table outside the timing
-    rows.append(_stage("NumPy/OpenCV", "vectorised lookup -> class ids", _per_pair_ms(lambda m: pal.lut[
-        (m[..., 0].astype(np.int32) << 16) | (m[..., 1].astype(np.int32) << 8) | m[..., 2]], m8, repeat),
-        "conversion (class_index)"))
-    return rows
+    return rows + [row("image to float32 / 255", lambda x: np.float32(x) / 255.0, x8, "sequence"),
+                   row(f"colour loop -> one-hot float32 ({len(colours)} colours)", loop_one_hot, m8,
+                       "sequence (one_hot)"),
+                   row(f"colour loop -> class ids ({len(colours)} colours)", loop_ids, m8, "sequence"),
+                   row("vectorised lookup -> class ids", lookup, m8, "conversion (class_index)")]
 
 
 def _tf_stages(imgs: list[str], labs: list[str], x8: list, m8: list, pal, *, repeat: int) -> list[dict]:
