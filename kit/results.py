@@ -61,14 +61,9 @@ def _cpu_model() -> str | None:
 
 def this_machine() -> dict:
     """What the figures were measured on: host, CPU model and cores, GPUs, versions."""
-    info: dict[str, Any] = {
-        "host": platform.node(),
-        "cpu_model": _cpu_model(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-    }
+    info: dict[str, Any] = {"host": platform.node(), "cpu_model": _cpu_model(), "python": platform.python_version(),
+                            "platform": platform.platform(), "cpus": os.cpu_count(),
+                            "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None}
     try:
         import tensorflow as tf  # keeps kit.results light: TensorFlow (optional there)
 
