@@ -121,10 +121,9 @@ def digest_files(db: Path) -> list[Path]:
 def digest_rows(db) -> int | None:
     """Rows of the kit's digest table on an open connection; None if the schema is not the kit's."""
     objects = db.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall()
-    if {n for t, n, _ in objects if t == "table"} != {_DIGEST_TABLE}:
-        return None
-    if any(t != "table" and not (t == "index" and tbl == _DIGEST_TABLE and n.startswith("sqlite_autoindex_"))
-           for t, n, tbl in objects):
+    if {n for t, n, _ in objects if t == "table"} != {_DIGEST_TABLE} or any(
+            t != "table" and not (t == "index" and tbl == _DIGEST_TABLE and n.startswith("sqlite_autoindex_"))
+            for t, n, tbl in objects):
         return None
     columns = [(c[1], str(c[2]).upper(), c[3], c[5]) for c in db.execute(f"PRAGMA table_info({_DIGEST_TABLE})")]
     if columns != _DIGEST_COLUMNS:

@@ -271,10 +271,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
 
 def fit_rate(copy, batch_size: int):
     """``rate(source, seconds)`` for ``trial.ab``: examples/s of ``copy`` trained on it (``fit_once``)."""
-    def rate(source, seconds: float) -> float:
-        return fit_once(copy, source, batch_size=batch_size, max_seconds=seconds)["examples_per_s"]
-
-    return rate
+    return lambda source, seconds: fit_once(copy, source, batch_size=batch_size, max_seconds=seconds)["examples_per_s"]
 
 
 def frozen_prefix(model):

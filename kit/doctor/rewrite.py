@@ -216,22 +216,17 @@ def parallel_map(name: str, fn: str) -> Rewrite:
 
 def parallel_interleave(name: str, fn: str) -> Rewrite:
     """``InterleaveDataset`` ``name`` as a ``ParallelInterleaveDatasetV4``, order kept."""
-
-    def edit(g):
-        _make_parallel(g, _node(g, name), "ParallelInterleaveDatasetV4",
-                       ("buffer_output_elements", "prefetch_input_elements", "num_parallel_calls"))
-
+    params = ("buffer_output_elements", "prefetch_input_elements", "num_parallel_calls")
     return Rewrite("serial_interleave", f"read {fn}'s datasets in parallel",
                    f".interleave({fn}, cycle_length=..., num_parallel_calls=tf.data.AUTOTUNE)",
-                   edit=edit, names=(name,), spec=("parallel_interleave", name, fn),
-                   keeps_elements=True)
+                   edit=lambda g: _make_parallel(g, _node(g, name), "ParallelInterleaveDatasetV4", params),
+                   names=(name,), spec=("parallel_interleave", name, fn), keeps_elements=True)
 
 
 def insert_cache(after: str, what: str, *, reshuffle: bool = False, count: int | None = None,
                  code: str = "no_cache") -> Rewrite:
     """An in-memory ``cache()`` after node ``after``; with ``reshuffle``, then a shuffle over the whole
     cached data (``count`` elements), reshuffled each epoch (an earlier shuffle would freeze in the cache)."""
-
     tail = f".shuffle({count})" if reshuffle else ""
     return Rewrite(code, f"cache after {what}" + (", then shuffle the cached data each epoch" if reshuffle else ""),
                    f"{what}.cache(){tail}", edit=lambda g: _cache_after(g, after, (count or 1) if reshuffle else None),

@@ -237,12 +237,10 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     """Python feeding a tf.data pipeline (``from_generator``, ``py_function``, ``numpy_function``): it
     holds the GIL. Predicted from the loader without its Python (``python_share``), kept between what
     threads on the free cores give and the whole headroom; untimed, the range's geometric middle."""
-    if graph is None:
-        return []
-    chain = graph["chain"]
-    where = [n for n in chain if n.name in graph["python"]]
+    where = [n for n in graph["chain"] if n.name in graph["python"]] if graph is not None else []
     if not where:
         return []
+    place = (places or {}).get(where[0].name, "")
     labels = [("from_generator" if "GeneratorDataset" in graph["ops"][n.name] else f".map({fn_label(graph, n)})")
               for n in where]
     if m.io_wait:
@@ -250,15 +248,15 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
                         f"{m.cores_busy:.2f} of {m.cores} cores busy, its Python mostly waits", math.nan,
                         "not measured: Python that waits, on files, the network or a sleep, would wait as long "
                         "in graph ops; reading in parallel is the fix, measured where the doctor could apply it",
-                        status="unmeasured", where=(places or {}).get(where[0].name, ""))]
+                        status="unmeasured", where=place)]
     if not math.isfinite(m.cap.factor) and m.parallel_gain < NOISE:
         return [Finding("python_in_pipeline", f"Python called from {', '.join(labels)}", math.nan,
                         "not measured: no model given, and the free cores give more threads nothing, so "
                         "the gain of doing this work in tf.data ops has no bound to predict from",
-                        status="unmeasured", where=(places or {}).get(where[0].name, ""))]
+                        status="unmeasured", where=place)]
     parallel = any(n.op.startswith("Parallel") for n in where)
     gil = gil_bound(m, threads=parallel)
-    low = 1.0 if m.io_wait else (max(NOISE, m.parallel_gain) if gil else m.parallel_gain)
+    low = max(NOISE, m.parallel_gain) if gil else m.parallel_gain
     high = m.cap.factor if math.isfinite(m.cap.factor) else max(low, m.parallel_gain)
     share = python_share(m, parallel=parallel)
     replayed = math.isfinite(m.batching_rate) and m.batching_rate > 0
@@ -279,8 +277,6 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     if gil:
         how = (f"the Python runs on parallel threads yet the loader keeps {m.cores_busy:.2f} of {m.cores} cores "
                f"busy: the GIL lets one thread run Python at a time")
-    elif m.io_wait:
-        how = f"the loader keeps {m.cores_busy:.2f} cores busy: the Python waits, on files or the network"
     else:
         how = f"the loader keeps {m.cores_busy:.2f} of {m.cores} cores busy running it"
     if math.isfinite(share):
@@ -288,7 +284,7 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
                 "of the loader's time")
     return [Finding(
         "python_in_pipeline", f"Python called from {', '.join(labels)}: {how}", gain, m.cap.explain(basis),
-        status="predicted", gain_low=lo, gain_high=hi, where=(places or {}).get(where[0].name, ""),
+        status="predicted", gain_low=lo, gain_high=hi, where=place,
         fix="do the work in tf.data ops, tf.io.read_file, tf.io.decode_*, tf.image.*, tf.strings.*, mapped with "
             "num_parallel_calls=tf.data.AUTOTUNE, or convert the data once into a store the graph reads: TFRecord")]
 

@@ -58,10 +58,9 @@ def build(
     check: bool | None = None,
     lock_timeout: float | None = None,
 ) -> Manifest:
-    """Builds (or resumes, or reuses) a store in ``folder``.
+    """Builds (or resumes, or reuses) a store in ``folder`` (created if missing); returns its ``Manifest``.
 
     Args:
-        folder: the store's folder; created if missing.
         kind: what the store holds (``"spectrogram-tfrecord"``, ...), kept in the manifest.
         key: fingerprint of inputs and options. A complete store with this key is reused (after
             ``check_open``), finished shards of an interrupted build with it are kept; anything
@@ -80,9 +79,6 @@ def build(
             ``check_open``); None: on unless ``$KIT_CHECK_STORES=0``.
         lock_timeout: seconds to wait for another process building the same folder
             (default ``LOCK_TIMEOUT_S``).
-
-    Returns:
-        The ``Manifest`` of the complete store.
 
     Raises:
         StoreError: ``folder`` is neither empty nor a kit store of ``kind``, or overlaps the
