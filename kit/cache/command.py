@@ -64,8 +64,7 @@ def main(args) -> int:
     for e in gone:
         print(f"{verb} {fmt_bytes(e.bytes):>9}  {e.kind:<24} {e.path}")
     freed = sum(e.bytes for e in gone)
-    print(f"{verb} {len(gone)} entries, {fmt_bytes(freed)}; {summary(r)}" if not args.dry_run else
-          f"{verb} {len(gone)} entries, {fmt_bytes(freed)}")
+    print(f"{verb} {len(gone)} entries, {fmt_bytes(freed)}" + ("" if args.dry_run else f"; {summary(r)}"))
     if held:
         print(f"left alone (another process held it for {BUSY_WAIT_S:g} s; run again later): "
               f"{', '.join(e.name for e in held)}")

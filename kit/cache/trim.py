@@ -27,7 +27,6 @@ def to_remove(entries: list[Entry], *, older_than: float | None = None,
     until the kit's entries fit in ``max_bytes``."""
     if older_than is None and max_bytes is None:
         raise ValueError("say how much to keep: an age (--older-than 7d) or a size (--max-size 2GB)")
-    # An incomplete entry touched within the hour may be a build running now: left alone.
     ours = sorted((e for e in entries if e.kits and (e.complete or (e.age_s or 0) > BUSY_S)),
                   key=lambda e: e.created or 0.0)
     chosen = [e for e in ours if older_than is not None and e.age_s is not None and e.age_s > older_than]

@@ -159,12 +159,6 @@ def _close_open_readers():
         reader.close(join_s=max(0.0, deadline - time.monotonic()))
 
 
-def _batch_size(batch) -> int:
-    import tensorflow as tf  # keeps kit.distribute light: TensorFlow
-
-    return int(tf.shape(tf.nest.flatten(batch)[0])[0])
-
-
 def _bounded_epochs(ds, *, host: str, port: int, examples: int, on_short: str, timeout_s: float):
     """``ds`` read on this side through a ``_Reader``, each epoch's dispatcher checked first, every wait
     bounded by ``timeout_s`` (``ServiceTimeoutError``) and the epoch's length checked."""
@@ -185,7 +179,7 @@ def _bounded_epochs(ds, *, host: str, port: int, examples: int, on_short: str, t
                     break
                 if batch is None:
                     break
-                arrived += _batch_size(batch)
+                arrived += int(tf.shape(tf.nest.flatten(batch)[0])[0])
                 if arrived > examples:
                     raise ValueError(f"{where} delivered {arrived} examples this epoch where {examples} were "
                                      "expected: more than the epoch holds")

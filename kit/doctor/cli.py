@@ -81,14 +81,6 @@ def load_attr(spec: str, what: str):
     return obj
 
 
-def reading_error(e: BaseException, name: str) -> str:
-    """The one line for an error raised while ``diagnose`` read the source ``name``: the doctor's own
-    message where it names the source, else ``source 'm:f' raised InvalidArgumentError: ...``."""
-    if isinstance(e, ValueError) and name in str(e):
-        return " ".join(str(e).split())
-    return f"{name} raised {describe_error(e)}"
-
-
 def register(sub) -> None:
     """Adds ``doctor`` to the ``python -m kit`` commands (``sub["root"]``, see ``kit.cli.PLUGINS``)."""
     p = sub["root"].add_parser(
@@ -150,7 +142,9 @@ def _command(args) -> int:
     except ModelError as e:  # not compiled, not copyable, not taking the batches
         raise ValueError((f"model {args.model!r}: {e}" if args.model else str(e)) + DEBUG) from e
     except Exception as e:  # noqa: BLE001  (whatever the pipeline raises while it is read, name it)
-        raise ValueError(reading_error(e, name) + DEBUG) from e
+        # The doctor's own message where it names the source, else "source 'm:f' raised InvalidArgumentError: ...".
+        own = isinstance(e, ValueError) and name in str(e)
+        raise ValueError((" ".join(str(e).split()) if own else f"{name} raised {describe_error(e)}") + DEBUG) from e
     print(d.details() if args.details else d)
     if args.apply:
         print(write_fixed(d, args.target, args.out))

@@ -61,9 +61,9 @@ class Tried:
 
     def row(self) -> dict:
         c = self.candidate
-        row = {"code": c.code, "change": c.rewrite.change, "fix": c.rewrite.snippet,
-               "same_output": None if self.check is None else self.check.same,
-               "checked": "" if self.check is None else self.check.how}
+        row: dict[str, Any] = {"code": c.code, "change": c.rewrite.change, "fix": c.rewrite.snippet,
+                               "same_output": None if self.check is None else self.check.same,
+                               "checked": "" if self.check is None else self.check.how}
         for name, g in (("loader", self.loader), ("fit", self.fit)):
             row.update({f"{name}_gain": g.median if g else math.nan, f"{name}_low": g.low if g else math.nan,
                         f"{name}_high": g.high if g else math.nan})
@@ -108,7 +108,9 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     rates: dict[str, Any] = {"batch_size": batch_size, "example_bytes": example_bytes, **loader}
     fits: dict = {}
     found: list[Finding] = []
-    verdict, summary = "loader only", rules.loader_summary(loader)
+    verdict = "loader only"
+    summary = (f"no model given: the loader alone delivers {loader['loader_examples_per_s']:,.1f} examples/s "
+               f"(batch latency p50 {loader['loader_latency_p50_ms']:.1f} ms)")
     if copy is not None:
         seconds = budget.take(FITS_SHARE * max_seconds, "the compute ceiling and the real fit", least=0.0)
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,

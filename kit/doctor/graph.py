@@ -67,7 +67,11 @@ def pipeline_ops(ds) -> list[str]:
 
 def labels(graph: dict) -> list[str]:
     """The chain's ops from source to output, Python ones marked (see ``pipeline_ops``)."""
-    return [_label(n, graph) for n in graph["chain"]]
+    out = []
+    for n in graph["chain"]:
+        kind = "from_generator" if "GeneratorDataset" in graph["ops"][n.name] else "Python function"
+        out.append(f"{n.op}[{kind}]" if n.name in graph["python"] else n.op)
+    return out
 
 
 def _func_attrs(node) -> list[str]:
@@ -86,13 +90,6 @@ def _const(nodes, node, position: int):
     if src is None or src.op != "Const":
         return None
     return tf.make_ndarray(src.attr["value"].tensor)
-
-
-def _label(node, graph) -> str:
-    if node.name not in graph["python"]:
-        return node.op
-    kind = "from_generator" if "GeneratorDataset" in graph["ops"][node.name] else "Python function"
-    return f"{node.op}[{kind}]"
 
 
 def _first_batch_at(chain) -> int | None:

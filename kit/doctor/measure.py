@@ -298,20 +298,13 @@ def is_preprocessing(layer) -> bool:
                for c in type(layer).__mro__ if c.__module__.startswith("keras"))
 
 
-def _split(prefix, rest, x):
-    """The model as a chain: its frozen part and its head, checked to give the model's output."""
-
-    def chain(layers, shape):
-        inp = keras.Input(shape)
-        h = inp
-        for layer in layers:
-            h = layer(h)
-        return keras.Model(inp, h)
-
-    front = chain(prefix, np.shape(x)[1:])
-    features = np.asarray(front(x, training=False))
-    head = chain(rest, features.shape[1:])
-    return front, head, features
+def _chain(layers, shape):
+    """``layers`` applied one after the other, as a model taking inputs of ``shape``."""
+    inp = keras.Input(shape)
+    h = inp
+    for layer in layers:
+        h = layer(h)
+    return keras.Model(inp, h)
 
 
 def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = False) -> tuple[float | None, str]:
@@ -321,7 +314,8 @@ def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = Fa
     x, ys = as_xy(batch)
     whole = np.asarray(copy(x, training=False))
     try:
-        _, head, features = _split(prefix, rest, x)
+        features = np.asarray(_chain(prefix, np.shape(x)[1:])(x, training=False))
+        head = _chain(rest, features.shape[1:])
         chained = np.asarray(head(features, training=False))
     except (ValueError, TypeError) as e:
         chained, why = None, describe_error(e)

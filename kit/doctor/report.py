@@ -137,8 +137,8 @@ class Diagnosis:
 def _gain_text(r) -> str:
     """``expected gain 1.8x, rounds 1.6-2.0x``; for a loader fix with a model, the loader's gain beside it."""
     text = f"expected gain {fmt_gain(r.expected_gain)}"
-    if math.isfinite(r.gain_low) and math.isfinite(r.gain_high) and r.gain_high > r.gain_low:
-        text += f", {fmt_gain(r.gain_low)}-{fmt_gain(r.gain_high)}"
+    if spread := _spread(r, fmt_gain):
+        text += f", {spread}"
     if math.isfinite(r.loader_gain) and abs(r.loader_gain - r.expected_gain) > 0.005:
         text += f", loader alone {fmt_gain(r.loader_gain)}"
     return text
@@ -149,9 +149,9 @@ def _x(g: float) -> str:
     return f"{g:.2f}x" if math.isfinite(g) and g < 10 else fmt_gain(g)
 
 
-def _spread(r) -> str:
+def _spread(r, fmt=_x) -> str:
     if math.isfinite(r.gain_low) and math.isfinite(r.gain_high) and r.gain_high > r.gain_low:
-        return f"{_x(r.gain_low)}-{_x(r.gain_high)}"
+        return f"{fmt(r.gain_low)}-{fmt(r.gain_high)}"
     return ""
 
 
@@ -172,13 +172,13 @@ def _what(r) -> str:
         return r.basis.removeprefix("not measured: ")
     if not math.isfinite(g):
         return "gain not measured"
-    word = {"measured": "measured end to end", "predicted": "predicted", "no gain": "measured"}[r.status]
     if r.status == "no gain" and r.basis.startswith("TensorFlow already"):
         return r.basis.split(":")[0]
     if r.status == "no gain":
         return f"{_x(g)}{', rounds ' + spread if spread else ''}: within the noise or capped by the model"
-    rng = f", {'rounds' if r.status == 'measured' else 'range'} {spread}" if spread else ""
-    return f"{_x(g)} {word}{rng}"
+    if r.status == "measured":
+        return f"{_x(g)} measured end to end{', rounds ' + spread if spread else ''}"
+    return f"{_x(g)} predicted{', range ' + spread if spread else ''}"
 
 
 def _line(r) -> str:

@@ -60,12 +60,6 @@ def graph_def(ds):
     return g
 
 
-def from_graph(g, element_spec):
-    """A ``Dataset`` read back from ``g`` in this process (its Python functions still registered)."""
-    variant = gen_experimental_dataset_ops.dataset_from_graph(g.SerializeToString())
-    return tf.data.experimental.from_variant(variant, element_spec)
-
-
 def _dataset_inputs(node) -> list[str]:
     return [i for i in node.input if not i.startswith("^")]
 
@@ -200,7 +194,9 @@ def apply(ds, rewrites) -> object:
         for r in rewrites:
             if r.edit is not None:
                 r.edit(g)
-        out = from_graph(g, ds.element_spec)
+        # Read back in this process, where its Python functions are still registered.
+        variant = gen_experimental_dataset_ops.dataset_from_graph(g.SerializeToString())
+        out = tf.data.experimental.from_variant(variant, ds.element_spec)
     for r in rewrites:
         if r.post is not None:
             out = r.post(out)

@@ -66,12 +66,6 @@ def predicted(m: Measured, low: float, high: float) -> tuple[float, float, float
     return math.sqrt(lo * hi), lo, hi
 
 
-def loader_summary(loader: dict) -> str:
-    """The summary without a model: the loader's rate and latency."""
-    return (f"no model given: the loader alone delivers {loader['loader_examples_per_s']:,.1f} examples/s "
-            f"(batch latency p50 {loader['loader_latency_p50_ms']:.1f} ms)")
-
-
 def input_explains(fits: dict, loader_rate: float, loader_cores: float) -> float:
     """The most of the fit's slowdown its input can explain, ``1 / (1 - wait - cpu)``: the steps' wait
     share, and the CPU the loader needs at the fit's rate (its cores busy alone, scaled)."""
@@ -161,8 +155,7 @@ def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: s
         gain,
         "predicted: the layers after the frozen part trained on its output replayed from memory (a feature "
         f"cache's ceiling), over the real fit{caveat}; the one-off extraction pass is not counted",
-        status="predicted", gain_low=min(gain, headroom(fits)),
-        gain_high=gain)
+        status="predicted", gain_low=min(gain, headroom(fits)), gain_high=gain)
 
 
 #: Reading the bytes (from the page cache, timed here) under this share of the loader's time cannot be
@@ -238,7 +231,7 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     holds the GIL. Predicted from the loader without its Python (``python_share``), kept between what
     threads on the free cores give and the whole headroom; untimed, the range's geometric middle."""
     where = [n for n in graph["chain"] if n.name in graph["python"]] if graph is not None else []
-    if not where:
+    if graph is None or not where:
         return []
     place = (places or {}).get(where[0].name, "")
     labels = [("from_generator" if "GeneratorDataset" in graph["ops"][n.name] else f".map({fn_label(graph, n)})")

@@ -158,7 +158,11 @@ def _build_locked(folder: Path, kind, key, shards, write, meta, workers, progres
 def _discard_stale(folder: Path, partial: Path, key: str) -> None:
     """Removes a store or partial build for another key than ``key``: it is stale."""
     old = complete(folder)
-    if old is not None or _partial_key(partial) not in (None, key):
+    try:
+        partial_key = (partial / "key").read_text().strip()
+    except FileNotFoundError:
+        partial_key = None
+    if old is not None or partial_key not in (None, key):
         (folder / MANIFEST).unlink(missing_ok=True)
         shutil.rmtree(partial, ignore_errors=True)
         for s in (old.shards if old else []):
@@ -218,13 +222,6 @@ def _write_shards(folder: Path, partial: Path, todo: list[Shard], write, records
 
 def _safe(name: str) -> str:
     return name.replace("/", "__")
-
-
-def _partial_key(partial: Path) -> str | None:
-    try:
-        return (partial / "key").read_text().strip()
-    except FileNotFoundError:
-        return None
 
 
 def _load_record(partial: Path, s: Shard, folder: Path) -> ShardRecord | None:

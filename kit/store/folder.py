@@ -108,7 +108,7 @@ def claim(folder: str | os.PathLike, kind: str) -> Path:
         raise StoreError(f"{folder} exists and is not a folder; refusing to write a store there")
     if folder.is_dir():
         # Listed first, then the kind read: a marker another claim placed meanwhile is listed
-        # whole (``_write_marker``), so it is read back; its temporary file is not foreign.
+        # whole (written atomically below), so it is read back; its temporary file is not foreign.
         occupied = any(not _is_marker_temp(p.name) for p in folder.iterdir())
         found = store_kind(folder)
         if found is None and occupied:
@@ -121,7 +121,8 @@ def claim(folder: str | os.PathLike, kind: str) -> Path:
         except (FileExistsError, NotADirectoryError):
             raise StoreError(f"{folder}: a parent of it is not a folder") from None
     if not (folder / STORE_MARKER).exists():
-        _write_marker(folder, kind)
+        with atomic_path(folder / STORE_MARKER) as tmp:  # whole: a concurrent claim never reads it empty
+            tmp.write_text(kind + "\n")
         _check_kind(folder, store_kind(folder), kind)  # a concurrent claim's marker may have won
     return folder
 
@@ -134,13 +135,6 @@ def _check_kind(folder: Path, found: str | None, kind: str) -> None:
 
 def _is_marker_temp(name: str) -> bool:
     return name.startswith(STORE_MARKER + ".tmp-") and _TEMP.search(name) is not None
-
-
-def _write_marker(folder: Path, kind: str) -> None:
-    """Writes ``folder``'s marker whole (``atomic_path``): a process claiming the same folder at the
-    same moment never reads it empty (and takes the folder for a foreign one)."""
-    with atomic_path(folder / STORE_MARKER) as tmp:
-        tmp.write_text(kind + "\n")
 
 
 def check_apart(folder: str | os.PathLike, sources: Sequence[str | os.PathLike]) -> None:
