@@ -264,5 +264,5 @@ def test_cached_samples_are_made_once_and_reused(tmp_path, capsys):
     seg = samples.cached("segmentation", images=2, size=32, workdir=tmp_path, seed=1)
     assert seg.parent.name == "segmentation-images2-size32-s1" and (seg.parent / "class_dict.csv").exists()
     # the message names the bad case and the known ones
-    with pytest.raises(ValueError, match=r"(?=.*'video')(?=.*spectrogram, segmentation)"):
+    with pytest.raises(ValueError, match=r"(?=.*'video')(?=.*spectrogram)(?=.*segmentation)"):  # in import order
         samples.cached("video", workdir=tmp_path)
