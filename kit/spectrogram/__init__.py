@@ -2,7 +2,8 @@
 
 Public face:
     FrameIndex: the validated index (``FrameIndex.from_csv``).
-    make_loader, VARIANTS: every loader variant, built by one function.
+    make_loader, VARIANTS: every loader variant, built by one function; pipeline_source(name): the
+        code a taught variant runs (tfrecord, tfrecord_guide).
     convert: frames into a memmap, TFRecord or (the peers extra) ArrayRecord store (atomic,
         resumable, verified).
     order (module): the order a loader delivers, read back from the frames.
@@ -14,6 +15,6 @@ Public face:
 
 from kit.spectrogram.convert import convert
 from kit.spectrogram.index import FrameIndex
-from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS, make_loader
+from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS, make_loader, pipeline_source
 
-__all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "convert", "order", "ladder", "layouts", "grain"]
+__all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "convert", "pipeline_source", "order", "ladder", "layouts", "grain"]

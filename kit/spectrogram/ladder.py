@@ -29,12 +29,10 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from kit.epochs import num_batches
-from kit.epochs.datasets import order_dataset
-from kit.spectrogram.index import FrameIndex, open_frames
+from kit.spectrogram.index import FrameIndex
 from kit.spectrogram.loaders import LoaderOptions, make_loader
 
-__all__ = ["RUNGS", "CHANGES", "ladder", "source", "steps", "reading"]
+__all__ = ["RUNGS", "CHANGES", "HELPERS", "ladder", "source", "steps", "reading"]
 
 #: What each rung changes against the rung below it.
 CHANGES = {
@@ -48,18 +46,25 @@ CHANGES = {
 RUNGS = tuple(CHANGES)
 
 
-def _only(ds, *, prefetch: bool, parallel: bool, n: int, batch_size: int):
-    """The epoch's length stated, and TensorFlow's own prefetch and map parallelisation off where
-    the rung has not made that change yet (see the module docstring)."""
-    ds = ds.apply(tf.data.experimental.assert_cardinality(num_batches(n, batch_size)))
+def rows(index: FrameIndex, opts: LoaderOptions):
+    """The epoch's row numbers, reshuffled every epoch."""
+    ds = tf.data.Dataset.range(len(index))
+    if opts.shuffle:
+        ds = ds.shuffle(len(index), seed=opts.seed, reshuffle_each_iteration=True)
+    return ds
+
+
+def only_its_own_change(ds, *, prefetch: bool, parallel: bool):
+    """TensorFlow's own prefetch and map parallelisation off where the rung has not made that
+    change yet, so that each rung shows its own (see the module docstring)."""
     options = tf.data.Options()
     options.experimental_optimization.inject_prefetch = prefetch
     options.experimental_optimization.map_parallelization = parallel
     return ds.with_options(options)
 
 
-def _tensors(read, index: FrameIndex, batched: bool = False):
-    """``read`` (NumPy, row numbers -> frames, labels) as a tf.data map function, its shapes restored."""
+def as_tensors(read, index: FrameIndex, batched: bool = False):
+    """``read`` (NumPy: row numbers -> frames, labels) as a tf.data map function, its shapes restored."""
     h, w = index.frame_shape
 
     def load(i):
@@ -69,7 +74,7 @@ def _tensors(read, index: FrameIndex, batched: bool = False):
     return load
 
 
-def _whole_file(index: FrameIndex):
+def whole_file(index: FrameIndex):
     """The user's read: ``np.load`` the frame's whole file, keep one frame."""
     h, w = index.frame_shape
 
@@ -80,7 +85,7 @@ def _whole_file(index: FrameIndex):
     return read
 
 
-def _memory_mapped(index: FrameIndex):
+def memory_mapped(index: FrameIndex):
     """One frame through its file's memory map, opened once per file."""
     h, w = index.frame_shape
     maps: dict = {}
@@ -88,15 +93,15 @@ def _memory_mapped(index: FrameIndex):
     def read(i):
         k = int(index.file_ids[i])
         if k not in maps:
-            maps[k] = open_frames(index.files[k])
+            maps[k] = np.load(index.files[k], mmap_mode="r", allow_pickle=False)
         return np.asarray(maps[k][index.frames[i]], np.float32).reshape(h, w, 1), index.labels[i]
 
     return read
 
 
-def _memory_mapped_batch(index: FrameIndex):
+def memory_mapped_batch(index: FrameIndex):
     """A batch of rows through the files' memory maps: one call, every frame of the batch."""
-    one = _memory_mapped(index)
+    one = memory_mapped(index)
 
     def read(rows):
         frames, labels = zip(*(one(i) for i in rows))
@@ -106,43 +111,43 @@ def _memory_mapped_batch(index: FrameIndex):
 
 
 def rung_map(index: FrameIndex, opts: LoaderOptions):
-    ds = order_dataset(len(index), opts)
-    ds = ds.map(_tensors(_whole_file(index), index))  # one frame per call, one call at a time
+    ds = rows(index, opts)
+    ds = ds.map(as_tensors(whole_file(index), index))  # one frame per call, one call at a time
     ds = ds.batch(opts.batch_size)
-    return _only(ds, prefetch=False, parallel=False, n=len(index), batch_size=opts.batch_size)
+    return only_its_own_change(ds, prefetch=False, parallel=False)
 
 
 def rung_memory_maps(index: FrameIndex, opts: LoaderOptions):
-    ds = order_dataset(len(index), opts)
-    ds = ds.map(_tensors(_memory_mapped(index), index))  # changed: the frame's bytes, not its file
+    ds = rows(index, opts)
+    ds = ds.map(as_tensors(memory_mapped(index), index))  # changed: the frame's bytes, not its file
     ds = ds.batch(opts.batch_size)
-    return _only(ds, prefetch=False, parallel=False, n=len(index), batch_size=opts.batch_size)
+    return only_its_own_change(ds, prefetch=False, parallel=False)
 
 
 def rung_prefetch(index: FrameIndex, opts: LoaderOptions):
-    ds = order_dataset(len(index), opts)
-    ds = ds.map(_tensors(_memory_mapped(index), index))
+    ds = rows(index, opts)
+    ds = ds.map(as_tensors(memory_mapped(index), index))
     ds = ds.batch(opts.batch_size)
     ds = ds.prefetch(tf.data.AUTOTUNE)  # changed: read ahead while the consumer works
-    return _only(ds, prefetch=True, parallel=False, n=len(index), batch_size=opts.batch_size)
+    return only_its_own_change(ds, prefetch=True, parallel=False)
 
 
 def rung_parallel_map(index: FrameIndex, opts: LoaderOptions):
-    ds = order_dataset(len(index), opts)
-    ds = ds.map(_tensors(_memory_mapped(index), index),
+    ds = rows(index, opts)
+    ds = ds.map(as_tensors(memory_mapped(index), index),
                 num_parallel_calls=tf.data.AUTOTUNE)  # changed: several frames at once
     ds = ds.batch(opts.batch_size)
     ds = ds.prefetch(tf.data.AUTOTUNE)
-    return _only(ds, prefetch=True, parallel=True, n=len(index), batch_size=opts.batch_size)
+    return only_its_own_change(ds, prefetch=True, parallel=True)
 
 
 def rung_vectorise(index: FrameIndex, opts: LoaderOptions):
-    ds = order_dataset(len(index), opts)
+    ds = rows(index, opts)
     ds = ds.batch(opts.batch_size)  # changed: batch the row numbers first ...
-    ds = ds.map(_tensors(_memory_mapped_batch(index), index, batched=True),
+    ds = ds.map(as_tensors(memory_mapped_batch(index), index, batched=True),
                 num_parallel_calls=tf.data.AUTOTUNE)  # ... then one call reads the whole batch
     ds = ds.prefetch(tf.data.AUTOTUNE)
-    return _only(ds, prefetch=True, parallel=True, n=len(index), batch_size=opts.batch_size)
+    return only_its_own_change(ds, prefetch=True, parallel=True)
 
 
 def rung_in_the_graph(index: FrameIndex, opts: LoaderOptions, workdir=None):
@@ -156,14 +161,14 @@ _BUILDERS: dict[str, Callable[..., Any]] = {"map": rung_map, "+memory maps": run
              "+parallel map": rung_parallel_map, "+vectorise": rung_vectorise, "+in the graph": rung_in_the_graph}
 
 
-#: The read each rung's builder takes from the functions above (shown with it).
-_READS: dict[str, Callable[..., Any]] = {"map": _whole_file, "+memory maps": _memory_mapped, "+vectorise": _memory_mapped_batch}
+#: What every rung builds on, shown once before the rungs: the epoch's rows, TensorFlow's defaults
+#: turned off, the NumPy read as a map function, and the three reads.
+HELPERS = (rows, only_its_own_change, as_tensors, whole_file, memory_mapped, memory_mapped_batch)
 
 
-def source(rung: str) -> str:
-    """The code of ``rung`` as the kit runs it: its builder, after the read it introduces."""
-    parts = [_READS[rung]] if rung in _READS else []
-    return "\n\n".join(inspect.getsource(f) for f in [*parts, _BUILDERS[rung]])
+def source(rung: str | None = None) -> str:
+    """The code of ``rung`` as the kit runs it (its builder); None: the helpers every rung uses."""
+    return "\n\n".join(inspect.getsource(f) for f in (HELPERS if rung is None else [_BUILDERS[rung]]))
 
 
 def ladder(index: FrameIndex, *, batch_size: int, shuffle: bool = True, seed: int = 0,

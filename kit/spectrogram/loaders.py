@@ -48,10 +48,6 @@ from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS
 from kit.store import StoreError, load_npy, read_npy_header
 from kit.system import pagecache
 
-__all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "LoaderOptions", "FramePyDataset", "PyDatasetOptions",
-           "StoreOptions", "MemmapOptions", "GuideOptions", "TFRecordOptions", "GrainOptions", "npy_data_offset",
-           "tfrecord_pipeline"]
-
 
 @dataclass(frozen=True)
 class PyDatasetOptions(VariantOptions):
@@ -395,9 +391,8 @@ def tfrecord_pipeline(paths, frame_shape, dtype, *, batch_size, record_frames, n
     files = tf.data.Dataset.from_tensor_slices(paths)
     if shuffle:
         files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
-    records = files.interleave(lambda f: tf.data.TFRecordDataset(f, buffer_size=8 << 20),  # 8 MB reads
-                               cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE,
-                               deterministic=not shuffle)
+    records = files.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
+                               num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle)
     records = records.apply(tf.data.experimental.assert_cardinality(num_records))  # every record, or an error
     if shuffle:
         records = records.shuffle(max(1, shuffle_buffer // record_frames), seed=seed, reshuffle_each_iteration=True)

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-__all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY"]
+__all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "pipeline_source"]
 
 #: name -> one-line description, from the user's generator (the floor) to all data in RAM (the
 #: ceiling); ``kit.spectrogram.loaders.REGISTRY`` holds their builders.
@@ -71,3 +71,17 @@ def make_loader(name: str, index, *, batch_size: int, shuffle: bool = True, seed
 
     return loaders.make_loader(name, index, batch_size=batch_size, shuffle=shuffle, seed=seed, workdir=workdir,
                                progress=progress, service=service, service_timeout_s=service_timeout_s, **options)
+
+
+def pipeline_source(name: str) -> str:
+    """The code the variant ``name`` runs, as the kit runs it: a learner can paste it (``tfrecord``:
+    the pipeline, then the decode of a batch of records; ``tfrecord_guide``: the same for the guide)."""
+    import inspect
+
+    from kit.spectrogram.convert import decode_records, parse_examples
+    from kit.spectrogram.loaders import _tfrecord_guide, tfrecord_pipeline
+
+    parts = {"tfrecord": [tfrecord_pipeline, decode_records], "tfrecord_guide": [_tfrecord_guide, parse_examples]}
+    if name not in parts:
+        raise ValueError(f"no source shown for {name!r}; choose one of {', '.join(parts)}")
+    return "\n\n".join(inspect.getsource(f) for f in parts[name])
