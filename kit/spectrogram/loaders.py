@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from kit import store
-from kit.cases import LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, check_shards, graph_only
+from kit.cases import LoaderOptions, Variant, VariantOptions, build_loader, check_shards
+from kit.cases.loaders import NoOptions, graph_only
 from kit.cases.pydataset import EpochPyDataset
 from kit.epochs import epoch_order, not_resumable, num_batches, record
 from kit.epochs.datasets import (
@@ -45,7 +45,8 @@ from kit.spectrogram.convert import convert as to_store
 from kit.spectrogram.grain import GrainOptions, make_grain
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS
-from kit.store import StoreError, load_npy, read_npy_header
+from kit.store import StoreError
+from kit.store.files import ask_to_read, kernel_read_bytes, load_npy, read_npy_header
 from kit.system import pagecache
 
 
@@ -291,7 +292,7 @@ class _BlockHints:
     def __init__(self, path, offset: int, block_frames: int, frame_bytes: int, frames: int):
         self.path, self.offset = Path(path), offset
         self.block_frames, self.frame_bytes, self.frames = block_frames, frame_bytes, frames
-        self.piece = store.kernel_read_bytes(path)  # the most one hint reads
+        self.piece = kernel_read_bytes(path)  # the most one hint reads
         self._fd: list[int] = []  # opened at the first call; closed with this object
         weakref.finalize(self, _close_all, self._fd)
 
@@ -301,7 +302,7 @@ class _BlockHints:
         for b in blocks[blocks >= 0].tolist():
             first = b * self.block_frames
             count = min(self.block_frames, self.frames - first)
-            store.ask_to_read(self._fd[0], self.offset + first * self.frame_bytes, count * self.frame_bytes,
+            ask_to_read(self._fd[0], self.offset + first * self.frame_bytes, count * self.frame_bytes,
                               self.piece)
 
 
@@ -367,11 +368,17 @@ def _tfrecord(index: FrameIndex, opts: LoaderOptions, vopts: TFRecordOptions):
                                 record_frames=vopts.record_frames, check=vopts.check_store)
     paths = check_shards(folder, manifest)  # a shard cut short or replaced is refused before reading
     k = int(manifest.meta["options"]["record_frames"])
-    body = tfrecord_pipeline(paths, index.frame_shape, records_dtype(manifest), batch_size=opts.batch_size,
-                             record_frames=k, num_records=sum(-(-s.count // k) for s in manifest.shards),
-                             shuffle=opts.shuffle, seed=opts.seed, shuffle_buffer=vopts.shuffle_buffer,
-                             cycle_length=vopts.cycle_length)
-    ds = body.apply(tf.data.experimental.assert_cardinality(num_batches(len(index), opts.batch_size)))
+
+    def pipeline(num_records):
+        return tfrecord_pipeline(paths, index.frame_shape, records_dtype(manifest), batch_size=opts.batch_size,
+                                 record_frames=k, num_records=num_records, shuffle=opts.shuffle, seed=opts.seed,
+                                 shuffle_buffer=vopts.shuffle_buffer, cycle_length=vopts.cycle_length)
+
+    # Through tf.data service each worker reads a part of the shards: its records are not counted
+    # there (body), the reading side checks the epoch's examples instead (kit.distribute).
+    body = pipeline(None)
+    ds = pipeline(sum(-(-s.count // k) for s in manifest.shards)).apply(
+        tf.data.experimental.assert_cardinality(num_batches(len(index), opts.batch_size)))
     record(ds, len(index), opts.batch_size, body)
     return not_resumable(ds, "variant 'tfrecord' shuffles its records through a shuffle buffer, whose records a "
                              "checkpoint would have to hold; use 'memmap' or 'in_memory' (same examples, same "
@@ -383,7 +390,8 @@ def tfrecord_pipeline(paths, frame_shape, dtype, *, batch_size, record_frames, n
     """The ``tfrecord`` variant's pipeline, plain tf.data: shards of records of ``record_frames``
     frames (``kit.spectrogram.convert``), read in parallel, the records shuffled, a batch of
     records decoded at once (``decode_records``). ``num_records``: the store's records, every one
-    of which an epoch must read (a shard cut short fails the epoch instead of shortening it)."""
+    of which an epoch must read (a shard cut short fails the epoch instead of shortening it); None
+    leaves the count unchecked."""
 
     def decode(records):  # one record, or a batch of them: frames (n, H, W, 1) float32, labels (n,)
         return decode_records(records, frame_shape, dtype)
@@ -393,7 +401,8 @@ def tfrecord_pipeline(paths, frame_shape, dtype, *, batch_size, record_frames, n
         files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
     records = files.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
                                num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle)
-    records = records.apply(tf.data.experimental.assert_cardinality(num_records))  # every record, or an error
+    if num_records is not None:
+        records = records.apply(tf.data.experimental.assert_cardinality(num_records))  # every record, or an error
     if shuffle:
         records = records.shuffle(max(1, shuffle_buffer // record_frames), seed=seed, reshuffle_each_iteration=True)
     if batch_size % record_frames == 0:  # a batch is whole records: batch them, then decode once a batch
@@ -423,16 +432,20 @@ def _tfrecord_guide(index: FrameIndex, opts: LoaderOptions, vopts: GuideOptions)
     def parse(serialized):
         return parse_examples(serialized, shape, dtype)
 
-    files = tf.data.Dataset.from_tensor_slices(paths)
-    if opts.shuffle:
-        files = files.shuffle(len(paths), seed=opts.seed, reshuffle_each_iteration=True)
-    ds = files.interleave(tf.data.TFRecordDataset, num_parallel_calls=tf.data.AUTOTUNE,
-                          deterministic=not opts.shuffle)  # unshuffled: the shards' order, every epoch
-    ds = ds.apply(tf.data.experimental.assert_cardinality(len(index)))  # the kit's guard: every frame, or an error
-    if opts.shuffle:
-        ds = ds.shuffle(vopts.shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
-    body = ds.batch(opts.batch_size).map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-    ds = body.apply(tf.data.experimental.assert_cardinality(-(-len(index) // opts.batch_size)))
+    def pipeline(examples):  # examples: every frame an epoch must read (None: through tf.data service)
+        files = tf.data.Dataset.from_tensor_slices(paths)
+        if opts.shuffle:
+            files = files.shuffle(len(paths), seed=opts.seed, reshuffle_each_iteration=True)
+        ds = files.interleave(tf.data.TFRecordDataset, num_parallel_calls=tf.data.AUTOTUNE,
+                              deterministic=not opts.shuffle)  # unshuffled: the shards' order, every epoch
+        if examples is not None:  # the kit's guard: every frame, or an error
+            ds = ds.apply(tf.data.experimental.assert_cardinality(examples))
+        if opts.shuffle:
+            ds = ds.shuffle(vopts.shuffle_buffer, seed=opts.seed, reshuffle_each_iteration=True)
+        return ds.batch(opts.batch_size).map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    body = pipeline(None)
+    ds = pipeline(len(index)).apply(tf.data.experimental.assert_cardinality(-(-len(index) // opts.batch_size)))
     record(ds, len(index), opts.batch_size, body)
     return not_resumable(ds, "variant 'tfrecord_guide' shuffles through a shuffle buffer, whose frames a "
                              "checkpoint would have to hold; use 'memmap' or 'in_memory' (same examples, same "
