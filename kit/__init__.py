@@ -9,20 +9,45 @@ so ``import kit`` sets no seeds or devices and imports no TensorFlow:
   ``DataError`` for bad input (it names the file and the row);
 * measuring: ``measure``, ``compare``, ``project_epoch``; fitting: ``fit``, ``StepTimer``;
 * the epoch model: ``epoch_estimate``, ``epoch_table``, ``Scaling``;
-* the doctor: ``diagnose``; the frozen-backbone feature cache: ``features`` (``extract_features``);
+* the doctor: ``diagnose``; the frozen-backbone feature cache: ``extract_features`` (the rest of
+  it through ``spectrogram``: ``train_head``, ``head_loader``, ...);
 * several devices: ``make_strategy``, ``distributed_loader``;
 * figures: ``plots``; the results ledger: ``results``; the benchmarks: ``run_bench(name, config)``
   (``python -m kit bench NAME`` runs the same; ``kit.bench`` holds the benches themselves).
 
 The subpackages (``kit.timing``, ``kit.doctor``, ``kit.distribute``, ``kit.store``, ...) list
-the rest of what users call in their own ``__all__``; docs/api.md lists the whole face.
+the rest of what users call in their own ``__all__``, never a module of theirs; docs/api.md lists
+the whole face.
 """
 
+from __future__ import annotations
+
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what mypy and editors see; at run time each name loads on first use (below)
+    from kit import bench, plots, results, samples, segmentation, spectrogram
+    from kit.bench import run as run_bench
+    from kit.distribute import distributed_loader, make_strategy
+    from kit.doctor import diagnose
+    from kit.errors import DataError
+    from kit.segmentation import PairIndex, Palette
+    from kit.spectrogram import FrameIndex, extract_features
+    from kit.store import verify
+    from kit.timing import (
+        Scaling,
+        StepTimer,
+        compare,
+        epoch_estimate,
+        epoch_table,
+        fit,
+        measure,
+        project_epoch,
+    )
 
 __version__ = "0.1.0"
 
-#: name -> (module, attribute); attribute None: the module itself.
+#: name -> (module, attribute; None: the module itself), as the TYPE_CHECKING block imports it.
 _FACE = {
     "samples": ("kit.samples", None),
     "spectrogram": ("kit.spectrogram", None),
@@ -41,8 +66,7 @@ _FACE = {
     "epoch_table": ("kit.timing", "epoch_table"),
     "Scaling": ("kit.timing", "Scaling"),
     "diagnose": ("kit.doctor", "diagnose"),
-    "features": ("kit.spectrogram.features", None),
-    "extract_features": ("kit.spectrogram.features", "extract_features"),
+    "extract_features": ("kit.spectrogram", "extract_features"),
     "make_strategy": ("kit.distribute", "make_strategy"),
     "distributed_loader": ("kit.distribute", "distributed_loader"),
     "plots": ("kit.plots", None),
@@ -51,7 +75,10 @@ _FACE = {
     "bench": ("kit.bench", None),
 }
 
-__all__ = list(_FACE)
+__all__ = ["samples", "spectrogram", "segmentation", "FrameIndex", "PairIndex", "Palette", "verify", "DataError",
+           "measure", "compare", "project_epoch", "fit", "StepTimer", "epoch_estimate", "epoch_table", "Scaling",
+           "diagnose", "extract_features", "make_strategy", "distributed_loader", "plots", "results", "run_bench",
+           "bench"]
 
 
 def __getattr__(name):

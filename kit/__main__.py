@@ -2,7 +2,7 @@
 
 TensorFlow prints some lines whatever ``TF_CPP_MIN_LOG_LEVEL`` says (the absl banner,
 oneDNN's and the CUDA probes' lines): they are dropped from the terminal
-(``kit.report.quiet_stderr``); every other line on stderr, errors included, shows.
+(``kit.report.noise.quiet_stderr``); every other line on stderr, errors included, shows.
 """
 
 import os

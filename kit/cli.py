@@ -19,8 +19,6 @@ from kit.errors import DataError
 from kit.store import StoreError
 from kit.util import non_negative_int
 
-__all__ = ["main", "build_parser", "PLUGINS"]
-
 #: Modules that add subcommands: each has ``register(sub)`` where ``sub`` maps
 #: "root", "convert" and "bench" to argparse sub-parser collections.
 PLUGINS = [
@@ -29,8 +27,8 @@ PLUGINS = [
     "kit.spectrogram.commands",
     "kit.segmentation.commands",
     "kit.distribute.commands",
-    "kit.doctor",
-    "kit.cache",
+    "kit.doctor.cli",
+    "kit.cache.command",
 ]
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from kit import bench, cache, report, samples
 from kit.bench import configs
+from kit.cache.reuse import USED_ENV, recording, reuse_report, used_by_others
 from kit.cases import registry
+from kit.report.noise import quiet_stderr
 from kit.util import format_duration
-
-__all__ = ["register", "demo"]
 
 #: The cases whose demo runs a bench of their own; every other registered case with embedded
 #: samples gets the generic loader bench (``kit.bench.loaders``).
@@ -38,7 +38,7 @@ def demo(args) -> int:
     """The command: TensorFlow's C++ log lines and start-up noise filtered, the ledger under ``--reports``."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads
     os.environ.setdefault("KIT_RESULTS", os.path.abspath(os.path.join(args.reports, "results.jsonl")))
-    with report.quiet_stderr():
+    with quiet_stderr():
         return steps(args)
 
 
@@ -64,7 +64,7 @@ def steps(args) -> int:
     cases = [c for c in registry.cases() if c.name in BENCHES or c.embedded is not None]
     total = len(cases) + (0 if args.no_notebooks else 1)
     mode = " (fast mode: embedded samples, one short round)" if fast else ""
-    with cache.recording() as used:  # the cache entries the benches open
+    with recording() as used:  # the cache entries the benches open
         for k, case in enumerate(cases, start=1):
             print(f"{chr(10) if k > 1 else ''}== [{k}/{total}] the {case.name} loaders, side by side{mode} "
                   f"(python -m kit bench {case.name})", flush=True)
@@ -78,11 +78,11 @@ def steps(args) -> int:
         print(f"\n== [{total}/{total}] executing the notebooks{' in fast mode' if fast else ''} into "
               f"{args.reports}/ (kernel logs in {args.reports}/logs/)", flush=True)
         with tempfile.TemporaryDirectory(prefix="kit-demo-") as tmp:  # the kernels say what they opened
-            os.environ[cache.USED_ENV] = os.path.join(tmp, "used.txt")
+            os.environ[USED_ENV] = os.path.join(tmp, "used.txt")
             try:
                 entries = report.run_notebooks("notebooks", args.reports, fast=fast, only=only)
             finally:
-                used |= cache.used_by_others(os.environ.pop(cache.USED_ENV))
+                used |= used_by_others(os.environ.pop(USED_ENV))
         failed = [e for e in entries if e.status == "failed"]
     took = format_duration(time.perf_counter() - t0)
     print()
@@ -93,7 +93,7 @@ def steps(args) -> int:
         print(f"== done in {took}; results in {os.path.join(args.reports, 'bench_*.json')}")
     else:
         print(f"== done in {took}. Open {index} ({Path(index).resolve().as_uri()})")
-    for line in cache.reuse_report(before, cache.scan(), used):  # reused unchanged; built new or rebuilt
+    for line in reuse_report(before, cache.scan(), used):  # reused unchanged; built new or rebuilt
         print(("== the kit cache: " if not line.startswith(" ") else "  ") + line)
     print(f"== {cache.summary()}")
     return 1 if failed else 0

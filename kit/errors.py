@@ -1,7 +1,5 @@
 """The kit's error for bad input data."""
 
-__all__ = ["DataError", "OutputError"]
-
 
 class DataError(ValueError):
     """Input data is wrong: the message names the file and, where there is one, the row."""

@@ -10,8 +10,6 @@ import sys
 from tqdm.auto import tqdm as auto_bar
 from tqdm.std import tqdm as text_bar
 
-__all__ = ['tqdm']
-
 
 def tqdm(*args, **kwargs):
     """``tqdm.auto.tqdm``, or ``tqdm.std.tqdm`` on standard output when ``KIT_PROGRESS=text``."""

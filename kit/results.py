@@ -24,15 +24,11 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from kit.store import default_workdir
+from kit.store.folder import default_workdir
 
 __all__ = [
-    'DEFAULT_PATH',
-    'REQUIRED',
     'this_machine',
-    'project_root',
     'ledger_path',
-    'adopt_strays',
     'new_run_id',
     'append',
     'machine_label',

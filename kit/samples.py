@@ -32,11 +32,11 @@ from PIL import Image
 from kit import store
 from kit.cases import registry
 from kit.errors import OutputError
+from kit.store.folder import atomic_path, default_workdir
 from kit.util import check_int, process_alive, usable_cpus
 
-__all__ = ["make_spectrogram", "make_spectrogram_sharded", "spectrogram_labels", "make_segmentation", "write_palette",
-           "embedded", "cached", "SpectrogramSpec", "SPECTROGRAM_CLASSES", "PALETTE", "MARKER", "DATA_SAMPLES",
-           "CACHE_FOLDER"]
+__all__ = ["make_spectrogram", "make_spectrogram_sharded", "make_segmentation", "embedded", "cached",
+           "SPECTROGRAM_CLASSES", "PALETTE"]
 
 #: Class names of the spectrogram samples (``FrameIndex`` maps them to ids in sorted order).
 SPECTROGRAM_CLASSES = ("alarm", "bird", "engine", "rain", "speech")
@@ -271,7 +271,7 @@ def make_spectrogram_sharded(out: str | os.PathLike, *, files: int, frames_per_f
                            meta={"spec": spec.__dict__}, workers=workers,
                            progress="samples" if progress is True else progress)
     names = SPECTROGRAM_CLASSES[:num_classes]
-    with store.atomic_path(csv_path) as tmp:
+    with atomic_path(csv_path) as tmp:
         _write_csv(tmp, ["path", "frame", "label"], ((s.name, j, names[lab]) for s in shards
                                                     for j, lab in enumerate(spectrogram_labels(spec, s.task))))
     return csv_path
@@ -404,7 +404,7 @@ def cached(case: str, *, workdir=None, seed: int = 0, **options) -> Path:
     generated on first use into ``samples/<case>-<options>-s<seed>`` and reused after; ``options``
     go to the case's maker. Returns the path of the index CSV."""
     maker = registry.get(case).make_samples  # an unknown case: one error naming the known ones
-    root = Path(workdir) if workdir is not None else store.default_workdir()
+    root = Path(workdir) if workdir is not None else default_workdir()
     name = "-".join([case, *(f"{k}{v}" for k, v in sorted(options.items())), f"s{seed}"])
     folder = root / CACHE_FOLDER / name
     if _marker(folder) is None:

@@ -12,10 +12,6 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["VERSION_FLOORS", "process_alive", "process_io", "check_int", "positive_int", "non_negative_int", "size_arg", "write_json",
-           "format_duration", "usable_cpus"]
-
-
 #: The oldest TensorFlow and Keras the kit was tested with, as pyproject.toml's floors (a test keeps
 #: the two equal).
 VERSION_FLOORS = {"tensorflow": "2.21", "keras": "3.15"}

@@ -27,11 +27,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from kit import store
 from kit.bench import BenchResult, print_table
 from kit.bench.options import check_int, option, optional_path
 from kit.bench.spectrogram import default_data
 from kit.spectrogram import FrameIndex
+from kit.store.keys import files_fingerprint, forget_digests
 from kit.system import pagecache
 from kit.util import positive_int
 
@@ -70,9 +70,9 @@ def _measure(csv, rounds: int):
             ways = {
                 "index": lambda: FrameIndex.from_csv(csv),
                 "stat": lambda: [(f, os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files],
-                "sample-cold": lambda: store.files_fingerprint(files, digest="sample"),
-                "sample-cached": lambda: store.files_fingerprint(files, digest="sample"),
-                "full-cold": lambda: store.files_fingerprint(files, digest="full"),
+                "sample-cold": lambda: files_fingerprint(files, digest="sample"),
+                "sample-cached": lambda: files_fingerprint(files, digest="sample"),
+                "full-cold": lambda: files_fingerprint(files, digest="full"),
             }
             with tempfile.TemporaryDirectory(prefix="kit-digest-") as tmp:
                 for name, fn in ways.items():
@@ -80,7 +80,7 @@ def _measure(csv, rounds: int):
                     # what "sample-cold" just wrote, as a second process would.
                     cache = Path(tmp) / ("sample" if name.startswith("sample") else name)
                     os.environ["KIT_CACHE"] = str(cache)
-                    store.forget_digests()  # nothing in this process's memory
+                    forget_digests()  # nothing in this process's memory
                     if name != "sample-cached":
                         pagecache.evict(files)
                     t0 = time.perf_counter()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import store
+from kit.store.files import ask_to_read, kernel_read_bytes
 from kit.system.pagecache import Residency
 
 __all__ = ["READ_AHEAD_CHUNKS", "POLL_S", "STALL_S", "read_through", "cache_through", "page_in", "first_touch",
@@ -62,10 +62,10 @@ class _Chunks:
             return
         i, offset, length = self.items[j]
         if i not in self._pieces:
-            self._pieces[i] = store.kernel_read_bytes(self.paths[i])
+            self._pieces[i] = kernel_read_bytes(self.paths[i])
         fd = os.open(self.paths[i], os.O_RDONLY)
         try:
-            store.ask_to_read(fd, offset, length, self._pieces[i])
+            ask_to_read(fd, offset, length, self._pieces[i])
         finally:
             os.close(fd)  # what was asked for is read all the same
 

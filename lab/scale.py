@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from kit import store, timing
+from kit import timing
 from kit.bench import BenchResult
 from kit.bench import spectrogram as bench_spectrogram
 from kit.bench.options import check_int, check_one_of, check_positive, option, optional_int, optional_path
@@ -48,6 +48,8 @@ from kit.cases import registry
 from kit.models import audio
 from kit.spectrogram import convert, features, make_loader
 from kit.spectrogram.peers import available as grain_available
+from kit.store.files import load_npy
+from kit.store.folder import check_free_space, default_workdir
 from kit.system.pagecache import cached_fraction, evict, proactive_reclaim
 from kit.timing.rates import cpu_used
 from kit.timing.rates import timed_epoch as epoch
@@ -226,10 +228,10 @@ class _Run:
         """The free space checked, the data generated (or found) and both stores converted."""
         c, log = self.c, self.log
         frames, dtype, seed, workdir = c.frames, c.dtype, c.seed, c.workdir
-        root = Path(workdir) if workdir is not None else store.default_workdir()
+        root = Path(workdir) if workdir is not None else default_workdir()
         need = needed_bytes(frames, dtype, seed=seed, workdir=workdir)
         parts = ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in need.items() if v)
-        store.check_free_space(root, sum(need.values()),
+        check_free_space(root, sum(need.values()),
                                what=f"bench scale at {frames:,} {dtype} frames ({parts or 'all built'})")
         fb = frame_bytes(dtype)
         log(f"data: {frames:,} frames of {FRAME_SHAPE} {dtype} ({frames * fb / 1e9:.1f} GB) "
@@ -331,7 +333,7 @@ class _Run:
         """The memory gather limit, from a sample of the store held in RAM: frames per second."""
         n, batch_size = self.n, self.c.batch_size
         sample_n = min(n, 65_536)
-        sample = np.array(store.load_npy(self.frames_file)[:sample_n])
+        sample = np.array(load_npy(self.frames_file)[:sample_n])
         got, s = memory_gather_rate(sample, batch_size=batch_size)
         del sample
         gather = got / s

@@ -17,6 +17,7 @@ import tensorflow as tf
 from kit import samples, store
 from kit.models import audio
 from kit.spectrogram import FrameIndex, features
+from kit.store.folder import default_workdir
 from kit.util import usable_cpus
 from lab.pagecache import cache_through
 
@@ -29,7 +30,7 @@ FRAME_SHAPE = (96, 64)
 
 def data_folder(frames: int, dtype: str, seed: int = 0, workdir=None) -> Path:
     files = math.ceil(frames / FRAMES_PER_FILE)
-    root = Path(workdir) if workdir is not None else store.default_workdir()
+    root = Path(workdir) if workdir is not None else default_workdir()
     return root / f"bench-scale-{files}x{FRAMES_PER_FILE}-{dtype}-s{seed}"
 
 
@@ -46,7 +47,7 @@ def needed_bytes(frames: int, dtype: str, *, seed: int = 0, workdir=None) -> dic
     size = frames * frame_bytes(dtype)
     data = data_folder(frames, dtype, seed, workdir)
     need = {"data": 0 if (data / "index.csv").exists() else size}
-    root = Path(workdir) if workdir is not None else store.default_workdir()
+    root = Path(workdir) if workdir is not None else default_workdir()
     source = str((data / "index.csv").resolve())
     built = set()
     for folder in root.glob("spectrogram-*"):

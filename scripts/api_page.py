@@ -13,6 +13,7 @@ docstring.
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import inspect
 import os
@@ -85,11 +86,23 @@ def _own_doc(obj) -> str | None:
     return inspect.cleandoc(doc)
 
 
+def _alias_of(name: str, package: types.ModuleType) -> str:
+    """The name ``name`` has where it is defined: ``RUNGS`` where the package imports
+    ``from MODULE import RUNGS as LADDER_RUNGS`` (in its ``if TYPE_CHECKING:`` block, say)."""
+    for node in ast.walk(ast.parse(Path(package.__file__).read_text())):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.asname == name:
+                    return a.name
+    return name
+
+
 def _constant_comment(name: str, package: types.ModuleType) -> str | None:
-    """The ``#:`` comment above ``NAME = ...`` (or the comment after it) in the package's sources."""
+    """The ``#:`` comment above ``NAME = ...`` (or the comment after it) in the package's sources
+    (under the name it has there, where the package imports it under another)."""
     folder = Path(package.__file__).parent
     files = sorted(folder.glob("*.py")) if hasattr(package, "__path__") else [Path(package.__file__)]
-    pattern = re.compile(rf"^{re.escape(name)}\s*(:[^=]+)?=(?!=)")
+    pattern = re.compile(rf"^{re.escape(_alias_of(name, package))}\s*(:[^=]+)?=(?!=)")
     for f in files:
         lines = f.read_text().splitlines()
         for i, line in enumerate(lines):

@@ -23,12 +23,12 @@ def test_bench_runs_on_tiny_data(data, tmp_path, capsys):
     for r in res["rows"]:
         assert r["examples_per_s"] > 0 and "x_sequence" in r and "epoch_s_420" in r
     assert res["rows"][0]["x_sequence"] == 1.0
-    from kit.segmentation import profile as seg_profile
+    from kit.segmentation.profile import pipeline_costs, stage_costs
 
-    prof = seg_profile.profile(data / "index.csv", pairs=2, size=64, repeat=1)
+    prof = stage_costs(data / "index.csv", pairs=2, size=64, repeat=1)
     assert set(prof["library"]) == {"NumPy/OpenCV", "TensorFlow"} and (prof["ms_per_pair"] >= 0).all()
     assert len(prof) == 12
-    sums = seg_profile.pipeline_costs(prof)
+    sums = pipeline_costs(prof)
     assert list(sums["variant"]) == ["sequence", "tfdata_naive", "tfdata_tuned"]
     assert sums["colour_loop_ms"][0] > 0 and sums["colour_loop_ms"][2] == 0  # tiny data: TF stages may round to 0
     assert np.allclose(sums["pairs_per_s_one_core"], 1e3 / sums["ms_per_pair"])

@@ -124,7 +124,7 @@ def test_the_bench_reads_reused_stores_back_into_the_page_cache(own_data, tmp_pa
 
     csv_path, _ = own_data
     index = FrameIndex.from_csv(csv_path)
-    from kit.spectrogram.grain import available
+    from kit.spectrogram.peers import available
 
     stored = [v for v in spectrogram.STORED if v != "grain" or available() is None]  # grain: the peers extra
     files = []

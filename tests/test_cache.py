@@ -11,6 +11,9 @@ import pytest
 from kit import cache, samples, store
 from kit.cache import command as cache_command
 from kit.cache import entries as cache_entries
+from kit.cache.reuse import USED_ENV, recording, reuse_report, used_by_others
+from kit.store.folder import LOCK, MANIFEST, PARTIAL, STORE_MARKER
+from kit.store.keys import files_fingerprint, forget_digests
 
 DAY = 86400
 
@@ -38,11 +41,11 @@ def filled(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(root))
     _store(root / "store-new", payload=b"n" * 3000)
     _store(root / "store-old", payload=b"o" * 2000)
-    _age(root / "store-old" / store.MANIFEST, 10)
+    _age(root / "store-old" / MANIFEST, 10)
     samples.make_spectrogram(root / "samples-tiny", files=1, frames_per_file=2, seed=0, height=4, width=3)
-    (root / "broken-build" / store.PARTIAL).mkdir(parents=True)
-    (root / "broken-build" / store.STORE_MARKER).write_text("test-kind")
-    for p in [root / "broken-build" / store.PARTIAL, root / "broken-build", root / "broken-build" / store.STORE_MARKER]:
+    (root / "broken-build" / PARTIAL).mkdir(parents=True)
+    (root / "broken-build" / STORE_MARKER).write_text("test-kind")
+    for p in [root / "broken-build" / PARTIAL, root / "broken-build", root / "broken-build" / STORE_MARKER]:
         _age(p, 3)
     (root / "notes.txt").write_text("mine")
     (root / "my-folder").mkdir()
@@ -51,7 +54,7 @@ def filled(tmp_path, monkeypatch):
     (root / "fake-store" / "manifest.json").write_text('{"name": "not a kit manifest"}')
     outside = tmp_path / "outside"
     _store(outside, payload=b"z" * 4000)  # a real kit store, but outside the cache
-    _age(outside / store.MANIFEST, 30)
+    _age(outside / MANIFEST, 30)
     (root / "link-out").symlink_to(outside, target_is_directory=True)
     return root, outside
 
@@ -86,7 +89,7 @@ def test_clean_by_size_removes_oldest_first_and_never_foreign(filled):
     assert [e.path.name for e in gone][:2] == ["store-old", "broken-build"]  # oldest first
     assert {p.name for p in root.iterdir()} == {"notes.txt", "my-folder", "fake-store", "link-out"}
     assert (root / "notes.txt").read_text() == "mine" and (root / "my-folder" / "data.npy").exists()
-    assert (outside / "data.bin").exists() and (outside / store.MANIFEST).exists()
+    assert (outside / "data.bin").exists() and (outside / MANIFEST).exists()
 
 
 def test_clean_by_size_stops_within_budget(filled):
@@ -100,8 +103,8 @@ def test_clean_by_size_stops_within_budget(filled):
 
 def test_a_running_build_is_left_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(tmp_path))
-    (tmp_path / "building" / store.PARTIAL).mkdir(parents=True)
-    (tmp_path / "building" / store.STORE_MARKER).write_text("test-kind")
+    (tmp_path / "building" / PARTIAL).mkdir(parents=True)
+    (tmp_path / "building" / STORE_MARKER).write_text("test-kind")
     assert cache.clean(max_bytes=0) == [] and (tmp_path / "building").exists()
 
 
@@ -142,8 +145,8 @@ DIGESTS = "digests.sqlite3"
 def _digests(root: Path):
     """The kit's digest database, written by the kit's own writer (``store.files_fingerprint``)."""
     files = sorted((samples.embedded("spectrogram").parent / "frames").glob("*.npy"))[:3]
-    store.forget_digests()
-    store.files_fingerprint(files)
+    forget_digests()
+    files_fingerprint(files)
     assert (root / DIGESTS).is_file()
 
 
@@ -280,8 +283,8 @@ def test_a_store_being_built_is_left_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(tmp_path))
     _short_busy_wait(monkeypatch, 0.2)
     _store(tmp_path / "store-a")
-    _age(tmp_path / "store-a" / store.MANIFEST, 10)
-    fd = os.open(tmp_path / "store-a" / store.LOCK, os.O_RDWR | os.O_CREAT)
+    _age(tmp_path / "store-a" / MANIFEST, 10)
+    fd = os.open(tmp_path / "store-a" / LOCK, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
         assert cache.clean(older_than=DAY) == [] and (tmp_path / "store-a" / "data.bin").exists()
@@ -328,18 +331,18 @@ def test_reuse_report_names_what_was_reused_and_built(tmp_path, monkeypatch):
     _store(tmp_path / "store-idle", payload=b"i" * 2000)
     _store(tmp_path / "store-rebuilt", payload=b"r" * 1000)
     for name in ("store-used", "store-idle", "store-rebuilt"):
-        _age(tmp_path / name / store.MANIFEST, 2)
+        _age(tmp_path / name / MANIFEST, 2)
     before = cache.scan()
-    with cache.recording() as used:
+    with recording() as used:
         np.load(csv.parent / "frames" / "clip_000000.npy")
         store.Manifest.load(tmp_path / "store-used")
         _store(tmp_path / "store-new", payload=b"n" * 500)
-        (tmp_path / "store-rebuilt" / store.MANIFEST).touch()
-    open(tmp_path / "store-idle" / store.MANIFEST).close()  # after the run: not counted
+        (tmp_path / "store-rebuilt" / MANIFEST).touch()
+    open(tmp_path / "store-idle" / MANIFEST).close()  # after the run: not counted
     assert {"samples/" + csv.parent.name, "store-used", "store-new"} <= used
     assert "store-idle" not in used
     after = {e.name: e for e in cache.scan()}
-    lines = cache.reuse_report(before, list(after.values()), used)
+    lines = reuse_report(before, list(after.values()), used)
     text = "\n".join(lines)
     reused = lines[:lines.index(next(s for s in lines if s.startswith("built")))]
     assert reused[0] == (f"reused from earlier runs: 2 entries, "
@@ -349,7 +352,7 @@ def test_reuse_report_names_what_was_reused_and_built(tmp_path, monkeypatch):
     built = text[text.index("built or updated in this run: 2 entries"):]
     assert "store-new" in built and "store-rebuilt" in built
     assert "store-idle" not in text
-    assert cache.reuse_report(before, before, set()) == ["nothing reused from the kit cache or built in it"]
+    assert reuse_report(before, before, set()) == ["nothing reused from the kit cache or built in it"]
 
 
 def test_a_results_ledger_in_the_cache_is_the_kits_and_a_look_alike_is_not(tmp_path):
@@ -374,11 +377,11 @@ def test_a_child_process_says_which_cache_entries_it_opened_at_exit(tmp_path):
     code = ("import numpy as np, sys; from kit.cache import reuse; assert reuse.record_for_life(); "
             "np.load(sys.argv[1], allow_pickle=False)")
     npy = next(csv.parent.rglob("*.npy"))
-    env = {**os.environ, "KIT_CACHE": str(kc), cache.USED_ENV: str(used)}
+    env = {**os.environ, "KIT_CACHE": str(kc), USED_ENV: str(used)}
     subprocess.run([sys.executable, "-c", code, str(npy)], env=env, check=True, timeout=120)
-    assert cache.used_by_others(used) == {f"samples/{csv.parent.name}"}
-    env.pop(cache.USED_ENV)
+    assert used_by_others(used) == {f"samples/{csv.parent.name}"}
+    env.pop(USED_ENV)
     subprocess.run([sys.executable, "-c", code.replace("assert reuse.record_for_life()", "pass"), str(npy)],
                    env=env, check=True, timeout=120)
-    assert cache.used_by_others(used) == {f"samples/{csv.parent.name}"}  # nothing more without the variable
-    assert cache.used_by_others(tmp_path / "none.txt") == set()
+    assert used_by_others(used) == {f"samples/{csv.parent.name}"}  # nothing more without the variable
+    assert used_by_others(tmp_path / "none.txt") == set()

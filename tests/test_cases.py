@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from kit import epochs, store
-from kit.cases import LoaderOptions, Variant, VariantOptions, build_loader, check_shards, shard_tags, store_folder
+from kit.cases import LoaderOptions, Variant, VariantOptions, build_loader, check_shards
+from kit.cases.stores import shard_tags, store_folder
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import sys
 import pytest
 from helpers import kit_cli, one_error_line
 
-from kit import store
 from kit.cli import build_parser
+from kit.store.folder import MANIFEST
 
 
 def _walk(parser, path="python -m kit"):
@@ -102,10 +102,10 @@ def test_cli_bad_values_get_one_line_and_exit_2(spec, tmp_path, args, says):
 @pytest.mark.slow
 def test_cli_verify_on_a_malformed_manifest(tmp_path):
     """Item 12: verify on a manifest that is not valid JSON, or lacks fields: one line, exit 2."""
-    (tmp_path / store.MANIFEST).write_text("{not json")
+    (tmp_path / MANIFEST).write_text("{not json")
     assert "not valid JSON" in one_error_line(kit_cli("verify", str(tmp_path)))
-    (tmp_path / store.MANIFEST).write_text(json.dumps({"kind": "x", "shards": "all"}))
+    (tmp_path / MANIFEST).write_text(json.dumps({"kind": "x", "shards": "all"}))
     assert "malformed manifest" in one_error_line(kit_cli("verify", str(tmp_path)))
-    (tmp_path / store.MANIFEST).write_text(json.dumps({"kind": "x", "key": "k", "count": 1,
+    (tmp_path / MANIFEST).write_text(json.dumps({"kind": "x", "key": "k", "count": 1,
                                                        "shards": [{"name": "a"}]}))
     assert "malformed manifest" in one_error_line(kit_cli("verify", str(tmp_path)))

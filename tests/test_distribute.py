@@ -24,7 +24,11 @@ import numpy as np
 import pytest
 
 from kit import distribute, epochs
+from kit.distribute import servers as kit_servers
 from kit.distribute import service as kit_service
+from kit.distribute.input import shard_rows
+from kit.distribute.service import through_service
+from kit.distribute.strategy import is_simulated
 from kit.models import small_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,11 +134,11 @@ def test_tf_config_names_the_cluster_and_this_task():
 
 
 def test_service_addresses_are_checked():
-    assert kit_service.parse_address("grpc://localhost:5050") == ("localhost", 5050)
-    assert kit_service.parse_address("10.0.0.7:5050") == ("10.0.0.7", 5050)
+    assert kit_servers.parse_address("grpc://localhost:5050") == ("localhost", 5050)
+    assert kit_servers.parse_address("10.0.0.7:5050") == ("10.0.0.7", 5050)
     for bad in ("localhost", "http://h:1", "h:0", "h:99999", ""):
         with pytest.raises(ValueError, match="grpc://HOST:PORT"):
-            kit_service.parse_address(bad)
+            kit_servers.parse_address(bad)
 
 
 def test_batch_arithmetic_global_is_per_replica_times_replicas():
@@ -144,7 +148,7 @@ def test_batch_arithmetic_global_is_per_replica_times_replicas():
         distribute.per_replica_batch_size(255, 2)
     with pytest.raises(ValueError, match="per_replica must be a positive integer"):
         distribute.global_batch_size(0, 2)
-    assert distribute.shard_rows(10, 3, 1).tolist() == [1, 4, 7]
+    assert shard_rows(10, 3, 1).tolist() == [1, 4, 7]
 
 
 def test_make_strategy_rejects_bad_arguments_before_touching_devices():
@@ -157,7 +161,7 @@ def test_make_strategy_rejects_bad_arguments_before_touching_devices():
 def test_free_port_is_bindable():
     import socket
 
-    port = kit_service.free_port()
+    port = kit_servers.free_port()
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
 
@@ -182,11 +186,11 @@ def test_pipelines_the_service_cannot_run_are_refused():
     assert kit_service.python_ops(graph_only) == [] and distribute.service_problems(graph_only) == []
     assert kit_service.python_ops(py) == ["PyFunc"]
     with pytest.raises(ValueError, match=r"runs Python \(PyFunc\)"):
-        distribute.through_service(py, "grpc://localhost:5050")
+        through_service(py, "grpc://localhost:5050")
     assert any(p.startswith("zip()") for p in distribute.service_problems(zipped))
     assert any(p.startswith("repeat()") for p in distribute.service_problems(zipped))
     with pytest.raises(ValueError, match=r"cache\(\) inside: the split-up epoch never completes"):
-        distribute.through_service(cached, "grpc://localhost:5050")
+        through_service(cached, "grpc://localhost:5050")
 
 
 @pytest.mark.slow
@@ -412,7 +416,7 @@ def _child_service_exit(_, target, go):
 
     # A slow worker (one batch every 1.5 s), killed by the parent after the first batch.
     body = tf.data.Dataset.range(20).apply(testing.sleep(1_500_000)).batch(1)
-    it = iter(distribute.through_service(body, target, examples=20, timeout_s=600))
+    it = iter(through_service(body, target, examples=20, timeout_s=600))
     assert next(it).numpy().tolist() == [0]
     print("first batch", flush=True)
     deadline = time.monotonic() + 120
@@ -427,7 +431,7 @@ def _child_service_exit(_, target, go):
 
 @pytest.mark.slow
 def test_multi_worker_two_processes_reach_the_same_weights(children, child_env, tmp_path):
-    ports = [kit_service.free_port(), kit_service.free_port()]
+    ports = [kit_servers.free_port(), kit_servers.free_port()]
     workers = ",".join(f"127.0.0.1:{p}" for p in ports)
     procs = [children([sys.executable, "-m", "kit", "multiworker", "--workers", workers, "--index", str(i),
                        "--steps", "3", "--per-replica-batch", "8", "--json", str(tmp_path / f"w{i}.json")],
@@ -477,7 +481,7 @@ def _child_mirrored(out_path):
     lookup = _row_lookup(index)
     res = {"replicas": [s2.num_replicas_in_sync, s1.num_replicas_in_sync],
            "describe": [distribute.describe(s2), distribute.describe(s1)],
-           "simulated": [distribute.is_simulated(s2), distribute.is_simulated(s1)],
+           "simulated": [is_simulated(s2), is_simulated(s1)],
            "too_late": too_late, "patterns": {}, "fit": {}, "equivalence": {}}
 
     for variant in ("generator", "numpy_function", "memmap", "tfrecord", "in_memory"):
@@ -585,7 +589,7 @@ def _child_service_read(out_path, target):
     import tensorflow as tf
 
     for on_short in ("raise", "warn"):
-        ds = distribute.through_service(make_loader("in_memory", index, batch_size=8), target,
+        ds = through_service(make_loader("in_memory", index, batch_size=8), target,
                                         examples=100, on_short=on_short)
         seen, error = 0, None
         try:
@@ -607,7 +611,7 @@ def _child_service_kill(out_path, target):
     index = FrameIndex.from_csv(csv)
     lookup = _row_lookup(index)
     loader = make_loader("tfrecord", index, batch_size=4, shard_mb=0.2, progress=False)
-    ds = distribute.through_service(loader, target, examples=len(index))
+    ds = through_service(loader, target, examples=len(index))
     rows, wrong, error, i = [], 0, None, 0
     try:
         for i, (x, y) in enumerate(ds.as_numpy_iterator()):

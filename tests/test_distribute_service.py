@@ -3,6 +3,8 @@ error says what arrived (issue 13, item 9). With real server processes: test_dis
 
 import pytest
 
+from kit.distribute.service import through_service
+
 
 def _raised_within(seconds, fn, *args, **kwargs):
     """The exception ``fn`` raises, on a thread: a regression that blocks fails the test, never hangs it."""
@@ -31,13 +33,12 @@ def test_a_port_that_accepts_but_is_no_dispatcher_is_refused_within_the_timeout(
 
     import tensorflow as tf
 
-    from kit import distribute
 
     with socket.socket() as mute:
         mute.bind(("127.0.0.1", 0))
         mute.listen()
         port = mute.getsockname()[1]
-        error = _raised_within(120, distribute.through_service, tf.data.Dataset.range(8).batch(4),
+        error = _raised_within(120, through_service, tf.data.Dataset.range(8).batch(4),
                                f"grpc://127.0.0.1:{port}", examples=8, timeout_s=1)
     assert isinstance(error, ValueError)
     assert f"no tf.data service dispatcher answers at 127.0.0.1:{port} (no answer within 1 s)" in str(error)
@@ -52,14 +53,13 @@ def test_a_service_without_workers_times_out_and_a_gone_dispatcher_is_named():
 
     import tensorflow as tf
 
-    from kit import distribute
-    from kit.distribute import service as kit_service
+    from kit.distribute import servers as kit_servers
 
     service = tf.data.experimental.service
-    dispatcher = service.DispatchServer(service.DispatcherConfig(port=kit_service.free_port()))
+    dispatcher = service.DispatchServer(service.DispatcherConfig(port=kit_servers.free_port()))
     address = dispatcher.target.split("://")[1]
     try:
-        ds = distribute.through_service(tf.data.Dataset.range(8).batch(4), dispatcher.target, examples=8,
+        ds = through_service(tf.data.Dataset.range(8).batch(4), dispatcher.target, examples=8,
                                         timeout_s=1)
         error = _raised_within(120, list, ds)
         assert isinstance(error, tf.errors.UnknownError)
@@ -72,16 +72,15 @@ def test_a_service_without_workers_times_out_and_a_gone_dispatcher_is_named():
     assert isinstance(error, tf.errors.InvalidArgumentError)
     assert f"no tf.data service dispatcher answers at {address}" in error.message
     with pytest.raises(ValueError, match="timeout_s must be a positive number of seconds, got 0"):
-        distribute.through_service(tf.data.Dataset.range(8).batch(4), dispatcher.target, examples=8, timeout_s=0)
+        through_service(tf.data.Dataset.range(8).batch(4), dispatcher.target, examples=8, timeout_s=0)
 
 
 def test_a_service_address_without_a_dispatcher_is_refused_before_the_epoch():
     """Item 9 (part): service= naming an address where no dispatcher listens blocked silently."""
     import tensorflow as tf
 
-    from kit import distribute
-    from kit.distribute import service as kit_service
+    from kit.distribute import servers as kit_servers
 
-    port = kit_service.free_port()
+    port = kit_servers.free_port()
     with pytest.raises(ValueError, match=rf"no tf.data service dispatcher answers at 127.0.0.1:{port}"):
-        distribute.through_service(tf.data.Dataset.range(8).batch(4), f"grpc://127.0.0.1:{port}")
+        through_service(tf.data.Dataset.range(8).batch(4), f"grpc://127.0.0.1:{port}")

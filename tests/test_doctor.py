@@ -14,6 +14,9 @@ import pytest
 from helpers import paren_depth, run_doctor
 
 from kit import doctor
+from kit.doctor.findings import SYMPTOMS
+from kit.doctor.graph import pipeline_ops
+from kit.doctor.rules import COMPUTE_BOUND_HEADROOM, INPUT_BOUND_HEADROOM
 
 B = 32
 N = 1024
@@ -167,7 +170,7 @@ def test_pipeline_structure_names_the_ops():
     assert d.pipeline[:3] == ["TensorSliceDataset", "ShuffleDatasetV3", "BatchDatasetV2"]
     assert d.pipeline[-1] == "PrefetchDataset"
     gen = tf.data.Dataset.from_generator(lambda: iter([X[:B]]), output_signature=tf.TensorSpec((None, 16)))
-    assert "FlatMapDataset[from_generator]" in doctor.pipeline_ops(gen)
+    assert "FlatMapDataset[from_generator]" in pipeline_ops(gen)
 
 
 # --------------------------------------------------------------------------- measured findings
@@ -291,7 +294,7 @@ def _slow_batches():
 def test_input_bound_with_a_waiting_loader_far_less_headroom_with_a_fast_one():
     slow = doctor.diagnose(_slow_batches, _model(), max_seconds=2)
     assert slow.verdict == "input-bound" and slow.codes[0] == "input_bound", str(slow)
-    assert slow.rates["headroom"] >= doctor.INPUT_BOUND_HEADROOM
+    assert slow.rates["headroom"] >= INPUT_BOUND_HEADROOM
     ratios = np.array(slow.rates["ceiling_rounds"]) / np.array(slow.rates["fit_rounds"])
     assert slow.gain("input_bound") == pytest.approx(slow.rates["headroom"]) == pytest.approx(np.median(ratios))
     assert 0 < slow.rates["model_cores"] and "headroom" in slow.summary and "waited" in slow.summary
@@ -309,14 +312,14 @@ def _verdict_follows_headroom(d):
     from kit.doctor.rules import input_explains
 
     h = d.rates["headroom"]
-    expected = ("input-bound" if h >= doctor.INPUT_BOUND_HEADROOM else
-                "compute-bound" if h < doctor.COMPUTE_BOUND_HEADROOM else "balanced")
-    if h >= doctor.COMPUTE_BOUND_HEADROOM and input_explains(
-            d.rates, d.rates["loader_examples_per_s"], d.rates["cores_busy"]) < doctor.COMPUTE_BOUND_HEADROOM:
+    expected = ("input-bound" if h >= INPUT_BOUND_HEADROOM else
+                "compute-bound" if h < COMPUTE_BOUND_HEADROOM else "balanced")
+    if h >= COMPUTE_BOUND_HEADROOM and input_explains(
+            d.rates, d.rates["loader_examples_per_s"], d.rates["cores_busy"]) < COMPUTE_BOUND_HEADROOM:
         expected = "compute-bound"  # a headroom the input cannot explain: the rounds' noise
     assert d.verdict == expected, str(d)
     symptom = {"input-bound": "input_bound", "compute-bound": "compute_bound"}.get(expected)
-    assert (d.codes[0] == symptom) if symptom else not set(doctor.SYMPTOMS) & set(d.codes), str(d)
+    assert (d.codes[0] == symptom) if symptom else not set(SYMPTOMS) & set(d.codes), str(d)
 
 
 @pytest.mark.slow

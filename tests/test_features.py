@@ -9,6 +9,7 @@ import pytest
 from kit import samples, store, timing
 from kit.models import audio
 from kit.spectrogram import FrameIndex, features, make_loader
+from kit.store.folder import MANIFEST
 
 
 @pytest.mark.slow
@@ -79,7 +80,7 @@ def test_extraction_resumes_after_an_interruption(small, spec_index, tmp_path, m
     monkeypatch.setattr(features, "_runner", interrupted)
     with pytest.raises(KeyboardInterrupt):
         features.extract_features(small, spec_index, batch_size=16, out=out, progress=False, part_frames=32)
-    assert not (out / store.MANIFEST).exists()
+    assert not (out / MANIFEST).exists()
     first = out / "features-00000-of-00003.npy"
     before = first.stat()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kit.store.files import ask_to_read
 from kit.system.pagecache import Residency, cached_fraction, evict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,14 +110,13 @@ def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path
     bound by its copy, and the memmap loader, which copies nothing, ran 1.15x faster than
     that 'limit'). Every chunk of every file is asked for in order, at most ``ahead`` ahead of
     the chunk it waits for, and found in the page cache before the next is asked for."""
-    from kit import store as kstore
     from lab import pagecache
 
     chunk = 4 * 4096
     sizes = [chunk * 3 + 100, 4096, chunk * 2]  # 4 chunks (the last short), 1, then 2
     files, everything = _shards(tmp_path, sizes, chunk)
     events = []
-    real_ask, real_cached = kstore.ask_to_read, Residency.cached
+    real_ask, real_cached = ask_to_read, Residency.cached
     reads = []
     real_pread = os.pread
 
@@ -140,7 +140,7 @@ def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path
         real_init(self, path)
         self.name = Path(path).name
 
-    monkeypatch.setattr(kstore, "ask_to_read", ask)
+    monkeypatch.setattr(pagecache, "ask_to_read", ask)
     monkeypatch.setattr(Residency, "cached", cached)
     monkeypatch.setattr(Residency, "__init__", init)
     monkeypatch.setattr(os, "pread", pread)
@@ -164,7 +164,6 @@ def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path
 def test_the_disks_reference_read_reads_what_the_kernel_does_not_bring(tmp_path, monkeypatch):
     """A hint may be dropped: a chunk that makes no progress for ``stall_s`` is read by hand,
     so the reference read always ends, with every page in."""
-    from kit import store as kstore
     from lab import pagecache
 
     if _keeps_pages_in_memory(tmp_path):
@@ -172,7 +171,7 @@ def test_the_disks_reference_read_reads_what_the_kernel_does_not_bring(tmp_path,
     f = tmp_path / "store.bin"
     f.write_bytes(np.random.default_rng(0).integers(0, 255, 5 * 4096 * 4, dtype=np.uint8).tobytes())
     evict([f])
-    monkeypatch.setattr(kstore, "ask_to_read", lambda *a: 0)  # the kernel is asked nothing
+    monkeypatch.setattr(pagecache, "ask_to_read", lambda *a: 0)  # the kernel is asked nothing
     nbytes, _ = pagecache.cache_through([f], chunk=4 * 4096, ahead=2, stall_s=0.05)
     assert nbytes == f.stat().st_size
     assert cached_fraction([f]) == 1.0
@@ -181,20 +180,19 @@ def test_the_disks_reference_read_reads_what_the_kernel_does_not_bring(tmp_path,
 def test_the_page_in_limit_touches_every_page_once_after_asking_ahead(tmp_path, monkeypatch):
     """``page_in``: every chunk of every file asked for once, in order and ahead of the chunk it
     touches; every page of the files touched (cached after), empty files skipped."""
-    from kit import store as kstore
     from lab import pagecache
 
     chunk = 4 * 4096
     sizes = [chunk * 3 + 100, 0, 4096, chunk * 2]
     files, everything = _shards(tmp_path, sizes, chunk)
     asked = []
-    real_ask = kstore.ask_to_read
+    real_ask = ask_to_read
 
     def ask(fd, offset, length, piece):
         asked.append((Path(os.readlink(f"/proc/self/fd/{fd}")).name, offset))
         return real_ask(fd, offset, length, piece)
 
-    monkeypatch.setattr(kstore, "ask_to_read", ask)
+    monkeypatch.setattr(pagecache, "ask_to_read", ask)
     if not _keeps_pages_in_memory(tmp_path):
         evict(files)
     nbytes, seconds = pagecache.page_in(files, chunk=chunk, ahead=2)

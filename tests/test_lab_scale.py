@@ -12,6 +12,7 @@ import pytest
 
 from kit import store
 from kit.store import folder as store_folder
+from kit.store.folder import check_free_space
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # lab/ is not installed: imported from the repository root
@@ -26,7 +27,7 @@ def _lab(name, *args, env=None):
 def test_free_space_check_refuses_with_one_line(tmp_path, monkeypatch):
     from lab import scale
 
-    store.check_free_space(tmp_path, 1, what="a byte")  # there is a byte free
+    check_free_space(tmp_path, 1, what="a byte")  # there is a byte free
     monkeypatch.setattr(store_folder, "free_bytes", lambda path: 3 * 10**9)
     with pytest.raises(store.StoreError) as e:
         scale.run(scale.ScaleConfig(frames=1_000_000, dtype="float16", workdir=tmp_path / "w"), log=lambda *a: None)
@@ -441,7 +442,7 @@ def test_reading_a_tfrecord_stores_records_with_nothing_decoded(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(__import__("kit.spectrogram.grain", fromlist=["available"]).available() is not None,
+@pytest.mark.skipif(__import__("kit.spectrogram.peers", fromlist=["available"]).available() is not None,
                     reason="the peers extra (grain, array-record) is not installed")
 def test_grain_joins_the_scale_bench(tmp_path):
     """Where the peers extra is installed, grain is measured like the kit's stores: its

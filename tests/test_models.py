@@ -73,7 +73,7 @@ def test_unet_trains_on_each_output_form(index, palette, tmp_path, name, options
     import keras
 
     from kit.models.unet import segmentation_loss, unet
-    from kit.segmentation import default_x_dtype
+    from kit.segmentation.variants import default_x_dtype
 
     keras.utils.set_random_seed(0)
     x_dtype = default_x_dtype(name)

@@ -227,7 +227,7 @@ def test_tensorflow_lines_that_ignore_the_log_level_are_noise_and_real_errors_ar
 
 
 def test_quiet_stderr_drops_noise_written_below_python_and_keeps_the_rest(tmp_path):
-    code = ("import os, sys\nfrom kit import report\nwith report.quiet_stderr():\n"
+    code = ("import os, sys\nfrom kit.report.noise import quiet_stderr\nwith quiet_stderr():\n"
             f"    os.write(2, {NOISE.encode()!r})\n"
             f"    os.write(2, {REAL_ERROR.encode()!r})\n"
             "    print('python line', file=sys.stderr)\n")

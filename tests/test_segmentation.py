@@ -14,6 +14,7 @@ from kit.errors import DataError
 from kit.segmentation import VARIANTS, PairIndex, Palette, convert, make_loader
 from kit.segmentation.dali import available as dali_missing
 from kit.segmentation.index import crop_or_pad
+from kit.store.checks import DEEP_CHECKS
 
 #: Every variant; the optional ``dali`` one skips, saying why, where DALI is not installed.
 NAMES = [pytest.param(n, marks=pytest.mark.skipif(dali_missing() is not None, reason=f"{dali_missing()}"))
@@ -155,7 +156,7 @@ def test_ignore_label_marks_unknown_colours(data, tmp_path, name):
 @pytest.mark.parametrize("name", NAMES)
 def test_every_variant_yields_each_pair_once_per_epoch_identical_to_a_direct_decode(index, palette, tmp_path,
                                                                                      name):
-    from kit.segmentation import default_x_dtype
+    from kit.segmentation.variants import default_x_dtype
 
     loader = seg_load(name, index, palette, tmp_path)
     orders = []
@@ -290,7 +291,7 @@ def test_store_deep_check_finds_out_of_range_ids(index, palette, tmp_path):
     labels[0, 0, 0] = 40
     labels.flush()
     del labels
-    check = store.DEEP_CHECKS["segmentation-memmap"]
+    check = DEEP_CHECKS["segmentation-memmap"]
     assert check(folder, m, shard) == "class ids [40] out of range"
 
 

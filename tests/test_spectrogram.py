@@ -14,7 +14,8 @@ from helpers import flip, rewrite_keeping_size_and_mtime
 from kit import samples, store, timing
 from kit.errors import DataError
 from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
-from kit.spectrogram.grain import available as peers_missing
+from kit.spectrogram.peers import available as peers_missing
+from kit.store.folder import MANIFEST
 
 #: Every variant; the optional ``grain`` one skips, saying why, where its extra is not installed.
 NAMES = [pytest.param(n, marks=pytest.mark.skipif(peers_missing() is not None, reason=f"{peers_missing()}"))
@@ -242,7 +243,7 @@ def test_corrupt_shard_fails_loudly_not_short(spec_index, tmp_path, monkeypatch)
     # ... and damage in the middle of a shard, with the check at open turned off, still
     # fails loudly when read rather than giving a shorter epoch.
     from kit.store import builder
-    for where in (store, builder):
+    for where in (sys.modules["kit.spectrogram.convert"], builder):  # the two that call it
         monkeypatch.setattr(where, "check_open", lambda *a, **k: None)
     convert(spec_index, "tfrecord", tmp_path / "tf2", shard_mb=0.5, progress=False)
     victim2 = tmp_path / "tf2" / m.shards[1]["name"]
@@ -374,7 +375,7 @@ def test_memmap_labels_come_from_the_index(spec, monkeypatch):
         make_loader("memmap", spec, batch_size=4, progress=False)
     # ... and were it missed (checks turned off), the loader still never reads labels.npy.
     from kit.store import builder
-    for where in (store, builder):
+    for where in (sys.modules["kit.spectrogram.convert"], builder):  # the two that call it
         monkeypatch.setattr(where, "check_open", lambda *a, **k: None)
     ys = np.concatenate([y.numpy() for _, y in make_loader("memmap", spec, batch_size=4, shuffle=False,
                                                             progress=False)])
@@ -472,9 +473,9 @@ def test_nan_or_inf_in_frames_is_an_error_in_convert_and_verify(spec, tmp_path):
     with pytest.warns(UserWarning, match="holds NaN or inf"):
         folder, m = convert(index, "memmap", tmp_path / "warned", nonfinite="warn", progress=False)
     assert store.verify(folder) == []  # converted on purpose with nonfinite="warn"
-    meta = json.loads((folder / store.MANIFEST).read_text())
+    meta = json.loads((folder / MANIFEST).read_text())
     meta["meta"]["nonfinite"] = "error"
-    (folder / store.MANIFEST).write_text(json.dumps(meta))
+    (folder / MANIFEST).write_text(json.dumps(meta))
     problems = store.verify(folder)
     assert len(problems) == 1 and "frames.npy: frame 5 holds NaN or inf" in problems[0]
 

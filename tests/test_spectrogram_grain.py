@@ -18,7 +18,8 @@ import pytest
 from kit import store, timing
 from kit.spectrogram import convert, make_loader
 from kit.spectrogram.convert import ARRAYRECORD_LAYOUT, ARRAYRECORD_WRITER_OPTIONS
-from kit.spectrogram.grain import available, shuffle_seed
+from kit.spectrogram.grain_options import shuffle_seed
+from kit.spectrogram.peers import available
 from kit.util import usable_cpus
 
 needs_peers = pytest.mark.skipif(available() is not None, reason=f"{available()}")

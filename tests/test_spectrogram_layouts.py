@@ -6,6 +6,7 @@ import pytest
 
 from kit import plots
 from kit.spectrogram import layouts
+from kit.spectrogram.case import USER_REPORT
 
 
 def _rows(per_frame_s, frames_per_file, frame_bytes=24_576):
@@ -21,13 +22,13 @@ def test_the_fit_recovers_a_line_and_names_the_layout_reaching_the_users_epoch()
     f = layouts.fit(table)
     assert f.a == pytest.approx(a, rel=1e-3) and f.b == pytest.approx(b, rel=1e-3)
     reached = layouts.reaching(f)
-    want = (layouts.USER_REPORT["epoch_s"] / layouts.USER_REPORT["frames"] - a) / (b * 24_576)
+    want = (USER_REPORT["epoch_s"] / USER_REPORT["frames"] - a) / (b * 24_576)
     assert reached == pytest.approx(want, rel=1e-3)
-    assert f.epoch_s(reached) == pytest.approx(layouts.USER_REPORT["epoch_s"], rel=1e-3)
+    assert f.epoch_s(reached) == pytest.approx(USER_REPORT["epoch_s"], rel=1e-3)
     assert f.measured == (10, 100, 1000, 4000) and "4 measured layouts" in f.basis
     epochs = layouts.epoch_table(table, f)
     assert np.allclose(epochs["epoch_s"], 1_000_000 * table["s_per_frame"])
-    fig = plots.epoch_vs_layout(epochs, f, target_s=layouts.USER_REPORT["epoch_s"], reached=reached)
+    fig = plots.epoch_vs_layout(epochs, f, target_s=USER_REPORT["epoch_s"], reached=reached)
     assert any(t.name.startswith("reached at") for t in fig.data)
     assert any("the user's epoch" in t.name for t in fig.data)
 

@@ -14,7 +14,19 @@ from helpers import dead_pid, flip, kit_cli, one_error_line, rewrite_keeping_siz
 
 from kit import store
 from kit.store import checks, folder, keys
-from kit.store.folder import claim
+from kit.store.checks import check_open
+from kit.store.files import KERNEL_READ_DEFAULT, ask_to_read, kernel_read_bytes, load_npy, open_memmap
+from kit.store.folder import (
+    MANIFEST,
+    PARTIAL,
+    STORE_MARKER,
+    check_free_space,
+    claim,
+    default_workdir,
+    store_kind,
+    store_lock,
+)
+from kit.store.keys import files_fingerprint, forget_digests
 
 
 def _writer(log, fail_on=None):
@@ -36,10 +48,10 @@ def test_build_writes_shards_and_manifest(tmp_path):
                     meta={"shape": [2, 2]}, progress=False)
     assert log == [s.name for s in SHARDS]
     assert m.count == 3 + 4 + 5 + 6 and m.meta["shape"] == [2, 2]
-    on_disk = json.loads((tmp_path / "s" / store.MANIFEST).read_text())
+    on_disk = json.loads((tmp_path / "s" / MANIFEST).read_text())
     assert on_disk["key"] == "k1" and [s["name"] for s in on_disk["shards"]] == log
     assert on_disk["shards"][0]["sha256"] == checks.sha256_file(tmp_path / "s" / "part-0.bin")
-    assert not (tmp_path / "s" / store.PARTIAL).exists()
+    assert not (tmp_path / "s" / PARTIAL).exists()
     assert store.verify(tmp_path / "s") == []
 
 
@@ -56,7 +68,7 @@ def test_interrupted_build_resumes_without_redoing_finished_shards(tmp_path):
         store.build(tmp_path, kind="test", key="k1", shards=SHARDS,
                     write=_writer(log, fail_on="part-2.bin"), progress=False)
     assert log == ["part-0.bin", "part-1.bin"]
-    assert not (tmp_path / store.MANIFEST).exists()  # never looks complete
+    assert not (tmp_path / MANIFEST).exists()  # never looks complete
     assert store.complete(tmp_path) is None
     assert not list(tmp_path.glob("*.tmp-*"))  # no half-written shard left
     log2 = []
@@ -140,7 +152,7 @@ def test_load_npy_from_many_threads_at_once(tmp_path):
                 j.me = j
             del junk
             try:
-                nested(depth, lambda: store.load_npy(path))
+                nested(depth, lambda: load_npy(path))
             except SystemError:
                 errors += 1
         return errors
@@ -156,7 +168,7 @@ def test_load_npy_from_many_threads_at_once(tmp_path):
         gc.set_threshold(*thresholds)
     assert errors == [0] * 8
 
-    mapped, read = store.load_npy(path), store.load_npy(path, mmap=False)
+    mapped, read = load_npy(path), load_npy(path, mmap=False)
     assert isinstance(mapped, np.memmap) and not isinstance(read, np.memmap)
     np.testing.assert_array_equal(read, np.load(path))
     np.testing.assert_array_equal(mapped, read)
@@ -168,15 +180,15 @@ def test_load_npy_reads_as_np_load_does(tmp_path):
     path = tmp_path / "a.npy"
     for a in (np.asfortranarray(np.arange(24.0).reshape(4, 6)), np.zeros((0, 3), np.float16), np.float64(3.5)):
         np.save(path, a)
-        got = store.load_npy(path, mmap=False)
+        got = load_npy(path, mmap=False)
         assert got.shape == a.shape and got.dtype == a.dtype and np.array_equal(got, a)
     np.save(path, np.array([{"a": 1}], dtype=object))
     with pytest.raises(ValueError, match="Object arrays"):
-        store.load_npy(path, mmap=False)
+        load_npy(path, mmap=False)
     np.save(path, np.arange(100.0))
     path.write_bytes(path.read_bytes()[:-16])
     with pytest.raises(ValueError, match="truncated: 98 of 100"):
-        store.load_npy(path, mmap=False)
+        load_npy(path, mmap=False)
 
 
 #: manifest.json of a store built by ``store.build`` before the store became a package
@@ -288,7 +300,7 @@ def test_a_store_built_before_the_split_loads_verifies_and_is_reused(tmp_path):
     (tmp_path / "sub").mkdir()
     for s in OLD_SHARDS:
         (tmp_path / s.name).write_bytes(_old_bytes(s))
-    (tmp_path / store.MANIFEST).write_text(OLD_MANIFEST)
+    (tmp_path / MANIFEST).write_text(OLD_MANIFEST)
     m = store.Manifest.load(tmp_path)
     assert m == store.Manifest(kind="test", key="k1", count=5, version=2, meta={
         "build_seconds": 0.10485910099998819, "built": 5, "created": "2026-12-02T05:52:03+0000", "shape": [2, 2]},
@@ -300,7 +312,7 @@ def test_a_store_built_before_the_split_loads_verifies_and_is_reused(tmp_path):
                                   "bacc354e9c4984d5a660487e9faa80d2")])
     assert _dumped(m) == OLD_MANIFEST  # written back, byte for byte
     assert store.verify(tmp_path) == []
-    store.check_open(tmp_path, m, progress=False)
+    check_open(tmp_path, m, progress=False)
     log = []
     again = store.build(tmp_path, kind="test", key="k1", shards=OLD_SHARDS, write=_old_writer(log), progress=False)
     assert log == [] and again == m
@@ -309,16 +321,16 @@ def test_a_store_built_before_the_split_loads_verifies_and_is_reused(tmp_path):
 def test_a_new_build_writes_the_manifest_as_before(tmp_path):
     m = store.build(tmp_path, kind="test", key="k1", shards=OLD_SHARDS, write=_old_writer([]),
                     meta={"shape": [2, 2]}, progress=False)
-    on_disk = json.loads((tmp_path / store.MANIFEST).read_text())
+    on_disk = json.loads((tmp_path / MANIFEST).read_text())
     old = json.loads(OLD_MANIFEST)
     assert on_disk["meta"].keys() == old["meta"].keys()
     on_disk["meta"].update(created=old["meta"]["created"], build_seconds=old["meta"]["build_seconds"])
     assert json.dumps(on_disk, indent=1, sort_keys=True) == OLD_MANIFEST
-    assert (tmp_path / store.MANIFEST).read_text() == _dumped(m)
+    assert (tmp_path / MANIFEST).read_text() == _dumped(m)
 
 
 def test_a_real_store_manifest_from_before_loads_typed(tmp_path):
-    (tmp_path / store.MANIFEST).write_text(OLD_MEMMAP_MANIFEST)
+    (tmp_path / MANIFEST).write_text(OLD_MEMMAP_MANIFEST)
     m = store.Manifest.load(tmp_path)
     assert (m.kind, m.count, m.version) == ("spectrogram-memmap", 12, 2)
     assert all(isinstance(s, store.ShardRecord) for s in m.shards)
@@ -340,7 +352,7 @@ def test_a_format_1_manifest_without_ends_loads_and_is_written_back_the_same(tmp
     for s in old["shards"]:
         del s["ends"]
     text = json.dumps(old, indent=1, sort_keys=True)
-    (tmp_path / store.MANIFEST).write_text(text)
+    (tmp_path / MANIFEST).write_text(text)
     m = store.Manifest.load(tmp_path)
     assert [s.ends for s in m.shards] == [None, None] and m.shards[0].get("ends") is None
     assert _dumped(m) == text
@@ -351,19 +363,19 @@ def test_forget_digests_makes_the_next_fingerprint_read_the_database(tmp_path, m
     monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
     f = tmp_path / "a.npy"
     np.save(f, np.arange(10))
-    first = store.files_fingerprint([f])
+    first = files_fingerprint([f])
     held = keys._DIGESTS
-    store.forget_digests()
+    forget_digests()
     assert keys._DIGESTS is not held
-    assert store.files_fingerprint([f]) == first
+    assert files_fingerprint([f]) == first
 
 
 def test_free_space_is_read_where_the_check_uses_it(tmp_path, monkeypatch):
     monkeypatch.setattr(folder, "free_bytes", lambda path: 10)
     with pytest.raises(store.StoreError, match="needs 0.0 GB free under"):
-        store.check_free_space(tmp_path, 11)
+        check_free_space(tmp_path, 11)
     monkeypatch.undo()
-    store.check_free_space(tmp_path, 11)
+    check_free_space(tmp_path, 11)
 
 
 def test_convert_refuses_a_store_folder_overlapping_the_sources(spec, tmp_path):
@@ -393,7 +405,7 @@ def test_store_refuses_an_existing_folder_that_is_not_a_kit_store(spec, tmp_path
         convert(spec, "memmap", user, progress=False)
     assert (user / "frames.npy").read_bytes() == b"user data"
     folder, _ = convert(spec, "memmap", tmp_path / "st", progress=False)
-    assert store.store_kind(folder) == "spectrogram-memmap"
+    assert store_kind(folder) == "spectrogram-memmap"
     with pytest.raises(store.StoreError, match="kind 'spectrogram-memmap'"):
         convert(spec, "tfrecord", folder, progress=False)
     assert store.verify(folder) == []
@@ -410,7 +422,7 @@ def test_manifest_names_stay_inside_the_store(spec, tmp_path, name):
     folder, _ = convert(spec, "memmap", tmp_path / "st", progress=False)
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
-    path = folder / store.MANIFEST
+    path = folder / MANIFEST
     m = json.loads(path.read_text())
     m["shards"][1]["name"] = str(victim) if name == "ABSOLUTE" else name
     m["key"] = "stale"  # so convert rebuilds and removes the old store's files
@@ -433,9 +445,9 @@ def test_manifest_name_through_a_link_stays_inside(spec, tmp_path):
     folder, _ = convert(spec, "memmap", tmp_path / "st", progress=False)
     (tmp_path / "outside").mkdir()
     (folder / "link").symlink_to(tmp_path / "outside")
-    m = json.loads((folder / store.MANIFEST).read_text())
+    m = json.loads((folder / MANIFEST).read_text())
     m["shards"][1]["name"] = "link/labels.npy"
-    (folder / store.MANIFEST).write_text(json.dumps(m))
+    (folder / MANIFEST).write_text(json.dumps(m))
     with pytest.raises(store.StoreError, match="resolves outside"):
         store.Manifest.load(folder)
     assert np.load(folder / "labels.npy").shape == (6,)
@@ -466,10 +478,10 @@ def test_cp_p_onto_the_same_inode_changes_the_digest(tmp_path):
     a.write_bytes(b"x" * 300_000)
     b.write_bytes(b"y" * 300_000)
     os.utime(b, ns=(a.stat().st_atime_ns, a.stat().st_mtime_ns))
-    before = store.files_fingerprint([a])[0]
+    before = files_fingerprint([a])[0]
     ino = a.stat().st_ino
     subprocess.run(["cp", "-p", str(b), str(a)], check=True)
-    after = store.files_fingerprint([a])[0]
+    after = files_fingerprint([a])[0]
     assert a.stat().st_ino == ino and before[1:3] == after[1:3]  # same inode, size, mtime
     assert before[3] != after[3]
 
@@ -483,12 +495,12 @@ def test_digests_are_computed_once_per_file_and_cached_on_disk(tmp_path, monkeyp
     calls = []
     real = keys.content_digest
     monkeypatch.setattr(keys, "content_digest", lambda p, mode="sample": calls.append(p) or real(p, mode))
-    first = store.files_fingerprint(files)
+    first = files_fingerprint(files)
     assert len(calls) == 3
-    assert store.files_fingerprint(files) == first and len(calls) == 3
+    assert files_fingerprint(files) == first and len(calls) == 3
     monkeypatch.setattr(keys, "_DIGESTS", keys._DigestCache())  # as in a new process
-    assert store.files_fingerprint(files) == first and len(calls) == 3
-    assert (store.default_workdir() / "digests.sqlite3").exists()
+    assert files_fingerprint(files) == first and len(calls) == 3
+    assert (default_workdir() / "digests.sqlite3").exists()
 
 
 def test_full_digest_sees_what_the_sample_skips(tmp_path, monkeypatch):
@@ -496,16 +508,16 @@ def test_full_digest_sees_what_the_sample_skips(tmp_path, monkeypatch):
     f = tmp_path / "big.bin"
     data = bytearray(np.random.default_rng(0).bytes(1 << 20))
     f.write_bytes(bytes(data))
-    sample, full = store.files_fingerprint([f])[0][3], store.files_fingerprint([f], digest="full")[0][3]
+    sample, full = files_fingerprint([f])[0][3], files_fingerprint([f], digest="full")[0][3]
     data[200_000] ^= 0xFF  # between the sampled blocks
     rewrite_keeping_size_and_mtime(f, bytes(data))
-    assert store.files_fingerprint([f])[0][3] == sample
-    assert store.files_fingerprint([f], digest="full")[0][3] != full
+    assert files_fingerprint([f])[0][3] == sample
+    assert files_fingerprint([f], digest="full")[0][3] != full
     monkeypatch.setenv("KIT_DIGEST", "full")
-    assert store.files_fingerprint([f])[0][3] != full
+    assert files_fingerprint([f])[0][3] != full
     monkeypatch.setenv("KIT_DIGEST", "sha1")
     with pytest.raises(ValueError, match="digest must be one of"):
-        store.files_fingerprint([f])
+        files_fingerprint([f])
 
 
 _BUILDER = r"""
@@ -558,18 +570,18 @@ def test_two_processes_claiming_the_same_new_folders_never_refuse_each_other(tmp
     assert [o[0] for o in out] == [0, 0], out
     assert [o[1].split()[0] for o in out] == ["0", "0"], out
     for i in range(300):
-        assert store.store_kind(tmp_path / f"s{i}") == "test"
-        assert sorted(p.name for p in (tmp_path / f"s{i}").iterdir()) == [store.STORE_MARKER]  # no temp left
+        assert store_kind(tmp_path / f"s{i}") == "test"
+        assert sorted(p.name for p in (tmp_path / f"s{i}").iterdir()) == [STORE_MARKER]  # no temp left
 
 
 def test_a_folder_holding_only_a_marker_being_written_is_claimed(tmp_path):
     folder = tmp_path / "s"
     folder.mkdir()
-    (folder / f"{store.STORE_MARKER}.tmp-123-456").write_text("test\n")  # another claim, mid-write
+    (folder / f"{STORE_MARKER}.tmp-123-456").write_text("test\n")  # another claim, mid-write
     assert claim(folder, "test") == folder
-    assert store.store_kind(folder) == "test"
+    assert store_kind(folder) == "test"
     (folder / "mine.txt").write_text("x")
-    (folder / store.STORE_MARKER).unlink()
+    (folder / STORE_MARKER).unlink()
     with pytest.raises(store.StoreError, match="is not a kit store"):  # a file of someone else's still is
         claim(folder, "test")
 
@@ -590,19 +602,19 @@ def test_two_builds_with_other_options_never_mix(tmp_path):
     assert store.verify(tmp_path / "s") == []
     for s in m.shards:
         assert (tmp_path / "s" / s["name"]).read_bytes().startswith((m.key + s["name"]).encode())
-    store.check_open(tmp_path / "s", m)
+    check_open(tmp_path / "s", m)
 
 
 def test_a_held_build_lock_is_a_bounded_wait(tmp_path):
     """Item 5: a builder waiting on another one gives up after lock_timeout with a clear error."""
     folder = tmp_path / "s"
     claim(folder, "test")
-    with store.store_lock(folder):
+    with store_lock(folder):
         with pytest.raises(store.StoreError, match="another process .pid \\d+. is building"):
             store.build(folder, kind="test", key="k", shards=[store.Shard("a", 1)],
                         write=lambda s, t, a: t.write_bytes(b"a"), progress=False, lock_timeout=0.3)
     with pytest.raises(ValueError, match="non-negative"):
-        with store.store_lock(folder, timeout=-1):
+        with store_lock(folder, timeout=-1):
             pass
 
 
@@ -686,7 +698,7 @@ def test_disk_full_while_writing_removes_the_partial_file_and_says_so(spec, tmp_
 def test_memmap_shards_reserve_their_blocks(tmp_path):
     """Item 10: a memmap shard's blocks are allocated before it is written (no SIGBUS on a full disk)."""
     path = tmp_path / "x.npy"
-    mm = store.open_memmap(path, dtype=np.float32, shape=(256, 1024))
+    mm = open_memmap(path, dtype=np.float32, shape=(256, 1024))
     del mm
     st = path.stat()
     assert st.st_blocks * 512 >= st.st_size
@@ -730,17 +742,17 @@ def test_ask_to_read_covers_the_range_in_pieces_the_kernel_reads_whole(tmp_path,
     in one call was mostly not read. ``ask_to_read`` asks in pieces of that size."""
     f = tmp_path / "f.bin"
     f.write_bytes(b"x" * 10_000)
-    piece = store.kernel_read_bytes(f)
-    assert piece >= store.KERNEL_READ_DEFAULT and piece % 1024 == 0
-    assert store.kernel_read_bytes(tmp_path / "missing") == store.KERNEL_READ_DEFAULT
+    piece = kernel_read_bytes(f)
+    assert piece >= KERNEL_READ_DEFAULT and piece % 1024 == 0
+    assert kernel_read_bytes(tmp_path / "missing") == KERNEL_READ_DEFAULT
     calls = []
     monkeypatch.setattr(os, "posix_fadvise", lambda fd, o, n, advice: calls.append((o, n, advice)))
     fd = os.open(f, os.O_RDONLY)
     try:
-        assert store.ask_to_read(fd, 100, 1000, 300) == 4
+        assert ask_to_read(fd, 100, 1000, 300) == 4
         assert calls == [(100, 300, os.POSIX_FADV_WILLNEED), (400, 300, os.POSIX_FADV_WILLNEED),
                          (700, 300, os.POSIX_FADV_WILLNEED), (1000, 100, os.POSIX_FADV_WILLNEED)]
         monkeypatch.delattr(os, "posix_fadvise")
-        assert store.ask_to_read(fd, 0, 1000, 300) == 0
+        assert ask_to_read(fd, 0, 1000, 300) == 0
     finally:
         os.close(fd)

@@ -7,6 +7,7 @@ from helpers import sleepy
 
 from kit import timing
 from kit.timing import rates
+from kit.timing.rates import add_ratios
 
 
 class VirtualClock:
@@ -122,7 +123,7 @@ def test_compare_rejects_unknown_baseline():
 
 def test_add_ratios():
     df = pd.DataFrame({"variant": ["a", "b"], "examples_per_s": [10.0, 30.0]})
-    timing.add_ratios(df, ["a"])
+    add_ratios(df, ["a"])
     assert list(df["x_a"]) == [1.0, 3.0]
 
 

@@ -28,7 +28,7 @@ from kit.cases import registry
 from kit.results import new_run_id, this_machine
 from kit.util import write_json
 
-__all__ = ["run", "module", "save", "BenchResult", "BENCHES", "register"]
+__all__ = ["run", "save", "BenchResult", "BENCHES"]
 
 
 @dataclass

@@ -38,11 +38,10 @@ from kit.bench import segmentation as seg_bench
 from kit.bench import spectrogram as spec_bench
 from kit.bench.configs import CompareConfig
 from kit.cases import registry
+from kit.distribute.strategy import is_simulated
 from kit.models import audio, unet
 from kit.models.unet import segmentation_loss
 from kit.spectrogram import features
-
-__all__ = ["FEATURE_CACHE", "CompareConfig", "run", "show"]
 
 #: The loader that feeds the head alone, from the frozen backbone's feature cache. The models of the
 #: compute rows: ``backbone+head`` and ``head`` (spectrogram, ``kit.models.audio``), ``unet`` (segmentation).
@@ -158,7 +157,7 @@ def _strategies(counts: list[int]) -> tuple[dict, str]:
     distribute.make_strategy(counts[-1])  # splits the CPU before anything else starts TensorFlow
     for r in counts:
         strategies[r] = distribute.make_strategy(r)
-    devices = "CPU (simulated)" if distribute.is_simulated(strategies[counts[-1]]) else (
+    devices = "CPU (simulated)" if is_simulated(strategies[counts[-1]]) else (
         "GPU" if any("GPU" in d.upper() for d in strategies[counts[-1]].extended.worker_devices) else "CPU")
     return strategies, devices
 

@@ -14,10 +14,6 @@ from kit.bench.options import check_names, check_one_of, check_positive, counts,
 from kit.cases import registry
 from kit.util import check_int, non_negative_int, positive_float, positive_int, size_arg
 
-__all__ = ["SpectrogramConfig", "TransferConfig", "SegmentationConfig", "ScalingConfig", "CompareConfig",
-           "LoadersConfig", "SEGMENTATION_IMAGES", "SEGMENTATION_SIZE", "SEGMENTATION_SLOW", "SCALING_MODELS",
-           "SCALING_DEVICES"]
-
 _SPECTROGRAM = registry.scale_of("spectrogram")  # the users' scale, declared by the case
 _ROUNDS = "interleaved rounds: each measures every variant once, in turn (default {})"
 

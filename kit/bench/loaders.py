@@ -14,8 +14,6 @@ from kit.bench import BenchResult, print_table
 from kit.bench.configs import LoadersConfig
 from kit.cases import registry
 
-__all__ = ["LoadersConfig", "run", "show"]
-
 
 def run(config: LoadersConfig, *, log=print) -> BenchResult:
     """Every variant of the case, measured interleaved (``kit.timing.compare``): one row per variant

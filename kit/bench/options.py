@@ -24,9 +24,6 @@ import numpy as np
 
 from kit.util import check_int
 
-__all__ = ["Flag", "option", "add_arguments", "from_args", "counts", "as_dict", "check_int", "check_positive",
-           "check_one_of", "optional_path", "optional_int", "check_names"]
-
 
 @dataclass(frozen=True)
 class Flag:

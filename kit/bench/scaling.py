@@ -25,13 +25,10 @@ import pandas as pd
 
 from kit import distribute, samples, timing
 from kit.bench import BenchResult, print_table
-from kit.bench.configs import SCALING_DEVICES as DEVICES
-from kit.bench.configs import SCALING_MODELS as MODELS
 from kit.bench.configs import ScalingConfig
+from kit.distribute.strategy import is_simulated
 from kit.models import small_model
 from kit.spectrogram import FrameIndex, make_loader
-
-__all__ = ["MODELS", "DEVICES", "ScalingConfig", "run", "show"]
 
 
 def run(config: ScalingConfig, *, log=print) -> BenchResult:
@@ -113,7 +110,7 @@ def _measure(config: ScalingConfig) -> pd.DataFrame:
 
 
 def _devices(strategy) -> str:
-    if distribute.is_simulated(strategy):
+    if is_simulated(strategy):
         return "CPU (simulated)"
     return "GPU" if any("GPU" in d.upper() for d in strategy.extended.worker_devices) else "CPU"
 

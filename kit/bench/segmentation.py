@@ -28,13 +28,11 @@ from kit.bench.configs import SEGMENTATION_SIZE as DEFAULT_SIZE
 from kit.bench.configs import SEGMENTATION_SLOW as SLOW
 from kit.bench.configs import SegmentationConfig
 from kit.cases import check_shards, registry
-from kit.segmentation import VARIANTS, PairIndex, Palette, convert, default_x_dtype, make_loader
+from kit.segmentation import VARIANTS, PairIndex, Palette, convert, make_loader
 from kit.segmentation.dali import available as dali_available
+from kit.segmentation.variants import default_x_dtype
 from kit.system.pagecache import warm_page_cache
 from kit.util import format_duration
-
-__all__ = ["EPOCH", "SLOW", "DEFAULT_IMAGES", "DEFAULT_SIZE", "SegmentationConfig",
-           "default_data", "default_palette", "default_variants", "run", "show"]
 
 #: The user's epoch: 140 steps of batch 3.
 EPOCH = registry.scale_of("segmentation").examples  # the users' scale, declared by the case
@@ -95,9 +93,9 @@ def run(config: SegmentationConfig, *, log=print) -> BenchResult:
     df["batch_size"] = c.batch_size
     info = {"batch_size": c.batch_size, "size": size, "epoch_examples": EPOCH, "y": df["y"].iloc[0]}
     if c.profile:
-        from kit.segmentation.profile import pipeline_costs, profile  # keeps kit.bench.segmentation light: OpenCV
+        from kit.segmentation.profile import pipeline_costs, stage_costs  # keeps kit.bench.segmentation light: OpenCV
 
-        prof = profile(csv, c.palette, size=size)
+        prof = stage_costs(csv, c.palette, size=size)
         info["profile"] = prof.to_dict(orient="records")
         info["pipeline_costs"] = pipeline_costs(prof).to_dict(orient="records")
     return BenchResult("segmentation", df, config, info)

@@ -25,9 +25,6 @@ from kit.spectrogram.peers import available as grain_available
 from kit.system.pagecache import warm_page_cache
 from kit.util import format_duration
 
-__all__ = ["EPOCH", "DEFAULT_BATCH", "DEFAULT_FILES", "DEFAULT_FRAMES_PER_FILE", "STORED", "SpectrogramConfig",
-           "default_data", "default_variants", "plan", "warm_stores", "run", "show"]
-
 EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
 #: The user's global batch (128 per GPU on 2 GPUs).
 DEFAULT_BATCH = registry.scale_of("spectrogram").global_batch

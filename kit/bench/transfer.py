@@ -24,17 +24,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kit import store, timing
+from kit import timing
 from kit.bench import BenchResult, print_table
 from kit.bench.configs import TransferConfig
 from kit.bench.spectrogram import default_data
 from kit.cases import registry
 from kit.models import audio
 from kit.spectrogram import FrameIndex, convert, features, make_loader
+from kit.store.folder import default_workdir
 from kit.system.pagecache import warm_page_cache
 from kit.util import format_duration
-
-__all__ = ["EPOCH", "TARGETS", "CANDIDATES", "TransferConfig", "run", "show"]
 
 EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
 #: Targets of the issue, on 2 CPU cores and the default bench data.
@@ -109,7 +108,7 @@ def _measure(c: TransferConfig, index, backbone, loaders: dict, fastest: str, *,
     in interleaved rounds. Returns ``{path: [frames, seconds]}`` summed over the rounds, the
     feature cache, and the batches of (a) and (b) a round."""
     n, batch_size = len(index), c.batch_size
-    root = Path(c.workdir) if c.workdir is not None else store.default_workdir()
+    root = Path(c.workdir) if c.workdir is not None else default_workdir()
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-transfer-", dir=root) as tmp:
         # A fresh folder, so that the one-time cost is measured on every run.

@@ -10,8 +10,6 @@ import re
 from kit.cache.entries import BUSY_WAIT_S, Entry, fmt_bytes, root, scan, summary, table
 from kit.cache.trim import clean
 
-__all__ = ["parse_size", "parse_age", "register", "main"]
-
 _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12}
 _AGES = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 

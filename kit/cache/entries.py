@@ -18,13 +18,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
-from kit import samples, store
+from kit import samples
 from kit.cases.registry import unit_of_kind
 from kit.results import REQUIRED
+from kit.store.folder import MANIFEST, default_workdir, store_kind
 from kit.util import process_alive
-
-__all__ = ["BUSY_S", "BUSY_WAIT_S", "DIGESTS", "LEDGER", "Entry", "root", "classify", "scan", "digest_files",
-           "digest_rows", "fmt_bytes", "fmt_age", "summary", "table"]
 
 #: An incomplete store or sample folder changed less than this long ago is taken to be in progress.
 BUSY_S = 3600
@@ -73,7 +71,7 @@ class Entry:
 
 def root(folder: str | os.PathLike | None = None) -> Path:
     """The cache folder: ``folder``, else ``$KIT_CACHE``, else ``~/.cache/kit``."""
-    return Path(folder) if folder is not None else store.default_workdir()
+    return Path(folder) if folder is not None else default_workdir()
 
 
 def _size(path: Path) -> int:
@@ -208,9 +206,9 @@ def classify(path: Path, *, in_samples: bool = False) -> Entry:
                          kits=True, complete=False)
         return Entry(path, size, _mtime(path), "content digests", "kit.store, for store keys",
                      kits=True, holds=f"{rows:,} files")
-    kind = store.store_kind(path)  # its .kit-store marker or manifest
+    kind = store_kind(path)  # its .kit-store marker or manifest
     if kind is not None:
-        manifest = path / store.MANIFEST
+        manifest = path / MANIFEST
         try:
             d = json.loads(manifest.read_text())
         except (OSError, ValueError):
@@ -239,7 +237,7 @@ def classify(path: Path, *, in_samples: bool = False) -> Entry:
     if not in_samples and _TRANSFER_TMP.fullmatch(path.name):
         inside = {p.name for p in path.iterdir()}
         feats = path / "features"
-        if inside <= {"features"} and (not inside or (not feats.is_symlink() and store.store_kind(feats))):
+        if inside <= {"features"} and (not inside or (not feats.is_symlink() and store_kind(feats))):
             times = [t for t in (_newest(path), _newest(feats) if inside else None) if t is not None]
             return Entry(path, size, max(times) if times else None, "feature-cache (scratch)",
                          "a killed (or running) bench transfer", kits=True, complete=False)

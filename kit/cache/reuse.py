@@ -13,9 +13,6 @@ from pathlib import Path
 from kit import samples
 from kit.cache.entries import Entry, fmt_bytes, root
 
-__all__ = ["USED_ENV", "recording", "record_for_life", "used_by_others", "reuse_report"]
-
-
 _RECORDING: list[tuple[tuple[str, ...], str, set]] = []
 _HOOKED = False
 

@@ -15,10 +15,9 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from kit import samples, store
+from kit import samples
 from kit.cache.entries import BUSY_S, BUSY_WAIT_S, DIGESTS, Entry, classify, digest_files, digest_rows, root, scan
-
-__all__ = ["to_remove", "clean"]
+from kit.store.folder import LOCK
 
 
 def to_remove(entries: list[Entry], *, older_than: float | None = None,
@@ -47,7 +46,7 @@ def _free_folder(path: Path):
     (``kit.store.LOCK``, taken exclusively), False if another process held one for ``BUSY_WAIT_S``."""
     fds = []
     try:
-        for lock in [path / store.LOCK, *path.glob(f"*/{store.LOCK}")]:
+        for lock in [path / LOCK, *path.glob(f"*/{LOCK}")]:
             if lock.is_symlink():
                 continue
             try:

@@ -13,34 +13,19 @@ variant builders, each a ``Variant`` in the case's registry, built by
 * ``Variant`` and ``build_loader``: one registry entry per variant, one function
   that builds any of them, checks that tf.data service can run it, and records the
   exact example count (``kit.epochs.epoch_of``);
-* ``EpochPyDataset`` (``epoch_pydataset()`` returns it) / ``pydataset_class``: the
-  epoch-reshuffling ``keras.utils.PyDataset`` base, and a class on it from a mixin with its
-  ``load`` (``kit.cases.pydataset`` imports Keras: loaded on first use of these names);
-* ``check_shards`` / ``store_folder`` / ``shard_tags`` (``kit.cases.stores``): the shard
-  checks and the stores' folder naming; ``kit.cases.tfrecords.check_tfrecord_shard``, the
-  deep check of a TFRecord shard (it imports TensorFlow).
+* ``Case``, ``Scale``, ``SampleOption`` and ``register`` (``kit.cases.registry``): a case declares
+  itself once, and every consumer iterates the registry;
+* ``check_shards`` (``kit.cases.stores``): the shard checks of a case's stores.
+
+The rest is the kit's own, in its modules: ``kit.cases.pydataset`` (the epoch-reshuffling
+``keras.utils.PyDataset`` base; it imports Keras), ``kit.cases.stores`` (the stores' folder naming),
+``kit.cases.tfrecords`` (the deep check of a TFRecord shard; it imports TensorFlow).
 """
 
-import importlib
-
 from kit.cases.index import CsvIndex
-from kit.cases.loaders import LoaderOptions, NoOptions, Variant, VariantOptions, build_loader, graph_only
-from kit.cases.stores import check_shards, shard_tags, store_folder
+from kit.cases.loaders import LoaderOptions, Variant, VariantOptions, build_loader
+from kit.cases.registry import Case, SampleOption, Scale, register
+from kit.cases.stores import check_shards
 
-__all__ = ["LoaderOptions", "VariantOptions", "Variant", "build_loader", "check_shards",
-           # what the kit's other packages call through this one
-           "CsvIndex", "NoOptions", "graph_only", "shard_tags", "store_folder"]
-
-#: Names of ``kit.cases.pydataset`` (it imports Keras): loaded on first use, so that importing
-#: this package imports no Keras.
-_PYDATASET = ("EpochPyDataset", "epoch_pydataset", "pydataset_class")
-
-
-def __getattr__(name):
-    if name in _PYDATASET:
-        return getattr(importlib.import_module("kit.cases.pydataset"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_PYDATASET])
+__all__ = ["Case", "Scale", "SampleOption", "register", "CsvIndex", "LoaderOptions", "VariantOptions", "Variant",
+           "build_loader", "check_shards"]

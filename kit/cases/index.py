@@ -19,8 +19,6 @@ import pandas as pd
 from kit import store
 from kit.errors import DataError
 
-__all__ = ["CsvIndex"]
-
 
 class CsvIndex:
     """Base of a case's validated index (see the module docstring).

@@ -15,10 +15,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Callable, ClassVar, Mapping
 
 from kit import epochs
-from kit.distribute import SERVICE_TIMEOUT_S, through_service
+from kit.distribute.service import SERVICE_TIMEOUT_S, through_service
 from kit.util import check_int
-
-__all__ = ["LoaderOptions", "VariantOptions", "NoOptions", "Variant", "build_loader", "graph_only"]
 
 
 @dataclass(frozen=True)

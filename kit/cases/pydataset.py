@@ -17,8 +17,6 @@ import keras
 
 from kit.epochs import epoch_order, num_batches
 
-__all__ = ["EpochPyDataset", "epoch_pydataset", "pydataset_class"]
-
 
 class EpochPyDataset(keras.utils.PyDataset):
     """Batches of an index's rows; reshuffles at every epoch's end.

@@ -20,9 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["Scale", "SampleOption", "Case", "register", "cases", "get", "names", "scale_of", "for_index", "unit",
-           "unit_of_kind", "BUILTIN"]
-
 #: The modules that declare the kit's own cases (each calls ``register`` when imported).
 BUILTIN = ("kit.spectrogram.case", "kit.segmentation.case")
 

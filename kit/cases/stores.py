@@ -13,13 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from kit import store
-
-__all__ = ["store_folder", "shard_tags", "check_shards"]
+from kit.store.folder import default_workdir
 
 
 def store_folder(case: str, fmt: str, key: str, workdir=None) -> Path:
     """The content-keyed folder of a ``case`` store in format ``fmt`` under ``workdir``."""
-    root = Path(workdir) if workdir is not None else store.default_workdir()
+    root = Path(workdir) if workdir is not None else default_workdir()
     return root / f"{case}-{fmt}-{key[:16]}"
 
 

@@ -8,8 +8,6 @@ from typing import Callable
 
 import tensorflow as tf
 
-__all__ = ["check_tfrecord_shard"]
-
 
 def check_tfrecord_shard(path: Path, count: int, parse: Callable, *, batch: int | None = 256,
                          inspect: Callable | None = None) -> str | None:

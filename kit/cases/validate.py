@@ -25,18 +25,6 @@ import pandas as pd
 
 from kit.errors import DataError
 
-__all__ = [
-    'CLASSES_FILE',
-    'ID_SLACK',
-    'read_classes',
-    'check_names',
-    'resolve_classes',
-    'class_ids',
-    'check_unique_rows',
-    'NONFINITE',
-    'check_finite',
-]
-
 #: The file beside an index that lists its class names, one a line, in id order.
 CLASSES_FILE = "classes.txt"
 #: Integer labels without a class list: the largest id may be at most this many past

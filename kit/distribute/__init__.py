@@ -7,29 +7,36 @@ Importing this package imports no case and no TensorFlow: the modules that impor
 load on the first use of one of their names.
 """
 
-import importlib
+from __future__ import annotations
 
-from kit.distribute.service import (
-    SERVICE_TIMEOUT_S,
-    ServiceTimeoutError,
-    local_service,
-    service_problems,
-    through_service,
-)
+import importlib
+from typing import TYPE_CHECKING
+
+from kit.distribute.local_servers import local_service
+from kit.distribute.service import ServiceTimeoutError, service_problems
+
+if TYPE_CHECKING:
+    from kit.distribute.input import PATTERNS, distributed_loader, local_batches
+    from kit.distribute.multiworker import multi_worker_strategy, tf_config, train_steps, weights_digest
+    from kit.distribute.strategy import (
+        SIMULATED_REPLICAS,
+        describe,
+        global_batch_size,
+        make_strategy,
+        per_replica_batch_size,
+    )
 
 #: The names of the modules that import TensorFlow (and Keras) at their top: loaded on first use.
 _LAZY = {
-    **dict.fromkeys(["PATTERNS", "distributed_loader", "local_batches", "shard_rows"], "kit.distribute.input"),
-    **dict.fromkeys(["multi_worker_strategy", "run_multiworker", "tf_config", "train_steps", "weights_digest"],
-                    "kit.distribute.multiworker"),
-    **dict.fromkeys(["SIMULATED_REPLICAS", "describe", "global_batch_size", "is_simulated", "make_strategy",
-                     "per_replica_batch_size", "split_cpu"], "kit.distribute.strategy"),
+    **dict.fromkeys(["PATTERNS", "distributed_loader", "local_batches"], "kit.distribute.input"),
+    **dict.fromkeys(["multi_worker_strategy", "tf_config", "train_steps", "weights_digest"], "kit.distribute.multiworker"),
+    **dict.fromkeys(["SIMULATED_REPLICAS", "describe", "global_batch_size", "make_strategy", "per_replica_batch_size"],
+                    "kit.distribute.strategy"),
 }
 
 __all__ = ["SIMULATED_REPLICAS", "PATTERNS", "make_strategy", "describe", "global_batch_size",
            "per_replica_batch_size", "distributed_loader", "local_batches", "train_steps", "weights_digest",
-           "tf_config", "multi_worker_strategy", "service_problems", "through_service", "local_service",
-           "SERVICE_TIMEOUT_S", "ServiceTimeoutError"]
+           "tf_config", "multi_worker_strategy", "service_problems", "local_service", "ServiceTimeoutError"]
 
 
 def __getattr__(name):

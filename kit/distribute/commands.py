@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from kit.distribute.service import BIND_NOTE, DEFAULT_BIND, run_dispatcher, run_worker
+from kit.distribute.servers import BIND_NOTE, DEFAULT_BIND, run_dispatcher, run_worker
 from kit.util import port_number, positive_float
-
-__all__ = ["register"]
 
 
 def register(sub) -> None:

@@ -10,8 +10,6 @@ import tensorflow as tf
 
 from kit.distribute.strategy import global_batch_size
 
-__all__ = ["PATTERNS", "shard_rows", "distributed_loader", "local_batches"]
-
 #: The two input patterns of ``distributed_loader``.
 PATTERNS = {
     "global": "one pipeline batched at the global batch; experimental_distribute_dataset splits each batch",

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from kit.distribute.servers import DEFAULT_BIND, WILDCARDS, check_bind, free_port
 from kit.util import check_int
 
-__all__ = ["LocalService", "local_service"]
-
 
 @dataclass
 class LocalService:

@@ -13,10 +13,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kit.distribute.service import parse_address
+from kit.distribute.servers import parse_address
 from kit.distribute.strategy import global_batch_size
-
-__all__ = ["tf_config", "multi_worker_strategy", "train_steps", "weights_digest", "run_multiworker"]
 
 
 def tf_config(workers: Sequence[str], index: int) -> dict:

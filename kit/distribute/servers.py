@@ -12,10 +12,6 @@ import signal
 import socket
 import time
 
-__all__ = ["DEFAULT_BIND", "BIND_NOTE", "WILDCARDS", "parse_address", "check_bind", "free_port", "run_dispatcher",
-           "run_worker"]
-
-
 _ADDRESS = re.compile(r"^(?:(?P<proto>grpc)://)?(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.\-]+):(?P<port>\d{1,5})$")
 
 

@@ -14,15 +14,9 @@ import threading
 import time
 import weakref
 
-from kit.distribute.local_servers import LocalService, local_service
-from kit.distribute.servers import BIND_NOTE, DEFAULT_BIND, free_port, parse_address, run_dispatcher, run_worker
+from kit.distribute.servers import parse_address
 from kit.epochs import epoch_of
 from kit.util import check_int
-
-__all__ = ["PYTHON_OPS", "UNSPLITTABLE_OPS", "DISPATCHER_TIMEOUT_S", "SERVICE_TIMEOUT_S", "DEFAULT_BIND",
-           "parse_address", "python_ops", "service_problems", "through_service", "check_dispatcher",
-           "ServiceTimeoutError", "free_port", "run_dispatcher", "run_worker", "LocalService", "local_service",
-           "BIND_NOTE"]
 
 #: Ops that call back into Python: a tf.data service worker cannot run them.
 PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc", "GeneratorDataset"})

@@ -8,9 +8,6 @@ import tensorflow as tf
 
 from kit.util import check_int
 
-__all__ = ["SIMULATED_REPLICAS", "DEVICE_CHOICES", "split_cpu", "make_strategy", "is_simulated", "describe",
-           "global_batch_size", "per_replica_batch_size"]
-
 #: Logical CPU devices ``make_strategy()`` makes when there is no GPU and no count is given.
 SIMULATED_REPLICAS = 2
 

@@ -19,30 +19,23 @@ Finding codes (``CODES``), each with its kind and meaning:
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from kit.doctor.cli import load_attr, register
-from kit.doctor.findings import CODES, SYMPTOMS, Finding, table
+from kit.doctor.cli import load_attr
+from kit.doctor.findings import CODES, Finding
 from kit.doctor.report import Diagnosis
+
+if TYPE_CHECKING:
+    from kit.doctor.diagnosis import diagnose
+    from kit.doctor.measure import compare_fits
 
 __doc__ = (__doc__ or "") + "\n".join(f"* ``{code}``, {kind}: {meaning}" for code, (meaning, kind, _) in CODES.items()) + "\n"
 
 #: Names from the modules that import TensorFlow or Keras: loaded on first use, so that importing
-#: this package (as ``python -m kit --help`` does) imports neither.
-_LAZY = {
-    "diagnose": "kit.doctor.diagnosis",
-    "SHUFFLE_SHARE": "kit.doctor.graph",
-    "pipeline_graph": "kit.doctor.graph",
-    "pipeline_ops": "kit.doctor.graph",
-    "compare_fits": "kit.doctor.measure",
-    "measure_loader": "kit.doctor.loader",
-    "record_trace": "kit.doctor.measure",
-    "AMPLIFICATION_FACTOR": "kit.doctor.rules",
-    "AMPLIFICATION_MIN_BYTES": "kit.doctor.rules",
-    "COMPUTE_BOUND_HEADROOM": "kit.doctor.rules",
-    "INPUT_BOUND_HEADROOM": "kit.doctor.rules",
-}
+#: this package imports neither.
+_LAZY = {"diagnose": "kit.doctor.diagnosis", "compare_fits": "kit.doctor.measure"}
 
-__all__ = ["CODES", "SYMPTOMS", "Diagnosis", "Finding", "compare_fits", "diagnose", "load_attr", "register", "table"]
+__all__ = ["diagnose", "compare_fits", "Diagnosis", "Finding", "CODES", "load_attr"]
 
 
 def __getattr__(name):

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from kit import timing
 from kit.doctor.sources import loop
+from kit.timing.batches import batch_size_of
 from kit.util import process_io, usable_cpus
 
 
@@ -121,7 +122,7 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
 
 def batching_rate(batch, *, max_seconds: float) -> float:
     """Examples/s of batching alone: the first example of ``batch`` replayed from memory and batched."""
-    size = timing.batch_size_of(batch)
+    size = batch_size_of(batch)
     example = tf.nest.map_structure(lambda t: t[0], batch)
     ds = tf.data.Dataset.from_tensors(example).repeat().batch(size)
     return timing.measure(loop(ds, [], "batching alone"), warmup=1, max_seconds=max_seconds).examples_per_s

@@ -26,6 +26,8 @@ from kit.doctor.sources import (
     is_dataset,
     shapes,
 )
+from kit.timing.batches import batch_size_of
+from kit.timing.rates import add_ratios
 
 
 def clone(model, batch=None):
@@ -237,7 +239,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     cpu = wall = 0.0
     each = max_seconds / (2 * rounds)
     plain = is_dataset(source)
-    size = timing.batch_size_of(batch) if plain else 0  # plain_fit counts whole batches
+    size = batch_size_of(batch) if plain else 0  # plain_fit counts whole batches
     ceiling = tf.data.Dataset.from_tensors(batch) if plain else replay(batch)
 
     def straddles() -> bool:
@@ -325,7 +327,7 @@ def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = Fa
         return None, why
     head.compile_from_config(copy.get_compile_config())
     if plain:
-        size = timing.batch_size_of(batch)
+        size = batch_size_of(batch)
         replayed = tf.data.Dataset.from_tensors((features, *ys))
         return plain_fit(head, replayed, batch_size=size, max_seconds=max_seconds)["examples_per_s"], ""
     return pooled([timed_fit(head, replay((features, *ys)), max_seconds=max_seconds)]), ""
@@ -385,7 +387,7 @@ def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float 
              "steps": sum(len(r["steps"]) for r in rs)} for name, rs in results.items()]
     df = pd.DataFrame(rows)
     if baseline is not None:
-        timing.add_ratios(df, [baseline])
+        add_ratios(df, [baseline])
         # The spread: each round's ratio against the baseline's run in the same round.
         ratios = {name: [pooled([r]) / pooled([b]) for r, b in zip(rs, results[baseline])]
                   for name, rs in results.items()}

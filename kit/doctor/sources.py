@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from kit import timing
-from kit.timing.batches import known_length
+from kit.timing.batches import batch_size_of, known_length
 
 
 def is_dataset(obj) -> bool:
@@ -81,7 +81,7 @@ def first_batch(source, name: str):
         if close is not None:
             close()
     try:
-        n = timing.batch_size_of(batch)
+        n = batch_size_of(batch)
     except (ValueError, TypeError) as e:
         raise ValueError(f"{name} does not yield batches: {e}") from None
     return batch, n
@@ -98,7 +98,7 @@ class Counted:
         sizes: list[int] = []
         self.epochs.append(sizes)
         for batch in timing.iterate(self.source):
-            sizes.append(timing.batch_size_of(batch))
+            sizes.append(batch_size_of(batch))
             yield batch
 
     def __len__(self):
@@ -118,7 +118,7 @@ def loop(source, sizes: list, what: str = "the loader alone"):
             for batch in batches:
                 empty = False
                 PROGRESS.arrived()
-                sizes.append(timing.batch_size_of(batch))
+                sizes.append(batch_size_of(batch))
                 yield batch
         finally:  # closed early (measure_loader's window ended): the epoch ends now
             close = getattr(batches, "close", None)

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Epoch", "num_batches", "epoch_order", "record", "epoch_of", "not_resumable", "NotResumableError"]
+#: What a user asks of a kit loader; the rest serves the kit's own loaders.
+__all__ = ["Epoch", "epoch_of", "NotResumableError"]
 
 
 def num_batches(n: int, batch_size: int) -> int:

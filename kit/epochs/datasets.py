@@ -22,9 +22,6 @@ import tensorflow as tf
 
 from kit.epochs import NotResumableError, num_batches, record, why_not_resumable
 
-__all__ = ["order_dataset", "order_batches", "block_order_dataset", "BLOCK_FRAMES", "WINDOW_BLOCKS", "window_seeds",
-           "finish", "untuned_options", "iterator_checkpoint"]
-
 
 def order_dataset(n: int, opts, *, splittable: bool = False):
     """Row positions 0..n-1 as a ``tf.data.Dataset``, reshuffled every iteration when

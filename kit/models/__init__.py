@@ -1,17 +1,46 @@
-"""Models of the walkthrough: an audio backbone and head (``audio``), a small U-Net (``unet``) and the
-small conv net the demos and benches train (``small_model``). Imports no Keras until one is used.
+"""Models of the walkthrough: the audio backbone and its head (``audio_backbone``, ``audio_head``,
+joined by ``transfer_model`` and compiled by ``compile_classifier``; ``cost`` and ``training_flops``
+count their work), a small U-Net for the segmentation case (``unet_model``, ``segmentation_loss``)
+and the small conv net the demos and benches train (``small_model``). Each loads Keras on its
+first use, so that importing this package imports none.
 """
 
-import importlib
+from __future__ import annotations
 
-__all__ = ["audio", "unet", "small", "small_model"]
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kit.models.audio import backbone as audio_backbone
+    from kit.models.audio import compile_classifier, cost, training_flops, transfer_model
+    from kit.models.audio import head as audio_head
+    from kit.models.small import small_model
+    from kit.models.unet import segmentation_loss
+    from kit.models.unet import unet as unet_model
+
+#: name -> (module, its name there): each module imports Keras, loaded on first use.
+_LAZY = {
+    "audio_backbone": ("kit.models.audio", "backbone"),
+    "audio_head": ("kit.models.audio", "head"),
+    "transfer_model": ("kit.models.audio", "transfer_model"),
+    "compile_classifier": ("kit.models.audio", "compile_classifier"),
+    "cost": ("kit.models.audio", "cost"),
+    "training_flops": ("kit.models.audio", "training_flops"),
+    "unet_model": ("kit.models.unet", "unet"),
+    "segmentation_loss": ("kit.models.unet", "segmentation_loss"),
+    "small_model": ("kit.models.small", "small_model"),
+}
+
+__all__ = ["audio_backbone", "audio_head", "transfer_model", "compile_classifier", "cost", "training_flops",
+           "unet_model", "segmentation_loss", "small_model"]
 
 
 def __getattr__(name):
-    if name == "small_model":  # kit.models.small imports Keras: loaded on first use
-        return importlib.import_module("kit.models.small").small_model
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted([*globals(), "small_model"])
+    return sorted([*globals(), *_LAZY])

@@ -18,9 +18,6 @@ from keras import layers
 
 from kit.util import check_int
 
-__all__ = ["FRAME_SHAPE", "EMBEDDING_DIM", "LAYERS", "backbone", "head", "transfer_model", "compile_classifier", "Cost",
-           "cost", "layer_macs", "training_flops", "leaf_layers"]
-
 #: Input frame of YAMNet: 96 time steps of 10 ms by 64 mel bands, one channel.
 FRAME_SHAPE = (96, 64, 1)
 #: Width of the embedding (the output of global average pooling).

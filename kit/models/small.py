@@ -6,8 +6,6 @@ import keras
 
 from kit.util import check_int
 
-__all__ = ["small_model"]
-
 
 def small_model(frame_shape, classes: int, *, seed: int = 0, width: int = 1, head_only: bool = False):
     """A small classifier of ``(H, W, 1)`` frames (``frame_shape``: ``(H, W)``), outputting logits: two

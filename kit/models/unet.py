@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from kit.util import check_int
 
-__all__ = ["unet", "segmentation_loss"]
-
 
 def unet(num_classes: int, *, input_shape=(None, None, 3), input_dtype: str = "float32", filters: int = 16,
          depth: int = 3, name: str = "unet"):

@@ -19,9 +19,6 @@ from kit.plots import BOUND_COLOURS, epoch_text, log_ticks
 from kit.timing.epoch_model import best_next_change, compute_rate_from_step, epoch_table
 from kit.util import format_duration
 
-__all__ = ["headless", "Choice", "interactive", "EpochExplorer", "epoch_explorer", "epoch_explorer_static",
-           "figure_widget"]
-
 #: The explorer's scaling choices: the measured efficiency (Amdahl's law beyond it), or one assumed.
 _EFFICIENCY_CHOICES = {"measured": None, "linear (1.0)": 1.0, **{f"{e:.1f} assumed": e for e in (0.9, 0.8, 0.7, 0.6, 0.5)}}
 _EFFICIENCY_KEYS = {v: k for k, v in _EFFICIENCY_CHOICES.items()}

@@ -14,8 +14,6 @@ from pathlib import Path
 from kit.report.html import write_atomic
 from kit.report.index import NOTEBOOK_ENV, RECORD_MIME, RUN_ENV, RUN_ID_ENV
 
-__all__ = ["RECORD_MIME", "RUN_ENV", "RUN_ID_ENV", "NOTEBOOK_ENV", "lesson", "figure", "shared", "show"]
-
 
 def fast() -> bool:
     """True when ``KIT_FAST=1`` (``make test``): the notebooks shrink to seconds."""

@@ -16,8 +16,6 @@ from kit.notebook.records import fast, shell, show
 from kit.report.noise import keep_stderr_quiet
 from kit.util import VERSION_FLOORS
 
-__all__ = ["setup", "versions", "fast", "headline", "FAST_NOTE"]
-
 #: Keras warnings that do not apply to the kit's loaders.
 _IGNORED = (
     ".*shuffle=True.*",      # kit loaders shuffle themselves (every epoch, seeded)

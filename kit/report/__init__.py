@@ -4,9 +4,6 @@ noise kept out (``noise``).
 """
 
 from kit.report.html import ReportError, to_html
-from kit.report.noise import quiet_stderr
 from kit.report.run import execute, run_notebooks
 
-__all__ = ["run_notebooks", "execute", "to_html", "ReportError",
-           # what the kit's other packages call through this one
-           "quiet_stderr"]
+__all__ = ["run_notebooks", "execute", "to_html", "ReportError"]

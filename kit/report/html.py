@@ -18,9 +18,6 @@ import plotly.io as pio
 from jinja2 import DictLoader
 from plotly.offline import get_plotlyjs
 
-__all__ = ["GENERATOR", "MARK", "ReportError", "write_atomic", "FAST_BANNER", "PLOTLYJS", "last_line", "slim",
-           "to_html", "write_plotlyjs", "is_kits", "describe"]
-
 GENERATOR = "kit.report"
 #: The marker in the head of every HTML page the kit writes.
 MARK = f'<meta name="generator" content="{GENERATOR}">'

@@ -17,9 +17,6 @@ from pathlib import Path
 from kit.report.html import _PLOTLY_MIME, FAST_BANNER, MARK, PLOTLYJS, ReportError, is_kits, write_atomic
 from kit.util import format_duration
 
-__all__ = ["RECORD_MIME", "RUN_ENV", "RUN_ID_ENV", "NOTEBOOK_ENV", "RUN_FOLDER", "HEADLINES", "Entry", "headline_output", "thumbnail", "records", "headlines", "disagreements",
-           "summary_lines", "format_run_time", "write_index"]
-
 #: The output type of what a notebook states through ``kit.notebook`` (``kit.notebook.records``).
 RECORD_MIME = "application/vnd.kit.record+json"
 #: What ``run_notebooks`` tells each kernel: the run's folder of shared figures, the run's id and

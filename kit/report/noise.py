@@ -14,8 +14,6 @@ import subprocess
 import sys
 from contextlib import contextmanager
 
-__all__ = ["NOISE", "is_noise", "quiet_stderr", "keep_stderr_quiet", "clean"]
-
 #: Lines of stream output that are start-up noise, not results. TF_CPP_MIN_LOG_LEVEL does not
 #: silence the absl banner nor the lines logged before absl is initialised (TF 2.21).
 NOISE = [

@@ -39,8 +39,6 @@ from kit.report.index import (
 )
 from kit.report.noise import clean
 
-__all__ = ["QUIET_ENV", "execute", "notebooks", "run_notebooks"]
-
 #: Environment of the kernels ``kit.report`` starts (a caller's ``env`` or an already set variable wins):
 #: TensorFlow's C++ errors only, progress bars as text (``kit.progress``), figures as plotly's JSON only.
 QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "KIT_PROGRESS": "text", "PLOTLY_RENDERER": "plotly_mimetype"}

@@ -1,14 +1,41 @@
 """Segmentation case (seed 004): 512x512 PNG images with colour-coded PNG masks: the validated pairs
 and palette (``PairIndex``, ``Palette``), every loader variant (``make_loader``), the class-index
-conversion (``convert``), per-stage costs (``profile``, imports TensorFlow) and the DALI peer (``dali``).
+conversion (``convert``), what each stage of a pair costs (``stage_costs``, added up per variant by
+``pipeline_costs``; they import TensorFlow and OpenCV, loaded on first use) and whether the DALI peer
+can run here (``dali_available``).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 from kit.segmentation.case import USER_REPORT
 from kit.segmentation.convert import convert
 from kit.segmentation.index import PairIndex, Palette
-from kit.segmentation.variants import GRAPH_ONLY, VARIANTS, default_x_dtype, make_loader
+from kit.segmentation.variants import GRAPH_ONLY, VARIANTS, make_loader
 
-__all__ = ["PairIndex", "Palette", "make_loader", "VARIANTS", "GRAPH_ONLY", "convert", "USER_REPORT",
-           "profile", "dali",
-           # what the kit's other packages call through this one
-           "default_x_dtype"]
+if TYPE_CHECKING:
+    from kit.segmentation.dali import available as dali_available
+    from kit.segmentation.profile import pipeline_costs, stage_costs
+
+#: name -> (module, its name there), loaded on first use: ``profile`` imports TensorFlow and OpenCV.
+_LAZY = {
+    "stage_costs": ("kit.segmentation.profile", "stage_costs"),
+    "pipeline_costs": ("kit.segmentation.profile", "pipeline_costs"),
+    "dali_available": ("kit.segmentation.dali", "available"),
+}
+
+__all__ = ["PairIndex", "Palette", "make_loader", "VARIANTS", "GRAPH_ONLY", "convert", "USER_REPORT", "stage_costs",
+           "pipeline_costs", "dali_available"]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_LAZY])

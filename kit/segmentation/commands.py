@@ -8,8 +8,6 @@ from kit.segmentation import PairIndex, Palette, convert
 from kit.segmentation.convert import DEFAULT_SHARD_MB
 from kit.util import non_negative_int, positive_float, positive_int, size_arg
 
-__all__ = ["register"]
-
 
 def register(sub) -> None:
     p = sub["convert"].add_parser(

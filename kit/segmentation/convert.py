@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from kit import store
-from kit.cases import shard_tags, store_folder
+from kit.cases.stores import shard_tags, store_folder
 from kit.segmentation.index import PairIndex, Palette, as_size
+from kit.store.checks import register_check
+from kit.store.files import load_npy, open_memmap
+from kit.store.manifest import FORMAT_VERSION
 from kit.util import check_int, usable_cpus
-
-__all__ = ["convert", "parse_batch", "open_memmap_store", "store_key", "default_folder", "FORMATS",
-           "DEFAULT_SHARD_MB"]
 
 FORMATS = ("memmap", "tfrecord")
 #: 100 MB shards (about 95 pairs at 512x512): large enough to stream, small enough that an
@@ -32,7 +32,7 @@ DEFAULT_SHARD_MB = 100
 
 def store_key(index: PairIndex, palette: Palette, size, fmt: str, **options) -> str:
     return store.fingerprint("segmentation", fmt, index.fingerprint(), palette.fingerprint(),
-                             list(as_size(size)), options, store.FORMAT_VERSION)
+                             list(as_size(size)), options, FORMAT_VERSION)
 
 
 def default_folder(index: PairIndex, palette: Palette, size, fmt: str, workdir=None, **options) -> Path:
@@ -95,7 +95,7 @@ def _memmap(index, palette, size, folder, key, meta, per_shard, workers, progres
     def write(shard: store.Shard, tmp: Path, advance):
         what, rows = shard.task
         shape = (len(rows),) + size + ((3,) if what == "images" else ())
-        mm = store.open_memmap(tmp, dtype=np.uint8, shape=shape)
+        mm = open_memmap(tmp, dtype=np.uint8, shape=shape)
         for j, r in enumerate(rows):
             if what == "images":
                 mm[j] = index.read_image(int(r), size)
@@ -115,20 +115,20 @@ def open_memmap_store(folder: Path, manifest: store.Manifest):
     images: list[np.ndarray] = []
     labels: list[np.ndarray] = []
     for s in manifest.shards:
-        arr = store.load_npy(Path(folder) / s.name)
+        arr = load_npy(Path(folder) / s.name)
         (images if s.name.startswith("images-") else labels).append(arr)
     starts = np.array([a for a, _ in manifest.meta["shard_rows"]] + [manifest.meta["count"]])
     return images, labels, starts
 
 
-@store.register_check("segmentation-memmap")
+@register_check("segmentation-memmap")
 def _check_memmap(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     name = shard.name
     k = [s.name for s in manifest.shards if s.name.startswith(name.split("-")[0])].index(name)
     a, b = manifest.meta["shard_rows"][k]
     size = tuple(manifest.meta["size"])
     try:
-        arr = store.load_npy(folder / name)
+        arr = load_npy(folder / name)
     except ValueError as e:
         return f"not a readable .npy ({e})"
     want = (b - a,) + size + ((3,) if name.startswith("images-") else ())
@@ -186,7 +186,7 @@ def parse_batch(serialized, size):
     return x, y
 
 
-@store.register_check("segmentation-tfrecord")
+@register_check("segmentation-tfrecord")
 def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     size = tuple(manifest.meta["size"])
     from kit.cases.tfrecords import check_tfrecord_shard  # imports TensorFlow

@@ -27,8 +27,6 @@ from kit.errors import DataError
 from kit.segmentation.index import _PNG_END, UNKNOWN, PairIndex, Palette
 from kit.util import usable_cpus
 
-__all__ = ["DaliOptions", "available", "make_dali", "lookup_keys"]
-
 DEVICES = ("cpu", "gpu")
 #: Batches DALI prepares ahead (its default).
 PREFETCH = 2

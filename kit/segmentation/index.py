@@ -27,8 +27,7 @@ from kit import store
 from kit.cases import CsvIndex, validate
 from kit.errors import DataError
 from kit.progress import tqdm
-
-__all__ = ["PairIndex", "Palette", "crop_or_pad", "read_rgb", "as_size", "MODES", "UNKNOWN"]
+from kit.store.keys import files_fingerprint
 
 #: Pillow modes of 8-bit images that every decoder (Pillow, OpenCV, TensorFlow) turns into the same RGB.
 MODES = ("1", "L", "LA", "P", "PA", "RGB", "RGBA", "RGBX")
@@ -278,7 +277,7 @@ class PairIndex(CsvIndex):
         validate.check_unique_rows([np.asarray(images)], np.asarray(labels), lambda i: f"{name} line {i + 2}",
                                    "image")
         split = cls.split_column(df)
-        key = [images, labels, store.files_fingerprint(images), store.files_fingerprint(labels)]
+        key = [images, labels, files_fingerprint(images), files_fingerprint(labels)]
         return cls(csv_path, tuple(images), tuple(labels), sizes[:, 0], sizes[:, 1],
                    np.arange(len(df)) + 2, split, key)
 

@@ -18,15 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from kit.cases import (
-    LoaderOptions,
-    NoOptions,
-    Variant,
-    VariantOptions,
-    build_loader,
-    check_shards,
-    graph_only,
-)
+from kit.cases import LoaderOptions, Variant, VariantOptions, build_loader, check_shards
+from kit.cases.loaders import NoOptions, graph_only
 from kit.cases.pydataset import EpochPyDataset
 from kit.epochs import not_resumable, num_batches, record
 from kit.epochs.datasets import finish, order_batches, order_dataset
@@ -36,9 +29,6 @@ from kit.segmentation.dali import DaliOptions, make_dali
 from kit.segmentation.index import UNKNOWN, PairIndex, Palette, crop_or_pad
 from kit.segmentation.variants import GRAPH_ONLY, VARIANTS, X_DTYPES, default_x_dtype
 from kit.util import usable_cpus
-
-__all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "REGISTRY", "X_DTYPES", "default_x_dtype",
-           "PairOptions", "PairSequence", "SequenceOptions", "WorkerSequenceOptions", "NaiveOptions", "ClassIndexOptions"]
 
 
 @dataclass(frozen=True)

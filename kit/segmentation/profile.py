@@ -16,8 +16,6 @@ import tensorflow as tf
 from kit.segmentation.index import PairIndex, Palette, as_size, crop_or_pad
 from kit.system.pagecache import warm_page_cache
 
-__all__ = ["PIPELINES", "profile", "pipeline_costs"]
-
 
 def _per_pair_ms(fn, items, repeat: int) -> float:
     fn(items[0])
@@ -45,7 +43,7 @@ def _tf_per_pair_ms(make_ds, n: int) -> float:
     return max(timed(make_ds(None)) - base, 0.0)
 
 
-def profile(data, palette=None, *, pairs: int = 8, size=512, repeat: int = 3) -> pd.DataFrame:
+def stage_costs(data, palette=None, *, pairs: int = 8, size=512, repeat: int = 3) -> pd.DataFrame:
     """What one pair of the index CSV ``data`` costs in each stage, in ms, on one core: NumPy/OpenCV
     stages in a plain loop, TensorFlow's in a sequential ``tf.data`` map (its own cost per element
     subtracted); decoding reads the files from the page cache.
@@ -166,7 +164,7 @@ PIPELINES = {
 
 
 def pipeline_costs(costs: pd.DataFrame) -> pd.DataFrame:
-    """Adds up ``profile``'s stages per variant of ``PIPELINES``: ``ms_per_pair``, ``decode_ms``,
+    """Adds up ``stage_costs``' stages per variant of ``PIPELINES``: ``ms_per_pair``, ``decode_ms``,
     ``colour_loop_ms``, ``colour_loop_share`` and ``pairs_per_s_one_core`` (1000 / ms_per_pair)."""
     rows = []
     for variant, (library, stages) in PIPELINES.items():

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-__all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "X_DTYPES", "default_x_dtype"]
-
 X_DTYPES = ("float32", "uint8")
 
 #: name -> one-line description (``kit.segmentation.loaders.REGISTRY`` holds their builders).

@@ -14,6 +14,7 @@ from kit.util import positive_int
 #: two GPUs at global batch 256, read through a generator that np.loads each frame's whole file.
 USER_EPOCH_S = 40 * 3600.0
 USER_FRAMES, USER_GPUS, USER_GLOBAL_BATCH = 1_000_000, 2, 256
+#: What the user reported (seed 000), as one table: their epoch in seconds, its frames, GPUs and global batch.
 USER_REPORT = {"epoch_s": USER_EPOCH_S, "frames": USER_FRAMES, "gpus": USER_GPUS, "global_batch": USER_GLOBAL_BATCH}
 
 

@@ -11,8 +11,6 @@ from kit.spectrogram import FrameIndex, convert, make_loader
 from kit.spectrogram.convert import DEFAULT_SHARD_MB
 from kit.util import non_negative_int, positive_float, positive_int, write_json
 
-__all__ = ["register"]
-
 
 def register(sub) -> None:
     p = sub["convert"].add_parser(
@@ -62,9 +60,11 @@ def _convert(args) -> int:
 
 
 def _multiworker(args) -> int:
+    from kit.distribute.multiworker import run_multiworker  # imports TensorFlow: not at the command line's start
+
     frames = FrameIndex.from_csv(args.csv or samples.embedded("spectrogram"))
     make = functools.partial(make_loader, args.variant, shuffle=False, progress=False)
-    out = distribute.run_multiworker(
+    out = run_multiworker(
         workers=args.workers, index=args.index, per_replica_batch=args.per_replica_batch, steps=args.steps,
         make_data=lambda strategy: distribute.distributed_loader(
             strategy, make, frames, per_replica_batch=args.per_replica_batch, pattern="per_replica"),

@@ -39,15 +39,15 @@ from pathlib import Path
 import numpy as np
 
 from kit import store
-from kit.cases import shard_tags, store_folder, validate
+from kit.cases import validate
+from kit.cases.stores import shard_tags, store_folder
 from kit.spectrogram.index import FrameIndex, open_frames
 from kit.spectrogram.peers import available, require
+from kit.store.checks import check_open, register_check
+from kit.store.files import load_npy, open_memmap
+from kit.store.folder import store_lock
+from kit.store.manifest import FORMAT_VERSION
 from kit.util import usable_cpus
-
-__all__ = ["convert", "decode_records", "parse_examples", "TFEXAMPLE_FORMAT", "store_key", "default_folder", "FORMATS", "DEFAULT_SHARD_MB",
-           "DEFAULT_RECORD_FRAMES", "TFRECORD_FORMAT", "STORE_DTYPES", "records_dtype",
-           "ARRAYRECORD_FORMAT", "ARRAYRECORD_LAYOUT", "ARRAYRECORD_WRITER_OPTIONS", "record_dtype",
-           "arrayrecord_dtype", "examples_dtype"]
 
 FORMATS = ("memmap", "tfrecord", "tfexample", "arrayrecord")
 #: 100 MB shards: a few shards per core keeps the interleaved reads busy while each file
@@ -81,7 +81,7 @@ _LAYOUTS = {"tfrecord": TFRECORD_FORMAT, "tfexample": TFEXAMPLE_FORMAT, "arrayre
 
 
 def store_key(index: FrameIndex, fmt: str, **options) -> str:
-    return store.fingerprint("spectrogram", fmt, index.fingerprint(), options, store.FORMAT_VERSION)
+    return store.fingerprint("spectrogram", fmt, index.fingerprint(), options, FORMAT_VERSION)
 
 
 def default_folder(index: FrameIndex, fmt: str, workdir=None, **options) -> Path:
@@ -147,8 +147,8 @@ def convert(index: FrameIndex, to: str, out=None, *, workdir=None, shard_mb: flo
         m = store.complete(folder)
         if m is not None and m.kind == f"spectrogram-{to}" and m.meta.get("index_key") == meta["index_key"] \
                 and (to == "memmap" or m.meta.get("options", {}).get("format") == _LAYOUTS[to]):
-            with store.store_lock(folder, shared=True):
-                store.check_open(folder, m, full=check, progress=progress)
+            with store_lock(folder, shared=True):
+                check_open(folder, m, full=check, progress=progress)
             return folder, m
     if to == "memmap":
         return folder, _memmap(index, folder, key, meta, progress, check)
@@ -192,7 +192,7 @@ def _memmap(index: FrameIndex, folder: Path, key: str, meta: dict, progress, che
             with open(tmp, "wb") as f:
                 np.save(f, index.labels.astype(np.int64))
             return
-        mm = store.open_memmap(tmp, dtype=meta["dtype"], shape=(n,) + index.frame_shape)
+        mm = open_memmap(tmp, dtype=meta["dtype"], shape=(n,) + index.frame_shape)
         for k, rows in index.rows_by_file():
             mm[rows] = _frames_as(index, k, index.frames[rows], rows, meta["dtype"], meta["nonfinite"])
             advance(len(rows))
@@ -228,11 +228,11 @@ def _count(manifest: store.Manifest) -> int:
     return int(manifest.meta.get("count", manifest.count))
 
 
-@store.register_check("spectrogram-memmap")
+@register_check("spectrogram-memmap")
 def _check_memmap(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     n = _count(manifest)
     try:
-        arr = store.load_npy(folder / shard.name)
+        arr = load_npy(folder / shard.name)
     except ValueError as e:
         return f"not a readable .npy ({e})"
     want = (n,) + tuple(manifest.meta["frame_shape"]) if shard.name == "frames.npy" else (n,)
@@ -345,7 +345,7 @@ def records_dtype(manifest: store.Manifest) -> str:
     return manifest.meta.get("dtype", "float32")
 
 
-@store.register_check("spectrogram-tfrecord")
+@register_check("spectrogram-tfrecord")
 def _check_tfrecord(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     frame_shape = tuple(manifest.meta["frame_shape"])
     try:
@@ -415,7 +415,7 @@ def examples_dtype(manifest: store.Manifest) -> str:
     return manifest.meta.get("dtype", "float32")
 
 
-@store.register_check("spectrogram-tfexample")
+@register_check("spectrogram-tfexample")
 def _check_tfexample(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     frame_shape = tuple(manifest.meta["frame_shape"])
     try:
@@ -491,7 +491,7 @@ def _arrayrecord(index: FrameIndex, folder: Path, key: str, meta: dict, shard_mb
                        progress="arrayrecord" if progress is True else progress)
 
 
-@store.register_check("spectrogram-arrayrecord")
+@register_check("spectrogram-arrayrecord")
 def _check_arrayrecord(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     """Every record of the shard read back: the manifest's count of them, each of the
     layout's length, written one record a chunk, labels among the classes, frames finite."""

@@ -38,11 +38,11 @@ from kit.epochs.datasets import finish, order_batches
 from kit.models.audio import compile_classifier, leaf_layers
 from kit.spectrogram import make_loader
 from kit.spectrogram.index import FrameIndex
+from kit.store.checks import register_check
+from kit.store.files import load_npy, open_memmap
+from kit.store.folder import default_workdir
+from kit.store.manifest import FORMAT_VERSION
 from kit.util import check_int
-
-__all__ = ["FeatureCache", "extract_features", "cache_key", "weights_fingerprint", "default_folder", "head_loader",
-           "train_head", "evaluate_head", "embedding_stats", "KIND", "DTYPES", "ORDERED_LOADERS",
-           "DEFAULT_PART_FRAMES", "DEFAULT_STEPS_PER_EXECUTION"]
 
 KIND = "feature-cache"
 DTYPES = ("float16", "float32")
@@ -95,11 +95,11 @@ def cache_key(backbone, index: FrameIndex, *, dtype: str = "float16",
 
 def _key(backbone_key: str, index: FrameIndex, dtype: str, part_frames: int) -> str:
     return store.fingerprint(KIND, backbone_key, index.fingerprint(), dtype, int(part_frames),
-                             store.FORMAT_VERSION)
+                             FORMAT_VERSION)
 
 
 def default_folder(key: str, workdir=None) -> Path:
-    root = Path(workdir) if workdir is not None else store.default_workdir()
+    root = Path(workdir) if workdir is not None else default_workdir()
     return root / f"features-{key[:16]}"
 
 
@@ -170,13 +170,13 @@ class FeatureCache:
     def labels(self) -> np.ndarray:
         """Per row, the class id (int64), in index order."""
         if "labels" not in self._cache:
-            self._cache["labels"] = store.load_npy(self.folder / "labels.npy", mmap=False)
+            self._cache["labels"] = load_npy(self.folder / "labels.npy", mmap=False)
         return self._cache["labels"]
 
     def _parts(self) -> list[tuple[int, int, np.ndarray]]:
         if "parts" not in self._cache:
             self._cache["parts"] = [
-                (start, stop, store.load_npy(self.folder / name))
+                (start, stop, load_npy(self.folder / name))
                 for name, start, stop in self.manifest.meta["parts"]]
         return self._cache["parts"]
 
@@ -386,7 +386,7 @@ class _Extraction:
         if self.run is None:
             self.run = _runner(self.backbone)
         run = self.run
-        mm = store.open_memmap(tmp, dtype=self.dtype, shape=(stop - start, self.dim))
+        mm = open_memmap(tmp, dtype=self.dtype, shape=(stop - start, self.dim))
         for first, x, y in self.cursor.between(start, stop):
             emb = self._embed(run, first, x, y)
             mm[first - start:first - start + len(emb)] = emb
@@ -413,11 +413,11 @@ class _Extraction:
         return emb
 
 
-@store.register_check(KIND)
+@register_check(KIND)
 def _check(folder: Path, manifest: store.Manifest, shard: store.ShardRecord) -> str | None:
     meta = manifest.meta
     try:
-        arr = store.load_npy(folder / shard.name)
+        arr = load_npy(folder / shard.name)
     except ValueError as e:
         return f"not a readable .npy ({e})"
     if shard.name == "labels.npy":

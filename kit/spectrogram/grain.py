@@ -44,11 +44,9 @@ ran out of data; interrupting training" at the end of each epoch of a finite Gra
 
 from __future__ import annotations
 
-from kit.spectrogram.grain_options import PREFETCH_PER_THREAD, DecodeBatch, GrainOptions, NamedRecords, shuffle_seed
-from kit.spectrogram.peers import available, require
+from kit.spectrogram.grain_options import GrainOptions
+from kit.spectrogram.peers import require
 
-__all__ = ["GrainOptions", "available", "require", "make_grain", "loader_class", "iterator_class", "DecodeBatch",
-           "NamedRecords", "shuffle_seed", "PREFETCH_PER_THREAD"]
 
 def _pipeline():
     """``kit.spectrogram.grain_loader`` (Grain's subclasses and the pipeline), once ``require``

@@ -19,8 +19,6 @@ from kit.spectrogram.grain_options import DecodeBatch, GrainOptions, NamedRecord
 from kit.spectrogram.peers import require
 from kit.store import StoreError
 
-__all__ = ["GrainLoader", "EpochIterator", "make_grain"]
-
 
 class EpochIterator(grain.DatasetIterator, tf.train.experimental.PythonState):
     """One epoch of a ``GrainLoader``: its batches, then ``StopIteration``.

@@ -16,9 +16,6 @@ from kit.spectrogram.convert import DEFAULT_SHARD_MB, STORE_DTYPES, record_dtype
 from kit.store import StoreError
 from kit.util import check_int, usable_cpus
 
-__all__ = ["GrainOptions", "DecodeBatch", "NamedRecords", "shuffle_seed", "PREFETCH_PER_THREAD"]
-
-
 #: Batches read ahead per reading thread (``prefetch`` by default): each thread has the
 #: next batch to start on when it finishes one. Grain's own default (500 elements) is
 #: meant for elements of a few KB; ours are whole batches (6 MB at 256 float32 frames of

@@ -20,11 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kit import store
 from kit.cases import CsvIndex, validate
 from kit.errors import DataError
-
-__all__ = ["FrameIndex", "open_frames", "DTYPES"]
+from kit.store.files import load_npy
+from kit.store.keys import files_fingerprint
 
 DTYPES = (np.dtype("float32"), np.dtype("float16"))
 
@@ -37,7 +36,7 @@ def open_frames(path: str | os.PathLike) -> np.ndarray:
             file, or holds Python objects.
     """
     try:
-        return store.load_npy(path)
+        return load_npy(path)
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except ValueError as e:
@@ -174,7 +173,7 @@ class FrameIndex(CsvIndex):
         assert shape is not None  # read_csv refuses an index without rows: one file at least was read
         split = cls.split_column(df)
         key = [rel.tolist(), frames.tolist(), labels.tolist(), list(classes),
-               store.files_fingerprint(files)]
+               files_fingerprint(files)]
         return cls(csv_path, files, file_ids.astype(np.int64), frames, labels, classes,
                    shape, np.dtype(dtype), file_frames, split, key)
 

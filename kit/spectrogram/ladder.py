@@ -32,8 +32,6 @@ import tensorflow as tf
 from kit.spectrogram.index import FrameIndex
 from kit.spectrogram.loaders import LoaderOptions, make_loader
 
-__all__ = ["RUNGS", "CHANGES", "HELPERS", "ladder", "source", "steps", "reading"]
-
 #: What each rung changes against the rung below it.
 CHANGES = {
     "map": "tf.data over row numbers; a per-frame numpy_function np.loads the frame's whole file",
@@ -43,6 +41,7 @@ CHANGES = {
     "+vectorise": "batch the row numbers first, then one numpy_function call reads the whole batch",
     "+in the graph": "the frames consolidated once into one memmap; one gather per batch in the graph",
 }
+#: The rungs, in order.
 RUNGS = tuple(CHANGES)
 
 

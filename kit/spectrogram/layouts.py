@@ -26,13 +26,11 @@ import numpy as np
 import pandas as pd
 
 from kit import samples, timing
-from kit.spectrogram.case import USER_EPOCH_S, USER_FRAMES, USER_REPORT
+from kit.spectrogram.case import USER_EPOCH_S, USER_FRAMES
 from kit.spectrogram.index import FrameIndex
 from kit.spectrogram.variants import make_loader
-from kit.store import load_npy
+from kit.store.files import load_npy
 from kit.util import process_io
-
-__all__ = ["USER_REPORT", "sample", "measure", "amplification", "Fit", "fit", "reaching", "epoch_table"]
 
 
 def sample(frames_per_file: int, files: int, *, workdir=None) -> FrameIndex:

@@ -31,8 +31,6 @@ from kit.errors import DataError
 from kit.spectrogram.index import FrameIndex
 from kit.timing.batches import iterate
 
-__all__ = ["frame_digests", "epoch_rows", "order_quality", "batch_mates", "fit_orders", "order_randomness", "epoch_orders"]
-
 
 def _digest(frame: np.ndarray) -> bytes:
     return hashlib.blake2b(np.ascontiguousarray(frame, np.float32).tobytes(), digest_size=16).digest()

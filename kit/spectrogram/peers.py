@@ -11,8 +11,6 @@ from __future__ import annotations
 import functools
 import logging
 
-__all__ = ["available", "require"]
-
 
 class _NoJaxProfiler(logging.Filter):
     """Drops Grain's import-time warning that JAX's profiler is missing (this kit uses

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-__all__ = ["make_loader", "VARIANTS", "GRAPH_ONLY", "pipeline_source"]
+from typing import Any, Callable
 
 #: name -> one-line description, from the user's generator (the floor) to all data in RAM (the
 #: ceiling); ``kit.spectrogram.loaders.REGISTRY`` holds their builders.
@@ -81,7 +81,8 @@ def pipeline_source(name: str) -> str:
     from kit.spectrogram.convert import decode_records, parse_examples
     from kit.spectrogram.loaders import _tfrecord_guide, tfrecord_pipeline
 
-    parts = {"tfrecord": [tfrecord_pipeline, decode_records], "tfrecord_guide": [_tfrecord_guide, parse_examples]}
+    parts: dict[str, list[Callable[..., Any]]] = {"tfrecord": [tfrecord_pipeline, decode_records],
+                                                  "tfrecord_guide": [_tfrecord_guide, parse_examples]}
     if name not in parts:
         raise ValueError(f"no source shown for {name!r}; choose one of {', '.join(parts)}")
     return "\n\n".join(inspect.getsource(f) for f in parts[name])

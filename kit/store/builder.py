@@ -31,8 +31,6 @@ from kit.store.folder import (
 )
 from kit.store.manifest import Manifest, ShardRecord, complete
 
-__all__ = ["Shard", "build", "disk_full"]
-
 
 @dataclass(frozen=True)
 class Shard:

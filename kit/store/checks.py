@@ -15,9 +15,6 @@ from tqdm.auto import tqdm
 from kit.store.folder import MANIFEST, StoreError, write_json_atomic
 from kit.store.manifest import Manifest, ShardRecord
 
-__all__ = ["CHECKED", "DEEP_CHECKS", "check_open", "checks_on", "ends_digest", "register_check",
-           "remember_checked", "sha256_file", "stat_key", "verify"]
-
 #: The head and tail of each shard, hashed in the manifest (``ends``): a cheap check at
 #: every open that the shards are the ones the manifest describes.
 _ENDS = 64 << 10

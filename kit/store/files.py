@@ -11,9 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["KERNEL_READ_DEFAULT", "ask_to_read", "kernel_read_bytes", "load_npy", "open_memmap",
-           "read_npy_header"]
-
 #: One lock for every ``.npy`` header the kit parses (see ``load_npy``).
 _NPY_HEADER_LOCK = threading.Lock()
 

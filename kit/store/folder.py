@@ -18,10 +18,6 @@ from typing import Any
 
 from kit.util import process_alive
 
-__all__ = ["LOCK", "LOCK_TIMEOUT_S", "MANIFEST", "PARTIAL", "STORE_MARKER", "StoreError", "atomic_path",
-           "check_apart", "check_free_space", "claim", "default_workdir", "free_bytes", "inside",
-           "remove_dead_temp_files", "store_kind", "store_lock", "write_json_atomic"]
-
 #: The manifest, written last: a folder without it is never read as complete.
 MANIFEST = "manifest.json"
 #: The records of the shards an unfinished build has written, for a resume.

@@ -15,9 +15,6 @@ from tqdm.auto import tqdm
 
 from kit.store.folder import default_workdir
 
-__all__ = ["DIGEST_MODES", "content_digest", "digest_mode", "files_fingerprint", "fingerprint",
-           "forget_digests"]
-
 #: How ``files_fingerprint`` reads each file's content (``$KIT_DIGEST`` sets the default):
 #: ``"sample"`` hashes the head, the tail and a few fixed blocks (so a rewrite keeping size and
 #: mtime, as ``cp -p`` does, still changes the key); ``"full"`` hashes every byte.

@@ -17,8 +17,6 @@ from typing import Any
 
 from kit.store.folder import MANIFEST, StoreError, inside, write_json_atomic
 
-__all__ = ["FORMAT_VERSION", "Manifest", "ShardRecord", "complete"]
-
 #: 2: content digests in index keys, ``ends`` digests per shard, the folder marker.
 FORMAT_VERSION = 2
 

@@ -19,8 +19,6 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-__all__ = ["mapped", "Residency", "cached_fraction", "on_evict", "evict", "warm_page_cache", "proactive_reclaim"]
-
 
 def mapped(paths) -> list[str]:
     """Those of ``paths`` that this process has memory-mapped (from ``/proc/self/maps``;

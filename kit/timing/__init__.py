@@ -6,9 +6,12 @@ Importing this package imports no TensorFlow: ``kit.timing.fitting`` (Keras) loa
 use of one of its names.
 """
 
-import importlib
+from __future__ import annotations
 
-from kit.timing.batches import batch_size_of, iterate
+import importlib
+from typing import TYPE_CHECKING
+
+from kit.timing.batches import iterate
 from kit.timing.epoch_model import (
     Scaling,
     best_next_change,
@@ -22,8 +25,11 @@ from kit.timing.epoch_model import (
     user_scale,
 )
 from kit.timing.gpu import GPU_CLASSES, THIS_MACHINE, GpuRate, gpu_rate, on_gpus, scenarios
-from kit.timing.rates import add_ratios, compare, cpu_used, measure, project_epoch, timed_epoch
+from kit.timing.rates import compare, cpu_used, measure, project_epoch, timed_epoch
 from kit.util import format_duration, usable_cpus
+
+if TYPE_CHECKING:
+    from kit.timing.fitting import StepTimer, fit, resume_point
 
 _FITTING = ("StepTimer", "fit", "resume_point")
 
@@ -31,11 +37,9 @@ __all__ = ["measure", "compare", "project_epoch", "format_duration", "usable_cpu
            "timed_epoch", "cpu_used", "iterate",
            # the epoch model, and the users' scale it projects to
            "Scaling", "epoch_estimate", "epoch_table", "compute_rate_from_step", "best_next_change",
-           "user_scale", "configurations", "headline", "sample", "saved", *_FITTING,
+           "user_scale", "configurations", "headline", "sample", "saved", "StepTimer", "fit", "resume_point",
            # the user's GPUs beside this machine
-           "GPU_CLASSES", "THIS_MACHINE", "GpuRate", "gpu_rate", "on_gpus", "scenarios",
-           # what the kit's other packages call through this one
-           "add_ratios", "batch_size_of"]
+           "GPU_CLASSES", "THIS_MACHINE", "GpuRate", "gpu_rate", "on_gpus", "scenarios"]
 
 
 def __getattr__(name):

@@ -11,8 +11,6 @@ import numpy as np
 
 from kit.util import VERSION_FLOORS
 
-__all__ = ["iterate", "batch_size_of", "known_length", "pydataset_adapter"]
-
 
 def batch_size_of(batch: Any) -> int:
     """Number of examples in a batch: the leading dimension of its first array leaf."""

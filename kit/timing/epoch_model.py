@@ -18,9 +18,6 @@ from kit import results
 from kit.cases import registry
 from kit.util import check_int, format_duration
 
-__all__ = ["Scaling", "EpochEstimate", "compute_rate_from_step", "epoch_estimate", "epoch_table",
-           "best_next_change", "as_scaling", "user_scale", "configurations", "headline", "sample", "saved"]
-
 
 @dataclass(frozen=True)
 class Scaling:

@@ -19,8 +19,6 @@ from kit.epochs.datasets import iterator_checkpoint
 from kit.timing.batches import batch_size_of, iterate, known_length
 from kit.util import check_int
 
-__all__ = ["StepTimer", "fit", "resume_point"]
-
 
 class StepTimer(keras.callbacks.Callback):
     """Keras callback: per training step, the total time and the time waiting for input.

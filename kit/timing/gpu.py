@@ -15,9 +15,6 @@ import pandas as pd
 
 from kit.timing.epoch_model import Scaling, epoch_table, saved
 
-__all__ = ["GpuClass", "GPU_CLASSES", "UTILISATION", "GpuRate", "assumed", "measured", "gpu_rate", "on_gpus",
-           "scenarios", "THIS_MACHINE"]
-
 #: The ``scenario`` label of this machine's rows in ``scenarios``.
 THIS_MACHINE = "this machine"
 

@@ -17,9 +17,6 @@ import pandas as pd
 from kit.timing.batches import batch_size_of, iterate
 from kit.util import check_int, format_duration
 
-__all__ = ["measure", "Measurement", "rss_mb", "Projection", "project_epoch", "compare", "add_ratios", "timed_epoch",
-           "cpu_used"]
-
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 

@@ -19,6 +19,7 @@ import pandas as pd  # noqa: E402
 import test_doctor as t  # noqa: E402
 
 from kit import doctor, timing  # noqa: E402
+from kit.doctor.findings import SYMPTOMS
 
 
 def loader_gain(planted, fixed, seconds):
@@ -41,7 +42,7 @@ def main():
     rows = []
 
     def add(code, pipeline, d, measured, how):
-        rows.append({"code": code, "pipeline": pipeline, "top": d.top if code not in doctor.SYMPTOMS else d.codes[0],
+        rows.append({"code": code, "pipeline": pipeline, "top": d.top if code not in SYMPTOMS else d.codes[0],
                      "expected_gain": d.gain(code), "measured_gain": measured, "measured_by": how})
         print(rows[-1], flush=True)
 
