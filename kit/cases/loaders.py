@@ -114,28 +114,13 @@ def _service_choices(registry: Mapping[str, Variant]) -> str:
     return ", ".join(names)
 
 
-def build_loader(registry: Mapping[str, Variant], name: str, index, options: LoaderOptions,
-                 service: str | None = None, service_timeout_s: float | None = None, **variant_options):
-    """Builds variant ``name`` of ``registry`` over ``index``.
-
-    Args:
-        registry: the case's variants.
-        name: one of them.
-        index: the case's index (``len(index)`` examples per epoch).
-        options: the ``LoaderOptions`` (or the case's subclass of it).
-        service: ``grpc://HOST:PORT`` of a tf.data service dispatcher: run the
-            pipeline there (graph-only variants), the epoch checked against
-            ``len(index)`` examples on this side.
-        service_timeout_s: the longest wait for one batch from the service before
-            the read raises (default ``kit.distribute.SERVICE_TIMEOUT_S``).
-        **variant_options: the variant's own options (its ``VariantOptions`` class).
-
-    Returns:
-        The loader, with its ``kit.epochs.Epoch`` recorded.
+def check_variant(registry: Mapping[str, Variant], name: str, service: str | None = None,
+                  service_timeout_s: float | None = None, **variant_options) -> tuple[Variant, VariantOptions]:
+    """Variant ``name`` of ``registry`` and its options, checked before anything is built.
 
     Raises:
-        ValueError: an unknown variant or option, a bad option value, or a variant
-            tf.data service cannot run.
+        ValueError: an unknown variant or option, a bad option value, or (with ``service``, the
+            ``grpc://HOST:PORT`` of a tf.data service dispatcher) a variant the service cannot run.
     """
     if name not in registry:
         raise ValueError(f"unknown variant {name!r}; choose one of {', '.join(registry)}")
@@ -148,12 +133,30 @@ def build_loader(registry: Mapping[str, Variant], name: str, index, options: Loa
             f"variant {name!r} runs Python code in its pipeline, which tf.data service workers "
             f"cannot run; use one of {_service_choices(registry)} with service="
         )
-    loader = variant.build(index, options, vopts)
+    return variant, vopts
+
+
+def serve(loader, name: str, examples: int, batch_size: int, service: str | None = None,
+          service_timeout_s: float | None = None):
+    """A built loader as the case hands it out: its ``kit.epochs.Epoch`` recorded (``examples`` per
+    epoch) and, with ``service``, read through tf.data service, the epoch checked against
+    ``examples`` on this side (``service_timeout_s``: the longest wait for one batch, default
+    ``kit.distribute.SERVICE_TIMEOUT_S``)."""
     if epochs.epoch_of(loader) is None:
-        epochs.record(loader, len(index), options.batch_size)
+        epochs.record(loader, examples, batch_size)
     if service is not None:
         timeout_s = SERVICE_TIMEOUT_S if service_timeout_s is None else service_timeout_s
-        loader = through_service(loader, service, examples=len(index), timeout_s=timeout_s)
+        loader = through_service(loader, service, examples=examples, timeout_s=timeout_s)
         epochs.not_resumable(loader, f"variant {name!r} is read through tf.data service, whose workers hold "
                                      f"the epoch's position; build it without service= to resume mid-epoch")
     return loader
+
+
+def build_loader(registry: Mapping[str, Variant], name: str, index, options: LoaderOptions,
+                 service: str | None = None, service_timeout_s: float | None = None, **variant_options):
+    """``check_variant``, the variant built over ``index`` with ``options``, then ``serve``: a case's
+    ``make_loader`` in one call (the two cases call the three steps themselves, so that a loader's
+    options go straight down from the case to its builder)."""
+    variant, vopts = check_variant(registry, name, service, service_timeout_s, **variant_options)
+    return serve(variant.build(index, options, vopts), name, len(index), options.batch_size, service,
+                 service_timeout_s)

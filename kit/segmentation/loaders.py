@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from kit.cases import LoaderOptions, Variant, VariantOptions, build_loader, check_shards
-from kit.cases.loaders import NoOptions, graph_only
+from kit.cases import LoaderOptions, Variant, VariantOptions, check_shards
+from kit.cases.loaders import NoOptions, check_variant, graph_only, serve
 from kit.cases.pydataset import EpochPyDataset
 from kit.epochs import not_resumable, num_batches, record
 from kit.epochs.datasets import finish, order_batches, order_dataset
@@ -101,14 +101,13 @@ def make_loader(name: str, index: PairIndex, palette: Palette, *, batch_size: in
                 one_hot: bool = False, progress: bool | str = True, service: str | None = None,
                 service_timeout_s: float | None = None, **options):
     """The work behind ``kit.segmentation.make_loader``, whose docstring says every argument."""
-    if name not in REGISTRY:
-        raise ValueError(f"unknown variant {name!r}; choose one of {', '.join(REGISTRY)}")
+    variant, vopts = check_variant(REGISTRY, name, service, service_timeout_s, **options)
     if not isinstance(index, PairIndex) or not isinstance(palette, Palette):
         raise TypeError("make_loader(name, index, palette, ...) takes a PairIndex and a Palette")
     size = index.check_size(size, palette)
     opts = PairOptions(batch_size, shuffle, seed, workdir, progress, palette=palette, size=size,
                        x_dtype=default_x_dtype(name) if x_dtype is None else x_dtype, one_hot=one_hot)
-    return build_loader(REGISTRY, name, index, opts, service, service_timeout_s, **options)
+    return serve(variant.build(index, opts, vopts), name, len(index), batch_size, service, service_timeout_s)
 
 
 def _needs_padding(index: PairIndex, size) -> bool:

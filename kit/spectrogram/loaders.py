@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from kit.cases import LoaderOptions, Variant, VariantOptions, build_loader, check_shards
-from kit.cases.loaders import NoOptions, graph_only
+from kit.cases import LoaderOptions, Variant, VariantOptions, check_shards
+from kit.cases.loaders import NoOptions, check_variant, graph_only, serve
 from kit.cases.pydataset import EpochPyDataset
 from kit.epochs import epoch_order, not_resumable, num_batches, record
 from kit.epochs.datasets import (
@@ -137,8 +137,9 @@ def make_loader(name: str, index: FrameIndex, *, batch_size: int, shuffle: bool 
                 service_timeout_s: float | None = None, **options):
     """Builds the loader variant ``name`` over ``index``: the work behind ``kit.spectrogram.make_loader``
     (``kit.spectrogram.variants``), whose docstring says every argument and what comes back."""
-    opts = LoaderOptions(batch_size, shuffle, seed, workdir, progress)
-    return build_loader(REGISTRY, name, index, opts, service, service_timeout_s, **options)
+    variant, vopts = check_variant(REGISTRY, name, service, service_timeout_s, **options)
+    loader = variant.build(index, LoaderOptions(batch_size, shuffle, seed, workdir, progress), vopts)
+    return serve(loader, name, len(index), batch_size, service, service_timeout_s)
 
 
 # --------------------------------------------------------------------------- generator
