@@ -82,10 +82,8 @@ def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True, body=No
 
 def untuned_options():
     """``tf.data.Options`` with tf.data's autotuner off: every ``AUTOTUNE`` parallelism is
-    then the machine's cores. On 2 cores at a million frames the autotuner ran memmap's
-    gather on both cores one epoch and on one the next (6.0 s, then 10.3 s, in turn, the
-    same CPU time), and the TFRecord reader on one: 41.1 s every epoch, against
-    20.9-22.4 s with it off. Every kit loader has these (``finish``)."""
+    then the machine's cores (the autotuner can settle on one core for a loader that needs
+    all of them; results/NOTES.md has the measurements). ``finish`` sets these."""
     options = tf.data.Options()
     options.autotune.enabled = False
     return options
@@ -138,7 +136,7 @@ def block_order_dataset(n: int, batch_size: int, *, block: int = BLOCK_FRAMES, w
     The whole epoch's order is computed at once from its seed pair (the block order, then
     a sort by window and a random key) and cut into batches there, so the pipeline's
     elements are batches, not rows: under symbolic checkpointing (``finish``) a stream of
-    a million single rows cost 4-6 s an epoch on 2 cores, a stream of batches 0.4 s.
+    single rows costs an order of magnitude more per epoch.
     """
     for name, v in (("n", n), ("batch_size", batch_size), ("block", block), ("window", window)):
         if not isinstance(v, (int, np.integer)) or v <= 0:

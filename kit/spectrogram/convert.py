@@ -291,9 +291,8 @@ def _shard_rows(index: FrameIndex, per_shard: int, seed: int) -> list[np.ndarray
     ``per_shard`` rows, the rows of each shard in a seeded random order.
 
     A shard thus reads a few files once each, front to back, rather than a frame from
-    every file (at a million frames in 10,000 files, a global permutation opened every
-    file once per shard: 450 frames/s). Frames of one file share a shard; the reader
-    mixes shards through its interleave and its permuted windows of frames.
+    every file (a global permutation opens every file once per shard). Frames of one file
+    share a shard; the reader mixes shards through its interleave and its shuffle buffer.
     """
     rng = np.random.default_rng(seed)
     files = rng.permutation(len(index.files))

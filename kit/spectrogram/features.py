@@ -49,8 +49,8 @@ DTYPES = ("float16", "float32")
 #: Loader variants that deliver frames in index order when not shuffled (TFRecord
 #: shards hold them in a shuffled order, so they cannot fill the cache row by row).
 ORDERED_LOADERS = ("memmap", "in_memory", "numpy_function", "pydataset", "generator")
-#: 32,768 rows a part: 64 MB at float16 x 1,024; about 40 s of YAMNet on 2 CPU
-#: cores, the most an interruption can lose, and a few seconds on a GPU.
+#: 32,768 rows a part: 64 MB at float16 x 1,024, the most of the backbone's work an
+#: interruption can lose.
 DEFAULT_PART_FRAMES = 32_768
 #: Head steps run per call into the compiled train function: 260k frames/s against
 #: 80k at 1 (a Dense head at batch 256 on 2 CPU cores is all per-step overhead).

@@ -40,15 +40,10 @@ class GrainOptions(VariantOptions):
         prefetch: batches read ahead, ``ReadOptions(prefetch_buffer_size=...)``
             (None: ``PREFETCH_PER_THREAD`` per thread).
 
-    The defaults, measured on 2 shared cores (20,000 float16 frames of 96 x 64 in 3 shards,
-    batches of 256, 3 interleaved rounds of 50 batches, ``prefetch=8``, 2026-12-02): 1, 2, 4,
-    8 and 16 threads read 23.7k, 20.5k, 19.5k, 24.0k and 16.4k frames/s (rounds 11k-29k: no
-    count better than another), 2 processes 13.0k; ``tfrecord`` 132k, ``in_memory`` 222k in
-    the same run. The reads are Python-bound: in a synchronous epoch (cProfile), the Python
-    around each frame's read (Grain's source and shuffle steps, its telemetry, the data
-    source's lookup) took about half the time, ArrayRecord's reads 28%, the batch's join and
-    float16 cast 22%; threads share one GIL, and processes add a copy of each batch between
-    processes.
+    The defaults: no thread count read clearly faster than another on 2 cores, and processes
+    add a copy of each batch between them (measured: results/NOTES.md). The reads are
+    Python-bound (Grain's source and shuffle steps around each frame's read), so threads
+    share one GIL.
     """
 
     POSITIVE = ("threads", "prefetch")

@@ -285,10 +285,8 @@ class _BlockHints:
     the gather reaches them: asks the kernel to read each block's frames
     (``kit.store.ask_to_read``: the reads start at once, in the background, in whole
     blocks, many at a time, and the call returns). A hint only: a block not read in time
-    is read by the gather's page faults, as without it. At a million float16 frames on 2
-    cores, cold block-order epochs took 14.7-15.5 s with it and 24.5-28.9 s without, three
-    pairs side by side (``lab/experiments/read_ahead_pairs.py``); warm, the calls cost 0.4-0.5 s
-    an epoch."""
+    is read by the gather's page faults, as without it (``python -m lab.experiments.read_ahead_pairs``
+    measures both, cold and warm)."""
 
     def __init__(self, path, offset: int, block_frames: int, frame_bytes: int, frames: int):
         self.path, self.offset = Path(path), offset
