@@ -150,7 +150,8 @@ def epoch_configs():
         "variant": ["generator", "memmap", "feature_cache", "sequence", "class_index"],
         "loader_rate": [7.0, 300_000.0, 200_000.0, 17.0, 3000.0],
         "compute_rate": [2560.0, 2560.0, 80_000.0, 5.0, 5.0],
-        "efficiency": [1.0] * 5, "loader_basis": "l", "compute_basis": "c"})
+        "efficiency": [1.0] * 5, "loader_basis": "l", "compute_basis": "c",
+        "unit": ["frames"] * 3 + ["pairs"] * 2})
 
 
 def compare_rates():

@@ -14,7 +14,6 @@ import pandas as pd
 import plotly.graph_objects as go
 import traitlets
 
-from kit.cases.registry import unit
 from kit.plots import BOUND_COLOURS, epoch_text, log_ticks
 from kit.timing.epoch_model import best_next_change, compute_rate_from_step, epoch_table
 from kit.util import format_duration
@@ -280,7 +279,7 @@ class EpochExplorer(_Shown):
             bar.text = epoch_text(at)
             bar.marker.color = [BOUND_COLOURS[b] for b in at["bound"]]
             fig.layout.title.text = (f"{self.state['case']}: epoch of {self.state['examples']:,} "
-                                     f"{unit(self.state['case'])}, "
+                                     f"{unit_of(self.configs, self.state['case'])}, "
                                      f"{self.state['replicas']} replica(s)")
             fig.layout.height = 160 + 45 * max(1, len(at))
         if self._widget is not None:
@@ -403,7 +402,7 @@ def epoch_explorer_static(configs: pd.DataFrame, *, examples: int, replicas: int
         steps.append(dict(method="restyle", label=f"{n:,}",
                           args=[{"x": [list(d["epoch_s"]) for d in per], "text": [epoch_text(d) for d in per],
                                  "marker.color": [[BOUND_COLOURS[b] for b in d["bound"]] for d in per]}]))
-    units = unit(case)
+    units = unit_of(configs, case)
     fig.update_layout(
         title=title or f"{case}: projected epoch time per loader (red: input-bound, blue: compute-bound)",
         sliders=[dict(active=sizes.index(int(examples)), steps=steps, currentvalue=dict(prefix=f"{units} per epoch: "),
@@ -415,3 +414,12 @@ def epoch_explorer_static(configs: pd.DataFrame, *, examples: int, replicas: int
         height=260 + 40 * len(order), margin=dict(l=10, r=260, t=90, b=40), showlegend=False)
     fig.update_xaxes(**log_ticks("s"), title_text="seconds per epoch")
     return fig
+
+
+def unit_of(configs: pd.DataFrame, case: str) -> str:
+    """What one example of ``case`` is (``"frames"``), from the ``unit`` column that
+    ``kit.timing.configurations`` gives its rows; ``"examples"`` where the table has none."""
+    if "unit" not in configs.columns:
+        return "examples"
+    units = configs.loc[configs["case"] == case, "unit"].dropna() if "case" in configs.columns else configs["unit"]
+    return str(units.iloc[0]) if len(units) else "examples"
