@@ -59,7 +59,7 @@ demo: $(STAMP) $(if $(WITH_PEERS),$(DALI) $(PEERS))
 # Three of them on two cores: part of each one's time goes on waiting (kernels, JupyterLab, servers
 # and child processes starting), which a third fills (times: README). make check's tests hardly
 # wait: two are as fast there.
-# ruff (kit/ and tests/) and mypy (kit/) run first; a finding of theirs fails the target once the
+# ruff (kit/, tests/ and lab/) and mypy (kit/) run first; a finding of theirs fails the target once the
 # tests have run, so pytest's summary still closes the output (.ci/run).
 TEST_WORKERS ?= 3
 PYTEST := KIT_FAST=1 $(PY) -m pytest --dist loadgroup

@@ -359,7 +359,7 @@ def test_a_format_1_manifest_without_ends_loads_and_is_written_back_the_same(tmp
 
 
 def test_forget_digests_makes_the_next_fingerprint_read_the_database(tmp_path, monkeypatch):
-    """bench digest's ways and the tests start from an empty in-memory digest cache."""
+    """lab.digest's ways and the tests start from an empty in-memory digest cache."""
     monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
     f = tmp_path / "a.npy"
     np.save(f, np.arange(10))

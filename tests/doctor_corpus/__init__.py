@@ -12,7 +12,7 @@ Each case module has:
 * ``EXACT``: whether ``slow`` and ``fixed()`` deliver the same examples (False where the examples are
   random or the fix delivers features: then the same count and labels).
 
-``scripts/doctor_corpus.py`` measures the ground truth and scores ``kit.doctor.diagnose`` on it.
+``python -m lab.doctor_corpus`` measures the ground truth and scores ``kit.doctor.diagnose`` on it.
 """
 
 from __future__ import annotations

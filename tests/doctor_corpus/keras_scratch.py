@@ -34,7 +34,7 @@ def _pipeline(folder, *, cache: bool):
 
     # image_dataset_from_directory's steps (list the files, label by folder, decode, resize), written
     # out: its batched output, cached, read partly by one iterator, truncated the cache of the next
-    # (TF 2.21; see the corpus README in scripts/doctor_corpus.py).
+    # (TF 2.21; see the corpus README in lab/doctor_corpus.py).
     root = Path(folder) / NAME
     files = sorted(str(p) for p in root.glob("class_*/*.png"))
     labels = [int(Path(f).parent.name.split("_")[1]) for f in files]

@@ -6,11 +6,11 @@ Each case module has the interface of ``tests/doctor_corpus`` (its ``__init__`` 
 ``SOURCE`` (with its URL), ``make_data(folder)`` (idempotent, by a marker), ``slow(folder)``,
 ``fixed(folder, code=None)``, ``model()``, optionally ``fixed_model(code=None)``, ``PLANTED`` (codes from
 docs/doctor.md's table; empty for a control), ``TOLERATED`` (codes neither right nor wrong), ``VERDICT``
-(the verdict measured by ``scripts/doctor_truth.py``, checked there, never used in its place), ``EXACT``,
+(the verdict measured by ``python -m lab.doctor_truth``, checked there, never used in its place), ``EXACT``,
 ``NAME``, plus ``DOMAIN`` (one of ``DOMAINS``).
 
-The ground truth is measured by ``scripts/doctor_truth.py --corpus heldout`` (no kit code):
-results/doctor_truth_heldout.json.
+The ground truth is measured by ``python -m lab.doctor_truth --corpus heldout`` (no kit code):
+lab/results/doctor_truth_heldout.json.
 """
 
 from __future__ import annotations
