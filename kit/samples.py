@@ -1,9 +1,9 @@
 """Deterministic synthetic data for the kit's two user cases, at any scale.
 
-* Spectrogram case (seed 000): ``.npy`` files of log-mel-like frames ``(frames, 96, 64)`` and an
+* Spectrogram case (the spectrogram user): ``.npy`` files of log-mel-like frames ``(frames, 96, 64)`` and an
   ``index.csv`` with ``path,frame,label``; each class has its own spectral pattern plus noise, so a
   small model clearly beats chance.
-* Segmentation case (seed 004): RGB PNG street-like scenes, colour-coded PNG masks in a CamVid-style
+* Segmentation case (the segmentation user): RGB PNG street-like scenes, colour-coded PNG masks in a CamVid-style
   palette of 12 classes, ``class_dict.csv`` and ``index.csv`` with ``image,label``.
 
 Output is built in a temporary sibling folder renamed into place when complete, and carries the

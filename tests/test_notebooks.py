@@ -46,6 +46,32 @@ def test_committed_clean_with_parameters_cell(path):
     assert not walls, f"{path.name}: markdown cells over 200 words (cell: words) {walls}; split them in steps"
 
 
+#: Terms the pages use that a learner cannot be expected to know: each, where a notebook uses it,
+#: has its entry in docs/glossary.md (a bold heading naming it).
+JARGON = ("input_headroom", "batch_mates_kept", "files_per_batch", "same_position", "Amdahl", "efficiency",
+          "page cache", "shuffle buffer", "input-bound", "compute-bound", "FAST MODE", "page-in limit")
+
+
+def test_pages_link_a_glossary_of_the_terms_they_use_and_name_the_users_not_the_seeds():
+    root = NOTEBOOKS[0].parent.parent
+    glossary = (root / "docs" / "glossary.md").read_text()
+    entries = " ".join(line.lower() for line in glossary.splitlines() if line.startswith("**"))
+    used = set()
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        first = next(c for c in nb.cells if c.cell_type == "markdown")
+        assert "../docs/glossary.md" in first.source, f"{path.name}: its first cell links the glossary"
+        text = " ".join(c.source for c in nb.cells).lower()
+        used |= {term for term in JARGON if term.lower() in text}
+        assert "seed 000" not in text and "seed 004" not in text, f"{path.name}: say 'the spectrogram user'"
+    assert used, "the check reads the notebooks' text"
+    assert sorted(t for t in used if t.lower() not in entries) == [], "terms used without a glossary entry"
+    from kit.cases import registry
+
+    for case in registry.cases():  # what the CLI's help, the benches and the index print of a case
+        assert "seed 0" not in case.description, case.name
+
+
 @pytest.mark.slow
 def test_papermill_runs_a_notebook_in_fast_mode_by_its_parameter(tmp_path):
     """``papermill NB OUT -p FAST True`` without KIT_FAST: fast mode all the same (its parameter once

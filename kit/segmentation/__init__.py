@@ -1,4 +1,4 @@
-"""Segmentation case (seed 004): 512x512 PNG images with colour-coded PNG masks: the validated pairs
+"""Segmentation case (the segmentation user): 512x512 PNG images with colour-coded PNG masks: the validated pairs
 and palette (``PairIndex``, ``Palette``), every loader variant (``make_loader``), the class-index
 conversion (``convert``), what each stage of a pair costs (``stage_costs``, added up per variant by
 ``pipeline_costs``; they import TensorFlow and OpenCV, loaded on first use) and whether the DALI peer

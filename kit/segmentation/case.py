@@ -16,13 +16,13 @@ def _loader(variant: str, csv: Path, index, *, batch_size: int, **options):
     return make_loader(variant, index, palette, batch_size=batch_size, **options)
 
 
-#: What the user reported (seed 004), model included: 3 epochs of 140 steps of 3 pairs.
+#: What the segmentation user reported, model included: 3 epochs of 140 steps of 3 pairs.
 USER_REPORT = {"epochs": 3, "pairs_per_epoch": 420, "datagenerator_s": 126.0, "tfdata_s": 208.0}
 
 CASE = register(Case(
     name="segmentation",
     unit="pairs",
-    description="RGB PNG scenes with colour-coded PNG masks (seed 004)",
+    description="RGB PNG scenes with colour-coded PNG masks (the segmentation user's data)",
     loaders="kit.segmentation.variants",
     index_columns=frozenset({"image", "label"}),
     open_index=PairIndex.from_csv,

@@ -1,4 +1,4 @@
-"""Spectrogram case (seed 000): a million one-second frames in many ``.npy`` files.
+"""Spectrogram case (the spectrogram user): a million one-second frames in many ``.npy`` files.
 
 Public face:
     FrameIndex: the validated index (``FrameIndex.from_csv``).

@@ -10,11 +10,11 @@ from kit.spectrogram.index import FrameIndex
 from kit.spectrogram.variants import make_loader
 from kit.util import positive_int
 
-#: What the user reported (seed 000): one epoch of about 1,000,000 frames took about 40 hours on
+#: What the spectrogram user reported: one epoch of about 1,000,000 frames took about 40 hours on
 #: two GPUs at global batch 256, read through a generator that np.loads each frame's whole file.
 USER_EPOCH_S = 40 * 3600.0
 USER_FRAMES, USER_GPUS, USER_GLOBAL_BATCH = 1_000_000, 2, 256
-#: What the user reported (seed 000), as one table: their epoch in seconds, its frames, GPUs and global batch.
+#: What the spectrogram user reported, as one table: their epoch in seconds, its frames, GPUs and global batch.
 USER_REPORT = {"epoch_s": USER_EPOCH_S, "frames": USER_FRAMES, "gpus": USER_GPUS, "global_batch": USER_GLOBAL_BATCH}
 
 
@@ -33,7 +33,7 @@ def _samples(out, *, seed: int = 0, force: bool = False, **options) -> Path:
 CASE = register(Case(
     name="spectrogram",
     unit="frames",
-    description="one-second log-mel-like frames in .npy files (seed 000)",
+    description="one-second log-mel-like frames in .npy files (the spectrogram user's data)",
     loaders="kit.spectrogram.variants",
     index_columns=frozenset({"path", "frame", "label"}),
     open_index=_open,
@@ -49,7 +49,7 @@ CASE = register(Case(
     embedded=samples.DATA_SAMPLES / "spectrogram" / "index.csv",
     default_variant="generator",
     default_batch=256,
-    # The user (seed 000): 1,000,000 frames on 2 GPUs at global batch 256.
+    # The spectrogram user: 1,000,000 frames on 2 GPUs at global batch 256.
     scale=Scale(examples=USER_FRAMES, replicas=USER_GPUS, global_batch=USER_GLOBAL_BATCH),
     model_for=lambda variant: "head" if variant == "feature_cache" else "backbone+head",
     store_kinds=("spectrogram", "feature"),
