@@ -81,13 +81,24 @@ __all__ = ["samples", "spectrogram", "segmentation", "FrameIndex", "PairIndex", 
            "bench"]
 
 
-def __getattr__(name):
-    if name not in _FACE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attr = _FACE[name]
-    value = importlib.import_module(module)
-    return value if attr is None else getattr(value, attr)
+def lazy_face(package: str, names: dict):
+    """``__getattr__`` and ``__dir__`` for a package whose face loads its heavier names on first use.
+
+    ``names`` maps a name to ``(module, attribute)`` (attribute None: the module itself) or to a
+    module (its attribute of the same name). Each package lists the same names in a
+    ``TYPE_CHECKING`` block, so that mypy and editors see them."""
+
+    def __getattr__(name):
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, attr = (names[name], name) if isinstance(names[name], str) else names[name]
+        value = importlib.import_module(module)
+        return value if attr is None else getattr(value, attr)
+
+    def __dir__():
+        return sorted([*vars(importlib.import_module(package)), *names])
+
+    return __getattr__, __dir__
 
 
-def __dir__():
-    return sorted([*globals(), *_FACE])
+__getattr__, __dir__ = lazy_face(__name__, _FACE)

@@ -9,9 +9,9 @@ load on the first use of one of their names.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from kit import lazy_face
 from kit.distribute.local_servers import local_service
 from kit.distribute.service import ServiceTimeoutError, service_problems
 
@@ -39,11 +39,4 @@ __all__ = ["SIMULATED_REPLICAS", "PATTERNS", "make_strategy", "describe", "globa
            "tf_config", "multi_worker_strategy", "service_problems", "local_service", "ServiceTimeoutError"]
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_face(__name__, _LAZY)

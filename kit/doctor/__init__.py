@@ -18,9 +18,9 @@ Finding codes (``CODES``), each with its kind and meaning:
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from kit import lazy_face
 from kit.doctor.cli import load_attr
 from kit.doctor.findings import CODES, Finding
 from kit.doctor.report import Diagnosis
@@ -38,11 +38,4 @@ _LAZY = {"diagnose": "kit.doctor.diagnosis", "compare_fits": "kit.doctor.measure
 __all__ = ["diagnose", "compare_fits", "Diagnosis", "Finding", "CODES", "load_attr"]
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_face(__name__, _LAZY)

@@ -7,8 +7,9 @@ first use, so that importing this package imports none.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from kit import lazy_face
 
 if TYPE_CHECKING:
     from kit.models.audio import backbone as audio_backbone
@@ -35,12 +36,4 @@ __all__ = ["audio_backbone", "audio_head", "transfer_model", "compile_classifier
            "unet_model", "segmentation_loss", "small_model"]
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_face(__name__, _LAZY)

@@ -6,9 +6,9 @@ explorer over ``kit.plots`` figures, a widget with a static twin for HTML (``epo
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from kit import lazy_face
 from kit.notebook.records import fast, figure, lesson, shared
 from kit.notebook.session import headline, setup, versions
 
@@ -21,11 +21,4 @@ __all__ = ["setup", "headline", "fast", "versions", "lesson", "figure", "shared"
            "epoch_explorer_static"]
 
 
-def __getattr__(name):
-    if name in _EXPLORER:  # kit.notebook.explorer imports plotly's widgets: loaded on first use
-        return getattr(importlib.import_module("kit.notebook.explorer"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_EXPLORER])
+__getattr__, __dir__ = lazy_face(__name__, {name: "kit.notebook.explorer" for name in _EXPLORER})

@@ -7,9 +7,9 @@ can run here (``dali_available``).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from kit import lazy_face
 from kit.segmentation.case import USER_REPORT
 from kit.segmentation.convert import convert
 from kit.segmentation.index import PairIndex, Palette
@@ -30,12 +30,4 @@ __all__ = ["PairIndex", "Palette", "make_loader", "VARIANTS", "GRAPH_ONLY", "con
            "pipeline_costs", "dali_available"]
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_face(__name__, _LAZY)

@@ -23,9 +23,9 @@ The names of the modules that import TensorFlow or Keras load on first use, so t
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from kit import lazy_face
 from kit.spectrogram.convert import convert
 from kit.spectrogram.index import FrameIndex
 from kit.spectrogram.peers import available as grain_available
@@ -94,12 +94,4 @@ __all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "pipeline_sour
            "embedding_stats"]
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_face(__name__, _LAZY)

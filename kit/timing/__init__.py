@@ -8,9 +8,9 @@ use of one of its names.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from kit import lazy_face
 from kit.timing.batches import iterate
 from kit.timing.epoch_model import (
     Scaling,
@@ -42,7 +42,4 @@ __all__ = ["measure", "compare", "project_epoch", "format_duration", "usable_cpu
            "GPU_CLASSES", "THIS_MACHINE", "GpuRate", "gpu_rate", "on_gpus", "scenarios"]
 
 
-def __getattr__(name):
-    if name in _FITTING:  # kit.timing.fitting imports Keras: loaded on first use
-        return getattr(importlib.import_module("kit.timing.fitting"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_face(__name__, {name: "kit.timing.fitting" for name in _FITTING})
