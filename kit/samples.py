@@ -29,13 +29,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from kit import store
 from kit.cases import registry
 from kit.errors import OutputError
-from kit.store.folder import atomic_path, default_workdir
-from kit.util import check_int, process_alive, usable_cpus
+from kit.store.folder import default_workdir
+from kit.util import check_int, process_alive
 
-__all__ = ["make_spectrogram", "make_spectrogram_sharded", "make_segmentation", "embedded", "cached",
+__all__ = ["make_spectrogram", "make_segmentation", "embedded", "cached",
            "SPECTROGRAM_CLASSES", "PALETTE"]
 
 #: Class names of the spectrogram samples (``FrameIndex`` maps them to ids in sorted order).
@@ -234,47 +233,6 @@ def make_spectrogram(out: str | os.PathLike, *, files: int, frames_per_file: int
         "files": spec.files, "frames_per_file": spec.frames_per_file, "seed": int(spec.seed), "height": height,
         "width": width, "num_classes": num_classes, "dtype": dtype}}
     return _build_into(Path(out), build, made, force) / "index.csv"
-
-
-def spectrogram_labels(spec: SpectrogramSpec, file_no: int) -> np.ndarray:
-    """The labels of file ``file_no`` without drawing its frames (they are its first draw)."""
-    rng = np.random.default_rng([spec.seed, file_no])
-    return rng.integers(0, spec.num_classes, size=spec.frames_per_file)
-
-
-def make_spectrogram_sharded(out: str | os.PathLike, *, files: int, frames_per_file: int, seed: int = 0,
-                             height: int = 96, width: int = 64, num_classes: int = len(SPECTROGRAM_CLASSES),
-                             dtype: str = "float32", workers: int | None = None, progress: bool | str = True) -> Path:
-    """The same data as ``make_spectrogram``, written for scale through ``kit.store.build``: in place,
-    by ``workers`` threads (default: the usable CPUs), resumable at the first unfinished file; a
-    finished folder (``index.csv`` is written last) is reused. Returns the path of ``out/index.csv``."""
-    spec = SpectrogramSpec(files, frames_per_file, height, width, num_classes, dtype, seed)
-    out = Path(out)
-    csv_path = out / "index.csv"
-    workers = usable_cpus() if workers is None else workers
-    key = store.fingerprint("spectrogram-samples", spec.__dict__, 1)
-    manifest = store.complete(out, key)
-    if manifest is not None and csv_path.exists():
-        return csv_path
-    patterns = _class_patterns(height, width, num_classes, seed)
-    width_ = max(6, len(str(spec.files - 1)))
-    shards = [store.Shard(f"frames/clip_{i:0{width_}d}.npy", spec.frames_per_file, i)
-              for i in range(spec.files)]
-
-    def write(shard, tmp: Path, advance):
-        frames, _labels = _spectrogram_file(spec, patterns, shard.task)
-        with open(tmp, "wb") as f:
-            np.save(f, frames)
-        advance(shard.count)
-
-    manifest = store.build(out, kind="spectrogram-samples", key=key, shards=shards, write=write,
-                           meta={"spec": spec.__dict__}, workers=workers,
-                           progress="samples" if progress is True else progress)
-    names = SPECTROGRAM_CLASSES[:num_classes]
-    with atomic_path(csv_path) as tmp:
-        _write_csv(tmp, ["path", "frame", "label"], ((s.name, j, names[lab]) for s in shards
-                                                    for j, lab in enumerate(spectrogram_labels(spec, s.task))))
-    return csv_path
 
 
 def _ellipse(yy, xx, cy, cx, ry, rx):

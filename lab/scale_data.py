@@ -6,6 +6,7 @@ one pass over a TFRecord store's records with nothing decoded, and the form of a
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ import tensorflow as tf
 from kit import samples, store
 from kit.models import audio
 from kit.spectrogram import FrameIndex, features
-from kit.store.folder import default_workdir
+from kit.store.folder import atomic_path, default_workdir
 from kit.util import usable_cpus
 from lab.pagecache import cache_through
 
@@ -67,7 +68,7 @@ def make_data(frames: int, dtype: str, *, seed: int = 0, workdir=None, workers=N
     """The bench's data (generated on first use, resumed if interrupted), as a ``FrameIndex``
     of exactly ``frames`` rows."""
     files = math.ceil(frames / FRAMES_PER_FILE)
-    csv = samples.make_spectrogram_sharded(data_folder(frames, dtype, seed, workdir), files=files,
+    csv = make_spectrogram_sharded(data_folder(frames, dtype, seed, workdir), files=files,
                                            frames_per_file=FRAMES_PER_FILE, seed=seed, dtype=dtype,
                                            workers=workers, progress=progress)
     index = FrameIndex.from_csv(csv)
@@ -187,3 +188,47 @@ def _pooling_backbone(frame_shape):
     inputs = keras.Input((h, w, 1))
     x = keras.layers.AveragePooling2D((ph, pw))(inputs)
     return keras.Model(inputs, keras.layers.Flatten()(x), name="pooled_frames")
+
+
+# The million-frame data, generated for scale (moved from kit.samples: only this instrument uses it).
+
+
+def _labels(spec: samples.SpectrogramSpec, file_no: int) -> np.ndarray:
+    """The labels of file ``file_no`` without drawing its frames (they are its first draw)."""
+    rng = np.random.default_rng([spec.seed, file_no])
+    return rng.integers(0, spec.num_classes, size=spec.frames_per_file)
+
+
+def make_spectrogram_sharded(out: str | os.PathLike, *, files: int, frames_per_file: int, seed: int = 0,
+                             height: int = 96, width: int = 64, num_classes: int = len(samples.SPECTROGRAM_CLASSES),
+                             dtype: str = "float32", workers: int | None = None, progress: bool | str = True) -> Path:
+    """The same data as ``kit.samples.make_spectrogram``, written for scale through ``kit.store.build``: in place,
+    by ``workers`` threads (default: the usable CPUs), resumable at the first unfinished file; a
+    finished folder (``index.csv`` is written last) is reused. Returns the path of ``out/index.csv``."""
+    spec = samples.SpectrogramSpec(files, frames_per_file, height, width, num_classes, dtype, seed)
+    out = Path(out)
+    csv_path = out / "index.csv"
+    workers = usable_cpus() if workers is None else workers
+    key = store.fingerprint("spectrogram-samples", spec.__dict__, 1)
+    manifest = store.complete(out, key)
+    if manifest is not None and csv_path.exists():
+        return csv_path
+    patterns = samples._class_patterns(height, width, num_classes, seed)
+    width_ = max(6, len(str(spec.files - 1)))
+    shards = [store.Shard(f"frames/clip_{i:0{width_}d}.npy", spec.frames_per_file, i)
+              for i in range(spec.files)]
+
+    def write(shard, tmp: Path, advance):
+        frames, _labels = samples._spectrogram_file(spec, patterns, shard.task)
+        with open(tmp, "wb") as f:
+            np.save(f, frames)
+        advance(shard.count)
+
+    manifest = store.build(out, kind="spectrogram-samples", key=key, shards=shards, write=write,
+                           meta={"spec": spec.__dict__}, workers=workers,
+                           progress="samples" if progress is True else progress)
+    names = samples.SPECTROGRAM_CLASSES[:num_classes]
+    with atomic_path(csv_path) as tmp:
+        samples._write_csv(tmp, ["path", "frame", "label"], ((s.name, j, names[lab]) for s in shards
+                                                    for j, lab in enumerate(_labels(spec, s.task))))
+    return csv_path

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -427,11 +428,10 @@ def test_the_limits_are_each_kinds_faster_read_before_and_after_the_cold_epochs(
 def test_reading_a_tfrecord_stores_records_with_nothing_decoded(tmp_path):
     """``scale_data.read_records``: every record of every shard, in shard order, nothing decoded; and the
     same read cold with a read-ahead stream beside it (``read_records_streamed``)."""
-    from kit import samples
     from kit.spectrogram import FrameIndex, convert
     from lab import scale_data
 
-    index = FrameIndex.from_csv(samples.make_spectrogram_sharded(tmp_path / "d", files=10, frames_per_file=100,
+    index = FrameIndex.from_csv(scale_data.make_spectrogram_sharded(tmp_path / "d", files=10, frames_per_file=100,
                                                                  seed=0, dtype="float16", progress=False))
     folder, manifest = convert(index, "tfrecord", workdir=tmp_path / "w", store_dtype="float16", progress=False)
     records, nbytes, seconds = scale_data.read_records(folder, manifest)
@@ -464,3 +464,43 @@ def test_grain_joins_the_scale_bench(tmp_path):
         600 / warm["epoch_s"] / info["memory_gather_frames_per_s"])
     assert info["grain"]["measured"] and info["grain"]["threads"] >= 1 and info["grain"]["processes"] == 0
     assert "arrayrecord" in info["page_in_bytes_per_s"]
+
+
+def test_sharded_generator_same_frames_resumes_and_reuses(tmp_path, monkeypatch):
+    from kit import samples
+    from lab.scale_data import make_spectrogram_sharded
+
+    # The scale instrument's generator (lab.scale_data) writes the same frames and index as make_spectrogram, in place,
+    # by parallel writers; a run killed mid-way resumes without rewriting finished files,
+    # and a finished folder is reused as is.
+    ref = samples.make_spectrogram(tmp_path / "ref", files=4, frames_per_file=3, seed=2, dtype="float16")
+    out = tmp_path / "big"
+    calls = []
+    real = samples._spectrogram_file
+
+    def dying(spec, patterns, file_no):
+        calls.append(file_no)
+        if file_no == 2:
+            raise KeyboardInterrupt  # killed while writing the third file
+        return real(spec, patterns, file_no)
+
+    monkeypatch.setattr(samples, "_spectrogram_file", dying)
+    with pytest.raises(KeyboardInterrupt):
+        make_spectrogram_sharded(out, files=4, frames_per_file=3, seed=2, dtype="float16", workers=1,
+                                         progress=False)
+    assert not (out / "index.csv").exists()  # never looks finished
+    calls.clear()
+    monkeypatch.setattr(samples, "_spectrogram_file", real)
+    monkeypatch.setattr(samples, "_spectrogram_file", lambda *a: (calls.append(a[2]), real(*a))[1])
+    csv_path = make_spectrogram_sharded(out, files=4, frames_per_file=3, seed=2, dtype="float16",
+                                                workers=2, progress=False)
+    assert sorted(calls) == [2, 3]  # files 0 and 1 were not rewritten
+    assert csv_path.read_text() == ref.read_text()
+    for i in range(4):
+        a = np.load(ref.parent / f"frames/clip_{i:06d}.npy")
+        b = np.load(out / f"frames/clip_{i:06d}.npy")
+        assert b.dtype == np.float16 and np.array_equal(a, b)
+    calls.clear()
+    assert make_spectrogram_sharded(out, files=4, frames_per_file=3, seed=2, dtype="float16",
+                                            progress=False) == csv_path
+    assert calls == []  # reused

@@ -157,43 +157,6 @@ def test_cli_bad_count_prints_one_line_and_exits_2(tmp_path, args):
     assert not (tmp_path / "x").exists()
 
 
-def test_sharded_generator_same_frames_resumes_and_reuses(tmp_path, monkeypatch):
-    # The scale generator writes the same frames and index as make_spectrogram, in place,
-    # by parallel writers; a run killed mid-way resumes without rewriting finished files,
-    # and a finished folder is reused as is.
-    ref = samples.make_spectrogram(tmp_path / "ref", files=4, frames_per_file=3, seed=2, dtype="float16")
-    out = tmp_path / "big"
-    calls = []
-    real = samples._spectrogram_file
-
-    def dying(spec, patterns, file_no):
-        calls.append(file_no)
-        if file_no == 2:
-            raise KeyboardInterrupt  # killed while writing the third file
-        return real(spec, patterns, file_no)
-
-    monkeypatch.setattr(samples, "_spectrogram_file", dying)
-    with pytest.raises(KeyboardInterrupt):
-        samples.make_spectrogram_sharded(out, files=4, frames_per_file=3, seed=2, dtype="float16", workers=1,
-                                         progress=False)
-    assert not (out / "index.csv").exists()  # never looks finished
-    calls.clear()
-    monkeypatch.setattr(samples, "_spectrogram_file", real)
-    monkeypatch.setattr(samples, "_spectrogram_file", lambda *a: (calls.append(a[2]), real(*a))[1])
-    csv_path = samples.make_spectrogram_sharded(out, files=4, frames_per_file=3, seed=2, dtype="float16",
-                                                workers=2, progress=False)
-    assert sorted(calls) == [2, 3]  # files 0 and 1 were not rewritten
-    assert csv_path.read_text() == ref.read_text()
-    for i in range(4):
-        a = np.load(ref.parent / f"frames/clip_{i:06d}.npy")
-        b = np.load(out / f"frames/clip_{i:06d}.npy")
-        assert b.dtype == np.float16 and np.array_equal(a, b)
-    calls.clear()
-    assert samples.make_spectrogram_sharded(out, files=4, frames_per_file=3, seed=2, dtype="float16",
-                                            progress=False) == csv_path
-    assert calls == []  # reused
-
-
 def test_samples_refuses_an_existing_path_it_did_not_make(tmp_path):
     """Item 1: a user's file or folder at --out is never replaced, not even with force."""
     mine = tmp_path / "mine"

@@ -52,14 +52,6 @@ def _epoch_seeds(seed: int):
     return tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).take(2).batch(2)
 
 
-def window_seeds(seed: int):
-    """An endless stream of stateless seed pairs, one per window of an epoch, drawn afresh
-    every iteration from ``seed`` (after the pair that ``order_dataset`` takes, so the two
-    never share one). Zipped with an epoch's windows, it permutes each window differently
-    every epoch, and its state travels with the iterator's checkpoint."""
-    return tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).skip(2).batch(2)
-
-
 def finish(ds, examples: int, batch_size: int, *, prefetch: bool = True, body=None):
     """Guards the epoch's length (``assert_cardinality``), prefetches, and records the epoch.
 
