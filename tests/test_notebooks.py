@@ -46,6 +46,20 @@ def test_committed_clean_with_parameters_cell(path):
     assert not walls, f"{path.name}: markdown cells over 200 words (cell: words) {walls}; split them in steps"
 
 
+def test_teaching_cells_are_short():
+    """A page teaches in short cells: the median code cell at most 8 non-blank lines, and no notebook
+    with more than one code cell over 15."""
+    sizes, long = [], {}
+    for path in NOTEBOOKS:
+        cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        n = [sum(1 for line in c.source.splitlines() if line.strip()) for c in cells]
+        sizes += n
+        if sum(k > 15 for k in n) > 1:
+            long[path.name] = [k for k in n if k > 15]
+    assert long == {}, f"notebooks with more than one code cell over 15 lines: {long}"
+    assert sorted(sizes)[len(sizes) // 2] <= 8
+
+
 #: Terms the pages use that a learner cannot be expected to know: each, where a notebook uses it,
 #: has its entry in docs/glossary.md (a bold heading naming it).
 JARGON = ("input_headroom", "batch_mates_kept", "files_per_batch", "same_position", "Amdahl", "efficiency",
