@@ -269,3 +269,15 @@ def assert_ran_in_fast_mode(nb, run: str) -> None:
     assert f"[{FAST_NOTE}: " in line, f"{run} run: a fast-mode headline not marked: {line!r}"
     # a figure that could not be computed is said in words, never printed as nan ("expected nanx")
     assert not re.search(r"\bnan(x|\b)", line, re.IGNORECASE), f"{run} run: nan in the headline: {line!r}"
+
+
+def keeps_pages_in_memory(path) -> bool:
+    """Whether ``path`` is on a file system whose files are their cached pages (tmpfs,
+    ramfs): eviction cannot drop them there."""
+    best, fstype = "", ""
+    with open("/proc/mounts") as f:
+        for line in f:
+            mount, kind = line.split()[1:3]
+            if str(path).startswith(mount.rstrip("/") + "/") and len(mount) > len(best):
+                best, fstype = mount, kind
+    return fstype in ("tmpfs", "ramfs")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import keeps_pages_in_memory
 
 from kit.store.files import ask_to_read
 from kit.system.pagecache import Residency, cached_fraction, evict
@@ -15,18 +16,6 @@ from kit.system.pagecache import Residency, cached_fraction, evict
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # lab/ is not installed: imported from the repository root
     sys.path.insert(0, str(ROOT))
-
-
-def _keeps_pages_in_memory(path) -> bool:
-    """Whether ``path`` is on a file system whose files are their cached pages (tmpfs,
-    ramfs): eviction cannot drop them there."""
-    best, fstype = "", ""
-    with open("/proc/mounts") as f:
-        for line in f:
-            mount, kind = line.split()[1:3]
-            if str(path).startswith(mount.rstrip("/") + "/") and len(mount) > len(best):
-                best, fstype = mount, kind
-    return fstype in ("tmpfs", "ramfs")
 
 
 @pytest.mark.parametrize("ahead", [0, 2, 4])
@@ -144,7 +133,7 @@ def test_the_disks_reference_read_brings_every_chunk_in_without_copying(tmp_path
     monkeypatch.setattr(Residency, "cached", cached)
     monkeypatch.setattr(Residency, "__init__", init)
     monkeypatch.setattr(os, "pread", pread)
-    if not _keeps_pages_in_memory(tmp_path):
+    if not keeps_pages_in_memory(tmp_path):
         evict(files)
     nbytes, seconds = pagecache.cache_through(files, chunk=chunk, ahead=ahead)
     assert nbytes == sum(sizes) and seconds > 0
@@ -166,7 +155,7 @@ def test_the_disks_reference_read_reads_what_the_kernel_does_not_bring(tmp_path,
     so the reference read always ends, with every page in."""
     from lab import pagecache
 
-    if _keeps_pages_in_memory(tmp_path):
+    if keeps_pages_in_memory(tmp_path):
         pytest.skip(f"{tmp_path} is on tmpfs: its pages are the file, always cached")
     f = tmp_path / "store.bin"
     f.write_bytes(np.random.default_rng(0).integers(0, 255, 5 * 4096 * 4, dtype=np.uint8).tobytes())
@@ -193,7 +182,7 @@ def test_the_page_in_limit_touches_every_page_once_after_asking_ahead(tmp_path, 
         return real_ask(fd, offset, length, piece)
 
     monkeypatch.setattr(pagecache, "ask_to_read", ask)
-    if not _keeps_pages_in_memory(tmp_path):
+    if not keeps_pages_in_memory(tmp_path):
         evict(files)
     nbytes, seconds = pagecache.page_in(files, chunk=chunk, ahead=2)
     assert nbytes == sum(sizes) and seconds > 0

@@ -2,18 +2,7 @@
 
 import numpy as np
 import pytest
-
-
-def _keeps_pages_in_memory(path) -> bool:
-    """Whether ``path`` is on a file system whose files are their cached pages (tmpfs,
-    ramfs): eviction cannot drop them there."""
-    best, fstype = "", ""
-    with open("/proc/mounts") as f:
-        for line in f:
-            mount, kind = line.split()[1:3]
-            if str(path).startswith(mount.rstrip("/") + "/") and len(mount) > len(best):
-                best, fstype = mount, kind
-    return fstype in ("tmpfs", "ramfs")
+from helpers import keeps_pages_in_memory
 
 
 def test_a_memmap_loaders_mapping_is_released_before_a_cold_epoch(spec_index):
@@ -50,7 +39,7 @@ def test_evict_drops_the_pages_and_says_how_many_stayed(tmp_path):
     assert pagecache.cached_fraction([f]) == 1.0  # just read: every page cached
     (tmp_path / "empty").touch()
     assert pagecache.cached_fraction([tmp_path / "empty"]) is None  # no pages to ask about
-    if _keeps_pages_in_memory(f):
+    if keeps_pages_in_memory(f):
         pytest.skip(f"{tmp_path} is on tmpfs: its pages are the file, no eviction drops them")
     left = pagecache.evict([f])
     assert left is not None and left < 0.05, left  # lab.scale_report.CACHED_AFTER_EVICT
