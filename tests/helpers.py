@@ -252,9 +252,12 @@ def browser_missing() -> str | None:
 
 def assert_ran_in_fast_mode(nb, run: str) -> None:
     """An executed notebook (``run``: "first" or "second"): only cells tagged ``raises-exception``
-    failed, and its headline is one rounded line, marked as fast mode with its sample."""
+    failed, its headline is one rounded line, marked as fast mode with its sample, and the page is
+    clean (``kit.report.page_problems``: no missing-value cell in a table, no log line, no seed
+    names, the headline shown once)."""
     from kit.notebook.session import FAST_NOTE
     from kit.report import index as report_index
+    from kit.report.pages import page_problems
 
     errors = [o for c in nb.cells if c.cell_type == "code"
               for o in c.get("outputs", []) if o.get("output_type") == "error"]
@@ -269,6 +272,8 @@ def assert_ran_in_fast_mode(nb, run: str) -> None:
     assert f"[{FAST_NOTE}: " in line, f"{run} run: a fast-mode headline not marked: {line!r}"
     # a figure that could not be computed is said in words, never printed as nan ("expected nanx")
     assert not re.search(r"\bnan(x|\b)", line, re.IGNORECASE), f"{run} run: nan in the headline: {line!r}"
+    problems = page_problems(nb)
+    assert problems == [], f"{run} run: what a reader would see:\n" + "\n".join(problems)
 
 
 def keeps_pages_in_memory(path) -> bool:
