@@ -171,3 +171,79 @@ def epoch_orders(order: str, n: int, *, batch_size: int, seed: int = 0, epochs: 
     else:
         raise ValueError(f"order must be 'random' or 'blocks', got {order!r}")
     return [np.concatenate([b.numpy() for b in ds]) for _ in range(epochs)]
+
+
+#: The epoch orders ``read_cold_and_warm`` compares, as ``make_loader("memmap", ...)`` options.
+ORDER_LOADERS = {"random": {"order": "random"}, "blocks": {"order": "blocks"},
+                 "blocks, read_ahead=0": {"order": "blocks", "read_ahead": 0}}
+
+
+def read_cold_and_warm(loaders: dict, files, *, expected: int, labels: np.ndarray | None = None,
+                       rounds: int = 3):
+    """Each loader's whole epoch read **cold** (``files`` evicted from the page cache first) and then
+    **warm** (at once again, its pages cached: nothing read from the disk), the loaders interleaved
+    in each of ``rounds`` rounds, after one untimed epoch each (it builds the pipeline) (notebook 03b).
+
+    Returns:
+        A DataFrame, one row per loader and state: ``order`` (the loader's name), ``state``,
+        ``examples_per_s`` and ``epoch_s`` (medians over the rounds), ``round_min`` and ``round_max``
+        (the rounds' rates); ``disk_s`` on the cold rows: the median cold epoch less the median warm
+        one, what reading from the disk added (0 at least).
+    """
+    import pandas as pd
+
+    from kit.system.pagecache import evict
+    from kit.timing.rates import timed_epoch
+
+    if rounds < 1:
+        raise ValueError(f"rounds must be positive, got {rounds}")
+    for loader in loaders.values():
+        timed_epoch(loader, expected=expected, labels=labels)
+    seconds: dict = {(name, state): [] for name in loaders for state in ("cold", "warm")}
+    for _ in range(rounds):
+        for name, loader in loaders.items():
+            evict(files)
+            seconds[name, "cold"].append(timed_epoch(loader, expected=expected, labels=labels)[1])
+            seconds[name, "warm"].append(timed_epoch(loader, expected=expected, labels=labels)[1])
+    rows = []
+    for (name, state), times in seconds.items():
+        t = np.asarray(times)
+        rows.append({"order": name, "state": state, "examples_per_s": expected / float(np.median(t)),
+                     "epoch_s": float(np.median(t)), "round_min": expected / t.max(), "round_max": expected / t.min()})
+    warm = {r["order"]: r["epoch_s"] for r in rows if r["state"] == "warm"}
+    for r in rows:  # a warm epoch reads nothing from the disk: no disk time to state, a blank
+        r["disk_s"] = round(max(0.0, r["epoch_s"] - warm[r["order"]]), 4) if r["state"] == "cold" else ""
+    return pd.DataFrame(rows).astype({"disk_s": object})
+
+
+def order_why(epochs, *, store_mb: float) -> str:
+    """The order that won the cold epochs of ``epochs`` (``read_cold_and_warm``'s table) and why, in
+    one paragraph of Markdown computed from it: the disk time each order's cold epoch spent, and
+    what its own work cost warm, where nothing is read from the disk."""
+    cold = epochs[epochs["state"] == "cold"].set_index("order")
+    warm = epochs[epochs["state"] == "warm"].set_index("order")["epoch_s"]
+    disk = cold["disk_s"].astype(float)
+    win = str(cold["examples_per_s"].idxmax())
+    family = "blocks" if win.startswith("blocks") else "random"
+    others = cold[[not str(o).startswith(family) for o in cold.index]]
+    if others.empty:
+        return f"Read cold, the **{win}** order won here ({cold.loc[win, 'examples_per_s']:,.0f} frames/s)."
+    rival = str(others["examples_per_s"].idxmax())
+    said = (f"Read cold, the **{win}** order won here: {cold.loc[win, 'examples_per_s']:,.0f} frames/s against "
+            f"{cold.loc[rival, 'examples_per_s']:,.0f} for `{rival}` (medians of the rounds).")
+    spent = (f"Each cold epoch spent {disk[win]:.3f} s ({win}) and {disk[rival]:.3f} s ({rival}) reading from the "
+             "disk (cold less warm)")
+    extra = warm[rival] - warm[win]  # what the loser's own work cost more, warm
+    if family == "blocks":
+        why = (f"{spent}: the near-sequential reads the block order is built for"
+               + (f", saving more than the {-extra:.3f} s its own work costs warm." if extra < 0 else "."))
+        return f"{said} {why}"
+    work = "drawing its order" + ("" if "read_ahead=0" in rival else ", asking the kernel for each window's blocks")
+    own = (f"Warm, where nothing is read from the disk, `{rival}` took {extra:.3f} s more per epoch than random: "
+           f"the block order's own work ({work}) costs CPU time." if extra > 0
+           else f"Warm, `{rival}` was no slower ({-extra:.3f} s faster per epoch).")
+    repaid = ("less, but not enough to repay that work" if disk[rival] < disk[win]
+              else "the block order saved no disk time here")
+    return (f"{said} {own} {spent}: {repaid}. A store of {store_mb:,.0f} MB read from this machine's disk pays "
+            "little for scattered reads; the block order pays where each seek costs (a spinning disk, a network "
+            "volume) and the store outgrows the page cache (`python -m lab.scale` measures that).")
