@@ -151,3 +151,18 @@ def test_read_cold_and_warm_gives_a_blank_not_a_nan_on_warm_rows(tmp_path):
     assert (df.loc[df["state"] == "warm", "disk_s"] == "").all()
     assert (df.loc[df["state"] == "cold", "disk_s"].astype(float) >= 0).all()
     assert page_problems(page([table(df)])) == []
+
+
+def test_the_batch_arithmetic_and_the_input_ceiling():
+    from kit import distribute
+
+    assert distribute.batch_arithmetic(1_000_000, 256, 2) == {"per_replica_batch": 128, "steps_per_epoch": 3907}
+    with pytest.raises(ValueError, match="does not split"):
+        distribute.batch_arithmetic(1000, 256, 3)
+    assert distribute.epoch_floor_s(1_000_000, 7.0) == pytest.approx(142_857.14, rel=1e-6)
+    line = distribute.ceiling_line(frames=1_000_000, global_batch=256, replicas=2,
+                                   loader_rates={"generator": 7.0, "in_memory": 40_000.0})
+    assert line == ("global batch 256 on 2 replicas: 128 per replica, 3,907 steps per 1,000,000-frame epoch; the "
+                    "input ceiling, each loader alone, whatever the replica count: generator 7 frames/s, so no epoch "
+                    "under 39.7 h; in_memory 40,000 frames/s, so no epoch under 25.0 s")
+    assert len(distribute.ceiling_summary(frames=1_000_000, loader="the generator", loader_rate=7.0)) <= 180
