@@ -3,6 +3,8 @@
 The names a user calls are here; each comes from the module that owns it, imported on first use,
 so ``import kit`` sets no seeds or devices and imports no TensorFlow:
 
+* the two users' scenarios, declared once, and the spectrogram user's epochs measured once per run:
+  ``scenario``;
 * sample data: ``samples`` (``make_spectrogram``, ``make_segmentation``, ``embedded``, ``cached``);
 * the two cases: ``spectrogram`` and ``segmentation`` (their indexes ``FrameIndex``, ``PairIndex``
   and ``Palette``; each case's ``make_loader`` and ``convert``), ``verify`` for a converted store,
@@ -26,7 +28,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what mypy and editors see; at run time each name loads on first use (below)
-    from kit import bench, plots, results, samples, segmentation, spectrogram
+    from kit import bench, plots, results, samples, scenario, segmentation, spectrogram
     from kit.bench import run as run_bench
     from kit.distribute import distributed_loader, make_strategy
     from kit.doctor import diagnose
@@ -73,12 +75,13 @@ _FACE = {
     "results": ("kit.results", None),
     "run_bench": ("kit.bench", "run"),
     "bench": ("kit.bench", None),
+    "scenario": ("kit.scenario", None),
 }
 
 __all__ = ["samples", "spectrogram", "segmentation", "FrameIndex", "PairIndex", "Palette", "verify", "DataError",
            "measure", "compare", "project_epoch", "fit", "StepTimer", "epoch_estimate", "epoch_table", "Scaling",
            "diagnose", "extract_features", "make_strategy", "distributed_loader", "plots", "results", "run_bench",
-           "bench"]
+           "bench", "scenario"]
 
 
 def lazy_face(package: str, names: dict):

@@ -80,15 +80,20 @@ def latency(samples: dict[str, list[float]], *, title: str = "Batch latency") ->
     return fig
 
 
-def step_breakdown(steps: pd.DataFrame, *, title: str = "Where each training step goes") -> go.Figure:
-    """Stacked bars per step: waiting for input vs the rest, from ``StepTimer.steps()``."""
-    d = steps.reset_index(drop=True)
+def step_breakdown(steps: pd.DataFrame, *, title: str = "Where each training step goes", warmup: int = 1) -> go.Figure:
+    """Stacked bars per step: waiting for input vs the rest, from ``StepTimer.steps()`` (or
+    ``Measurement.steps()``), the first ``warmup`` steps of each epoch left out (tracing, buffers filling)."""
+    d = steps
+    if warmup and "step" in d.columns:
+        d = d[d["step"] >= warmup]
+    d = d.reset_index(drop=True)
     x = d.index
     fig = go.Figure([
         go.Bar(x=x, y=1e3 * d["wait_s"], name="waiting for input"),
         go.Bar(x=x, y=1e3 * d["compute_s"], name="compute and the rest"),
     ])
-    fig.update_layout(barmode="stack", title=title, xaxis_title="training step (all epochs)",
+    fig.update_layout(barmode="stack", title=title,
+                      xaxis_title="training step (all epochs)" + (f"; the first {warmup} of each left out" if warmup else ""),
                       yaxis_title="ms", height=380)
     return fig
 

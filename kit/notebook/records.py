@@ -93,3 +93,31 @@ def shared(quantity: str, basis: dict, value: float, unit: str, *, detail: dict 
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps(kept, indent=1) + "\n")  # never half a file for the next notebook
     return f, "measured here"
+
+
+def once(quantities: list[str], measure) -> tuple[list[dict], str]:
+    """The figures ``quantities`` as this run states them, whatever page states them: those an earlier
+    notebook of this run kept, else ``measure()``'s (a figure per quantity, in order), kept for the later
+    ones with ``measured_in`` and the run's id in their basis. A quantity has one value per run.
+
+    Returns:
+        ``(figures, where)``, ``where`` as ``shared``'s.
+    """
+    here = os.environ.get(NOTEBOOK_ENV, "this notebook")
+    path = _run_file()
+    keys = [json.dumps([q, "once"]) for q in quantities]
+    kept = json.loads(path.read_text()) if path is not None and path.exists() else {}
+    if all(k in kept for k in keys):
+        figures = [kept[k] for k in keys]
+        first = figures[0]["basis"]["measured_in"]
+        return figures, "measured here" if first == here else f"measured in {first}, this run"
+    figures = measure()
+    if [f["quantity"] for f in figures] != list(quantities):
+        raise ValueError(f"measure() gave {[f['quantity'] for f in figures]}, expected {list(quantities)}")
+    run = os.environ.get(RUN_ID_ENV)
+    figures = [{**f, "basis": {**f["basis"], "measured_in": here, "run": run}} for f in figures]
+    if path is not None:
+        kept.update(zip(keys, figures))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(kept, indent=1) + "\n")
+    return figures, "measured here"

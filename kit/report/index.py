@@ -66,16 +66,17 @@ def headlines(entries: list[Entry]) -> list[dict]:
 
 
 def disagreements(rows: list[dict], tolerance: float = 0.10) -> list[str]:
-    """The quantities whose values on one basis differ by more than ``tolerance`` (one line each)."""
+    """The quantities whose values differ by more than ``tolerance`` across the notebooks that state
+    them (one line each): a quantity's name means one thing and has one value per run."""
     groups: dict = {}
     for r in rows:
-        groups.setdefault((r["quantity"], json.dumps(r["basis"], sort_keys=True)), []).append(r)
+        groups.setdefault(r["quantity"], []).append(r)
     out = []
-    for (quantity, _), rs in groups.items():
+    for quantity, rs in groups.items():
         values = [r["value"] for r in rs]
         if min(values) > 0 and max(values) / min(values) > 1 + tolerance:
             out.append(f"{quantity}: " + ", ".join(f"{r['notebook']} {r['value']:,.4g} {r['unit']}" for r in rs)
-                       + f" on one basis differ by more than {tolerance:.0%}")
+                       + f" differ by more than {tolerance:.0%}")
     return out
 
 
@@ -92,27 +93,31 @@ def _lesson_count(lessons: list) -> str:
 
 
 def summary_lines(entries: list[Entry]) -> list[str]:
-    """What the run found, in up to three lines: the users' bottleneck (notebook 01's figures), the best
-    fix measured (the largest ``speedup_over_generator``), and how many lessons held."""
+    """What the run found: one line per user (the spectrogram user's epoch here and on their GPUs, the
+    best fix and its epoch; the segmentation user's 208 s / 126 s beside this run's one-core ratio), then
+    how many lessons held. Each line only from the figures the notebooks stated in this run."""
+    from kit.scenario import SEGMENTATION, SEGMENTATION_ONE_CORE, SPECTROGRAM  # the users, declared once
+
     figs = {f["quantity"]: (e, f) for e in entries if e.status == "ok" for f in e.figures}
     lines = []
-    if "generator_epoch_1m" in figs:
-        e, f = figs["generator_epoch_1m"]
-        b = f["basis"]
-        line = (f"The bottleneck: the spectrogram user's generator reads a frame's whole file for every frame; "
-                f"at {b.get('frames_per_file', '?')} frames per file its 1,000,000-frame epoch takes "
-                f"{format_duration(f['value'])} here ({b.get('measured_in', e.name)})")
-        if "layout_reaching_user_epoch" in figs:
-            f2 = figs["layout_reaching_user_epoch"][1]
-            line += (f", and the user's 40 hours come at about {f2['value']:,.0f} frames per file "
-                     f"({f2['basis'].get('how', 'fitted')})")
-        lines.append(line + ".")
-    best = [(f["value"], e, f) for e in entries if e.status == "ok" for f in e.figures
-            if f["quantity"] == "speedup_over_generator"]
-    if best:
-        value, e, f = max(best, key=lambda t: t[0])
-        lines.append(f"The best fix measured in this run: {f['basis'].get('loader', '?')}, {value:,.0f}x the generator "
-                     f"on the same data, side by side ({e.name}).")
+    if all(q in figs for q in ("user_epoch_generator_this_machine", "user_epoch_generator_user_gpus",
+                               "user_epoch_best_this_machine", "user_epoch_best_user_gpus")):
+        def d(q):
+            return format_duration(figs[q][1]["value"])
+
+        b = figs["user_epoch_generator_this_machine"][1]["basis"]
+        best = figs["user_epoch_best_user_gpus"][1]["basis"]
+        lines.append(f"The spectrogram user reported {format_duration(SPECTROGRAM.reported_epoch_s)} per epoch: their "
+                     f"generator at {b.get('frames_per_file', '?'):,} frames per file takes "
+                     f"{d('user_epoch_generator_this_machine')} here and {d('user_epoch_generator_user_gpus')} on their "
+                     f"{SPECTROGRAM.gpus} GPUs; the best fix, {best.get('loader', '?')}: "
+                     f"{d('user_epoch_best_this_machine')} here, {d('user_epoch_best_user_gpus')} on their GPUs "
+                     f"({b.get('measured_in', '?')}).")
+    if SEGMENTATION_ONE_CORE in figs:
+        e, f = figs[SEGMENTATION_ONE_CORE]
+        lines.append(f"The segmentation user's tf.data rewrite took {SEGMENTATION.tfdata_s:g} s against their DataGenerator's "
+                     f"{SEGMENTATION.datagenerator_s:g} s ({SEGMENTATION.tfdata_over_datagenerator:.2f}x its rate) on one "
+                     f"core; pinned to one core here it reads at {f['value']:.2f}x ({e.name}).")
     lessons = [x for e in entries if e.status == "ok" for x in e.lessons]
     if lessons:
         lines.append(f"Lessons: {_lesson_count(lessons)} in this run (each checked against the run's numbers on its page).")

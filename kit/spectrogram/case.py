@@ -6,14 +6,16 @@ from pathlib import Path
 
 from kit import samples
 from kit.cases.registry import Case, SampleOption, Scale, register
+from kit.scenario import SPECTROGRAM
 from kit.spectrogram.index import FrameIndex
 from kit.spectrogram.variants import make_loader
 from kit.util import positive_int
 
-#: What the spectrogram user reported: one epoch of about 1,000,000 frames took about 40 hours on
-#: two GPUs at global batch 256, read through a generator that np.loads each frame's whole file.
-USER_EPOCH_S = 40 * 3600.0
-USER_FRAMES, USER_GPUS, USER_GLOBAL_BATCH = 1_000_000, 2, 256
+#: What the spectrogram user reported (``kit.scenario.SPECTROGRAM``, declared there once): one epoch of
+#: about 1,000,000 frames took about 40 hours on two GPUs at global batch 256, read through a generator
+#: that np.loads each frame's whole file.
+USER_EPOCH_S = SPECTROGRAM.reported_epoch_s
+USER_FRAMES, USER_GPUS, USER_GLOBAL_BATCH = SPECTROGRAM.frames, SPECTROGRAM.gpus, SPECTROGRAM.global_batch
 #: What the spectrogram user reported, as one table: their epoch in seconds, its frames, GPUs and global batch.
 USER_REPORT = {"epoch_s": USER_EPOCH_S, "frames": USER_FRAMES, "gpus": USER_GPUS, "global_batch": USER_GLOBAL_BATCH}
 

@@ -7,9 +7,10 @@ against the one below it, and ``source(rung)`` is the rung's own code (notebook 
 1. ``map``: tf.data over row numbers, each frame read by ``np.load`` of its whole file (the
    user's read) in a per-frame ``tf.numpy_function``, one call at a time, then batch;
 2. ``+memory maps``: the frame read through its file's memory map (only its own bytes);
-3. ``+prefetch``: reading overlaps with the consumer;
-4. ``+parallel map``: several frames read at once (bounded by Python's GIL);
-5. ``+vectorise``: batch the row numbers first, then one Python call reads the whole batch;
+3. ``+vectorise``: batch the row numbers first, then one Python call reads the whole batch;
+4. ``+prefetch``: reading overlaps with the consumer's step (it gains only against a consumer
+   that works: ``kit.timing.compare(..., step_s=...)``);
+5. ``+parallel map``: several batches read at once (bounded by Python's GIL);
 6. ``+in the graph``: the frames consolidated once into one memmap, each batch one gather
    inside the graph, no Python at all (the ``memmap`` variant).
 
@@ -36,9 +37,9 @@ from kit.spectrogram.loaders import LoaderOptions, make_loader
 CHANGES = {
     "map": "tf.data over row numbers; a per-frame numpy_function np.loads the frame's whole file",
     "+memory maps": "the frame read through its file's memory map: its own bytes, not the whole file",
-    "+prefetch": "prefetch: reading overlaps with the consumer",
-    "+parallel map": "num_parallel_calls=AUTOTUNE: several frames read at once (the GIL bounds it)",
     "+vectorise": "batch the row numbers first, then one numpy_function call reads the whole batch",
+    "+prefetch": "prefetch: the next batch is read while the consumer works on this one",
+    "+parallel map": "num_parallel_calls=AUTOTUNE: several batches read at once (the GIL bounds it)",
     "+in the graph": "the frames consolidated once into one memmap; one gather per batch in the graph",
 }
 #: The rungs, in order.
@@ -123,28 +124,26 @@ def rung_memory_maps(index: FrameIndex, opts: LoaderOptions):
     return only_its_own_change(ds, prefetch=False, parallel=False)
 
 
+def rung_vectorise(index: FrameIndex, opts: LoaderOptions):
+    ds = rows(index, opts)
+    ds = ds.batch(opts.batch_size)  # changed: batch the row numbers first ...
+    ds = ds.map(as_tensors(memory_mapped_batch(index), index, batched=True))  # ... one call reads the batch
+    return only_its_own_change(ds, prefetch=False, parallel=False)
+
+
 def rung_prefetch(index: FrameIndex, opts: LoaderOptions):
     ds = rows(index, opts)
-    ds = ds.map(as_tensors(memory_mapped(index), index))
     ds = ds.batch(opts.batch_size)
-    ds = ds.prefetch(tf.data.AUTOTUNE)  # changed: read ahead while the consumer works
+    ds = ds.map(as_tensors(memory_mapped_batch(index), index, batched=True))
+    ds = ds.prefetch(tf.data.AUTOTUNE)  # changed: read the next batch while the consumer works
     return only_its_own_change(ds, prefetch=True, parallel=False)
 
 
 def rung_parallel_map(index: FrameIndex, opts: LoaderOptions):
     ds = rows(index, opts)
-    ds = ds.map(as_tensors(memory_mapped(index), index),
-                num_parallel_calls=tf.data.AUTOTUNE)  # changed: several frames at once
     ds = ds.batch(opts.batch_size)
-    ds = ds.prefetch(tf.data.AUTOTUNE)
-    return only_its_own_change(ds, prefetch=True, parallel=True)
-
-
-def rung_vectorise(index: FrameIndex, opts: LoaderOptions):
-    ds = rows(index, opts)
-    ds = ds.batch(opts.batch_size)  # changed: batch the row numbers first ...
     ds = ds.map(as_tensors(memory_mapped_batch(index), index, batched=True),
-                num_parallel_calls=tf.data.AUTOTUNE)  # ... then one call reads the whole batch
+                num_parallel_calls=tf.data.AUTOTUNE)  # changed: several batches at once
     ds = ds.prefetch(tf.data.AUTOTUNE)
     return only_its_own_change(ds, prefetch=True, parallel=True)
 
@@ -156,8 +155,8 @@ def rung_in_the_graph(index: FrameIndex, opts: LoaderOptions, workdir=None):
                        workdir=workdir, progress=False)
 
 
-_BUILDERS: dict[str, Callable[..., Any]] = {"map": rung_map, "+memory maps": rung_memory_maps, "+prefetch": rung_prefetch,
-             "+parallel map": rung_parallel_map, "+vectorise": rung_vectorise, "+in the graph": rung_in_the_graph}
+_BUILDERS: dict[str, Callable[..., Any]] = {"map": rung_map, "+memory maps": rung_memory_maps, "+vectorise": rung_vectorise,
+             "+prefetch": rung_prefetch, "+parallel map": rung_parallel_map, "+in the graph": rung_in_the_graph}
 
 
 #: What every rung builds on, shown once before the rungs: the epoch's rows, TensorFlow's defaults
@@ -181,7 +180,7 @@ def ladder(index: FrameIndex, *, batch_size: int, shuffle: bool = True, seed: in
 
 #: Why a rung can give nothing where it is measured, said beside it when it did not gain.
 _WHY_NOT = {
-    "+prefetch": "the measuring loop does no work between batches, so reading ahead has nothing to overlap "
+    "+prefetch": "a consumer that does no work between batches leaves reading ahead nothing to overlap "
                  "with; in training the step is that work",
     "+parallel map": "every numpy_function call holds Python's GIL, so parallel calls queue for it ({cpus} "
                      "usable CPUs here)",

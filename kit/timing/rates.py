@@ -43,15 +43,24 @@ class Measurement:
     peak_rss_mb: float
     warmup_batches: int
     latencies_ms: list = field(default_factory=list, repr=False)
+    #: per batch, the time spent waiting for it (``step_s``: the rest of its latency is the step)
+    waits_ms: list = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict:
         d = asdict(self)
         d.pop("latencies_ms")
+        d.pop("waits_ms")
         return d
+
+    def steps(self) -> pd.DataFrame:
+        """One row per timed batch: ``wait_s`` (waiting for it) and ``compute_s`` (the rest of its
+        latency: the consumer's step), as ``StepTimer.steps()`` gives them (``kit.plots.step_breakdown``)."""
+        lat, wait = np.asarray(self.latencies_ms) / 1e3, np.asarray(self.waits_ms) / 1e3
+        return pd.DataFrame({"step": np.arange(len(lat)), "wait_s": wait, "compute_s": np.maximum(lat - wait, 0.0)})
 
 
 def measure(batches: Any, *, num_batches: int | None = None, warmup: int = 2,
-            max_seconds: float | None = None) -> Measurement:
+            max_seconds: float | None = None, step_s: float = 0.0) -> Measurement:
     """Measures how fast a batch source delivers batches.
 
     Args:
@@ -60,11 +69,17 @@ def measure(batches: Any, *, num_batches: int | None = None, warmup: int = 2,
         num_batches: batches to time after the warm-up; ``None`` reads to the end.
         warmup: batches read first and not timed (pipelines fill their buffers).
         max_seconds: stop timing after this long (at least one batch is timed).
+        step_s: a consumer that works this long on each batch before asking for the next, as a
+            training step on an accelerator does (a sleep: the CPU stays free for the loader,
+            as TensorFlow's tf.data guide simulates it). 0: a consumer that does nothing.
 
     Returns:
         A ``Measurement``: examples/s, batches/s, latency p50/p95 (time between successive
-        batches), the timed wall time and the peak resident memory seen while reading.
+        batches), the timed wall time, the peak resident memory seen while reading, and per
+        batch the time spent waiting for it (``waits_ms``).
     """
+    if not step_s >= 0:
+        raise ValueError(f"step_s must be zero or positive, got {step_s!r}")
     if num_batches is not None:
         check_int("num_batches", num_batches)
     check_int("warmup", warmup, 0)
@@ -80,17 +95,23 @@ def measure(batches: Any, *, num_batches: int | None = None, warmup: int = 2,
                 raise ValueError(f"source ended during warm-up after {i} batches; lower warmup") from None
         examples = 0
         latencies: list[float] = []
+        waits: list[float] = []
         start = last = time.perf_counter()
         while num_batches is None or len(latencies) < num_batches:
+            asked = time.perf_counter()
             try:
                 batch = next(it)
             except StopIteration:
                 break
+            got = time.perf_counter()
+            waits.append(got - asked)
+            examples += batch_size_of(batch)
+            peak = max(peak, rss_mb())
+            if step_s:
+                time.sleep(step_s)  # the training step: the accelerator works, the CPU is free
             now = time.perf_counter()
             latencies.append(now - last)
             last = now
-            examples += batch_size_of(batch)
-            peak = max(peak, rss_mb())
             if max_seconds is not None and now - start >= max_seconds:
                 break
         wall = last - start
@@ -106,7 +127,8 @@ def measure(batches: Any, *, num_batches: int | None = None, warmup: int = 2,
                        batches_per_s=len(latencies) / wall if wall > 0 else math.inf,
                        latency_p50_ms=float(np.percentile(lat_ms, 50)),
                        latency_p95_ms=float(np.percentile(lat_ms, 95)),
-                       peak_rss_mb=peak, warmup_batches=warmup, latencies_ms=lat_ms.tolist())
+                       peak_rss_mb=peak, warmup_batches=warmup, latencies_ms=lat_ms.tolist(),
+                       waits_ms=(np.asarray(waits) * 1e3).tolist())
 
 
 @dataclass(frozen=True)
@@ -144,7 +166,8 @@ def project_epoch(examples_per_s: float, epoch_examples: int = 1_000_000, *, mea
 
 def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
             num_batches: int | Mapping[str, int] | None = 20, warmup: int = 2, rounds: int = 3,
-            max_seconds: float | Mapping[str, float] | None = None, epoch_examples: Sequence[int] = ()) -> pd.DataFrame:
+            max_seconds: float | Mapping[str, float] | None = None, epoch_examples: Sequence[int] = (),
+            step_s: float = 0.0) -> pd.DataFrame:
     """Measures several loaders in one process, interleaved, and compares them.
 
     Each round measures every loader once, in turn, so slow drifts of a shared machine hit all
@@ -158,6 +181,8 @@ def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
         rounds: how many interleaved rounds.
         max_seconds: per-round time cap, one number or per loader.
         epoch_examples: adds an ``epoch_s_<N>`` column per N: projected epoch seconds.
+        step_s: the consumer's work per batch (``measure``): with it, a rate is training steps'
+            rate, and ``wait_share`` says what share of the time the consumer waited for input.
 
     Returns:
         One row per loader: ``variant``, ``examples_per_s``, ``round_min``/``round_max`` (the
@@ -180,7 +205,7 @@ def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
     for _ in range(rounds):
         for name, source in loaders.items():
             runs[name].append(measure(source, num_batches=per(num_batches, name), warmup=warmup,
-                                      max_seconds=per(max_seconds, name)))
+                                      max_seconds=per(max_seconds, name), step_s=step_s))
     rows = []
     for name, ms in runs.items():
         examples = sum(m.examples for m in ms)
@@ -193,7 +218,8 @@ def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
                      "latency_p50_ms": float(np.percentile(lat, 50)),
                      "latency_p95_ms": float(np.percentile(lat, 95)),
                      "peak_rss_mb": max(m.peak_rss_mb for m in ms), "examples": examples,
-                     "batches": len(lat), "wall_s": wall})
+                     "batches": len(lat), "wall_s": wall,
+                     "wait_share": sum(sum(m.waits_ms) for m in ms) / 1e3 / wall if wall > 0 else math.nan})
     df = pd.DataFrame(rows)
     add_ratios(df, baselines)
     for n in epoch_examples:
