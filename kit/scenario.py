@@ -123,7 +123,7 @@ def _measure(fast: bool, ledger) -> list[dict]:
 
     import numpy as np
 
-    from kit import models, samples, spectrogram, timing
+    from kit import models, results, samples, spectrogram, timing
     from kit.notebook.records import figure
     from kit.spectrogram import layouts
 
@@ -149,6 +149,8 @@ def _measure(fast: bool, ledger) -> list[dict]:
     for _ in range(steps):
         model.train_on_batch(x, y)
     compute_here = steps * s.global_batch / (time.perf_counter() - start)
+    if ledger is None and results.ledger_path().exists():  # a device run in the ledger measures the GPUs' rate
+        ledger = results.load([results.ledger_path()])
     gpu = timing.gpu_rate(models.training_flops(model), ledger, gpu=s.gpu)
     efficiency = gpu.efficiency or 0.9  # as kit.timing.on_gpus assumes where no device run measured one
     compute_gpus = s.gpus * gpu.per_replica * efficiency
@@ -175,8 +177,8 @@ def user_epochs(*, fast: bool | None = None, ledger=None) -> UserEpochs:
     * the generator: measured at the user's layout (``SPECTROGRAM.frames_per_file``);
     * the best fix (``SPECTROGRAM.best_fix``): measured at the user's global batch;
     * this machine: its CPU trains the user's model, measured (a few steps of the global batch);
-    * the user's GPUs: ``kit.timing.gpu_rate`` (a device run in ``ledger``, else assumed from the
-      model's FLOPs), two of them at an assumed 0.9 scaling efficiency.
+    * the user's GPUs: ``kit.timing.gpu_rate`` (a device run in ``ledger``, by default the results
+      ledger, else assumed from the model's FLOPs), two of them at an assumed 0.9 scaling efficiency.
 
     Each epoch is the frames over the slower of the loader and the compute.
     """
