@@ -20,6 +20,13 @@ def test_a_lesson_says_held_did_not_hold_or_not_shown(capsys):
     assert "Lesson held: x beats y" in capsys.readouterr().out  # outside a kernel: printed
 
 
+def test_a_lesson_is_a_visible_call_out_with_its_verdict_claim_and_numbers():
+    held = records.call_out("Lesson held", "x beats y", "2.0x", True)
+    assert "<b>Lesson held</b>: x beats y" in held and "2.0x" in held and "#2e7d32" in held
+    failed = records.call_out("Lesson did not hold in this run", "a < b", "0.8x", False)
+    assert "a &lt; b" in failed and "#c62828" in failed  # escaped, in the colour of a failure
+
+
 def test_a_record_is_plain_json_even_from_numpy_values():
     import numpy as np
 

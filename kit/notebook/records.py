@@ -35,16 +35,34 @@ def shell():
     return getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
 
 
-def show(line: str, record: dict) -> str:
-    """Displays ``line`` with ``record`` beside it (``RECORD_MIME``) in a kernel, else prints ``line``;
-    returns ``line``."""
+def show(line: str, record: dict, *, html: str | None = None) -> str:
+    """Displays ``line`` with ``record`` beside it (``RECORD_MIME``) in a kernel (and ``html``, the form
+    JupyterLab and the HTML report draw), else prints ``line``; returns ``line``."""
     if shell() is None:
         print(line)
         return line
     from IPython.display import display  # keeps kit.notebook light: IPython, loaded by the kernel already
 
-    display({"text/plain": line, RECORD_MIME: _plain(record)}, raw=True)
+    data = {"text/plain": line, RECORD_MIME: _plain(record)}
+    if html is not None:
+        data["text/html"] = html
+    display(data, raw=True)
     return line
+
+
+#: A lesson's call-out: its mark and colours (border, background) by verdict.
+_CALL_OUT = {True: ("&#10004;", "#2e7d32", "#e8f5e9"), False: ("&#10008;", "#c62828", "#ffebee"),
+             None: ("&#8505;", "#616161", "#f5f5f5")}
+
+
+def call_out(verdict: str, claim: str, measured: str, held: bool | None) -> str:
+    """A lesson as a boxed call-out (HTML): the verdict in bold, the claim, the numbers that decided it."""
+    import html as _html
+
+    mark, border, background = _CALL_OUT[held]
+    return (f'<div class="kit-lesson" style="border-left:4px solid {border};background:{background};'
+            f'padding:6px 10px;margin:4px 0">{mark} <b>{_html.escape(verdict)}</b>: {_html.escape(claim)}'
+            f'<br><small>{_html.escape(measured)}</small></div>')
 
 
 def lesson(claim: str, held: bool | None, *, measured: str) -> str:
@@ -54,7 +72,8 @@ def lesson(claim: str, held: bool | None, *, measured: str) -> str:
     said = {True: "Lesson held", False: "Lesson did not hold in this run", None: "Lesson not shown in this run"}
     held = None if held is None else bool(held)
     line = f"{said[held]}: {claim} ({measured})."
-    return show(line, {"kind": "lesson", "claim": claim, "held": held, "measured": measured, "fast": fast()})
+    return show(line, {"kind": "lesson", "claim": claim, "held": held, "measured": measured, "fast": fast()},
+                html=call_out(said[held], claim, measured, held))
 
 
 def figure(quantity: str, value: float, unit: str, basis: dict) -> dict:

@@ -12,7 +12,8 @@ Public face:
     The tf.data guide's ladder, one change per rung (notebook 02): make_ladder, LADDER_RUNGS,
         LADDER_CHANGES, ladder_source, ladder_steps, ladder_reading.
     The order a loader delivers, read back from the frames (notebooks 03, 03b): frame_digests,
-        epoch_rows, order_quality, fit_orders, order_randomness, epoch_orders.
+        epoch_rows, order_quality, fit_orders, order_randomness, epoch_orders; the read orders timed cold
+        and warm (notebook 03b): ORDER_LOADERS, read_cold_and_warm, order_why.
     grain_available(): None where the Grain peer can run, else why not.
     The frozen-backbone feature cache (notebooks 07, 08): extract_features (a FeatureCache),
         feature_cache_key, head_loader, train_head, evaluate_head, embedding_stats.
@@ -55,12 +56,15 @@ if TYPE_CHECKING:
     from kit.spectrogram.layouts import reaching as layout_reaching
     from kit.spectrogram.layouts import sample as sample_layout
     from kit.spectrogram.order import (
+        ORDER_LOADERS,
         epoch_orders,
         epoch_rows,
         fit_orders,
         frame_digests,
         order_quality,
         order_randomness,
+        order_why,
+        read_cold_and_warm,
     )
 
 #: name -> (module, its name there), loaded on first use (the modules import TensorFlow or Keras).
@@ -73,7 +77,8 @@ _LAZY = {
         ("make_ladder", "ladder"), ("LADDER_RUNGS", "RUNGS"), ("LADDER_CHANGES", "CHANGES"),
         ("ladder_source", "source"), ("ladder_steps", "steps"), ("ladder_reading", "reading")]},
     **{name: ("kit.spectrogram.order", name) for name in [
-        "frame_digests", "epoch_rows", "order_quality", "fit_orders", "order_randomness", "epoch_orders"]},
+        "frame_digests", "epoch_rows", "order_quality", "fit_orders", "order_randomness", "epoch_orders",
+        "ORDER_LOADERS", "read_cold_and_warm", "order_why"]},
     **{name: ("kit.spectrogram.features", attr) for name, attr in [
         ("FeatureCache", "FeatureCache"), ("extract_features", "extract_features"),
         ("feature_cache_key", "cache_key"), ("head_loader", "head_loader"), ("train_head", "train_head"),
@@ -88,6 +93,7 @@ __all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "pipeline_sour
            "make_ladder", "LADDER_RUNGS", "LADDER_CHANGES", "ladder_source", "ladder_steps", "ladder_reading",
            # the order a loader delivers (notebooks 03, 03b)
            "frame_digests", "epoch_rows", "order_quality", "fit_orders", "order_randomness", "epoch_orders",
+           "ORDER_LOADERS", "read_cold_and_warm", "order_why",
            "grain_available",
            # the frozen-backbone feature cache (notebooks 07, 08)
            "FeatureCache", "extract_features", "feature_cache_key", "head_loader", "train_head", "evaluate_head",
