@@ -110,3 +110,18 @@ def test_one_core_feeding_four_gpus_is_bounded_by_the_slower_side():
     assert r.on_gpus(25.0, gpus=2, epoch=100).set_index("variant").loc["sequence", "epoch_s"] == pytest.approx(20.0)
     with pytest.raises(ValueError, match="per_gpu must be a positive rate"):
         r.on_gpus(0.0)
+
+
+def test_a_stage_total_below_the_timer_gives_a_share_of_zero_not_nan():
+    import pandas as pd
+
+    from kit.segmentation.profile import pipeline_costs
+
+    stages = [("NumPy/OpenCV", s, 2.0) for s in ("decode image", "decode mask", "image to float32 / 255",
+                                                 "colour loop -> class ids (12 colours)")]
+    stages += [("TensorFlow", s, 0.0) for s in ("decode image", "decode mask", "convert_image_dtype to float32",
+                                               "colour loop -> class ids (12 colours)", "vectorised lookup -> class ids")]
+    costs = pd.DataFrame([{"library": lib, "stage": s, "ms_per_pair": ms, "variants": ""} for lib, s, ms in stages])
+    d = pipeline_costs(costs).set_index("variant")
+    assert d.loc["sequence", "colour_loop_share"] == pytest.approx(0.25)
+    assert d.loc["tfdata_tuned", "colour_loop_share"] == 0.0 and not d["colour_loop_share"].isna().any()

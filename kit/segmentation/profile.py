@@ -174,6 +174,7 @@ def pipeline_costs(costs: pd.DataFrame) -> pd.DataFrame:
         loop = picked.get("colour loop -> class ids", 0.0)
         rows.append({"variant": variant, "ms_per_pair": total,
                      "decode_ms": picked["decode image"] + picked["decode mask"], "colour_loop_ms": loop,
-                     "colour_loop_share": loop / total if total else float("nan"),
+                     # a total below the timer's resolution has no loop in it either: a share of 0, not NaN
+                     "colour_loop_share": loop / total if total > 0 else 0.0,
                      "pairs_per_s_one_core": 1e3 / total if total else float("inf")})
     return pd.DataFrame(rows)
