@@ -56,6 +56,8 @@ class SegmentationUser:
     gpus: int = 4
     datagenerator_s: float = 126.0
     tfdata_s: float = 208.0
+    datagenerator_workers: int = 8  # their DataGenerator's worker processes
+    tfdata_parallel_calls: int = 4  # their tf.data map's num_parallel_calls
 
     @property
     def pairs_per_epoch(self) -> int:
