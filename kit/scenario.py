@@ -40,6 +40,11 @@ class SpectrogramUser:
     best_fix: str = "memmap"        # the ladder's top (notebook 02): one gather per batch in the graph
 
     @property
+    def reported(self) -> str:
+        """Their epoch as they said it: "40 hours"."""
+        return f"{self.reported_epoch_s / 3600:g} hours"
+
+    @property
     def per_replica_batch(self) -> int:
         return self.global_batch // self.gpus
 
@@ -112,7 +117,7 @@ class UserEpochs:
     def sentence(self) -> str:
         """The four epochs in one sentence, the user's 40 hours beside them."""
         g, b = self["user_epoch_generator_user_gpus"], self["user_epoch_best_user_gpus"]
-        return (f"the user reported {format_duration(SPECTROGRAM.reported_epoch_s)}; the generator at "
+        return (f"the user reported {SPECTROGRAM.reported}; the generator at "
                 f"{SPECTROGRAM.frames_per_file:,} frames per file: {format_duration(self['user_epoch_generator_this_machine'])} "
                 f"here, {format_duration(g)} on their {SPECTROGRAM.gpus} GPUs; {SPECTROGRAM.best_fix}: "
                 f"{format_duration(self['user_epoch_best_this_machine'])} here, {format_duration(b)} on their GPUs "

@@ -139,7 +139,7 @@ def test_a_run_gathers_headlines_lessons_and_shared_figures_into_the_index(tmp_p
             ("02_second", "segmentation_tfdata_over_datagenerator_one_core", 0.8)]
         assert rows[0]["basis"] == rows[4]["basis"] and report_index.disagreements(rows) == []
         page = (out / "index.html").read_text()
-        assert "The spectrogram user reported 40.0 h per epoch: their generator at 30,000 frames per file takes" in page
+        assert "The spectrogram user reported 40 hours per epoch: their generator at 30,000 frames per file takes" in page
         assert "208 s against their DataGenerator&#x27;s 126 s (0.61x its rate)" in page and "at 0.80x (02_second)" in page
         assert "Lessons: 1 of 2 lessons held, 1 did not in this run" in page
         assert "The generator: 400 s" in page  # the summary sentence, not the long line

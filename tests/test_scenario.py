@@ -58,5 +58,5 @@ def test_the_users_epochs_are_measured_once_at_the_users_layout(tmp_path, monkey
     monkeypatch.setenv(report_index.NOTEBOOK_ENV, "05_later")
     later = scenario.user_epochs(fast=True)
     assert later.figures == first.figures and later.where == "measured in 01_first, this run"
-    assert "40.0 h" in later.sentence() and len(later.table()) == 4
+    assert "40 hours" in later.sentence() and len(later.table()) == 4
     assert not report_index.disagreements([{"notebook": n, **f} for n in ("01", "05") for f in later.figures])

@@ -107,7 +107,7 @@ def summary_lines(entries: list[Entry]) -> list[str]:
 
         b = figs["user_epoch_generator_this_machine"][1]["basis"]
         best = figs["user_epoch_best_user_gpus"][1]["basis"]
-        lines.append(f"The spectrogram user reported {format_duration(SPECTROGRAM.reported_epoch_s)} per epoch: their "
+        lines.append(f"The spectrogram user reported {SPECTROGRAM.reported} per epoch: their "
                      f"generator at {b.get('frames_per_file', '?'):,} frames per file takes "
                      f"{d('user_epoch_generator_this_machine')} here and {d('user_epoch_generator_user_gpus')} on their "
                      f"{SPECTROGRAM.gpus} GPUs; the best fix, {best.get('loader', '?')}: "
