@@ -124,3 +124,16 @@ def test_runs_headless_in_fast_mode_twice(path):
     Each run's headline is one rounded line, marked as fast mode with its sample."""
     for run in ("first", "second"):
         assert_ran_in_fast_mode(report.execute(path, fast=True, timeout=600), run)
+
+
+def test_the_bookkeeping_closes_each_page():
+    """The headline and the figures it records are one closing cell, after every teaching cell (the
+    lessons stay beside the numbers they read); only the summary's markdown, and a cell that removes the
+    page's own temporary folders, come after it."""
+    for path in NOTEBOOKS:
+        cells = nbformat.read(path, as_version=4).cells
+        [at] = [i for i, c in enumerate(cells) if "headline" in c.metadata.get("tags", [])]
+        after = [c.source for c in cells[at + 1:] if c.cell_type == "code"]
+        assert all("rmtree" in src and "headline" not in src and "lesson(" not in src for src in after), \
+            f"{path.name}: code after the closing headline cell: {after}"
+        assert "lesson(" not in cells[at].source, f"{path.name}: a lesson in the closing cell; keep it beside its numbers"
