@@ -166,3 +166,11 @@ def test_the_batch_arithmetic_and_the_input_ceiling():
                     "input ceiling, each loader alone, whatever the replica count: generator 7 frames/s, so no epoch "
                     "under 39.7 h; in_memory 40,000 frames/s, so no epoch under 25.0 s")
     assert len(distribute.ceiling_summary(frames=1_000_000, loader="the generator", loader_rate=7.0)) <= 180
+
+
+def test_the_input_ceiling_names_what_the_loaders_read_in_the_same_sentence():
+    from kit import distribute
+
+    line = distribute.ceiling_line(frames=1_000_000, global_batch=256, replicas=2, loader_rates={"generator": 7.0},
+                                   where="on files of 12 frames")
+    assert "the input ceiling, each loader alone on files of 12 frames, whatever the replica count: generator" in line

@@ -29,15 +29,16 @@ def epoch_floor_s(frames: int, loader_rate: float) -> float:
     return frames / loader_rate
 
 
-def ceiling_line(*, frames: int, global_batch: int, replicas: int, loader_rates: dict[str, float]) -> str:
+def ceiling_line(*, frames: int, global_batch: int, replicas: int, loader_rates: dict[str, float],
+                 where: str = "") -> str:
     """The headline of notebook 04: the batch arithmetic, then each loader's measured rate and the
-    epoch floor it sets."""
+    epoch floor it sets (``where``: what the loaders read, when it is not the user's data)."""
     b = batch_arithmetic(frames, global_batch, replicas)
     floors = "; ".join(f"{name} {rate:,.0f} frames/s, so no epoch under {format_duration(epoch_floor_s(frames, rate))}"
                        for name, rate in loader_rates.items())
     return (f"global batch {global_batch} on {replicas} replicas: {b['per_replica_batch']} per replica, "
-            f"{b['steps_per_epoch']:,} steps per {frames:,}-frame epoch; the input ceiling, each loader alone, "
-            f"whatever the replica count: {floors}")
+            f"{b['steps_per_epoch']:,} steps per {frames:,}-frame epoch; the input ceiling, each loader alone"
+            f"{' ' + where if where else ''}, whatever the replica count: {floors}")
 
 
 def ceiling_summary(*, frames: int, loader: str, loader_rate: float) -> str:
