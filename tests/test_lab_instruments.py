@@ -85,3 +85,27 @@ def test_module_table_lists_the_kits_modules_at_two_commits(capsys):
 @pytest.mark.parametrize("name", ["first_touch", "read_ahead_pairs", "plain_vs_timed_fit", "doctor_gains"])
 def test_the_experiments_import(name):
     assert callable(importlib.import_module(f"lab.experiments.{name}").main)
+
+
+def test_the_demo_check_names_what_a_run_misses(tmp_path):
+    import json
+
+    import nbformat
+
+    from kit.scenario import PREFETCH_GAIN, SEGMENTATION_ONE_CORE, USER_EPOCHS
+    from lab import demo_check
+
+    rows = [{"notebook": nb, "quantity": q, "value": 100.0, "unit": "s", "basis": {}}
+            for q in USER_EPOCHS for nb in ("01_a", "05_b")]
+    rows += [{"notebook": "02_c", "quantity": PREFETCH_GAIN, "value": 1.2, "unit": "x", "basis": {}},
+             {"notebook": "06_d", "quantity": SEGMENTATION_ONE_CORE, "value": 1.5, "unit": "x", "basis": {}}]
+    (tmp_path / "headlines.json").write_text(json.dumps(rows))
+    (tmp_path / "index.html").write_text("<p>40 hours; 208 s and 126 s</p>")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("The user's 40 hours")]
+    nbformat.write(nb, tmp_path / "05_b.ipynb")
+    failures, lessons = demo_check.check(tmp_path)
+    assert failures == [f"{PREFETCH_GAIN} 1.20 < 1.3"] and lessons == []
+    rows[0]["value"] = 200.0  # one page states another value of the same quantity
+    (tmp_path / "headlines.json").write_text(json.dumps(rows))
+    assert any(f.startswith(f"{USER_EPOCHS[0]}: 01_a 200 s, 05_b 100 s") for f in demo_check.check(tmp_path)[0])
