@@ -103,10 +103,13 @@ def _code(source, tags=()):
 
 
 @pytest.mark.slow
-def test_a_run_gathers_headlines_lessons_and_shared_figures_into_the_index(tmp_path):
+def test_a_run_gathers_headlines_lessons_and_shared_figures_into_the_index(tmp_path, monkeypatch):
     """Two tiny notebooks (no TensorFlow): the second states the first's shared figure, not its own;
-    headlines.json holds every figure; the index says what the run found and how many lessons held."""
-    src, out = tmp_path / "notebooks", tmp_path / "reports"
+    headlines.json holds every figure; the index says what the run found and how many lessons held.
+    The reports folder is given relative, as ``make demo`` gives it: each kernel runs in the notebooks'
+    folder, and a second run once read the first run's figures from a file named relative to it."""
+    monkeypatch.chdir(tmp_path)
+    src, out = Path("notebooks"), Path("reports")
     src.mkdir()
     md = nbformat.v4.new_markdown_cell
     common = ("from kit.notebook import figure, headline, lesson, once\n"
@@ -127,6 +130,7 @@ def test_a_run_gathers_headlines_lessons_and_shared_figures_into_the_index(tmp_p
                     tags=["headline"]))
     nbformat.write(one, src / "01_first.ipynb")
     nbformat.write(two, src / "02_second.ipynb")
+    runs = []
     for _ in ("first", "second"):  # a second run measures anew, over the first run's files
         said = []
         entries = report.run_notebooks(src, out, fast=True, timeout=120, log=said.append)
@@ -138,6 +142,7 @@ def test_a_run_gathers_headlines_lessons_and_shared_figures_into_the_index(tmp_p
             *[("02_second", q, 400.0 * k) for k, q in enumerate(USER_EPOCHS, 1)],
             ("02_second", "segmentation_tfdata_over_datagenerator_one_core", 0.8)]
         assert rows[0]["basis"] == rows[4]["basis"] and report_index.disagreements(rows) == []
+        runs.append(rows[0]["basis"]["run"])
         page = (out / "index.html").read_text()
         assert "The spectrogram user reported 40 hours per epoch: their generator at 30,000 frames per file takes" in page
         assert "208 s against their DataGenerator&#x27;s 126 s (0.61x its rate)" in page and "at 0.80x (02_second)" in page
@@ -145,6 +150,7 @@ def test_a_run_gathers_headlines_lessons_and_shared_figures_into_the_index(tmp_p
         assert "The generator: 400 s" in page  # the summary sentence, not the long line
         assert "1 of 1 lesson held" in page and "0 of 1 lesson held, 1 did not" in page
         assert "nan" not in page.lower().replace("nanosecond", "")
+    assert runs[0] != runs[1] and not (src / "reports").exists()  # each run measured its own, in its own folder
 
 
 def test_a_headlines_file_the_kit_did_not_write_is_never_replaced(tmp_path):

@@ -129,7 +129,8 @@ def run_notebooks(src: str | os.PathLike = "notebooks", out: str | os.PathLike =
     run_dir = out / RUN_FOLDER
     run_dir.mkdir(exist_ok=True)
     (run_dir / "shared.json").unlink(missing_ok=True)  # the kit's own file: a new run measures anew
-    run_env = {RUN_ENV: str(run_dir), RUN_ID_ENV: time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"}
+    # absolute: each kernel runs in its notebook's folder, where a relative path would name another file
+    run_env = {RUN_ENV: str(run_dir.resolve()), RUN_ID_ENV: time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"}
     entries = []
     for p in every:
         title, teaches = describe(nbformat.read(p, as_version=4))
