@@ -174,3 +174,23 @@ def test_the_input_ceiling_names_what_the_loaders_read_in_the_same_sentence():
     line = distribute.ceiling_line(frames=1_000_000, global_batch=256, replicas=2, loader_rates={"generator": 7.0},
                                    where="on files of 12 frames")
     assert "the input ceiling, each loader alone on files of 12 frames, whatever the replica count: generator" in line
+
+
+@pytest.mark.slow
+def test_a_demo_run_says_what_a_reader_would_see_as_a_fault_of_a_page(tmp_path):
+    import nbformat
+
+    from kit import report
+
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_markdown_cell("# 01 · A page\n\n**Goal:** show a table."),
+                nbformat.v4.new_code_cell("FAST = None", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("import pandas as pd\npd.DataFrame({'a': [1.0, None]})")]
+    nbformat.write(nb, src / "01_page.ipynb")
+    said = []
+    [entry] = report.run_notebooks(src, tmp_path / "reports", fast=True, timeout=120, log=said.append)
+    assert entry.status == "ok"
+    assert any(line.strip().startswith("on the page: cell 2: a table shows 1 missing-value cell") for line in said), said

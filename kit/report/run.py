@@ -38,6 +38,7 @@ from kit.report.index import (
     write_index,
 )
 from kit.report.noise import clean
+from kit.report.pages import page_problems
 
 #: Environment of the kernels ``kit.report`` starts (a caller's ``env`` or an already set variable wins):
 #: TensorFlow's C++ errors only, progress bars as text (``kit.progress``), figures as plotly's JSON only.
@@ -211,6 +212,8 @@ def _run_one(p: Path, e: Entry, out: Path, *, fast: bool, timeout: int, log, env
                 e.summary, e.figures = r.get("summary"), list(r.get("figures") or [])
         log(f"        done in {format_run_time(e.seconds)}"
             + (f": {e.headline}" if e.headline and not e.headline_table else ""))
+        for problem in page_problems(nb):  # what a reader would see as a fault of the page (kit.report.pages)
+            log(f"        on the page: {problem}")
 
 
 def _one_line(err: Exception, nb) -> str:
