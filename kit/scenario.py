@@ -138,20 +138,20 @@ def _measure(fast: bool, ledger) -> list[dict]:
     # the generator at the user's layout: one file of frames_per_file frames, written once into the kit
     # cache; a few frames are enough to time, each costs reading the whole file
     user_index = layouts.sample(s.frames_per_file, 1)
-    gen = layouts.measure(user_index, batch_size=2, max_seconds=2.0 if fast else 8.0, rounds=2)
+    gen = layouts.measure(user_index, batch_size=2, max_seconds=1.0 if fast else 8.0, rounds=2)
     # the best fix: its store is one file whatever the source's layout, so it is measured on a smaller
     # sample of the same frames (10,000 in files of 100), at the user's global batch
     index = spectrogram.FrameIndex.from_csv(samples.cached("spectrogram", files=100, frames_per_file=100))
     best = timing.compare({s.best_fix: spectrogram.make_loader(s.best_fix, index, batch_size=s.global_batch,
                                                                progress=False)},
-                          num_batches=None, rounds=2, max_seconds=1.0 if fast else 4.0).iloc[0]
+                          num_batches=None, rounds=2, max_seconds=0.5 if fast else 4.0).iloc[0]
     # this machine's compute: the user's model (frozen backbone, Dense head) trains a global batch here
     model = models.transfer_model(models.audio_backbone(), models.audio_head(index.num_classes))
     models.compile_classifier(model)
     x = np.random.default_rng(0).random((s.global_batch, *index.frame_shape, 1), dtype=np.float32)
     y = np.arange(s.global_batch) % index.num_classes
     model.train_on_batch(x, y)  # traces the step
-    steps = 2 if fast else 6
+    steps = 1 if fast else 6
     start = time.perf_counter()
     for _ in range(steps):
         model.train_on_batch(x, y)
@@ -167,7 +167,7 @@ def _measure(fast: bool, ledger) -> list[dict]:
         on_gpus = name.endswith("user_gpus")
         compute = compute_gpus if on_gpus else compute_here
         basis = {"where": f"the user's {s.gpus} {gpu.gpu} GPUs" if on_gpus else "this machine's CPU",
-                 "loader": loader, "loader_rate": round(rate, 2), "compute_rate": round(compute, 1),
+                 "loader": loader, "loader_rate": float(rate), "compute_rate": float(compute),
                  "compute": f"{gpu.kind}: {gpu.basis}" if on_gpus else "measured",
                  "bound": "input" if rate < compute else "compute", "frames": s.frames,
                  "frames_per_file": s.frames_per_file if loader == "generator" else 100,

@@ -271,9 +271,10 @@ def test_notebook_05_twice_headless_with_its_html_then_in_jupyterlab(tmp_path, b
     html = out / entry.html
     assert html.name == "05_compare_epoch_times.html"
     # both machines: the user's two GPUs (the default view, compute measured or assumed) and this one
-    assert entry.headline and entry.headline.startswith("The user's 2 GPUs (")
-    assert re.search(r"compute (assumed|measured)\): generator [\d.]+ \w+ \(input", entry.headline)
-    assert "; this machine: generator " in entry.headline and "this CPU" in entry.summary
+    assert entry.headline and entry.headline.startswith("The user's 40 hours: the generator at their layout takes")
+    assert re.search(r"on their GPUs \((input|compute)-bound, compute (assumed|measured)\) and [\d.]+ \w+ here",
+                     entry.headline)
+    assert entry.summary.startswith("The user's 40 hours: generator ") and "; here " in entry.summary
     assert {r["claim"] for r in entry.lessons} >= {
         "on the user's GPUs the generator is the limit: input-bound over the whole assumed range"}
     assert "[FAST MODE: " in entry.headline  # a fast-mode figure says so, with its sample

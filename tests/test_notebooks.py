@@ -116,14 +116,27 @@ IN_THE_BROWSER = ("00_", "05_")
 TWICE = [p for p in NOTEBOOKS if not (p.name.startswith(IN_THE_BROWSER) and browser_missing() is None)]
 
 
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """One demo run's folder of shared figures for the notebooks a test process runs: as in ``make demo``,
+    the user's epochs (``kit.scenario.user_epochs``) are measured by the first notebook that states them
+    and stated alike by the rest."""
+    from kit.report.index import RUN_ENV, RUN_ID_ENV
+
+    return {RUN_ENV: str(tmp_path_factory.mktemp("demo-run")), RUN_ID_ENV: "tests"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", TWICE, ids=lambda p: p.name)
-def test_runs_headless_in_fast_mode_twice(path):
+def test_runs_headless_in_fast_mode_twice(path, demo_run):
     """The first run builds the notebook's caches and stores in this test's own KIT_CACHE;
     the second run finds them in place (a second ``make demo`` once failed in 07 there).
     Each run's headline is one rounded line, marked as fast mode with its sample."""
+    from kit.report.index import NOTEBOOK_ENV
+
     for run in ("first", "second"):
-        assert_ran_in_fast_mode(report.execute(path, fast=True, timeout=600), run)
+        nb = report.execute(path, fast=True, timeout=600, env={**demo_run, NOTEBOOK_ENV: path.stem})
+        assert_ran_in_fast_mode(nb, run)
 
 
 def test_the_bookkeeping_closes_each_page():

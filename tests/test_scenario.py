@@ -50,7 +50,7 @@ def test_the_users_epochs_are_measured_once_at_the_users_layout(tmp_path, monkey
     for name in scenario.USER_EPOCHS:
         b = first.basis(name)
         assert first[name] == pytest.approx(scenario.SPECTROGRAM.frames / min(b["loader_rate"], b["compute_rate"]),
-                                            rel=1e-3)
+                                            rel=1e-9)
         assert b["bound"] == ("input" if b["loader_rate"] < b["compute_rate"] else "compute")
     assert first.basis("user_epoch_generator_this_machine")["frames_per_file"] == scenario.SPECTROGRAM.frames_per_file
     assert first["user_epoch_generator_user_gpus"] > first["user_epoch_best_user_gpus"]
