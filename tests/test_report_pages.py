@@ -194,3 +194,14 @@ def test_a_demo_run_says_what_a_reader_would_see_as_a_fault_of_a_page(tmp_path):
     [entry] = report.run_notebooks(src, tmp_path / "reports", fast=True, timeout=120, log=said.append)
     assert entry.status == "ok"
     assert any(line.strip().startswith("on the page: cell 2: a table shows 1 missing-value cell") for line in said), said
+
+
+def test_the_index_says_what_a_page_teaches_from_its_goal_alone():
+    import nbformat
+
+    from kit.report.html import describe
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# 01 · A page\n\n**Goal:** measure the\ngenerator.\n\n"
+                                              "Terms the page uses: [docs/glossary.md](../docs/glossary.md).")]
+    assert describe(nb) == ("01 · A page", "measure the generator.")

@@ -224,7 +224,7 @@ def describe(nb) -> tuple[str, str]:
         for i, line in enumerate(lines):
             if line.startswith("# ") and not title:
                 title = line[2:].strip()
-                rest = " ".join(lines[i + 1:]).strip()
+                rest = "\n".join(lines[i + 1:]).strip()  # its paragraphs kept apart: the goal is the first
                 para = rest.split("\n\n")[0] if rest else ""
                 teaches = re.sub(r"^\*\*Goal:\*\*\s*", "", " ".join(para.split()))
         if title:
