@@ -326,8 +326,9 @@ def _verdict_follows_headroom(d):
 def test_frozen_backbone_recomputed_and_the_verdict_follows_headroom():
     model = _model(frozen_width=2048)
     before = [w.copy() for w in model.get_weights()]
-    # 6 s: time left for the head on cached features (its gain) on a loaded machine too
-    d = doctor.diagnose(_memory_dataset(), model, max_seconds=6)
+    # 12 s: time left for the head on cached features (its gain) on a loaded machine too (at 6 s it was
+    # skipped in two of three fresh-clone `make test` runs, beside the notebooks' tests)
+    d = doctor.diagnose(_memory_dataset(), model, max_seconds=12)
     _verdict_follows_headroom(d)  # compute-bound on an idle machine; shared cores can move it (see above)
     assert d.top == "frozen_backbone_recomputed", str(d)
     assert d.gain("frozen_backbone_recomputed") > 1.0
