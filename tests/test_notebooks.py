@@ -119,7 +119,7 @@ TWICE = [p for p in NOTEBOOKS if not (p.name.startswith(IN_THE_BROWSER) and brow
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
     """One demo run's folder of shared figures for the notebooks a test process runs: as in ``make demo``,
-    the user's epochs (``kit.scenario.user_epochs``) are measured by the first notebook that states them
+    the user's epochs (``kit.spectrogram.user_epochs``) are measured by the first notebook that states them
     and stated alike by the rest."""
     from kit.report.index import RUN_ENV, RUN_ID_ENV
 

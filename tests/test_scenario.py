@@ -45,7 +45,7 @@ def test_the_users_epochs_are_measured_once_at_the_users_layout(tmp_path, monkey
     of its loader and its compute, the generator measured at the declared layout."""
     monkeypatch.setenv(report_index.RUN_ENV, str(tmp_path / "run"))
     monkeypatch.setenv(report_index.NOTEBOOK_ENV, "01_first")
-    first = scenario.user_epochs(fast=True)
+    first = spectrogram.user_epochs(fast=True)
     assert first.where == "measured here"
     for name in scenario.USER_EPOCHS:
         b = first.basis(name)
@@ -56,7 +56,7 @@ def test_the_users_epochs_are_measured_once_at_the_users_layout(tmp_path, monkey
     assert first["user_epoch_generator_user_gpus"] > first["user_epoch_best_user_gpus"]
     assert first.step_s() == pytest.approx(256 / first.basis("user_epoch_best_user_gpus")["compute_rate"])
     monkeypatch.setenv(report_index.NOTEBOOK_ENV, "05_later")
-    later = scenario.user_epochs(fast=True)
+    later = spectrogram.user_epochs(fast=True)
     assert later.figures == first.figures and later.where == "measured in 01_first, this run"
     assert "40 hours" in later.sentence() and len(later.table()) == 4
     assert not report_index.disagreements([{"notebook": n, **f} for n in ("01", "05") for f in later.figures])

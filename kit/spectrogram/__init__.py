@@ -66,10 +66,13 @@ if TYPE_CHECKING:
         order_why,
         read_cold_and_warm,
     )
+    from kit.spectrogram.user import UserEpochs, user_epochs
 
 #: name -> (module, its name there), loaded on first use (the modules import TensorFlow or Keras).
 _LAZY = {
     "USER_REPORT": ("kit.spectrogram.case", "USER_REPORT"),
+    "user_epochs": ("kit.spectrogram.user", "user_epochs"),
+    "UserEpochs": ("kit.spectrogram.user", "UserEpochs"),
     **{name: ("kit.spectrogram.layouts", attr) for name, attr in [
         ("sample_layout", "sample"), ("measure_layout", "measure"), ("read_amplification", "amplification"),
         ("fit_layouts", "fit"), ("layout_reaching", "reaching"), ("layout_epochs", "epoch_table")]},
@@ -87,7 +90,7 @@ _LAZY = {
 
 __all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "pipeline_source", "convert",
            # the user's layout (notebook 01)
-           "USER_REPORT", "sample_layout", "measure_layout", "read_amplification", "fit_layouts", "layout_reaching",
+           "USER_REPORT", "user_epochs", "UserEpochs", "sample_layout", "measure_layout", "read_amplification", "fit_layouts", "layout_reaching",
            "layout_epochs",
            # the tf.data guide's ladder (notebook 02)
            "make_ladder", "LADDER_RUNGS", "LADDER_CHANGES", "ladder_source", "ladder_steps", "ladder_reading",
