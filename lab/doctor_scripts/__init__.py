@@ -1,0 +1,97 @@
+"""A corpus of real training scripts for the doctor (issue 55 item 6): public repositories' training code
+kept as close to the source as possible, on small generated data (``lab/doctor_scripts/data.py``).
+
+``dev/`` is the half the doctor may be tuned on, ``heldout/`` is scored once at the end, ``users/`` holds
+the two users' scripts as they wrote them. ``fixes/NAME.py`` is NAME with the one fix that matters
+applied. ``truth.py`` measures each script against its fix and the compute ceiling with plain Keras (no kit
+import); ``score.py`` runs ``python -m kit doctor run`` on each script and scores its verdict and top three
+findings against ``CORPUS``.
+
+``CORPUS[name]``: ``half`` (dev, heldout, users), ``source`` (the repository file), ``kind``, ``changed``
+(one line; the script's docstring has every change), ``fix`` (one line), ``codes`` (the finding codes that
+name that fix: any one in the top three counts as right), ``tolerated`` (true but minor: neither right nor
+wrong). A script with no fix file has ``fix`` "none" and no codes.
+"""
+
+CORPUS = {
+    "polyp_unet": dict(
+        half="dev", kind="tf.data + numpy_function",
+        source="https://github.com/nikhilroxtomar/Polyp-Segmentation-using-UNET-in-TensorFlow-2.0/blob/bd7b2c736feb4c39ddec305d627a4a29ff23c759/train.py",
+        changed="96x96 instead of 256x256, U-Net filters /2, epochs 3, sklearn split in NumPy, TensorBoard dropped",
+        fix="cache() after the deterministic numpy_function map (read and resize once)",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline", "serial_map", "no_prefetch")),
+    "hpa_protein": dict(
+        half="dev", kind="sequence",
+        source="https://github.com/hpeiyan/Human-protein-atlas-project/blob/4faf67fb8ccd52bd0db7d4fea15fb884605da72c/new_human_protien_classify.py",
+        changed="256px PNGs read at 64px, small CNN for the pretrained backbone, imgaug -> NumPy flip, epochs 3",
+        fix="decode and resize each example's PNG channels once, keep them in memory",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline", "pydataset_single_worker")),
+    "brats_3d": dict(
+        half="dev", kind="generator",
+        source="https://github.com/MrImmortal9696/Brain-MRI-Segmentation-/blob/37a50f535b5e741260de8964874f26c1e6fa769e/train_model.py",
+        changed="32^3 volumes, 3D U-Net filters /4, segmentation_models_3D losses as plain functions, epochs 3",
+        fix="load each .npy volume once (candidate)",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline",)),
+    "kws_tiny": dict(
+        half="dev", kind="tf.data",
+        source="https://github.com/mlcommons/tiny/blob/0be7052ea5b429179ad540881ee24083a269ff24/v0.1/training/keyword_spotting/get_dataset.py",
+        changed="tfds.load -> WAV files via tf.io, DS-CNN 32 filters, 10 words, epochs 3",
+        fix="cache() after the deterministic feature maps (MFCCs once)",
+        codes=("no_cache", "compute_once"), tolerated=("no_prefetch",)),
+    "kws_streaming": dict(
+        half="dev", kind="custom loop",
+        source="https://github.com/google-research/google-research/blob/0c1bbe5fc971a1de1a427debc814e66ab4f1e7fa/kws_streaming/train/train.py",
+        changed="no TF1 session: NumPy MFCC per clip in AudioProcessor.get_data, small CNN, 3 passes",
+        fix="compute each clip's fingerprint once, keep it in memory",
+        codes=("compute_once",), tolerated=("python_in_pipeline",)),
+    "delft_text": dict(
+        half="heldout", kind="sequence",
+        source="https://github.com/kermitt2/delft/blob/1bbe58dfde416141d5d01e8e917465f9b4a9787f/delft/textClassification/data_generator.py",
+        changed="in-memory 50-d GloVe dict, GRU 16 units, maxlen 100, batch 64, epochs 3",
+        fix="tokenise and vectorise each text once (candidate)",
+        codes=("compute_once",), tolerated=("python_in_pipeline", "pydataset_single_worker")),
+    "fakenews_from_generator": dict(
+        half="heldout", kind="from_generator",
+        source="https://github.com/dmayukh/fakenews/blob/HEAD/dataset_generators_sample.py",
+        changed="3200 samples, batch 32, VGG16 pattern at 1/8 width, epochs 3, output_signature",
+        fix="none", codes=(), tolerated=("python_in_pipeline", "no_prefetch")),
+    "audio_tagging": dict(
+        half="heldout", kind="generator",
+        source="https://github.com/Another-Chris/audio_utils/blob/3085d290daf07675677d45c99d994edbb0b8f143/preprocessing.py",
+        changed="wave for scipy, NumPy mel for feature.py, window moves by a batch, small CNN + fit added",
+        fix="compute each clip's mel spectrogram once, keep it in memory",
+        codes=("compute_once",), tolerated=("python_in_pipeline",)),
+    "keras_segmentation": dict(
+        half="heldout", kind="generator",
+        source="https://github.com/divamgupta/image-segmentation-keras/blob/02ebd1ef1c4aca61a4fd69b55d7764702220f9a9/keras_segmentation/train.py",
+        changed="240x180 PNGs, unet_mini at 64x96 and 1/2 width, fit_generator -> fit per epoch, epochs 3",
+        fix="validation_steps = validation pairs // val_batch_size (not the hard-coded 200)",
+        codes=("validation_input",), tolerated=("python_in_pipeline", "compute_once")),
+    "protein_kaggle": dict(
+        half="heldout", kind="sequence",
+        source="https://github.com/huutrinh68/kaggle-protein/blob/01a9d0afc3f0732f2695fc5a65d971d9d34e87ff/data_generator.py",
+        changed="256px PNGs scaled to 64, PIL for imread, cv2 for skimage resize, small CNN baseline, epochs 3",
+        fix="load, preprocess and label each example once, keep it in memory",
+        codes=("compute_once",), tolerated=("python_in_pipeline", "read_amplification", "pydataset_single_worker")),
+    "spectrogram_user": dict(
+        half="users", kind="generator",
+        source="/work/shared/seeds/000 (the spectrogram user's question; no repository)",
+        changed="12 files x 250 frames of 64x64, small frozen CNN for the pretrained network, epochs 3",
+        fix="np.load(mmap_mode='r'): read the one frame, not the whole file",
+        codes=("read_amplification",), tolerated=("python_in_pipeline", "compute_once")),
+    "segmentation_user": dict(
+        half="users", kind="sequence",
+        source="/work/shared/seeds/004 (the segmentation user's question; no repository)",
+        changed="128x128 instead of 512x512, U-Net 8..32 filters, 6 classes, epochs 3",
+        fix="decode and one-hot each pair once (the seed's answer: pre-processed arrays), keep in memory",
+        codes=("compute_once",), tolerated=("python_in_pipeline", "pydataset_single_worker")),
+}
+
+#: The doctor's finding codes a CORPUS entry may name (kit/doctor/findings.py CODES and the new ones).
+VOCABULARY = ("python_in_pipeline", "pydataset_single_worker", "serial_map", "map_before_batch",
+              "serial_interleave", "no_prefetch", "options_off", "no_cache", "read_amplification",
+              "frozen_backbone_recomputed", "augment_before_frozen_backbone", "small_shuffle_buffer",
+              "compute_once", "steps_per_execution", "validation_input", "epoch_start_stall", "memory_growth")
+HALVES = ("dev", "heldout", "users")
+#: custom loops: training steps per epoch (the timer sees train_on_batch calls, not epochs)
+LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30}

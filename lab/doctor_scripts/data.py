@@ -1,0 +1,289 @@
+"""Small generated data for the real training scripts of lab/doctor_scripts (issue 55 item 6).
+
+``make(name, folder)`` writes the files script NAME reads under ``folder/NAME/`` in the formats the
+source repository reads (PNG images and masks, 16-bit WAV clips, ``.npy`` volumes and frames, CSV lists,
+a GloVe-style text file). Deterministic (seeded per script), idempotent (a ``.complete`` marker written
+last: a second call finds it and does nothing) and atomic (each file written under a temporary name and
+renamed; the folder is built under a temporary name and renamed when complete).
+
+    python -m lab.doctor_scripts.data [NAME ...] [--folder DIR]
+
+The default folder is ``$DOCTOR_SCRIPTS_DATA`` or ``/tmp/kit-doctor-scripts``, as the scripts read it.
+No kit import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import sys
+import tempfile
+import wave
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT = os.environ.get("DOCTOR_SCRIPTS_DATA", str(Path(tempfile.gettempdir()) / "kit-doctor-scripts"))
+MARK = ".complete"
+
+
+def _png(path: Path, img: np.ndarray) -> None:
+    from PIL import Image
+
+    tmp = path.with_name(path.name + ".tmp.png")
+    Image.fromarray(img).save(tmp)
+    os.replace(tmp, path)
+
+
+def _npy(path: Path, arr: np.ndarray) -> None:
+    tmp = path.with_name(path.name + ".tmp.npy")
+    np.save(tmp, arr)
+    os.replace(tmp, path)
+
+
+def _wav(path: Path, x: np.ndarray, sr: int) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    pcm = np.clip(x * 32767, -32768, 32767).astype("<i2")
+    with wave.open(str(tmp), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(sr)
+        w.writeframes(pcm.tobytes())
+    os.replace(tmp, path)
+
+
+def _text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _csv(path: Path, header, rows) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    os.replace(tmp, path)
+
+
+def _blobs(rng, h, w, k=3):
+    """An image with ``k`` soft bright ellipses and its binary mask (a polyp-like target)."""
+    yy, xx = np.mgrid[0:h, 0:w]
+    mask = np.zeros((h, w), bool)
+    for _ in range(k):
+        cy, cx = rng.uniform(0.2, 0.8) * h, rng.uniform(0.2, 0.8) * w
+        ry, rx = rng.uniform(0.05, 0.15) * h, rng.uniform(0.05, 0.15) * w
+        mask |= ((yy - cy) / ry) ** 2 + ((xx - cx) / rx) ** 2 < 1
+    return mask
+
+
+def _tone(rng, n, sr, label, n_labels):
+    t = np.arange(n) / sr
+    f0 = 200 + 150 * label
+    x = 0.4 * np.sin(2 * np.pi * f0 * t) + 0.2 * np.sin(2 * np.pi * 2.5 * f0 * t)
+    return (x * rng.uniform(0.5, 1.0) + 0.05 * rng.standard_normal(n)).astype(np.float32)
+
+
+# --------------------------------------------------------------------------- per script
+
+
+def polyp_unet(d: Path, rng) -> None:
+    # CVC-612-like: 384x288 RGB frames, grayscale masks, same file names in images/ and masks/.
+    (d / "images").mkdir()
+    (d / "masks").mkdir()
+    for i in range(160):
+        m = _blobs(rng, 288, 384)
+        img = rng.integers(0, 90, (288, 384, 3), dtype=np.uint8)
+        img[m] = np.clip(img[m].astype(int) + 140, 0, 255).astype(np.uint8)
+        _png(d / "images" / f"{i:03d}.png", img)
+        _png(d / "masks" / f"{i:03d}.png", (m * 255).astype(np.uint8))
+
+
+def _protein_images(d: Path, rng, n, size, colors):
+    ids, targets = [], []
+    for i in range(n):
+        ident = f"{zlib.crc32(str(i).encode()):08x}-{i:04d}"
+        labels = sorted(set(rng.integers(0, 28, rng.integers(1, 4)).tolist()))
+        for c in colors:
+            img = (rng.random((size, size)) * 60).astype(np.uint8)
+            for lab in labels:  # a faint stripe per label so the label is learnable
+                img[:, (lab * size) // 28] = 255
+            _png(d / "train" / f"{ident}_{c}.png", img)
+        ids.append(ident)
+        targets.append(" ".join(map(str, labels)))
+    _csv(d / "train.csv", ["Id", "Target"], zip(ids, targets))
+
+
+def hpa_protein(d: Path, rng) -> None:
+    # The Kaggle HPA layout: train/<Id>_<color>.png (grayscale), train.csv (Id, Target "a b c").
+    (d / "train").mkdir()
+    _protein_images(d, rng, 600, 256, ["red", "green", "blue"])
+
+
+def brats_3d(d: Path, rng) -> None:
+    # input_data_128 layout of the repository, volumes shrunk to 32^3: image_i.npy (D,H,W,3) float32,
+    # mask_i.npy (D,H,W,4) one-hot float32.
+    for split, n in (("train", 48), ("val", 8)):
+        for sub in ("images", "masks"):
+            (d / split / sub).mkdir(parents=True)
+        for i in range(n):
+            lab = rng.integers(0, 4, (32, 32, 32))
+            img = (rng.random((32, 32, 32, 3)) * 0.2 + lab[..., None] * 0.2).astype(np.float32)
+            _npy(d / split / "images" / f"image_{i}.npy", img)
+            _npy(d / split / "masks" / f"mask_{i}.npy", np.eye(4, dtype=np.float32)[lab])
+
+
+WORDS = ["down", "go", "left", "no", "off", "on", "right", "stop", "up", "yes"]
+
+
+def _speech(d: Path, rng, n_per_word, seconds=1.0, sr=16000, words=WORDS):
+    for k, word in enumerate(words):
+        (d / word).mkdir(parents=True)
+        for i in range(n_per_word):
+            n = int(sr * seconds * rng.uniform(0.8, 1.0))  # clips shorter than a second, padded by the reader
+            _wav(d / word / f"{zlib.crc32(f'{word}{i}'.encode()):08x}_nohash_{i}.wav", _tone(rng, n, sr, k, len(words)), sr)
+
+
+def kws_tiny(d: Path, rng) -> None:
+    # speech_commands folders: <word>/<hash>_nohash_<i>.wav, 16 kHz mono 16-bit; train/ and validation/.
+    _speech(d / "train", rng, 200)
+    _speech(d / "validation", rng, 20)
+
+
+def kws_streaming(d: Path, rng) -> None:
+    _speech(d / "train", rng, 150)
+    _speech(d / "validation", rng, 10)
+
+
+def audio_tagging(d: Path, rng) -> None:
+    # kaggle_audio_tagging/{train,valid}/<label>/<fname>.wav, 3 s clips at 16 kHz.
+    labels = ["Bark", "Cello", "Clarinet", "Flute", "Gong", "Knock"]
+    for split, n in (("train", 120), ("valid", 8)):
+        for k, lab in enumerate(labels):
+            (d / split / lab).mkdir(parents=True)
+            for i in range(n):
+                x = _tone(rng, 16000 * 3, 16000, k, len(labels))
+                _wav(d / split / lab / f"{zlib.crc32(f'{lab}{split}{i}'.encode()):08x}.wav", x, 16000)
+
+
+def delft_text(d: Path, rng) -> None:
+    # A GloVe text file (word v1 ... v50) and a toxic-comment-like CSV (id, comment_text, 6 labels).
+    vocab = [f"w{i}" for i in range(3000)]
+    vecs = rng.standard_normal((len(vocab), 50)).astype(np.float32)
+    _text(d / "glove.6B.50d.txt", "".join(w + " " + " ".join(f"{v:.4f}" for v in row) + "\n"
+                                          for w, row in zip(vocab, vecs)))
+    classes = ["toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate"]
+    rows = []
+    for i in range(3072):
+        y = (rng.random(6) < 0.2).astype(int)
+        words = rng.choice(vocab, rng.integers(40, 120))
+        marks = [f"w{k}" for k in np.flatnonzero(y)]
+        text = " ".join(list(words) + marks) + ". " + ", ".join(rng.choice(vocab, 5)) + "!"
+        rows.append([f"{i:06x}", text, *y])
+    _csv(d / "train.csv", ["id", "comment_text", *classes], rows)
+
+
+def fakenews_from_generator(d: Path, rng) -> None:
+    # The source synthesizes its examples inside the generator: nothing to read; a marker only.
+    _text(d / "README.txt", "dataset_generators_sample.py draws its examples in its generator.\n")
+
+
+def spectrogram_user(d: Path, rng) -> None:
+    # The user's layout: SpectrogramsPositivePatches/<file>.npy, each holding many 1-second frames
+    # (here 250 frames of 64x64 float32 = 4 MB per file, one frame 16 KB: reading a whole file per
+    # frame is the read amplification of the seed), and a CSV of (id, file, frame, label, partition).
+    sub = d / "SpectrogramsPositivePatches"
+    sub.mkdir()
+    rows = []
+    for f in range(12):
+        labels = rng.integers(0, 2, 250)
+        frames = (rng.random((250, 64, 64)) * 0.5 + labels[:, None, None] * 0.25).astype(np.float32)
+        name = f"rec_{f:02d}.npy"
+        _npy(sub / name, frames)
+        for j in range(250):
+            rows.append([len(rows), name, j, int(labels[j]), "test" if f >= 10 else "train"])
+    _csv(d / "frames.csv", ["id", "file", "frame", "label", "partition"], rows)
+
+
+def keras_segmentation(d: Path, rng) -> None:
+    # dataset1's layout: images_prepped_{train,test}/*.png (240x180 RGB, half of 480x360) and annotations_prepped_*/*.png
+    # whose pixel values are class indices (5 classes here).
+    for split, n in (("train", 60), ("test", 20)):
+        (d / f"images_prepped_{split}").mkdir()
+        (d / f"annotations_prepped_{split}").mkdir()
+        for i in range(n):
+            lab = np.zeros((180, 240), np.uint8)
+            for k in range(1, 5):
+                lab[_blobs(rng, 180, 240, 1)] = k
+            img = np.clip(lab[..., None] * 50 + rng.integers(0, 40, (180, 240, 3)), 0, 255).astype(np.uint8)
+            _png(d / f"images_prepped_{split}" / f"{split}_{i:04d}.png", img)
+            _png(d / f"annotations_prepped_{split}" / f"{split}_{i:04d}.png", np.repeat(lab[..., None], 3, -1))
+
+
+def protein_kaggle(d: Path, rng) -> None:
+    (d / "train").mkdir()
+    _protein_images(d, rng, 450, 256, ["red", "green", "blue", "yellow"])
+
+
+PALETTE = [("Sky", 128, 128, 128), ("Building", 128, 0, 0), ("Road", 128, 64, 128), ("Car", 64, 0, 128),
+           ("Pedestrian", 64, 64, 0), ("Tree", 128, 128, 0)]
+
+
+def segmentation_user(d: Path, rng) -> None:
+    # CamVid-style: train/*.png RGB, train_labels/*_L.png colour-coded masks, class_dict.csv (name,r,g,b).
+    for sub in ("train", "train_labels", "val", "val_labels"):
+        (d / sub).mkdir()
+    _csv(d / "class_dict.csv", ["name", "r", "g", "b"], PALETTE)
+    colors = np.array([p[1:] for p in PALETTE], np.uint8)
+    for split, n in (("train", 150), ("val", 12)):
+        for i in range(n):
+            lab = np.zeros((128, 128), int)
+            for k in range(1, len(PALETTE)):
+                lab[_blobs(rng, 128, 128, 1)] = k
+            img = np.clip(colors[lab].astype(int) + rng.integers(-30, 30, (128, 128, 3)), 0, 255).astype(np.uint8)
+            _png(d / split / f"f{i:03d}.png", img)
+            _png(d / f"{split}_labels" / f"f{i:03d}_L.png", colors[lab])
+
+
+MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, kws_streaming, delft_text,
+                                  fakenews_from_generator, audio_tagging, keras_segmentation, protein_kaggle,
+                                  spectrogram_user, segmentation_user)}
+
+
+def make(name: str, folder: str | os.PathLike = DEFAULT) -> Path:
+    """Writes script ``name``'s data under ``folder/name`` once; returns that folder."""
+    if name not in MAKERS:
+        raise ValueError(f"no data maker for {name!r}; known: {', '.join(MAKERS)}")
+    out = Path(folder) / name
+    if (out / MARK).exists():
+        return out
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=folder))
+    try:
+        MAKERS[name](tmp, np.random.default_rng(zlib.crc32(name.encode())))
+        _text(tmp / MARK, "complete\n")
+        if out.exists():  # an incomplete earlier attempt (no marker): ours to replace
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("names", nargs="*", help="scripts to make data for (all by default)")
+    p.add_argument("--folder", default=DEFAULT)
+    a = p.parse_args(argv)
+    for name in a.names or list(MAKERS):
+        print(make(name, a.folder), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

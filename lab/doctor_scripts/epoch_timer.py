@@ -1,0 +1,129 @@
+"""Runs a training script unchanged and records its epoch and step times (no kit import).
+
+    python lab/doctor_scripts/epoch_timer.py --out TIMES.json [--ceiling] [--steps N] SCRIPT
+
+Patches ``keras.Model.fit`` to add a callback that takes the clock at each epoch's start and end and at
+the end of each training step, and ``keras.Model.train_on_batch`` (a custom loop) to take it after each
+call; then ``runpy.run_path(SCRIPT, run_name="__main__")``. ``--ceiling``: the compute ceiling instead:
+the first batch the script's first fit (or train_on_batch) would train on is taken and the same compiled
+model is trained on it replayed from memory (``tf.data.Dataset.from_tensors(batch).repeat()``), ``--steps``
+steps per epoch (default: the script's steps per epoch) for 3 epochs; then the script is stopped.
+Writes TIMES.json: ``fits`` (one per fit call: ``epochs`` [[start, end, train_end]], ``steps`` [end of each
+step], ``batch_size``), ``loop_steps`` (train_on_batch ends and batch sizes), ``ceiling`` (bool).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+class _Stop(Exception):
+    pass
+
+
+def _first_batch(x):
+    import keras
+    import tensorflow as tf
+
+    if isinstance(x, tf.data.Dataset):
+        return next(iter(x))
+    if isinstance(x, keras.utils.PyDataset):
+        return x[0]
+    if hasattr(x, "__next__"):
+        return next(x)
+    raise TypeError(f"cannot take a batch from {type(x).__name__}")
+
+
+def _size(batch) -> int:
+    x = batch[0] if isinstance(batch, (tuple, list)) else batch
+    while isinstance(x, (tuple, list, dict)):
+        x = list(x.values())[0] if isinstance(x, dict) else x[0]
+    return int(x.shape[0])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--ceiling", action="store_true")
+    p.add_argument("--steps", type=int, default=0)
+    p.add_argument("script")
+    a = p.parse_args(argv)
+
+    import keras
+    import tensorflow as tf
+
+    record = {"fits": [], "loop_steps": [], "loop_batch": [], "ceiling": a.ceiling, "script": a.script}
+
+    class Clock(keras.callbacks.Callback):
+        def __init__(self, fit):
+            super().__init__()
+            self.fit = fit
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.fit["epochs"].append([time.perf_counter(), None, None])
+
+        def on_train_batch_end(self, batch, logs=None):
+            t = time.perf_counter()
+            self.fit["steps"].append(t)
+            self.fit["epochs"][-1][2] = t
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.fit["epochs"][-1][1] = time.perf_counter()
+
+    original_fit = keras.Model.fit
+    original_tob = keras.Model.train_on_batch
+
+    def replay(model, batch, steps):
+        ds = tf.data.Dataset.from_tensors(tuple(batch) if isinstance(batch, (tuple, list)) else batch).repeat()
+        fit = {"epochs": [], "steps": [], "batch_size": _size(batch)}
+        record["fits"].append(fit)
+        original_fit(model, ds, steps_per_epoch=steps, epochs=3, verbose=0, callbacks=[Clock(fit)])
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        if a.ceiling:
+            batch = _first_batch(x) if y is None else (x[: kwargs.get("batch_size") or 32],
+                                                       y[: kwargs.get("batch_size") or 32])
+            steps = a.steps or kwargs.get("steps_per_epoch") or (len(x) if hasattr(x, "__len__") else 20)
+            replay(self, batch, int(steps))
+            raise _Stop
+        fit = {"epochs": [], "steps": [], "batch_size": None}
+        record["fits"].append(fit)
+        callbacks = list(kwargs.pop("callbacks", None) or []) + [Clock(fit)]
+        return original_fit(self, x, y, *args, callbacks=callbacks, **kwargs)
+
+    def train_on_batch(self, x=None, y=None, *args, **kwargs):
+        if a.ceiling:
+            replay(self, (x, y), a.steps or 20)
+            raise _Stop
+        out = original_tob(self, x, y, *args, **kwargs)
+        record["loop_steps"].append(time.perf_counter())
+        record["loop_batch"].append(int(len(x)))
+        return out
+
+    keras.Model.fit = fit
+    keras.Model.train_on_batch = train_on_batch
+    sys.argv = [a.script]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(a.script)))
+    t0 = time.perf_counter()
+    try:
+        runpy.run_path(a.script, run_name="__main__")
+    except _Stop:
+        pass
+    finally:
+        record["wall_s"] = time.perf_counter() - t0
+        tmp = a.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(record, f)
+        os.replace(tmp, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

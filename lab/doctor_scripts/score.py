@@ -1,0 +1,187 @@
+"""Scores ``python -m kit doctor run`` on the real-script corpus (lab/doctor_scripts) against its truth.
+
+For each script (``--half``, ``--only``): its data is made, then
+
+    .venv/bin/python -m kit doctor run --max-seconds S --json OUT.json lab/doctor_scripts/<half>/NAME.py
+
+runs as a subprocess (timeout S + 90 s; its wall time, exit code and last stderr line recorded). From
+OUT.json: ``verdict`` and ``findings`` (rank order; each with code, status, list, kind, where,
+expected_gain). The top three are the first three findings whose ``kind`` is not "symptom" and whose
+``list`` is "findings". Scores per script: verdict right (against the truth's, ``--truth``); precision of
+the top three (right = in CORPUS ``codes``; ``tolerated`` codes skipped, neither right nor wrong; none
+judged: null); recall (any of ``codes`` in the top three; null where the script has no codes); adapter
+lines (0: the doctor ran the script unchanged). A failed run, a timeout or an unreadable JSON is a scored
+failure: verdict wrong, recall 0, precision null.
+
+    python -m lab.doctor_scripts.score [--half dev|heldout|users] [--only NAME ...] [--max-seconds 30]
+        [--truth lab/results/doctor_scripts_truth.json] [--data FOLDER] [--out lab/results/doctor_scripts_<half>]
+
+Writes OUT.json and OUT.md. No kit import: the doctor runs in its own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lab.doctor_scripts import CORPUS, HALVES
+from lab.doctor_scripts import data as data_mod
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+TOP = 3
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--half", choices=HALVES, default="dev")
+    p.add_argument("--only", action="append")
+    p.add_argument("--max-seconds", type=float, default=30.0)
+    p.add_argument("--truth", default=str(ROOT / "lab" / "results" / "doctor_scripts_truth.json"))
+    p.add_argument("--data", default=data_mod.DEFAULT)
+    p.add_argument("--out", default=None)
+    p.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
+    a = p.parse_args(argv)
+    bad = [n for n in a.only or [] if n not in CORPUS]
+    if bad:
+        p.error(f"--only: unknown script(s) {', '.join(bad)}")
+    if a.max_seconds <= 0:
+        p.error(f"--max-seconds must be positive, got {a.max_seconds}")
+    a.out = a.out or str(ROOT / "lab" / "results" / f"doctor_scripts_{a.half}")
+    return a
+
+
+def top_findings(report: dict, n: int = TOP) -> list[dict]:
+    """The first ``n`` findings that are causes: not symptoms, on the main list."""
+    out = []
+    for f in report.get("findings") or []:
+        if f.get("kind") == "symptom" or f.get("list", "findings") != "findings":
+            continue
+        out.append(f)
+        if len(out) == n:
+            break
+    return out
+
+
+def score(report: dict | None, entry: dict, true_verdict: str | None) -> dict:
+    """Scores one doctor report (None: the run failed) against a CORPUS entry and the true verdict."""
+    codes, tolerated = set(entry["codes"]), set(entry["tolerated"])
+    if report is None:
+        return {"verdict": None, "verdict_right": False, "top": [], "precision": None,
+                "recall": 0.0 if codes else None, "right": 0, "wrong": 0, "skipped": 0}
+    top = [f.get("code") for f in top_findings(report)]
+    right = sum(c in codes for c in top)
+    skipped = sum(c in tolerated and c not in codes for c in top)
+    wrong = len(top) - right - skipped
+    judged = right + wrong
+    return {"verdict": report.get("verdict"),
+            "verdict_right": (report.get("verdict") == true_verdict) if true_verdict else None,
+            "top": top, "precision": right / judged if judged else None,
+            "recall": (1.0 if right else 0.0) if codes else None,
+            "right": right, "wrong": wrong, "skipped": skipped}
+
+
+def run_doctor(name: str, a) -> tuple[dict | None, dict]:
+    script = HERE / CORPUS[name]["half"] / f"{name}.py"
+    with tempfile.TemporaryDirectory(prefix="doctor-scripts-score-") as tmp:
+        out = Path(tmp) / "report.json"
+        cmd = [a.python, "-m", "kit", "doctor", "run", "--max-seconds", f"{a.max_seconds:g}", "--json", str(out),
+               str(script.relative_to(ROOT))]
+        env = dict(os.environ, DOCTOR_SCRIPTS_DATA=a.data)
+        t0 = time.perf_counter()
+        info = {"command": " ".join(cmd[1:]), "exit_code": None, "stderr_tail": "", "wall_s": None}
+        try:
+            proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                                  timeout=a.max_seconds + 90)
+            info["exit_code"] = proc.returncode
+            info["stderr_tail"] = ((proc.stderr or "").strip().splitlines() or [""])[-1][:300]
+        except subprocess.TimeoutExpired:
+            info["stderr_tail"] = f"timed out after {a.max_seconds + 90:.0f} s"
+        info["wall_s"] = round(time.perf_counter() - t0, 1)
+        if info["exit_code"] != 0 or not out.exists():
+            return None, info
+        try:
+            return json.loads(out.read_text()), info
+        except json.JSONDecodeError as e:
+            info["stderr_tail"] = f"unreadable JSON: {e}"
+            return None, info
+
+
+def totals(rows: list[dict]) -> dict:
+    def mean(key):
+        xs = [r[key] for r in rows if r.get(key) is not None]
+        return statistics.mean(xs) if xs else None
+    verdicts = [r["verdict_right"] for r in rows if r.get("verdict_right") is not None]
+    right = sum(r["right"] for r in rows)
+    judged = right + sum(r["wrong"] for r in rows)
+    return {"scripts": len(rows), "failures": sum(r["report"] is None for r in rows),
+            "verdicts_right": sum(verdicts), "verdicts_judged": len(verdicts),
+            "precision_pooled": right / judged if judged else None, "precision_mean": mean("precision"),
+            "recall_mean": mean("recall"), "adapter_lines_total": sum(r["adapter_lines"] or 0 for r in rows)}
+
+
+def fmt(x, spec=".2f"):
+    return "—" if x is None else format(x, spec)
+
+
+def markdown(doc: dict) -> str:
+    t = doc["totals"]
+    lines = [f"# The doctor on the real-script corpus: the {doc['half']} half", "",
+             f"Written by `{doc['command']}` on {doc['date']}. Truth: `{doc['truth']}`. Top three = the first "
+             "three findings that are causes (not symptoms, on the main list); tolerated codes are skipped.", "",
+             f"Verdicts right: {t['verdicts_right']} of {t['verdicts_judged']}; precision of the top three "
+             f"(pooled): {fmt(t['precision_pooled'])}; recall (mean): {fmt(t['recall_mean'])}; failed runs: "
+             f"{t['failures']} of {t['scripts']}; adapter lines: {t['adapter_lines_total']}.", "",
+             "| name | true verdict | doctor verdict | top three | right / wrong / skipped | precision | recall | "
+             "exit | wall s | adapter lines | last stderr line |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in doc["rows"]:
+        tail = r["run"]["stderr_tail"].replace("|", "/")[:120] if r["report"] is None else ""
+        lines.append(f"| {r['name']} | {r['true_verdict'] or '—'} | {r['verdict'] or '—'} | "
+                     f"{', '.join(r['top']) or '—'} | {r['right']} / {r['wrong']} / {r['skipped']} | "
+                     f"{fmt(r['precision'])} | {fmt(r['recall'])} | {r['run']['exit_code']} | "
+                     f"{fmt(r['run']['wall_s'], '.1f')} | {fmt(r['adapter_lines'], 'd')} | {tail} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    a = parse(argv)
+    truth = {}
+    if Path(a.truth).exists():
+        truth = json.loads(Path(a.truth).read_text()).get("scripts", {})
+    names = a.only or [n for n, e in CORPUS.items() if e["half"] == a.half]
+    rows = []
+    for name in names:
+        data_mod.make(name, a.data)
+        report, info = run_doctor(name, a)
+        true_verdict = (truth.get(name) or {}).get("verdict")
+        row = {"name": name, "half": CORPUS[name]["half"], "codes": list(CORPUS[name]["codes"]),
+               "tolerated": list(CORPUS[name]["tolerated"]), "true_verdict": true_verdict,
+               "run": info, "report": None if report is None else {"verdict": report.get("verdict"),
+                                                                    "findings": report.get("findings")},
+               "adapter_lines": 0 if report is not None else None, **score(report, CORPUS[name], true_verdict)}
+        rows.append(row)
+        print(f"{name}: exit {info['exit_code']} verdict {row['verdict']} (true {true_verdict}) top {row['top']}",
+              flush=True)
+    doc = {"half": a.half, "command": "python -m lab.doctor_scripts.score " + " ".join(argv if argv is not None else sys.argv[1:]),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "truth": a.truth, "max_seconds": a.max_seconds, "rows": rows, "totals": totals(rows)}
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp, out.with_suffix(".json"))
+    out.with_suffix(".md").write_text(markdown(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

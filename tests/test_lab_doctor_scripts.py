@@ -1,0 +1,105 @@
+"""The real-script corpus (lab/doctor_scripts): its entries, its files, its data maker and its scorer.
+Fast: nothing here trains a model or times anything."""
+
+from __future__ import annotations
+
+import ast
+import py_compile
+from pathlib import Path
+
+import pytest
+
+from lab.doctor_scripts import CORPUS, HALVES, LOOP_STEPS_PER_EPOCH, VOCABULARY, score
+from lab.doctor_scripts import data as data_mod
+
+HERE = Path(__file__).resolve().parent.parent / "lab" / "doctor_scripts"
+FILES = sorted([*HERE.glob("dev/*.py"), *HERE.glob("heldout/*.py"), *HERE.glob("users/*.py"),
+                *HERE.glob("fixes/*.py")])
+
+
+def test_every_entry_has_its_script_a_source_and_known_codes():
+    for name, e in CORPUS.items():
+        assert e["half"] in HALVES, name
+        assert (HERE / e["half"] / f"{name}.py").exists(), name
+        assert e["source"].startswith("https://github.com/") or e["half"] == "users", name
+        assert set(e["codes"]) <= set(VOCABULARY) and set(e["tolerated"]) <= set(VOCABULARY), name
+        assert not set(e["codes"]) & set(e["tolerated"]), name
+        assert e["kind"] and e["changed"] and e["fix"], name
+        assert (HERE / "fixes" / f"{name}.py").exists() == (e["fix"] != "none"), name
+        assert name in data_mod.MAKERS, name
+    assert set(LOOP_STEPS_PER_EPOCH) <= set(CORPUS)
+
+
+def test_halves_are_large_enough_and_disjoint():
+    dev = [n for n, e in CORPUS.items() if e["half"] == "dev"]
+    held = [n for n, e in CORPUS.items() if e["half"] == "heldout"]
+    assert len(dev) >= 5 and len(held) >= 5
+    repos = {e["source"].split("/blob/")[0] for e in CORPUS.values() if e["half"] != "users"}
+    assert len(repos) == len(dev) + len(held)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_scripts_compile_and_do_not_import_kit(path, tmp_path):
+    py_compile.compile(str(path), cfile=str(tmp_path / "x.pyc"), doraise=True)
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            assert not any(a.name.split(".")[0] == "kit" for a in node.names), path
+        elif isinstance(node, ast.ImportFrom):
+            assert (node.module or "").split(".")[0] != "kit", path
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "load":
+            assert not any(k.arg == "allow_pickle" for k in node.keywords), path
+    doc = ast.get_docstring(tree) or ""
+    assert "github.com" in doc or "seed" in doc, path
+
+
+def test_fixes_differ_little_from_their_scripts():
+    for fix in HERE.glob("fixes/*.py"):
+        orig = HERE / CORPUS[fix.stem]["half"] / fix.name
+        a, b = set(orig.read_text().splitlines()), set(fix.read_text().splitlines())
+        assert 0 < len(b - a) <= 16, fix.name
+
+
+def test_data_make_is_idempotent(tmp_path):
+    out = data_mod.make("brats_3d", tmp_path)
+    files = sorted(p for p in out.rglob("*") if p.is_file())
+    stamps = [p.stat().st_mtime_ns for p in files]
+    assert len(files) > 100 and (out / data_mod.MARK).exists()
+    assert data_mod.make("brats_3d", tmp_path) == out
+    assert [p.stat().st_mtime_ns for p in files] == stamps
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
+
+
+def test_data_make_is_deterministic(tmp_path):
+    a = data_mod.make("fakenews_from_generator", tmp_path / "a")
+    b = data_mod.make("fakenews_from_generator", tmp_path / "b")
+    assert (a / "README.txt").read_text() == (b / "README.txt").read_text()
+    with pytest.raises(ValueError, match="no data maker"):
+        data_mod.make("nope", tmp_path)
+
+
+def test_scoring_of_a_fake_report():
+    entry = dict(codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline",))
+    report = {"verdict": "input-bound", "findings": [
+        {"code": "input_bound", "kind": "symptom", "list": "findings"},
+        {"code": "python_in_pipeline", "kind": "speed", "list": "findings"},
+        {"code": "no_prefetch", "kind": "speed", "list": "checked"},
+        {"code": "no_cache", "kind": "speed", "list": "findings"},
+        {"code": "serial_map", "kind": "speed", "list": "findings"},
+        {"code": "compute_once", "kind": "speed", "list": "findings"},
+    ]}
+    s = score.score(report, entry, "input-bound")
+    assert s["top"] == ["python_in_pipeline", "no_cache", "serial_map"]
+    assert (s["right"], s["wrong"], s["skipped"]) == (1, 1, 1)
+    assert s["precision"] == 0.5 and s["recall"] == 1.0 and s["verdict_right"] is True
+    s = score.score(report, entry, "compute-bound")
+    assert s["verdict_right"] is False
+
+
+def test_scoring_of_a_failed_run_and_of_a_script_without_codes():
+    failed = score.score(None, dict(codes=("compute_once",), tolerated=()), "input-bound")
+    assert failed["verdict_right"] is False and failed["recall"] == 0.0 and failed["precision"] is None
+    clean = score.score({"verdict": "compute-bound", "findings": []}, dict(codes=(), tolerated=()), "compute-bound")
+    assert clean["verdict_right"] is True and clean["recall"] is None and clean["precision"] is None
+    t = score.totals([dict(failed, report=None, adapter_lines=None), dict(clean, report={}, adapter_lines=0)])
+    assert t["failures"] == 1 and t["verdicts_right"] == 1 and t["recall_mean"] == 0.0
