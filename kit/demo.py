@@ -46,7 +46,8 @@ def config(name: str, fast: bool):
     """The demo's bench config for the case ``name``; with ``fast``, on the embedded samples in one short round."""
     quick: dict[str, Any]
     if name == "spectrogram":
-        quick = dict(data=samples.embedded("spectrogram"), rounds=1, num_batches=2, generator_seconds=1.0)
+        quick = dict(data=samples.embedded("spectrogram"), rounds=1, num_batches=2, round_seconds=0.05,
+                     generator_seconds=1.0, limit_seconds=0.05)
         return configs.SpectrogramConfig(**(quick if fast else {}))
     if name == "segmentation":
         quick = dict(data=samples.embedded("segmentation"), rounds=1, num_batches=2, batch_size=1, size=(64, 64),

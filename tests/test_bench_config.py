@@ -69,6 +69,9 @@ def test_the_generic_loader_bench_config_refuses_a_bad_value(options, shown):
 @pytest.mark.parametrize("module,field,bad,shown", [
     ("kit.bench.spectrogram", "batch_size", 0, "got 0"),
     ("kit.bench.spectrogram", "generator_seconds", 0.0, "got 0.0"),
+    ("kit.bench.spectrogram", "round_seconds", 0.0, "got 0.0"),
+    ("kit.bench.spectrogram", "limit_seconds", -1.0, "got -1.0"),
+    ("kit.bench.segmentation", "seconds", 0.0, "got 0.0"),
     ("kit.bench.spectrogram", "warmup", -1, "got -1"),
     ("kit.bench.spectrogram", "variants", "generator,nope", "unknown variant(s) nope"),
     ("kit.bench.transfer", "loader", "generator", "got 'generator'"),
@@ -263,7 +266,7 @@ def test_the_demo_calls_each_benchs_run_with_a_config(tmp_path, monkeypatch, cap
     assert sorted(calls) == ["segmentation", "spectrogram"]
     spec, seg = calls["spectrogram"], calls["segmentation"]
     assert spec == spectrogram.SpectrogramConfig(samples.embedded("spectrogram"), rounds=1, num_batches=2,
-                                                 generator_seconds=1.0)
+                                                 round_seconds=0.05, generator_seconds=1.0, limit_seconds=0.05)
     assert seg == segmentation.SegmentationConfig(samples.embedded("segmentation"), rounds=1, num_batches=2,
                                                   batch_size=1, size=(64, 64), seconds=0.5, slow_seconds=1.0)
     for name, config in (("spectrogram", spec), ("segmentation", seg)):

@@ -22,7 +22,8 @@ def _kit(*args):
 def test_bench_command_json(spec_csv, tmp_path):
     out = tmp_path / "bench.json"
     r = _kit("bench", "spectrogram", "--data", str(spec_csv), "--batch-size", "16", "--rounds", "1",
-             "--batches", "2", "--generator-seconds", "1", "--json", str(out),
+             "--batches", "2", "--round-seconds", "0.01", "--generator-seconds", "1", "--limit-seconds", "0.01",
+             "--json", str(out),
              "--variants", "generator,memmap,tfrecord_guide,tfrecord,in_memory")
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(out.read_text())
@@ -39,7 +40,15 @@ def test_bench_command_json(spec_csv, tmp_path):
         # issue 45: every row beside the guide's TFRecord pipeline, measured in the same run
         assert row["x_tfrecord_guide"] == pytest.approx(row["examples_per_s"] /
                                                         rows["tfrecord_guide"]["examples_per_s"])
+        # issue 56: each ratio with its rounds' spread, each row against the limit that binds it
+        for b in ("generator", "tfrecord_guide", "in_memory"):
+            assert row[f"x_{b}_min"] <= row[f"x_{b}_max"]
+        assert row["limit"] in result["limits"] and row["fraction_of_limit"] > 0
     assert rows["generator"]["x_generator"] == 1.0 and rows["tfrecord_guide"]["x_tfrecord_guide"] == 1.0
+    # The generator is measured after the others (spectrogram.AFTER): its ratios' spread spans its rounds.
+    g, m = rows["generator"], rows["in_memory"]
+    assert g["x_in_memory_min"] == pytest.approx(g["round_min"] / m["round_max"])
+    assert rows["tfrecord"]["limit"] == "page_cache_read" or rows["tfrecord"]["fraction_of_limit"] > 0
 
 
 @pytest.fixture
@@ -87,7 +96,8 @@ def test_bench_on_own_small_data(own_data, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KIT_RESULTS", str(tmp_path / "ledger.jsonl"))
     out = tmp_path / "b.json"
     run = kit("bench", "spectrogram", "--data", str(csv_path), "--variants", "generator,memmap,in_memory",
-              "--rounds", "1", "--batches", "3", "--generator-seconds", "0.001", "--json", str(out))
+              "--rounds", "1", "--batches", "3", "--round-seconds", "0.001", "--generator-seconds", "0.001",
+              "--limit-seconds", "0.01", "--json", str(out))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["epoch_examples"] == frames  # projected to the index's own size
@@ -96,7 +106,20 @@ def test_bench_on_own_small_data(own_data, tmp_path, monkeypatch, capsys):
     assert result["config"]["data"] == str(csv_path) and result["config"]["num_batches"] == 3
     assert result["batch_size"] == 1 << ((frames // 4).bit_length() - 1)
     rows = {r["variant"]: r for r in result["rows"]}
-    assert rows["in_memory"]["batches"] == 3 and rows["in_memory"][f"epoch_s_{frames}"] > 0
+    assert rows["in_memory"]["batches"] >= 3 and rows["in_memory"][f"epoch_s_{frames}"] > 0  # 3, or 1 ms
+    # The limits, measured in the same run, each read before and after the rounds.
+    limits = result["limits"]
+    assert {"memory_copy_1_thread", "tfdata_elements", "page_cache_read"} <= set(limits)
+    assert sum(k.startswith("memory_copy_") for k in limits) == 2
+    for lim in limits.values():
+        assert lim["rate"] > 0 and len(lim["reads"]) == 2 and lim["rate"] == max(lim["reads"]) and lim["how"]
+    assert limits["tfdata_elements"]["unit"] == "elements/s" and limits["page_cache_read"]["unit"] == "bytes/s"
+    for r in rows.values():
+        assert r["limit"] in limits and r["fraction_of_limit"] == pytest.approx(
+            r["examples_per_s"] / r["limit_examples_per_s"])
+    # The generator reads its frame's whole file: the page-cache read binds it; memmap maps its store.
+    assert rows["generator"]["limit"] == "page_cache_read" and rows["memmap"]["limit"] != "page_cache_read"
+    assert "limits, measured in this run" in run.stdout
     # The generator's time cap stopped it after one batch: the table says so.
     assert rows["generator"]["batches"] == 1 and rows["generator"]["batches_announced"] == 3
     assert "1 of 3" in run.stdout and "fewer batches than announced (3) for generator" in run.stdout
@@ -139,3 +162,70 @@ def test_the_bench_reads_reused_stores_back_into_the_page_cache(own_data, tmp_pa
     assert pagecache.cached_fraction(files) == 1.0
     assert {f: f.stat().st_mtime_ns for f in files} == written  # found and read, not rebuilt
     assert spectrogram.warm_stores(index, [], workdir=tmp_path / "w") == {}
+
+
+def test_rounds_sized_by_time_read_on_past_the_fewest_batches_and_across_epochs():
+    from kit import timing
+    from kit.bench import endless
+
+    epoch = [np.zeros((4, 2), np.float32)] * 3  # an epoch of 3 batches of 4
+    exact = timing.measure(endless(epoch), num_batches=5, warmup=1)
+    assert exact.batches == 5  # no least time: exactly the batches asked, across an epoch's end
+    m = timing.measure(endless(epoch), num_batches=2, warmup=0, min_seconds=0.02)
+    assert m.batches > 2 and m.wall_s >= 0.02 and m.examples == 4 * m.batches  # epoch after epoch
+    capped = timing.measure(endless(epoch), num_batches=2, warmup=0, min_seconds=10, max_seconds=0.01)
+    assert capped.wall_s < 10  # the cap stops a round short of its least time
+    with pytest.raises(ValueError, match="min_seconds must be positive"):
+        timing.measure(endless(epoch), num_batches=2, min_seconds=0)
+    with pytest.raises(ValueError, match="no batches"):
+        timing.measure(endless([]), num_batches=2, warmup=0, min_seconds=0.01)  # an empty loader ends
+
+
+def test_compare_gives_each_ratio_its_rounds_spread():
+    from kit import timing
+
+    batches = [np.zeros((4, 2), np.float32)] * 3
+    df = timing.compare({"a": lambda: iter(batches), "b": lambda: iter(batches)}, baselines=["a"], num_batches=2,
+                        warmup=0, rounds=3)
+    a, b = df.set_index("variant").loc["a"], df.set_index("variant").loc["b"]
+    assert a["x_a"] == a["x_a_min"] == a["x_a_max"] == 1.0
+    assert 0 < b["x_a_min"] <= b["x_a_max"]
+
+
+def test_joined_parts_get_the_widest_spread_their_rounds_allow():
+    import pandas as pd
+
+    first = pd.DataFrame({"variant": ["fast", "ref"], "examples_per_s": [200.0, 100.0], "round_min": [180.0, 90.0],
+                          "round_max": [220.0, 110.0], "x_ref": [2.0, 1.0], "x_ref_min": [1.9, 1.0],
+                          "x_ref_max": [2.1, 1.0]})
+    later = pd.DataFrame({"variant": ["slow"], "examples_per_s": [10.0], "round_min": [8.0], "round_max": [12.0]})
+    df = spectrogram.joined([first, later], ["ref"]).set_index("variant")
+    assert df.loc["fast", "x_ref_min"] == 1.9  # measured in the same rounds: paired
+    assert df.loc["slow", "x_ref"] == pytest.approx(0.1)
+    assert df.loc["slow", "x_ref_min"] == pytest.approx(8 / 110) and df.loc["slow", "x_ref_max"] == pytest.approx(12 / 90)
+
+
+def test_a_ratio_whose_rounds_straddle_one_is_marked():
+    import pandas as pd
+
+    from kit.bench import ratio_cells
+
+    df = pd.DataFrame({"variant": ["memmap", "tfrecord"], "x_in_memory": [0.95, 0.2],
+                       "x_in_memory_min": [0.8, 0.15], "x_in_memory_max": [1.1, 0.25]})
+    table, notes = ratio_cells(df, ["in_memory"])
+    assert list(table["x_in_memory"]) == ["0.95 [0.8-1.1]~", "0.2 [0.15-0.25]"]
+    assert len(notes) == 1 and notes[0].startswith("~ memmap against in_memory")
+
+
+def test_the_limits_are_read_and_bind_by_the_lowest(tmp_path):
+    from kit.bench import limits
+
+    f = tmp_path / "shard"
+    f.write_bytes(b"x" * 100_000)
+    lim = limits.Limits((np.zeros((4, 3), np.float32),), [f], seconds=0.01)
+    lim.read()
+    lim.read()
+    got = lim.to_json()
+    assert set(got) == {"memory_copy_1_thread", lim.copy, "tfdata_elements", "page_cache_read"}
+    assert all(v["rate"] == max(v["reads"]) > 0 and len(v["reads"]) == 2 for v in got.values())
+    assert limits.fraction_of_limit(50.0, {"copy": 1000.0, "read": 100.0}) == ("read", 100.0, 0.5)

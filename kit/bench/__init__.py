@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from kit import results
+from kit import results, timing
 from kit.bench import configs
 from kit.bench.options import add_arguments, as_dict, from_args
 from kit.cases import registry
@@ -138,6 +138,41 @@ def save(res: BenchResult, json_path=None) -> dict:
     obj = record(res)
     write_json(json_path, obj)
     return obj
+
+
+def endless(loader):
+    """``loader``'s epochs one after another, for rounds sized by time (``kit.timing.compare``'s
+    ``min_seconds``), which may read past an epoch's end: a ``tf.data.Dataset`` repeated, anything
+    else (a ``PyDataset``, a Grain loader) a callable that iterates it again at each end."""
+    if hasattr(loader, "element_spec") and hasattr(loader, "repeat"):
+        return loader.repeat()
+
+    def epochs():
+        while True:
+            it = timing.iterate(loader)
+            first = next(it, None)
+            if first is None:  # a loader with no batches: end, rather than ask again forever
+                return
+            yield first
+            yield from it  # closing this generator closes the epoch's (a PyDataset's workers stop)
+
+    return epochs
+
+
+def ratio_cells(df: pd.DataFrame, baselines) -> tuple[pd.DataFrame, list[str]]:
+    """A copy of ``df`` whose ``x_<b>`` columns read ``ratio [lowest-highest round]``, marked ``~``
+    where the rounds' ratios straddle 1; and a line for each such ratio, naming the two loaders."""
+    table, notes = df.copy(), []
+    for b in baselines:
+        lo, hi = df.get(f"x_{b}_min"), df.get(f"x_{b}_max")
+        if f"x_{b}" not in df or lo is None or hi is None:
+            continue
+        straddle = (lo < 1) & (hi > 1)
+        table[f"x_{b}"] = [f"{x:.3g} [{a:.3g}-{c:.3g}]" + ("~" if s else "")
+                           for x, a, c, s in zip(df[f"x_{b}"], lo, hi, straddle)]
+        notes += [f"~ {v} against {b}: its rounds' ratios straddle 1 ({a:.3g} to {c:.3g}), so this run does not "
+                  f"say which of the two is faster" for v, a, c, s in zip(df["variant"], lo, hi, straddle) if s]
+    return table, notes
 
 
 def print_table(df: pd.DataFrame, columns=None) -> None:

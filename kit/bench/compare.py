@@ -117,7 +117,10 @@ def run(config: CompareConfig, *, log=print) -> BenchResult:
         A ``BenchResult`` with ``fast`` in its info, its rows: ``case``, ``kind``
         (``loader``/``compute``), ``variant`` (the loader or the model), ``replicas``,
         ``devices``, ``batch_size`` (global), ``examples_per_s``,
-        ``per_replica_examples_per_s``, ``efficiency`` (compute rows), ``examples`` and ``basis``.
+        ``per_replica_examples_per_s``, ``efficiency`` (compute rows), ``examples`` and ``basis``;
+        each rate's rounds' spread: ``round_min``, ``round_max`` (and ``x_tfrecord_guide_min``,
+        ``x_tfrecord_guide_max`` for the spectrogram loaders, ``efficiency_min``, ``efficiency_max``
+        for the compute rows at more than one replica).
     """
     return BenchResult("compare", _measure(config, log), config, {"fast": config.fast})
 
@@ -201,11 +204,18 @@ def _loader_rows(c: CompareConfig, data: _Data, *, log, stamp) -> tuple[list[dic
         log(f"{stamp()} measuring the {case} loaders: {c.rounds} interleaved rounds of {per_round} batches of {batch} ...")
         # The kit's TFRecord reader beside the pipeline TensorFlow's guide builds (x_tfrecord_guide).
         guide = [GUIDE] if GUIDE in ls else []
-        df = timing.compare(ls, baselines=guide, num_batches=per_round, warmup=1, rounds=c.rounds,
-                            max_seconds={k: v for k, v in _SLOW_S.items() if k in ls})
+        # The generator after the others, as in bench spectrogram (spec_bench.AFTER says why).
+        groups = [[v for v in ls if v not in spec_bench.AFTER], [v for v in ls if v in spec_bench.AFTER]]
+        df = spec_bench.joined([timing.compare({v: ls[v] for v in g}, baselines=[b for b in guide if b in g],
+                                               num_batches=per_round, warmup=1, rounds=c.rounds,
+                                               max_seconds={k: v for k, v in _SLOW_S.items() if k in g})
+                                for g in groups if g], guide)
+        df = df.set_index("variant").loc[list(ls)].reset_index()
         for r in df.itertuples():
             rows.append({"case": case, "kind": "loader", "variant": r.variant, "replicas": None,
                          f"x_{GUIDE}": getattr(r, f"x_{GUIDE}") if guide else None,
+                         f"x_{GUIDE}_min": getattr(r, f"x_{GUIDE}_min") if guide else None,
+                         f"x_{GUIDE}_max": getattr(r, f"x_{GUIDE}_max") if guide else None,
                          "devices": "host", "batch_size": batch, "examples_per_s": r.examples_per_s,
                          "round_min": r.round_min, "round_max": r.round_max,
                          "per_replica_examples_per_s": None, "efficiency": None, "examples": int(r.examples),
@@ -298,6 +308,6 @@ def _jobs(c: CompareConfig, data: _Data, dim: int, counts: list[int], strategies
 
 
 def show(res) -> None:
-    print_table(res.rows, ["case", "kind", "variant", "replicas", "batch_size", "examples_per_s", f"x_{GUIDE}",
-                           "efficiency"])
+    print_table(res.rows, ["case", "kind", "variant", "replicas", "batch_size", "examples_per_s", "round_min",
+                           "round_max", f"x_{GUIDE}", f"x_{GUIDE}_min", f"x_{GUIDE}_max", "efficiency"])
 

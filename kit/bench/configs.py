@@ -33,11 +33,14 @@ class SpectrogramConfig:
             ``grain`` only where the peers extra is installed).
         batch_size: the global batch; None takes the user's 256, or one that fits the data (``plan``).
         rounds: interleaved rounds.
-        num_batches: timed batches per variant per round (fewer when an epoch holds fewer).
+        num_batches: the fewest timed batches per variant per round (fewer when an epoch holds fewer).
+        round_seconds: the least time per variant per round: a round reads on, epoch after epoch,
+            until it has both.
         warmup: untimed batches before each timed round (fewer when an epoch holds fewer).
         epoch_examples: the epoch to project to (column ``epoch_s_<N>``): 1,000,000 (the
             user's) by default, the index's own size when ``data`` is given.
         generator_seconds: per-round time cap for the Python-bound variants.
+        limit_seconds: how long each limit (``kit.bench.limits``) is read, before and after the rounds.
         workdir: where stores are built (the kit cache if None).
     """
 
@@ -46,12 +49,21 @@ class SpectrogramConfig:
     variants: tuple[str, ...] | None = option(None, "comma-separated subset of the variants")
     batch_size: int | None = option(None, f"the global batch (default {_SPECTROGRAM.global_batch}, or smaller to fit "
                                           "--data)", type=positive_int)
-    rounds: int = option(3, _ROUNDS.format(3), type=positive_int)
-    num_batches: int = option(20, "timed batches per variant per round", flag="--batches", type=positive_int)
+    # Rounds sized by time: 1 s a round (a fast loader's 20 batches took about 30 ms, which one hiccup of
+    # another process moved by 10-20%), and as many rounds as kept three default runs' ratios within 20%
+    # of each other on a 2-core machine, quiet and with one core busy (results/NOTES.md, issue 56).
+    rounds: int = option(6, _ROUNDS.format(6), type=positive_int)
+    num_batches: int = option(20, "the fewest timed batches per variant per round", flag="--batches",
+                              type=positive_int)
+    round_seconds: float = option(1.0, "the least time per variant per round (default 1); a round reads on, epoch "
+                                       "after epoch, until it has both", type=positive_float)
     warmup: int = option(2, "untimed batches before each round", type=non_negative_int)
     epoch_examples: int | None = option(None, f"project epoch times to N examples (default {_SPECTROGRAM.examples:,}; "
                                               "with --data, the index's size)", type=positive_int, metavar="N")
-    generator_seconds: float = option(8.0, "time cap per round for the Python-bound variants", type=positive_float)
+    generator_seconds: float = option(3.0, "time cap per round for the Python-bound variants (default 3)",
+                                      type=positive_float)
+    limit_seconds: float = option(0.3, "how long each of this machine's limits is read, before and after the "
+                                       "rounds (default 0.3)", type=positive_float)
     workdir: Path | None = option(None, "where stores are built (kit cache)", type=Path)
 
     def __post_init__(self):
@@ -62,7 +74,9 @@ class SpectrogramConfig:
         check_int("rounds", self.rounds)
         check_int("num_batches", self.num_batches)
         check_int("warmup", self.warmup, 0)
+        check_positive("round_seconds", self.round_seconds)
         check_positive("generator_seconds", self.generator_seconds)
+        check_positive("limit_seconds", self.limit_seconds)
 
 
 @dataclass(frozen=True)
@@ -125,9 +139,11 @@ class SegmentationConfig:
         batch_size: pairs per batch.
         size: target size (one int or ``(height, width)``).
         rounds: interleaved rounds.
-        num_batches: timed batches per variant per round, at most.
-        seconds: per-round time cap of the fast variants.
-        slow_seconds: per-round time cap of the variants in ``SLOW``.
+        num_batches: the fewest timed batches per variant per round.
+        seconds: the least time per variant per round: a round reads on, epoch after epoch, until
+            it has both.
+        slow_seconds: per-round time cap of the variants in ``SLOW`` (a round stops at the first
+            batch past it, even short of ``seconds``).
         warmup: untimed batches before each timed round.
         one_hot: every variant delivers one-hot masks instead of class ids.
         ignore_label: the palette's ignore label.
@@ -142,11 +158,15 @@ class SegmentationConfig:
     variants: tuple[str, ...] | None = option(None, "comma-separated subset of the variants")
     batch_size: int = option(8, "pairs per batch (default 8)", type=positive_int)
     size: int | tuple[int, int] = option(SEGMENTATION_SIZE, "SIZE or HEIGHTxWIDTH (default 512)", type=size_arg)
-    rounds: int = option(3, _ROUNDS.format(3), type=positive_int)
-    num_batches: int = option(200, "timed batches per variant per round, at most", flag="--batches",
+    # Rounds sized by time, as the spectrogram bench's: 3 s a variant a round (the slow variants read
+    # 2 to 7 batches of 8 pairs in it), 6 rounds (results/NOTES.md, issue 56).
+    rounds: int = option(6, _ROUNDS.format(6), type=positive_int)
+    num_batches: int = option(2, "the fewest timed batches per variant per round (default 2)", flag="--batches",
                               type=positive_int)
-    seconds: float = option(3.0, "time cap per round, fast variants", type=positive_float)
-    slow_seconds: float = option(8.0, f"time cap per round for {', '.join(SEGMENTATION_SLOW)}", type=positive_float)
+    seconds: float = option(3.0, "the least time per variant per round (default 3); a round reads on, epoch after "
+                                 "epoch, until it has both", type=positive_float)
+    slow_seconds: float = option(8.0, f"time cap per round for {', '.join(SEGMENTATION_SLOW)} (default 8)",
+                                 type=positive_float)
     warmup: int = 2
     one_hot: bool = option(False, "every variant delivers one-hot masks", action="store_true")
     ignore_label: int | None = option(None, "the palette's ignore label (e.g. 255)", type=int)

@@ -3,8 +3,8 @@
 Without ``--data`` it generates (once, cached) the default bench data: 192 pairs of
 512x512 RGB PNG images and colour-coded masks in the 12-colour CamVid-style palette.
 The ``class_index`` store is built before timing; each variant is then measured in
-rounds, in turn, after a warm-up, and compared with ``"sequence"`` (the user's
-DataGenerator). Epoch times are projected to the user's epoch: 140 steps of 3 pairs.
+rounds sized by time, in turn, after a warm-up, and compared with ``"sequence"`` (the user's
+DataGenerator), each ratio with its rounds' lowest and highest. Epoch times are projected to the user's epoch: 140 steps of 3 pairs.
 The optional ``dali`` variant is measured where DALI is installed.
 
 With ``profile`` it also measures what one pair costs in each stage
@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from kit import samples, timing
-from kit.bench import BenchResult, print_table
+from kit.bench import BenchResult, endless, print_table, ratio_cells
 from kit.bench.configs import SEGMENTATION_IMAGES as DEFAULT_IMAGES
 from kit.bench.configs import SEGMENTATION_SIZE as DEFAULT_SIZE
 from kit.bench.configs import SEGMENTATION_SLOW as SLOW
@@ -73,20 +73,18 @@ def run(config: SegmentationConfig, *, log=print) -> BenchResult:
         t0 = time.perf_counter()
         ld = make_loader(v, index, pal, batch_size=c.batch_size, size=size, shuffle=True, seed=0,
                          workdir=workdir, one_hot=c.one_hot)
-        # tf.data loaders repeat, so a round is never cut by an epoch's end; a PyDataset
-        # round ends at its epoch's end (the slow variants never get that far).
-        loaders[v] = ld.repeat() if hasattr(ld, "repeat") else ld
+        loaders[v] = endless(ld)  # a round sized by time is never cut by an epoch's end
         log(f"  built {v:<17} in {time.perf_counter() - t0:6.1f} s")
     if "class_index" in loaders:  # its store, built or found, read in like the pairs' files
         folder, manifest = convert(index, pal, size=size, workdir=workdir, progress=False)
         warm_page_cache(check_shards(folder, manifest))
         log(f"  read into the page cache: class_index store {sum(s['bytes'] for s in manifest.shards) / 1e6:,.0f} MB")
-    caps = {v: (c.slow_seconds if v in SLOW else c.seconds) for v in loaders}
-    log(f"measuring {len(loaders)} variants, {c.rounds} interleaved rounds of up to {c.num_batches} batches "
-        f"(capped at {c.seconds:g} s per round, {c.slow_seconds:g} s for {', '.join(SLOW)}) ...")
+    caps = {v: c.slow_seconds for v in loaders if v in SLOW}
+    log(f"measuring {len(loaders)} variants, {c.rounds} interleaved rounds of at least {c.seconds:g} s and "
+        f"{c.num_batches} batches each (capped at {c.slow_seconds:g} s per round for {', '.join(SLOW)}) ...")
     df = timing.compare(loaders, baselines=[b for b in ("sequence",) if b in loaders],
-                        num_batches=c.num_batches, warmup=c.warmup, rounds=c.rounds, max_seconds=caps,
-                        epoch_examples=(EPOCH,))
+                        num_batches=c.num_batches, warmup=c.warmup, rounds=c.rounds, min_seconds=c.seconds,
+                        max_seconds=caps, epoch_examples=(EPOCH,))
     df.insert(1, "description", [VARIANTS[v] for v in df["variant"]])
     df["x_dtype"] = [default_x_dtype(v) for v in df["variant"]]
     df["y"] = "one_hot float32" if c.one_hot else "class ids uint8"
@@ -104,14 +102,17 @@ def run(config: SegmentationConfig, *, log=print) -> BenchResult:
 def show(res) -> None:
     """Prints a result's table, with the user's epoch as a duration, its basis and, when
     profiled, the stage costs."""
-    df = res.rows
-    table = df.copy()
+    df, c = res.rows, res.config
+    table, straddles = ratio_cells(df, ["sequence"])
     table["epoch_420"] = [format_duration(s) for s in df[f"epoch_s_{EPOCH}"]]
     print()
     print_table(table, ["variant", "examples_per_s", "x_sequence", "epoch_420", "latency_p50_ms",
                         "latency_p95_ms", "examples", "x_dtype"])
-    print(f"\nbasis: each rate is the pairs read over the seconds timed, summed over {res.config.rounds} "
-          f"interleaved rounds (column 'examples'); epoch_420 projects the user's epoch (140 steps x 3).")
+    for line in straddles:
+        print(line)
+    print(f"\nbasis: each rate is the pairs read over the seconds timed, summed over {c.rounds} interleaved rounds "
+          f"of at least {c.seconds:g} s and {c.num_batches} batches (column 'examples'); x_sequence [its lowest and "
+          f"highest round]; epoch_420 projects the user's epoch (140 steps x 3).")
     for key in ("profile", "pipeline_costs"):
         if key in res.info:
             print()

@@ -16,9 +16,13 @@ import math
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from kit import samples, timing
-from kit.bench import BenchResult, print_table
+from kit.bench import BenchResult, endless, print_table, ratio_cells
 from kit.bench.configs import SpectrogramConfig
+from kit.bench.limits import Limits, fraction_of_limit
 from kit.cases import check_shards, registry
 from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
 from kit.spectrogram.peers import available as grain_available
@@ -99,19 +103,61 @@ def warm_stores(index, variants, *, workdir=None) -> dict:
     return read
 
 
+#: Variants that read their files with ``read`` (the page-cache read binds them), not through a
+#: memory map: the generator its data's whole files, the others their stores' shards.
+READS = ("generator", "tfrecord_guide", "tfrecord", "grain")
+
+
+def read_bytes_per_frame(index, variant: str, warmed: dict) -> float | None:
+    """Bytes ``variant`` reads per frame delivered: a store's bytes over its frames, the generator
+    its frame's whole file (it loads the file for every frame); None where it reads by memory map."""
+    if variant == "generator":
+        sizes = np.array([Path(f).stat().st_size for f in index.files], dtype=np.float64)
+        return float(sizes[np.asarray(index.file_ids)].mean())
+    if variant in READS and variant in warmed:
+        return warmed[variant] / len(index)
+    return None
+
+
+#: Measured after the other variants' interleaved rounds, in rounds of their own: the generator's
+#: ``np.load`` of whole files in tf.data's threads leaves the C allocator in a state that slowed every
+#: TFRecord reader measured after it in the same process, to half in some runs (results/NOTES.md,
+#: issues 53 and 56); a training script runs one loader, not the generator before it.
+AFTER = ("generator",)
+
+
+def joined(parts, baselines):
+    """``timing.compare`` tables measured one after the other, as one: a ratio between rows of two
+    tables is their rates' ratio, and its spread the widest their rounds allow (the lowest round
+    over the baseline's highest, and the highest over its lowest), as their rounds were not paired."""
+    df = pd.concat(parts, ignore_index=True)
+    for b in baselines:
+        base = df.loc[df["variant"] == b].iloc[0]
+        part = next(i for i, p in enumerate(parts) if b in set(p["variant"]))
+        other = np.repeat([i != part for i in range(len(parts))], [len(p) for p in parts])
+        df.loc[other, f"x_{b}"] = df.loc[other, "examples_per_s"] / base["examples_per_s"]
+        df.loc[other, f"x_{b}_min"] = df.loc[other, "round_min"] / base["round_max"]
+        df.loc[other, f"x_{b}_max"] = df.loc[other, "round_max"] / base["round_min"]
+    return df
+
+
 def run(config: SpectrogramConfig, *, log=print) -> BenchResult:
-    """Measures the variants interleaved; one row per variant.
+    """Measures the variants interleaved, and this machine's limits in the same run; one row per variant.
 
     Args:
         config: what to measure.
         log: where progress lines go.
 
     Returns:
-        A ``BenchResult`` whose rows are ``timing.compare``'s DataFrame plus ``description``,
-        ``batch_size``, ``batches_announced`` (rounds x timed batches per round; ``batches`` is
-        what was measured, fewer where a time cap stopped a round) and ``epoch_examples``, and
-        whose info holds the batch size and the epoch projected to.
+        A ``BenchResult`` whose rows are ``timing.compare``'s DataFrame (rates, each ratio with its
+        rounds' lowest and highest) plus ``description``, ``batch_size``, ``batches_announced`` (rounds
+        x the fewest timed batches per round; ``batches`` is what was measured, fewer where a time cap
+        stopped a round), ``epoch_examples``, and ``limit``, ``limit_examples_per_s`` and
+        ``fraction_of_limit`` (the limit that binds the loader, ``kit.bench.limits``); whose info
+        holds the batch size, the epoch projected to and ``limits`` (``Limits.to_json``).
     """
+    import tensorflow as tf  # keeps kit.bench.spectrogram light until it runs
+
     c, workdir = config, config.workdir
     variants = list(c.variants or default_variants(log))
     csv = c.data if c.data is not None else default_data(workdir=workdir)
@@ -133,41 +179,82 @@ def run(config: SpectrogramConfig, *, log=print) -> BenchResult:
     warmed = warm_stores(index, [v for v in loaders if v in STORED], workdir=workdir)
     if warmed:
         log("  read into the page cache: " + ", ".join(f"{v} store {b / 1e6:,.0f} MB" for v, b in warmed.items()))
+    h, w = index.frame_shape
+    # The limits: a batch as the loaders deliver it, and the files of the store the taught loader reads.
+    readers = [v for v in ("tfrecord", "tfrecord_guide", "grain") if v in warmed]
+    files, what = (index.files, "data's .npy files") if not readers else (
+        check_shards(*convert(index, STORED[readers[0]], workdir=workdir, progress=False)), f"{readers[0]} store's shards")
+    limits = Limits((np.zeros((batch_size, h, w, 1), np.float32), np.zeros(batch_size, np.int64)), files, what=what,
+                    seconds=c.limit_seconds)
+    limits.read()
     slow = {"generator": c.generator_seconds, "pydataset": c.generator_seconds,
             "numpy_function": c.generator_seconds}
     # tfrecord_guide: the pipeline TensorFlow's guide builds, what the kit's tfrecord is measured against.
     baselines = [b for b in ("generator", "tfrecord_guide", "in_memory") if b in loaders]
-    log(f"measuring {len(loaders)} variants, {c.rounds} interleaved rounds of {num_batches} batches of "
-        f"{batch_size} (slow ones capped at {c.generator_seconds:g} s per round) ...")
-    df = timing.compare(loaders, baselines=baselines, num_batches=num_batches, warmup=warmup,
-                        rounds=c.rounds, max_seconds={k: v for k, v in slow.items() if k in loaders},
-                        epoch_examples=(epoch_examples,))
+    log(f"measuring {len(loaders)} variants, {c.rounds} interleaved rounds of at least {c.round_seconds:g} s and "
+        f"{num_batches} batches of {batch_size} each (slow ones capped at {c.generator_seconds:g} s per round"
+        f"{'; the generator after the others' if 'generator' in loaders and len(loaders) > 1 else ''}) ...")
+    groups = [[v for v in loaders if v not in AFTER], [v for v in loaders if v in AFTER]]
+    parts = [timing.compare({v: endless(loaders[v]) for v in group}, baselines=[b for b in baselines if b in group],
+                            num_batches=num_batches, warmup=warmup, rounds=c.rounds, min_seconds=c.round_seconds,
+                            max_seconds={k: v for k, v in slow.items() if k in group}, epoch_examples=(epoch_examples,))
+             for group in groups if group]
+    df = joined(parts, baselines).set_index("variant").loc[list(loaders)].reset_index()
+    limits.read()
     df.insert(1, "description", [VARIANTS[v] for v in df["variant"]])
     df["batch_size"] = batch_size
     df["batches_announced"] = c.rounds * num_batches
     df["epoch_examples"] = epoch_examples
-    info = {"batch_size": int(batch_size), "epoch_examples": int(epoch_examples)}
+    # Each loader against what binds it: it writes every float32 frame it delivers at least once
+    # (memory copy); a tf.data loader passes no more batches than tf.data itself; a reader no more
+    # bytes than the page cache gives.
+    frame_bytes = h * w * 4
+    bound = []
+    for v, rate in zip(df["variant"], df["examples_per_s"]):
+        allowed = {limits.copy: limits.rate(limits.copy) / frame_bytes}
+        if isinstance(loaders[v], tf.data.Dataset):
+            allowed["tfdata_elements"] = limits.rate("tfdata_elements") * batch_size
+        per_frame = read_bytes_per_frame(index, v, warmed)
+        if per_frame and "page_cache_read" in limits.reads:
+            allowed["page_cache_read"] = limits.rate("page_cache_read") / per_frame
+        bound.append(fraction_of_limit(rate, allowed))
+    df["limit"], df["limit_examples_per_s"], df["fraction_of_limit"] = zip(*bound)
+    info = {"batch_size": int(batch_size), "epoch_examples": int(epoch_examples), "limits": limits.to_json()}
     return BenchResult("spectrogram", df, config, info)
 
 
 def show(res) -> None:
-    """Prints a result's table, with the epoch as a duration, and the basis of its rates."""
+    """Prints a result's table, with the epoch as a duration, each ratio with its rounds' spread,
+    the limits and the basis of its rates."""
     df, c = res.rows, res.config
     n = int(df["epoch_examples"].iloc[0])
     label = f"epoch_{n // 1000}k" if n >= 10_000 and n % 1000 == 0 else f"epoch_{n}"
-    table = df.copy()
+    baselines = [b for b in ("generator", "tfrecord_guide", "in_memory") if f"x_{b}" in df]
+    table, straddles = ratio_cells(df, baselines)
     table[label] = [format_duration(s) for s in df[f"epoch_s_{n}"]]
     announced = int(df["batches_announced"].iloc[0])
     # Where a time cap cut rounds short, say how many batches the row rests on.
     table["batches"] = [f"{b} of {announced}" if b < announced else f"{b}" for b in df["batches"]]
     print()
-    print_table(table, ["variant", "examples_per_s", "x_generator", "x_tfrecord_guide", "x_in_memory",
-                       label, "latency_p50_ms", "latency_p95_ms", "examples", "batches"])
+    print_table(table, ["variant", "examples_per_s", *[f"x_{b}" for b in baselines], "limit", "fraction_of_limit",
+                        label, "latency_p50_ms", "examples", "batches"])
+    for line in straddles:
+        print(line)
+    limits = res.info.get("limits", {})
+    if limits:
+        print("\nlimits, measured in this run (the faster of the reads before and after the rounds):")
+        for name, lim in limits.items():
+            rate = (f"{lim['rate'] / 1e9:,.2f} GB/s" if lim["unit"] == "bytes/s"
+                    else f"{lim['rate']:,.0f} batches/s ({lim['rate'] * int(df['batch_size'].iloc[0]):,.0f} frames/s)")
+            print(f"  {name:<22} {rate:<32} {lim['how']}")
+        print("fraction_of_limit: each rate over the lowest of the limits that bind its loader (column 'limit', "
+              "in frames/s: the copy of each float32 frame, tf.data's batches for a tf.data loader, the page-cache "
+              "read of the bytes it reads a frame for a loader that reads its files)")
     short = df[df["batches"] < announced]
-    print(f"\nbasis: each rate is the examples read over the seconds timed, summed over "
-          f"{c.rounds} interleaved rounds of {announced // c.rounds} batches of {int(df['batch_size'].iloc[0])} "
-          f"(columns 'examples', 'batches'); epochs projected to {n:,} frames.")
+    print(f"\nbasis: each rate is the examples read over the seconds timed, summed over {c.rounds} interleaved "
+          f"rounds of at least {c.round_seconds:g} s and {announced // c.rounds} batches of "
+          f"{int(df['batch_size'].iloc[0])} (columns 'examples', 'batches'); each ratio [its lowest and highest "
+          f"round]; epochs projected to {n:,} frames.")
     if len(short):
         print(f"fewer batches than announced ({announced}) for {', '.join(short['variant'])}: "
               f"the per-round time cap (--generator-seconds {c.generator_seconds:g}) stopped them.")
-

@@ -60,7 +60,7 @@ class Measurement:
 
 
 def measure(batches: Any, *, num_batches: int | None = None, warmup: int = 2,
-            max_seconds: float | None = None, step_s: float = 0.0) -> Measurement:
+            max_seconds: float | None = None, step_s: float = 0.0, min_seconds: float | None = None) -> Measurement:
     """Measures how fast a batch source delivers batches.
 
     Args:
@@ -69,6 +69,9 @@ def measure(batches: Any, *, num_batches: int | None = None, warmup: int = 2,
         num_batches: batches to time after the warm-up; ``None`` reads to the end.
         warmup: batches read first and not timed (pipelines fill their buffers).
         max_seconds: stop timing after this long (at least one batch is timed).
+        min_seconds: time at least this long: ``num_batches`` is then the fewest batches timed,
+            and reading goes on past it until this many seconds have passed (or the source
+            ends, or ``max_seconds`` stops it). None: exactly ``num_batches``.
         step_s: a consumer that works this long on each batch before asking for the next, as a
             training step on an accelerator does (a sleep: the CPU stays free for the loader,
             as TensorFlow's tf.data guide simulates it). 0: a consumer that does nothing.
@@ -85,6 +88,8 @@ def measure(batches: Any, *, num_batches: int | None = None, warmup: int = 2,
     check_int("warmup", warmup, 0)
     if max_seconds is not None and not max_seconds > 0:
         raise ValueError(f"max_seconds must be positive, got {max_seconds!r}")
+    if min_seconds is not None and not min_seconds > 0:
+        raise ValueError(f"min_seconds must be positive, got {min_seconds!r}")
     it = iterate(batches)
     peak = rss_mb()
     try:
@@ -97,7 +102,8 @@ def measure(batches: Any, *, num_batches: int | None = None, warmup: int = 2,
         latencies: list[float] = []
         waits: list[float] = []
         start = last = time.perf_counter()
-        while num_batches is None or len(latencies) < num_batches:
+        while (num_batches is None or len(latencies) < num_batches
+               or (min_seconds is not None and last - start < min_seconds)):
             asked = time.perf_counter()
             try:
                 batch = next(it)
@@ -167,7 +173,7 @@ def project_epoch(examples_per_s: float, epoch_examples: int = 1_000_000, *, mea
 def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
             num_batches: int | Mapping[str, int] | None = 20, warmup: int = 2, rounds: int = 3,
             max_seconds: float | Mapping[str, float] | None = None, epoch_examples: Sequence[int] = (),
-            step_s: float = 0.0) -> pd.DataFrame:
+            step_s: float = 0.0, min_seconds: float | Mapping[str, float] | None = None) -> pd.DataFrame:
     """Measures several loaders in one process, interleaved, and compares them.
 
     Each round measures every loader once, in turn, so slow drifts of a shared machine hit all
@@ -180,6 +186,9 @@ def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
         warmup: untimed batches before each timed round.
         rounds: how many interleaved rounds.
         max_seconds: per-round time cap, one number or per loader.
+        min_seconds: per-round least time, one number or per loader (``measure``): a round then
+            times at least ``num_batches`` batches and at least this long, so that a fast loader's
+            round is not a few milliseconds that one hiccup of another process moves.
         epoch_examples: adds an ``epoch_s_<N>`` column per N: projected epoch seconds.
         step_s: the consumer's work per batch (``measure``): with it, a rate is training steps'
             rate, and ``wait_share`` says what share of the time the consumer waited for input.
@@ -187,7 +196,10 @@ def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
     Returns:
         One row per loader: ``variant``, ``examples_per_s``, ``round_min``/``round_max`` (the
         slowest and fastest round), ``batches_per_s``, ``latency_p50_ms``, ``latency_p95_ms``,
-        ``peak_rss_mb``, ``examples``, ``batches``, ``wall_s``, then ratios and projections.
+        ``peak_rss_mb``, ``examples``, ``batches``, ``wall_s``, then ratios and projections:
+        ``x_<baseline>`` (the rates' ratio) with ``x_<baseline>_min`` and ``x_<baseline>_max``,
+        the lowest and highest of the rounds' ratios (each round's rate over the baseline's in the
+        same round).
     """
     if not loaders:
         raise ValueError("loaders must name at least one loader")
@@ -205,7 +217,8 @@ def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
     for _ in range(rounds):
         for name, source in loaders.items():
             runs[name].append(measure(source, num_batches=per(num_batches, name), warmup=warmup,
-                                      max_seconds=per(max_seconds, name), step_s=step_s))
+                                      max_seconds=per(max_seconds, name), step_s=step_s,
+                                      min_seconds=per(min_seconds, name)))
     rows = []
     for name, ms in runs.items():
         examples = sum(m.examples for m in ms)
@@ -222,6 +235,11 @@ def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
                      "wait_share": sum(sum(m.waits_ms) for m in ms) / 1e3 / wall if wall > 0 else math.nan})
     df = pd.DataFrame(rows)
     add_ratios(df, baselines)
+    rates = pd.DataFrame({name: [m.examples_per_s for m in ms] for name, ms in runs.items()})  # a column a loader
+    for b in baselines:  # each round's ratio to the baseline's rate in the same round: the ratio's spread
+        per_round = rates.div(rates[b], axis=0)
+        df[f"x_{b}_min"] = per_round.min().to_numpy()
+        df[f"x_{b}_max"] = per_round.max().to_numpy()
     for n in epoch_examples:
         df[f"epoch_s_{n}"] = n / df["examples_per_s"]
     return df
