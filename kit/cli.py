@@ -96,6 +96,11 @@ def main(argv=None) -> int:
     # iterator under symbolic checkpointing: thousands of lines in a long run, burying what
     # the command prints. (Notebooks and `make demo` set the same level.)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["doctor", "run"]:  # the script's own arguments follow: argparse must not read them
+        from kit.doctor.script import main as run_script  # noqa: PLC0415
+
+        return run_script(argv[2:])
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)  # a command's --debug: the full traceback, not one line
     try:

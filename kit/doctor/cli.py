@@ -31,10 +31,23 @@ class Stuck(ValueError):
     """A diagnosis whose batch never arrived: the message says how long it waited for which batch."""
 
 
+class OverBudget(Stuck):
+    """A diagnosis still measuring when its budget and margin ended, its batches still arriving: a slow
+    source, not a stuck one. ``partial`` is what was measured by then and what was left out."""
+
+    def __init__(self, message: str, partial: str):
+        super().__init__(message)
+        self.partial = partial
+
+
 def bounded(run, max_seconds: float, name: str):
-    """``run()`` in a thread, waited on for ``max_seconds`` plus ``margin``; ``Stuck`` when it has not
-    ended by then."""
+    """``run()`` in a thread, waited on for ``max_seconds`` plus ``margin``. When it has not ended by then:
+    ``OverBudget`` where a batch arrived within the margin (slow, not stuck: the thread is told to wind
+    down), else ``Stuck``."""
+    from kit.doctor import progress  # noqa: PLC0415
+
     out: dict = {}
+    progress.start()
 
     def target():
         try:
@@ -46,6 +59,12 @@ def bounded(run, max_seconds: float, name: str):
     t.start()
     t.join(max_seconds + margin(max_seconds))
     if t.is_alive():
+        progress.cancel()
+        if PROGRESS.waited() < margin(max_seconds):
+            raise OverBudget(f"{name}: the budget ended (--max-seconds {max_seconds:g} plus "
+                             f"{margin(max_seconds):.0f} s) while the doctor measured {PROGRESS.what}; its last batch "
+                             f"arrived {PROGRESS.waited():,.1f} s before: a slow source, not a stuck one",
+                             progress.partial())
         raise Stuck(f"{name}: no batch arrived in time: {PROGRESS.waiting()}; the doctor gave up after "
                     f"--max-seconds {max_seconds:g} plus {margin(max_seconds):.0f} s. A map or generator waiting "
                     f"on I/O or a lock that never returns?")
@@ -85,8 +104,9 @@ def register(sub) -> None:
     """Adds ``doctor`` to the ``python -m kit`` commands (``sub["root"]``, see ``kit.cli.PLUGINS``)."""
     p = sub["root"].add_parser(
         "doctor", help="measure your pipeline (and model) and rank what to fix",
-        description="python -m kit doctor MODULE:FUNCTION [--model MODULE:FUNCTION] | "
-                    "--index CSV --variant NAME")
+        description="python -m kit doctor run [--max-seconds S] [--json FILE] [--continue] SCRIPT [ARGS...]: "
+                    "your training script as it is (python -m kit doctor run --help); or "
+                    "python -m kit doctor MODULE:FUNCTION [--model MODULE:FUNCTION] | --index CSV --variant NAME")
     p.add_argument("target", nargs="?", default=None,
                    help="MODULE:FUNCTION returning your tf.data.Dataset, PyDataset or generator function")
     p.add_argument("--model", default=None, help="MODULE:FUNCTION returning your compiled Keras model")

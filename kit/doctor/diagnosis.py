@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kit.doctor import progress, python, rules, trial
 from kit.doctor import rewrite as rw
-from kit.doctor import rules, trial
 from kit.doctor.candidates import Candidate, already_done, candidates, shuffle_memory, split_to_cache, too_big_to_cache
 from kit.doctor.findings import NOISE, Finding, Measured, table
 from kit.doctor.graph import _BATCH_OPS, dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
@@ -20,7 +20,7 @@ from kit.util import usable_cpus
 
 #: Shares of the budget: the loader alone, the fits (ceiling and real), the frozen head; the rest
 #: goes to the fixes.
-LOADER_SHARE, FITS_SHARE, HEAD_SHARE = 0.08, 0.22, 0.05
+LOADER_SHARE, FITS_SHARE, HEAD_SHARE, PROFILE_SHARE = 0.08, 0.22, 0.05, 0.03
 TRIAL_ROUNDS = 3
 #: Rounds of the fits added, at most, while the rounds' headrooms straddle a verdict threshold.
 MORE_ROUNDS = 2
@@ -37,6 +37,8 @@ class Budget:
     skipped: list[str] = field(default_factory=list)
 
     def left(self) -> float:
+        if progress.cancelled():  # the caller stopped waiting: wind down
+            return 0.0
         return max(0.0, self.start + self.seconds - time.perf_counter())
 
     def take(self, seconds: float, what: str, *, least: float = 0.05) -> float:
@@ -94,12 +96,14 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         raise ValueError(f"max_seconds must be positive, got {max_seconds!r}")
     budget = Budget(float(max_seconds))
     check_source(source, name)
+    progress.step("the first batch")
     batch, batch_size = first_batch(source, name)
     example_bytes = nbytes(batch) / batch_size
     n_cores, load = usable_cpus(), load_average()
     graph = pipeline_graph(source) if is_dataset(source) else None
     copy = compiled_copy(model, batch, name) if model is not None else None
 
+    progress.step("the loader alone")
     loader = measure_loader(source, max_seconds=max(0.2, budget.take(
         (LOADER_SHARE if copy is not None else 0.2) * max_seconds, "the loader alone", least=0.0)))
     if rules.python_is_the_loader(graph) and not loader["cores_busy"] < 0.5:
@@ -112,12 +116,14 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     summary = (f"no model given: the loader alone delivers {loader['loader_examples_per_s']:,.1f} examples/s "
                f"(batch latency p50 {loader['loader_latency_p50_ms']:.1f} ms)")
     if copy is not None:
+        progress.step("the compute ceiling and the real fit", loader=summary.replace("no model given: ", ""))
         seconds = budget.take(FITS_SHARE * max_seconds, "the compute ceiling and the real fit", least=0.0)
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,
                             thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM))
         rates.update(fits)
         verdict, summary, found = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         rates["verdict_basis"] = rules.verdict_basis(fits)
+    progress.step("the findings", verdict=verdict, summary=summary)
     m = _measured(batch_size, example_bytes, n_cores, load, loader, fits)
     rates["cores_available"] = m.free_cores() if fits else rules.cores_available(n_cores, m.cores_busy, load)
     if copy is not None:
@@ -127,6 +133,13 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     if amplification is not None:
         rates["read_amplification"] = amplification
     found += more + rules.python_source(graph, m, where) + rules.pydataset_gil(source, m)
+    if python.is_python_source(source):
+        seconds = budget.take(PROFILE_SHARE * max_seconds, "profiling the loader's Python", least=0.0)
+        hot = python.hot_spot(source, seconds=max(0.2, seconds))
+        own = python.findings(source, m, fits, hot=hot, same=python.same_batches(source))
+        if any(f.code == "python_in_pipeline" for f in found):  # named already (thread workers and the GIL)
+            own = [f for f in own if f.code != "python_in_pipeline"]
+        found += own
     cands: list[Candidate] = []
     if graph is not None:
         # At least COUNT_MIN_S even past the budget: without a count a small shuffle buffer goes unreported.
@@ -148,6 +161,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         cands.append(Candidate(rw.pydataset_workers(rules.IO_WORKERS if m.io_wait else max(2, n_cores)),
                                f"workers={getattr(source, 'workers', 1)}: one thread reads every batch while "
                                f"the loader alone keeps {m.cores_busy:.2f} cores busy", ordered=True, random=False))
+    progress.step("the A/B trials of the fixes", findings=[f"{f.code}: {f.evidence}" for f in found])
     tried = _try_all(cands, source, copy, m, budget)
     found += [f for t in tried for f in _findings(t, m, where)]
     if not any(f.code == "pydataset_single_worker" and f.status == "measured" for f in found):

@@ -37,6 +37,12 @@ CODES = {
         "convert the data once into a format the graph reads (TFRecord; notebooks 02-03). "
         "from_generator/py_function/numpy_function run under the GIL.",
     ),
+    "compute_once": (
+        "deterministic work (decoding, features) computed again for every batch of every epoch", "speed",
+        "Compute it once and train from the result: save the features (np.save, read back with "
+        "np.load(mmap_mode='r')), convert to a store (python -m kit convert, notebook 03), or tf.data's "
+        ".cache() after the deterministic map (notebook 02); augment after it.",
+    ),
     "serial_map": (
         "a map TensorFlow leaves serial", "speed",
         "ds.map(f, num_parallel_calls=tf.data.AUTOTUNE) (notebook 02's ladder). TensorFlow parallelises "

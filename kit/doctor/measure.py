@@ -34,7 +34,9 @@ def clone(model, batch=None):
     """A compiled copy of ``model`` with its weights, and its compile config; ``ModelError`` where the
     model is not compiled or cannot be copied. Functional and Sequential models go through
     ``keras.models.clone_model`` (sharing weightless layers that do not rebuild from their config); a
-    subclassed model is rebuilt from its config, built on ``batch`` where needed."""
+    subclassed model is rebuilt from its config, built on ``batch`` where needed. The copy is compiled
+    with the user's own loss and metrics (``compile_like``): plain functions, as training scripts
+    write them, do not survive Keras' compile config."""
     config = model.get_compile_config() if getattr(model, "compiled", False) else None
     if not config:
         raise ModelError(f"Keras model {getattr(model, 'name', model)!r} is not compiled; compile it "
@@ -51,12 +53,16 @@ def clone(model, batch=None):
             return layer  # no state: the copy can share it
 
     copy, failed = None, None
-    for clone_function in (None, layer_copy) if graph else (None,):
-        try:
-            copy = keras.models.clone_model(model, clone_function=clone_function)
-            break
-        except (ValueError, TypeError, NotImplementedError, KeyError) as e:
-            failed = failed or e
+    model.compiled = False  # clone_model would compile the copy from the config: compile_like does
+    try:
+        for clone_function in (None, layer_copy) if graph else (None,):
+            try:
+                copy = keras.models.clone_model(model, clone_function=clone_function)
+                break
+            except (ValueError, TypeError, NotImplementedError, KeyError) as e:
+                failed = failed or e
+    finally:
+        model.compiled = True
     if copy is None:
         if graph:
             raise ModelError(f"Keras model {model.name!r} cannot be copied (keras.models.clone_model: "
@@ -78,8 +84,38 @@ def clone(model, batch=None):
         raise ModelError(f"Keras model {model.name!r} ({kind}) rebuilt from its config does not take its "
                          f"weights ({describe_error(e)}); its get_config() leaves something out, or pass "
                          f"a Functional or Sequential model") from e
-    copy.compile_from_config(config)
+    compile_like(copy, model)
     return copy, config
+
+
+def fresh(obj):
+    """A new object like ``obj`` (an optimizer, a loss or metric object), from its config; ``obj`` itself
+    where it has none (a plain function, a string) or does not rebuild from it."""
+    if callable(getattr(obj, "get_config", None)) and not isinstance(obj, type):
+        try:
+            return type(obj).from_config(obj.get_config())
+        except Exception:  # noqa: BLE001  (a custom object that does not round-trip: shared as it is)
+            return obj
+    return obj
+
+
+def compile_like(copy, model) -> None:
+    """Compiles ``copy`` as ``model`` was compiled, from the arguments the user gave ``compile``: a fresh
+    optimizer, the same loss and metric functions (fresh metric objects, so the user's keep their state).
+    Where Keras keeps no such arguments, from its compile config."""
+    given = getattr(getattr(model, "_compile_config", None), "config", None)
+    if not isinstance(given, dict):
+        copy.compile_from_config(model.get_compile_config())
+        return
+    args = dict(given)
+    args["optimizer"] = fresh(args.get("optimizer") or model.optimizer)
+    for key in ("metrics", "weighted_metrics"):
+        value = args.get(key)
+        if isinstance(value, (list, tuple)):
+            args[key] = [fresh(v) for v in value]
+        elif isinstance(value, dict):
+            args[key] = {k: [fresh(x) for x in v] if isinstance(v, (list, tuple)) else fresh(v) for k, v in value.items()}
+    copy.compile(**args)
 
 
 def compiled_copy(model, batch, name: str):
@@ -325,7 +361,7 @@ def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = Fa
         why = "its layers after the frozen part do not form a chain"
     if chained is None or chained.shape != whole.shape or not np.allclose(whole, chained, rtol=1e-3, atol=1e-4):
         return None, why
-    head.compile_from_config(copy.get_compile_config())
+    compile_like(head, copy)
     if plain:
         size = batch_size_of(batch)
         replayed = tf.data.Dataset.from_tensors((features, *ys))

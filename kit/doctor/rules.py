@@ -357,9 +357,12 @@ def time_split(loader: dict, m: Measured, graph: dict | None, source) -> str:
     elif m.io_wait:
         prep = (f"the loader keeps {m.cores_busy:.2f} of {m.cores} cores busy: it mostly waits, on I/O or a "
                 "sleep, which more threads overlap")
-    elif python and (gil_bound(m, threads=threads) or (not threads and m.cores_busy <= GIL_CORES)):
-        prep = (f"preparation is Python on {m.cores_busy:.2f} of {m.cores} cores: GIL-bound, threads cannot "
-                "spread it, processes or vectorising can")
+    elif python and gil_bound(m, threads=threads):
+        prep = (f"preparation is Python on {m.cores_busy:.2f} of {m.cores} cores though it runs on several threads: "
+                "GIL-bound, more threads cannot spread it, processes or vectorising can")
+    elif python and not threads and m.cores_busy <= GIL_CORES:
+        prep = (f"preparation is Python on one thread, {m.cores_busy:.2f} of {m.cores} cores busy: threads spread "
+                "only the part that releases the GIL (NumPy, OpenCV, file reads), processes spread all of it")
     else:
         prep = f"preparation keeps {m.cores_busy:.2f} of {m.cores} cores busy"
     share = python_share(m, parallel=threads)

@@ -58,6 +58,10 @@ class Progress:
         self.batches += 1
         self.since = time.monotonic()
 
+    def waited(self) -> float:
+        """Seconds since the last batch arrived (or reading started)."""
+        return time.monotonic() - self.since
+
     def waiting(self) -> str:
         """``batch 3 of the loader alone, waited 41 s``."""
         return f"batch {self.batches + 1} of {self.what}, waited {time.monotonic() - self.since:,.0f} s"

@@ -1,0 +1,182 @@
+"""Custom training loops: a script that iterates a ``tf.data.Dataset`` in Python instead of calling ``fit``
+has each step's wait for its next batch timed on the training thread (the first step, which traces the
+step, and each epoch's first batch apart), then its dataset diagnosed without a model."""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+import tensorflow as tf
+
+from kit.doctor import rules
+from kit.doctor.run import place
+from kit.doctor.sources import is_library
+
+_KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: The share of the budget a loop is timed for (at least ``MIN_STEPS`` steps after the first).
+LOOP_SHARE, MIN_STEPS = 0.3, 10
+
+
+@dataclass
+class Loop:
+    """The timings of one custom loop: per step, the wait for the batch and the work after it."""
+
+    where: str
+    waits: list[float] = field(default_factory=list)  # steady steps: seconds in next()
+    work: list[float] = field(default_factory=list)  # seconds between a batch's arrival and the next request
+    starts: list[float] = field(default_factory=list)  # each epoch's first batch, after the first epoch's
+    first: float = math.nan  # the very first batch (iterator start-up)
+    epochs: int = 0
+    t0: float = field(default_factory=time.perf_counter)
+    diagnosis: object = None
+    left_out: str = ""
+
+    @property
+    def wait_share(self) -> float:
+        total = sum(self.waits) + sum(self.work)
+        return sum(self.waits) / total if total > 0 else math.nan
+
+    @property
+    def verdict(self) -> str:
+        w = self.wait_share
+        if not math.isfinite(w):
+            return "not measured"
+        gain = 1 / max(1e-9, 1 - w)  # the loop's speed-up were every batch ready when asked for
+        if gain >= rules.INPUT_BOUND_HEADROOM:
+            return "input-bound"
+        return "compute-bound" if gain < rules.COMPUTE_BOUND_HEADROOM else "balanced"
+
+    def summary(self) -> str:
+        steps = len(self.waits)
+        text = (f"custom loop at {self.where}: input wait {self.wait_share:.0%} of {steps} steps "
+                f"({1e3 * statistics.median(self.waits):,.1f} ms median wait, "
+                f"{1e3 * statistics.median(self.work):,.1f} ms median work per step): {self.verdict}")
+        text += f"; the first step (start-up and tracing) waited {1e3 * self.first:,.0f} ms for its batch, left out"
+        if self.starts:
+            text += (f"; each later epoch's first batch waited {1e3 * statistics.median(self.starts):,.0f} ms "
+                     f"(median of {len(self.starts)}), left out")
+        return text
+
+    def __str__(self) -> str:
+        out = self.summary()
+        if self.diagnosis is not None:
+            out += f"\nits dataset, diagnosed without the model:\n{self.diagnosis}"
+        elif self.left_out:
+            out += f"\n{self.left_out}"
+        return out
+
+    def as_dict(self) -> dict:
+        d = {"loop": self.where, "input_wait_share": self.wait_share, "steps": len(self.waits),
+             "wait_ms_median": 1e3 * statistics.median(self.waits) if self.waits else None,
+             "work_ms_median": 1e3 * statistics.median(self.work) if self.work else None,
+             "first_batch_ms": 1e3 * self.first, "epoch_start_ms": [1e3 * s for s in self.starts],
+             "summary": self.summary()}
+        if self.diagnosis is not None:
+            d.update(self.diagnosis.as_dict())  # type: ignore[attr-defined]
+        d["verdict"] = self.verdict  # the loop's own measurement decides
+        return d
+
+
+class _Timed:
+    """An iterator over a dataset that times each ``next`` for its ``Loop``."""
+
+    def __init__(self, it, loop: Loop, hooks: LoopHooks):
+        self.it, self.loop, self.hooks = it, loop, hooks
+        self.last: float | None = None
+        self.n = 0
+        self.dataset = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        t0 = time.perf_counter()
+        if self.last is not None and self.hooks.timing:
+            self.loop.work.append(t0 - self.last)
+        batch = next(self.it)  # StopIteration ends the epoch
+        t1 = time.perf_counter()
+        if self.hooks.timing:
+            if self.n == 0 and math.isnan(self.loop.first):
+                self.loop.first = t1 - t0
+            elif self.n == 0:
+                self.loop.starts.append(t1 - t0)
+            else:
+                self.loop.waits.append(t1 - t0)
+        self.n += 1
+        self.last = time.perf_counter()
+        self.hooks.check(self.loop, self.dataset)
+        return batch
+
+    def get_next(self):
+        return self.__next__()
+
+
+class LoopHooks:
+    """``tf.data.Dataset.__iter__`` replaced while installed: an iteration started by the user's own code,
+    eagerly, on the main thread of this process, is timed; ``on_loop(Loop)`` gets it once measured."""
+
+    def __init__(self, on_loop, *, max_seconds: float):
+        self.on_loop, self.max_seconds, self.pid = on_loop, max_seconds, os.getpid()
+        self.loop: Loop | None = None
+        self.dataset = None
+        self.timing = True
+        self.reported = False
+        self._original = None
+
+    def install(self) -> LoopHooks:
+        from tensorflow.python.data.ops import dataset_ops  # noqa: PLC0415  (the class tf.data.Dataset names)
+
+        cls = dataset_ops.DatasetV2
+        self._original = original = cls.__iter__
+        hooks = self
+
+        def __iter__(ds):
+            it = original(ds)
+            caller = sys._getframe(1).f_code.co_filename
+            if (hooks.reported or os.getpid() != hooks.pid or threading.current_thread() is not threading.main_thread()
+                    or caller.startswith("<") or is_library(caller) or os.path.abspath(caller).startswith(_KIT)
+                    or tf.inside_function()):
+                return it
+            if hooks.loop is None:
+                hooks.loop = Loop(place(sys._getframe(1)))
+            timed = _Timed(it, hooks.loop, hooks)
+            timed.dataset = ds
+            return timed
+
+        cls.__iter__ = __iter__
+        return self
+
+    def check(self, loop: Loop, ds, *, ended: bool = False) -> None:
+        """Reports once the loop has been timed long enough (``LOOP_SHARE`` of the budget, ``MIN_STEPS``),
+        or as the script ends (``ended``) with at least two steps timed."""
+        self.dataset = ds
+        long_enough = len(loop.waits) >= MIN_STEPS and time.perf_counter() - loop.t0 >= LOOP_SHARE * self.max_seconds
+        if self.reported or not (long_enough or (ended and len(loop.waits) >= 2)):
+            return
+        self.reported, self.timing = True, False
+        left = max(1.0, self.max_seconds - (time.perf_counter() - loop.t0))
+        try:
+            from kit.doctor.cli import bounded  # noqa: PLC0415
+            from kit.doctor.diagnosis import diagnose  # noqa: PLC0415
+
+            loop.diagnosis = bounded(lambda: diagnose(ds, None, max_seconds=left, name=f"the dataset of {loop.where}"),
+                                     left, loop.where)
+        except Exception as e:  # noqa: BLE001  (the loop's own timings still stand)
+            from kit.doctor.sources import describe_error  # noqa: PLC0415
+
+            loop.left_out = f"its dataset was not diagnosed: {describe_error(e)}"
+        self.on_loop(loop)
+
+    def remove(self) -> None:
+        if self._original is not None:
+            from tensorflow.python.data.ops import dataset_ops  # noqa: PLC0415
+
+            dataset_ops.DatasetV2.__iter__ = self._original
+            self._original = None

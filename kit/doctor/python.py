@@ -1,0 +1,165 @@
+"""A loader that is the user's own Python (a generator, a ``PyDataset``'s ``__getitem__``): where its time
+goes (profiled, the user's function named with its line), whether it gives the same batches twice, and
+the findings: its Python as the cause, and computing its deterministic work once."""
+
+from __future__ import annotations
+
+import cProfile
+import itertools
+import linecache
+import math
+import os
+import pstats
+import time
+
+import numpy as np
+
+from kit.doctor.findings import Finding, Measured
+from kit.doctor.rules import predicted
+from kit.doctor.sources import _leaves, is_dataset, is_library, is_pydataset
+
+_KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: Words in the hot function's source -> the TensorFlow ops that do that work in the graph.
+TF_OPS = (
+    (("stft", "fft", "mel", "spectrogram", "librosa", "mfcc", "filterbank", "logmel"),
+     "tf.signal.stft and tf.signal.linear_to_mel_weight_matrix (audio features in the graph)"),
+    (("cv2", "imread", "Image.open", "PIL", "resize", "imdecode", "load_img", "skimage"),
+     "tf.io.read_file, tf.io.decode_png/decode_jpeg and tf.image.resize (images in the graph)"),
+    (("split(", "tokeni", "lower(", "vocab", "word_index", "texts_to_sequences"),
+     "tf.strings ops or keras.layers.TextVectorization (text in the graph)"),
+)
+
+
+def is_python_source(source) -> bool:
+    """Whether the loader is the user's Python: a ``PyDataset`` or a function returning a generator."""
+    return is_pydataset(source) or (callable(source) and not is_dataset(source))
+
+
+def _user(filename: str) -> bool:
+    return not (filename.startswith("<") or filename == "~" or is_library(filename)
+                or os.path.abspath(filename).startswith(_KIT))
+
+
+def _batches(source):
+    """Batches of ``source`` read on this thread (a PyDataset's items in order, its workers left out)."""
+    if is_pydataset(source):
+        n = source.num_batches if getattr(source, "num_batches", None) is not None else None
+        return (source[i] for i in (range(n) if n is not None else itertools.count()))
+    return iter(source())
+
+
+def hot_spot(source, *, seconds: float) -> tuple[str, float, str]:
+    """Profiles the loader's Python for about ``seconds`` on this thread: ``(where, share, words)`` for the
+    user's function that holds most of the time and is deepest (``train.py:57 in compute_logmel``), its
+    share of the time profiled, and its source text (for the ops that could replace it); ``("", nan, "")``
+    when no user function ran."""
+    prof = cProfile.Profile()
+    it = _batches(source)
+    t0 = time.perf_counter()
+    prof.enable()
+    try:
+        for _ in range(1000):
+            try:
+                next(it)
+            except StopIteration:
+                break
+            if time.perf_counter() - t0 >= seconds:
+                break
+    finally:
+        prof.disable()
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
+    total = time.perf_counter() - t0
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    mine = {k: v[3] for k, v in stats.items() if _user(k[0])}
+    if not mine or total <= 0:
+        return "", math.nan, ""
+    top = max(mine.values())
+    # The deepest of the user's functions holding at least half of what the outermost one holds.
+    (filename, line, name), cum = min(((k, c) for k, c in mine.items() if c >= 0.5 * top), key=lambda kc: kc[1])
+    return f"{os.path.basename(filename)}:{line} in {name}", min(1.0, cum / total), _body(filename, line)
+
+
+def _body(filename: str, line: int, most: int = 60) -> str:
+    first = linecache.getline(filename, line)
+    indent = len(first) - len(first.lstrip())
+    lines = [first]
+    for n in range(line + 1, line + most):
+        text = linecache.getline(filename, n)
+        if not text:
+            break
+        if text.strip() and len(text) - len(text.lstrip()) <= indent:
+            break
+        lines.append(text)
+    return "".join(lines)
+
+
+def same_batches(source) -> bool | None:
+    """Whether two reads give the same first batch (a PyDataset's item 0, or two fresh generators'
+    first batches): deterministic work that can be computed once. None where it cannot be read twice."""
+    try:
+        if is_pydataset(source):
+            a, b = source[0], source[0]
+        elif callable(source) and getattr(source, "read", None) is None:  # not the one-shot live generator
+            a, b = next(iter(source())), next(iter(source()))
+        else:
+            return None
+    except Exception:  # noqa: BLE001  (reading it twice is the user's code: any failure means "unknown")
+        return None
+    la, lb = _leaves(a), _leaves(b)
+    return len(la) == len(lb) and all(np.shape(x) == np.shape(y) and np.array_equal(np.asarray(x), np.asarray(y))
+                                      for x, y in zip(la, lb))
+
+
+def ops_for(text: str) -> str:
+    """The TensorFlow ops that would do the work in ``text`` (the hot function's source), '' if none known."""
+    return next((ops for words, ops in TF_OPS if any(w in text for w in words)), "")
+
+
+def findings(source, m: Measured, fits: dict, *, hot: tuple[str, float, str], same: bool | None) -> list[Finding]:
+    """The user's Python as the loader: ``python_in_pipeline`` (named with its line) and ``compute_once``.
+    Only where the fit is input-bound (headroom over ``NOISE``) or, without a model, always."""
+    where, share, text = hot
+    headroom = m.headroom
+    if fits and not headroom >= 1.1:
+        return []
+    what = "__getitem__" if is_pydataset(source) else "generator"
+    profiled = f"{share:.0%} of the time profiled is in {where}" if where else "no function of yours was profiled"
+    ops = ops_for(text)
+    workers = max(2, m.cores)
+    fix_workers = (f"super().__init__(workers={workers}, use_multiprocessing=True) in your PyDataset" if is_pydataset(source)
+                   else f"wrap the generator's per-batch work in a keras.utils.PyDataset with workers={workers}, "
+                        "use_multiprocessing=True")
+    low, high = max(1.0, m.parallel_gain), headroom if math.isfinite(headroom) else max(1.0, m.parallel_gain)
+    gain, lo, hi = predicted(m, low, high)
+    out = [Finding(
+        "python_in_pipeline",
+        f"the {what}'s own Python is the loader: it keeps {m.cores_busy:.2f} of {m.cores} cores busy; {profiled}",
+        gain, m.cap.explain(f"predicted: from what parallel workers give on the free cores ({m.parallel_basis}) "
+                            "to the whole headroom, its work done in TensorFlow ops"),
+        status="predicted", gain_low=lo, gain_high=hi, where=where,
+        fix=(f"do {where.split(' in ')[-1] if where else 'its work'} in TensorFlow ops: {ops}" if ops else
+             "do its work in TensorFlow ops (a tf.data map)") + f"; or {fix_workers}")]
+    if same is False:
+        out.append(Finding(
+            "compute_once", f"two reads of the first batch differ: random work (augmentation) in the {what}",
+            math.nan, "not measured: compute the deterministic part once (decode, features), keep the random "
+            "part per epoch", status="unmeasured", where=where,
+            fix="compute the deterministic part once into a store or cache, and augment after it"))
+    elif fits and math.isfinite(headroom):
+        rounds = [c / f for c, f in zip(fits.get("ceiling_rounds") or [], fits.get("fit_rounds") or []) if f > 0]
+        basis = ("measured: the model trained on batches computed once and replayed from memory, against the "
+                 f"real fit: {headroom:,.2f}x" + (f" (rounds {min(rounds):,.2f}-{max(rounds):,.2f}x)" if len(rounds) > 1 else "")
+                 + "; read back from a store on disk, a little less")
+        if same is None:
+            basis += "; not checked that the batches are the same each read (a one-shot generator)"
+        out.append(Finding(
+            "compute_once", f"the {what} computes the same batches every epoch"
+            + (" (two reads of the first batch are equal)" if same else ""),
+            headroom, basis, status="measured" if same else "predicted", where=where,
+            gain_low=min(rounds) if len(rounds) > 1 else math.nan, gain_high=max(rounds) if len(rounds) > 1 else math.nan,
+            fix="compute it once: save the features (np.save, then np.load(mmap_mode='r')), or convert to a store "
+                "(python -m kit convert), or tf.data's .cache() after the deterministic work; then train from it"))
+    return out

@@ -1,0 +1,325 @@
+"""``python -m kit doctor run SCRIPT`` and ``kit.doctor.watch()``: each hook path on small scripts written as
+users write them (fit with each input kind, a custom loop, a child process, a raising script, a script
+that never trains). Most run in this process through ``kit.doctor.script.main`` (the command's own
+entry); the ones that must end a process run it as a command. No timings are asserted."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from kit.doctor import run, script
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HEAD = '''
+import sys, time
+import numpy as np
+import keras
+
+def iou(y_true, y_pred):  # a plain-function metric, as training scripts write them
+    i = keras.ops.sum(y_true * y_pred)
+    return i / (keras.ops.sum(y_true) + keras.ops.sum(y_pred) - i + 1e-6)
+
+def total_loss(y_true, y_pred):  # a plain-function loss: clone_model's compile config cannot carry it
+    return keras.losses.binary_crossentropy(y_true, y_pred) + 1 - iou(y_true, y_pred)
+
+def features(x):
+    s = 0.0
+    for _ in range(20):  # deterministic per-example NumPy work
+        s = s + float(np.abs(np.fft.rfft(x)).sum())
+    return np.tanh(x + 1e-9 * s).astype("float32")
+
+def make_model():
+    inp = keras.Input((32,))
+    model = keras.Model(inp, keras.layers.Dense(1, activation="sigmoid")(inp))
+    model.compile("adam", loss=total_loss, metrics=[iou])
+    return model
+
+def example(i):
+    x = features(np.random.default_rng(i).random(32).astype("float32"))
+    return x, np.float32(x[0] > 0.5)
+'''
+
+
+def write(tmp_path, body: str, name: str = "train.py") -> Path:
+    path = tmp_path / name
+    path.write_text(HEAD + textwrap.dedent(body))
+    return path
+
+
+def line_of(path: Path, text: str) -> str:
+    """``train.py:N``: the first line of ``path`` holding ``text``."""
+    n = next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+    return f"{path.name}:{n}"
+
+
+def doctor(tmp_path, path: Path, *flags: str, args=()) -> tuple[int, dict]:
+    out = tmp_path / "report.json"
+    code = script.main(["--max-seconds", "3", "--wait-seconds", "120", "--json", str(out), *flags, str(path), *args])
+    return code, json.loads(out.read_text()) if out.exists() else {}
+
+
+GENERATOR = '''
+def batches(n, batch):
+    while True:
+        for b in range(n):
+            xs, ys = zip(*(example(b * batch + k) for k in range(batch)))
+            yield np.stack(xs), np.array(ys)
+
+print("args", sys.argv[1:])
+model = make_model()
+weights = [w.copy() for w in model.get_weights()]
+model.fit(batches(8, 16), steps_per_epoch=8, epochs=2, verbose=0)
+print("the script's fit ran")
+'''
+
+
+def test_fit_on_a_generator_is_diagnosed_and_the_script_ends(tmp_path, capsys):
+    path = write(tmp_path, GENERATOR)
+    code, report = doctor(tmp_path, path, args=["--lr", "0.1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "args ['--lr', '0.1']" in out  # the script's own arguments and output
+    assert "the script's fit ran" not in out  # ended after the report
+    assert report["ended"] == "diagnosed" and report["fit"] == line_of(path, "model.fit(")
+    assert report["input"] == "a generator from batches()"
+    assert "calling batches() again" in report["note"]
+    assert report["verdict"] in ("input-bound", "balanced", "compute-bound")
+    codes = [f["code"] for f in report["findings"]]
+    if report["verdict"] == "input-bound":  # the generator's own Python named, with its line
+        named = [f for f in report["findings"] if f["code"] in ("python_in_pipeline", "compute_once")]
+        assert named and all(f["where"].startswith("train.py:") for f in named), codes
+
+
+def test_continue_runs_the_scripts_own_fit_with_its_weights_untouched(tmp_path, capsys):
+    path = write(tmp_path, GENERATOR + '''
+import pickle
+before = weights
+model2_weights = model.get_weights()
+''')
+    code, report = doctor(tmp_path, path, "--continue")
+    assert code == 0 and report["ended"] == "diagnosed"
+    assert "the script's fit ran" in capsys.readouterr().out
+
+
+def test_fit_on_a_pydataset_names_its_getitem(tmp_path):
+    code, report = doctor(tmp_path, write(tmp_path, '''
+class Frames(keras.utils.PyDataset):
+    def __init__(self, n, batch, **kwargs):
+        super().__init__(**kwargs)
+        self.n, self.batch = n, batch
+    def __len__(self):
+        return self.n // self.batch
+    def __getitem__(self, i):
+        xs, ys = zip(*(example(i * self.batch + k) for k in range(self.batch)))
+        return np.stack(xs), np.array(ys)
+
+make_model().fit(Frames(128, 16), epochs=2, verbose=0)
+'''))
+    assert code == 0 and report["ended"] == "diagnosed"
+    assert report["input"] == "a Frames (PyDataset, workers=1)"
+    assert any(f["code"] == "pydataset_single_worker" for f in report["findings"] + report["checked_no_gain"]
+               + report["not_measured"])
+
+
+def test_fit_on_a_dataset_and_on_arrays(tmp_path):
+    code, report = doctor(tmp_path, write(tmp_path, '''
+import tensorflow as tf
+xs = np.stack([example(i)[0] for i in range(256)])
+ys = (xs[:, 0] > 0.5).astype("float32")
+ds = tf.data.Dataset.from_tensor_slices((xs, ys)).map(lambda x, y: (x * 2, y)).batch(32)
+make_model().fit(ds, epochs=2, verbose=0)
+'''))
+    assert code == 0 and report["input"] == "a tf.data.Dataset" and report["pipeline"]
+    code, report = doctor(tmp_path, write(tmp_path, '''
+xs = np.stack([example(i)[0] for i in range(256)])
+make_model().fit(xs, (xs[:, 0] > 0.5).astype("float32"), batch_size=64, epochs=2, verbose=0)
+''', "arrays.py"))
+    assert code == 0 and report["input"] == "arrays in memory"
+    assert "batch(64)" in report["note"]
+
+
+def test_fit_positional_arguments_and_a_mirrored_strategy(tmp_path):
+    code, report = doctor(tmp_path, write(tmp_path, '''
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+with strategy.scope():
+    model = make_model()
+xs = np.stack([example(i)[0] for i in range(128)])
+model.fit(xs, (xs[:, 0] > 0.5).astype("float32"), 32, 2, 0)
+'''))
+    assert code == 0 and report["ended"] == "diagnosed", report
+    assert "batch(32)" in report["note"]
+
+
+def test_a_custom_loop_has_its_input_wait_timed(tmp_path, capsys):
+    path = write(tmp_path, '''
+import tensorflow as tf
+def slow(i):
+    time.sleep(0.004)
+    return np.float32(i)
+ds = tf.data.Dataset.range(64).map(lambda i: tf.numpy_function(slow, [i], tf.float32)).batch(4)
+model = make_model()
+for epoch in range(20):
+    for batch in ds:
+        time.sleep(0.002)  # the step
+print("loop ended")
+''')
+    code, report = doctor(tmp_path, path)
+    out = capsys.readouterr().out
+    assert code == 0 and report["ended"] == "custom loop"
+    assert report["loop"] == line_of(path, "for batch in ds")
+    assert 0 < report["input_wait_share"] < 1 and report["steps"] >= 2
+    assert report["verdict"] == "input-bound"  # 4 ms of input against 2 ms of work
+    assert "input wait" in out and "loop ended" not in out
+
+
+def test_a_raising_script_is_one_line_with_its_file_and_line(tmp_path, capsys):
+    path = write(tmp_path, '''
+model = make_model()
+raise RuntimeError("no such file: data/train.csv")
+''')
+    code, report = doctor(tmp_path, path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith(f"kit: error: {line_of(path, 'raise Runtime')}: RuntimeError") and "data/train.csv" in err[0]
+    assert report["ended"] == "error"
+
+
+def test_a_script_that_never_trains(tmp_path, capsys):
+    code, _ = doctor(tmp_path, write(tmp_path, "print('no training here')\n"))
+    assert code == 2
+    assert "ended without calling model.fit" in capsys.readouterr().err
+
+
+def test_hooks_are_inert_in_child_processes(tmp_path, capsys):
+    """A spawned child imports the script again (as ``__mp_main__``) and a PyDataset's processes run its
+    ``__getitem__``: neither is diagnosed; only the parent's fit is."""
+    path = write(tmp_path, '''
+import multiprocessing as mp
+
+class Frames(keras.utils.PyDataset):
+    def __len__(self):
+        return 4
+    def __getitem__(self, i):
+        xs, ys = zip(*(example(i * 16 + k) for k in range(16)))
+        return np.stack(xs), np.array(ys)
+
+def child(q):
+    q.put("child ran " + __name__)
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    print(q.get(timeout=120))
+    p.join(timeout=60)
+    make_model().fit(Frames(workers=2, use_multiprocessing=True), epochs=2, verbose=0)
+''')
+    code, report = doctor(tmp_path, path)
+    assert code == 0 and report["ended"] == "diagnosed"
+    assert "child ran __mp_main__" in capsys.readouterr().out
+    assert report["fit"] == line_of(path, "make_model().fit(")
+    assert "processes" in report["input"]
+
+
+def test_a_forked_process_passes_through_the_hooks():
+    calls = []
+    hooks = run.Hooks(lambda call, fit: calls.append(call)).install()
+    try:
+        hooks.pid = -1  # as in a child forked after the hooks were installed
+        x = np.zeros((8, 32), "float32")
+        model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(1)])
+        model.compile("sgd", "mse")
+        assert type(model.fit(x, np.zeros(8), epochs=1, verbose=0)).__name__ == "History"
+    finally:
+        hooks.remove()
+    assert calls == []
+
+
+def test_watch_diagnoses_the_fit_in_the_block_and_leaves_the_model(tmp_path):
+    ns: dict = {}
+    exec(compile(HEAD + GENERATOR.split("print(")[0], str(tmp_path / "cell.py"), "exec"), ns)
+    model = ns["make_model"]()
+    before = [w.copy() for w in model.get_weights()]
+    with run.watch(max_seconds=3, show=False) as seen:
+        result = model.fit(ns["batches"](8, 16), steps_per_epoch=8, epochs=2, verbose=0)
+    assert result is None and seen.diagnosis is not None and seen.fit.kind == "a generator from batches()"
+    assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+    assert keras.Model.fit is not None and "kit.doctor.run" not in keras.Model.fit.__module__  # hooks removed
+    with run.watch(max_seconds=3, show=False, run_fit=True) as seen:
+        history = model.fit(ns["batches"](8, 16), steps_per_epoch=8, epochs=1, verbose=0)
+    assert type(history).__name__ == "History" and "kit doctor" in str(seen)
+
+
+def test_remake_calls_a_method_generator_again_on_a_copy():
+    class Gen:
+        def __init__(self):
+            self.index = 0
+
+        def next_train(self, batch):
+            while True:
+                self.index += batch
+                yield self.index
+
+    g = Gen()
+    again = run.remake(g.next_train(4))
+    assert [next(again()) for _ in range(2)] == [4, 4] and g.index == 0  # fresh each time, the user's object untouched
+    started = g.next_train(4)
+    next(started)
+    assert run.remake(started) is None  # started: its arguments are gone
+
+
+@pytest.mark.slow
+def test_the_command_stops_a_script_that_does_not_train_in_its_budget(tmp_path):
+    path = write(tmp_path, "time.sleep(600)\n")
+    p = subprocess.run([sys.executable, "-m", "kit", "doctor", "run", "--wait-seconds", "2", str(path)],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert p.returncode == 2
+    assert "did not call model.fit" in p.stderr and line_of(path, "time.sleep(600)") in p.stderr
+
+
+def test_a_slow_source_is_not_a_stuck_one(monkeypatch):
+    """When the budget and its margin end while batches still arrive, the doctor reports what it measured
+    (``OverBudget``); only a batch that has not arrived for the whole margin is ``Stuck``."""
+    import threading
+    import time
+
+    from kit.doctor import cli, progress
+    from kit.doctor.sources import PROGRESS
+
+    monkeypatch.setattr(cli, "margin", lambda s: 0.5)
+    stop = threading.Event()
+
+    def slow():  # a batch every 0.1 s, for longer than the budget
+        progress.step("the loader alone")
+        progress.step("the compute ceiling and the real fit", loader="the loader alone delivers 10/s")
+        PROGRESS.start("the training fit")
+        while not stop.wait(0.1):
+            PROGRESS.arrived()
+
+    with pytest.raises(cli.OverBudget) as e:
+        cli.bounded(slow, 0.3, "the input of train.py:9")
+    stop.set()
+    assert "slow source, not a stuck one" in str(e.value) and "the training fit" in str(e.value)
+    assert "10/s" in e.value.partial and "left out: the compute ceiling and the real fit" in e.value.partial
+    time.sleep(0.2)
+
+    def stuck():
+        PROGRESS.start("the loader alone")
+        stop.clear()
+        stop.wait(5)
+
+    with pytest.raises(cli.Stuck) as e:
+        cli.bounded(stuck, 0.3, "the input of train.py:9")
+    stop.set()
+    assert not isinstance(e.value, cli.OverBudget) and "no batch arrived in time" in str(e.value)
