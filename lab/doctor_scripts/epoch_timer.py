@@ -41,6 +41,14 @@ def _first_batch(x):
     raise TypeError(f"cannot take a batch from {type(x).__name__}")
 
 
+def _length(x) -> int | None:
+    """Batches per epoch of ``x`` where it knows (a PyDataset, a dataset of known cardinality), else None."""
+    try:
+        return int(len(x))
+    except (TypeError, ValueError):
+        return None
+
+
 def _size(batch) -> int:
     x = batch[0] if isinstance(batch, (tuple, list)) else batch
     while isinstance(x, (tuple, list, dict)):
@@ -90,7 +98,7 @@ def main(argv=None) -> int:
         if a.ceiling:
             batch = _first_batch(x) if y is None else (x[: kwargs.get("batch_size") or 32],
                                                        y[: kwargs.get("batch_size") or 32])
-            steps = a.steps or kwargs.get("steps_per_epoch") or (len(x) if hasattr(x, "__len__") else 20)
+            steps = a.steps or kwargs.get("steps_per_epoch") or _length(x) or 20
             replay(self, batch, int(steps))
             raise _Stop
         fit = {"epochs": [], "steps": [], "batch_size": None}

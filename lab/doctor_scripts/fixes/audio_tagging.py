@@ -16,7 +16,9 @@ stated settings, with ``resolution_range`` [1] (one resolution); ``sample_fixed_
 source) is the clip padded or cut to utterance_length seconds; the source's window moves by one example
 (``for i in range(len(self.fdirs) - batch_size)``), repeating each clip batch_size times per pass: here it
 moves by batch_size and covers every clip once per pass (noted: a change to the source's logic); labels
-are class indices (the source yields folder names cast to int); the model and the fit call are not in the
+are class indices (the source yields folder names cast to int); the
+training file list is shuffled once with a fixed seed (the source's comes in label order, its
+``random.shuffle`` commented out); the model and the fit call are not in the
 repository: a small CNN, model.fit(train_generator, steps_per_epoch=len(train)//32,
 validation_data=valid_generator, validation_steps=len(valid)//32, epochs=3).
 """
