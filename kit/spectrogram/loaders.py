@@ -398,7 +398,10 @@ def tfrecord_pipeline(paths, frame_shape, dtype, *, batch_size, record_frames, n
     files = tf.data.Dataset.from_tensor_slices(paths)
     if shuffle:
         files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
-    records = files.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
+    # buffer_size=0: no read buffer. A record of 32 frames (786 KB at 96x64 float32) is larger than
+    # TFRecordDataset's default 256 KB buffer, which then only adds a copy of every byte; unbuffered,
+    # each record is read straight into its string (measured: results/NOTES.md, issue 56).
+    records = files.interleave(lambda f: tf.data.TFRecordDataset(f, buffer_size=0), cycle_length=cycle_length,
                                num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle)
     if num_records is not None:
         records = records.apply(tf.data.experimental.assert_cardinality(num_records))  # every record, or an error
