@@ -36,18 +36,22 @@ def test_bench_command_json(spec_csv, tmp_path):
     for row in rows.values():
         assert row["examples_per_s"] > 0
         assert row[f"epoch_s_{n}"] == pytest.approx(n / row["examples_per_s"])
-        assert row["x_in_memory"] == pytest.approx(row["examples_per_s"] / rows["in_memory"]["examples_per_s"])
-        # issue 45: every row beside the guide's TFRecord pipeline, measured in the same run
-        assert row["x_tfrecord_guide"] == pytest.approx(row["examples_per_s"] /
-                                                        rows["tfrecord_guide"]["examples_per_s"])
+        if row["variant"] != "generator":  # the generator's ratios are chained (below)
+            assert row["x_in_memory"] == pytest.approx(row["examples_per_s"] / rows["in_memory"]["examples_per_s"])
+            # issue 45: every row beside the guide's TFRecord pipeline, measured in the same run
+            assert row["x_tfrecord_guide"] == pytest.approx(row["examples_per_s"] /
+                                                            rows["tfrecord_guide"]["examples_per_s"])
         # issue 56: each ratio with its rounds' spread, each row against the limit that binds it
         for b in ("generator", "tfrecord_guide", "in_memory"):
             assert row[f"x_{b}_min"] <= row[f"x_{b}_max"]
         assert row["limit"] in result["limits"] and row["fraction_of_limit"] > 0
     assert rows["generator"]["x_generator"] == 1.0 and rows["tfrecord_guide"]["x_tfrecord_guide"] == 1.0
-    # The generator is measured after the others (spectrogram.AFTER): its ratios' spread spans its rounds.
-    g, m = rows["generator"], rows["in_memory"]
-    assert g["x_in_memory_min"] == pytest.approx(g["round_min"] / m["round_max"])
+    # The generator is measured after the others (spectrogram.AFTER), beside in_memory again: its
+    # ratios are chained through in_memory's, and in_memory keeps one row.
+    g, t = rows["generator"], rows["tfrecord"]
+    assert len(result["rows"]) == 5 and g["x_in_memory_min"] <= g["x_in_memory"] <= g["x_in_memory_max"]
+    assert g["x_tfrecord_guide"] == pytest.approx(g["x_in_memory"] / rows["tfrecord_guide"]["x_in_memory"])
+    assert t["x_generator"] == pytest.approx(t["x_in_memory"] / g["x_in_memory"])
     assert rows["tfrecord"]["limit"] == "page_cache_read" or rows["tfrecord"]["fraction_of_limit"] > 0
 
 
@@ -203,6 +207,16 @@ def test_joined_parts_get_the_widest_spread_their_rounds_allow():
     assert df.loc["fast", "x_ref_min"] == 1.9  # measured in the same rounds: paired
     assert df.loc["slow", "x_ref"] == pytest.approx(0.1)
     assert df.loc["slow", "x_ref_min"] == pytest.approx(8 / 110) and df.loc["slow", "x_ref_max"] == pytest.approx(12 / 90)
+    # With the anchor measured again beside the later rows, their ratios chain through it.
+    later = pd.DataFrame({"variant": ["slow", "ref"], "examples_per_s": [10.0, 120.0], "round_min": [8.0, 100.0],
+                          "round_max": [12.0, 140.0], "x_ref": [0.08, 1.0], "x_ref_min": [0.07, 1.0],
+                          "x_ref_max": [0.09, 1.0]})
+    df = spectrogram.joined([first, later], ["ref", "slow"], anchor="ref")
+    assert list(df["variant"]) == ["fast", "ref", "slow"]  # the anchor's later row dropped
+    df = df.set_index("variant")
+    assert (df.loc["slow", "x_ref"], df.loc["slow", "x_ref_min"], df.loc["slow", "x_ref_max"]) == (0.08, 0.07, 0.09)
+    assert df.loc["fast", "x_slow"] == pytest.approx(2.0 / 0.08)
+    assert df.loc["fast", "x_slow_min"] == pytest.approx(1.9 / 0.09)
 
 
 def test_a_ratio_whose_rounds_straddle_one_is_marked():

@@ -119,25 +119,41 @@ def read_bytes_per_frame(index, variant: str, warmed: dict) -> float | None:
     return None
 
 
-#: Measured after the other variants' interleaved rounds, in rounds of their own: the generator's
+#: Measured after the other variants' interleaved rounds, in rounds of their own (beside ``ANCHOR``
+#: again, which the generator's rounds did not slow): the generator's
 #: ``np.load`` of whole files in tf.data's threads leaves the C allocator in a state that slowed every
 #: TFRecord reader measured after it in the same process, to half in some runs (results/NOTES.md,
 #: issues 53 and 56); a training script runs one loader, not the generator before it.
 AFTER = ("generator",)
 
 
-def joined(parts, baselines):
-    """``timing.compare`` tables measured one after the other, as one: a ratio between rows of two
-    tables is their rates' ratio, and its spread the widest their rounds allow (the lowest round
-    over the baseline's highest, and the highest over its lowest), as their rounds were not paired."""
+#: The variant measured again beside the later ones (``AFTER``), through which their ratios are chained.
+ANCHOR = "in_memory"
+
+
+def joined(parts, baselines, anchor: str = ANCHOR):
+    """``timing.compare`` tables measured one after the other, as one.
+
+    Where every table measured ``anchor`` (with its ``x_<anchor>`` ratios), a ratio between rows of
+    two tables is chained through it: each row's ratio to the anchor in its own rounds, over the
+    baseline's (spread: the lowest over the highest, and the reverse); the anchor's later rows are
+    dropped. Otherwise it is their rates' ratio, and its spread the widest their rounds allow (the
+    lowest round over the baseline's highest, and the reverse), as their rounds were not paired."""
+    chained = len(parts) > 1 and all(anchor in set(p["variant"]) and f"x_{anchor}" in p for p in parts)
+    if chained:  # the anchor's row of the first table stays
+        parts = [parts[0]] + [p[p["variant"] != anchor] for p in parts[1:]]
+    part = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
     df = pd.concat(parts, ignore_index=True)
     for b in baselines:
-        base = df.loc[df["variant"] == b].iloc[0]
-        part = next(i for i, p in enumerate(parts) if b in set(p["variant"]))
-        other = np.repeat([i != part for i in range(len(parts))], [len(p) for p in parts])
-        df.loc[other, f"x_{b}"] = df.loc[other, "examples_per_s"] / base["examples_per_s"]
-        df.loc[other, f"x_{b}_min"] = df.loc[other, "round_min"] / base["round_max"]
-        df.loc[other, f"x_{b}_max"] = df.loc[other, "round_max"] / base["round_min"]
+        i = int(np.flatnonzero(df["variant"] == b)[0])
+        base, other = df.iloc[i], part != part[i]
+        if chained:
+            x, lo, hi = f"x_{anchor}", f"x_{anchor}_min", f"x_{anchor}_max"
+        else:
+            x, lo, hi = "examples_per_s", "round_min", "round_max"
+        df.loc[other, f"x_{b}"] = df.loc[other, x] / base[x]
+        df.loc[other, f"x_{b}_min"] = df.loc[other, lo] / base[hi]
+        df.loc[other, f"x_{b}_max"] = df.loc[other, hi] / base[lo]
     return df
 
 
@@ -194,7 +210,10 @@ def run(config: SpectrogramConfig, *, log=print) -> BenchResult:
     log(f"measuring {len(loaders)} variants, {c.rounds} interleaved rounds of at least {c.round_seconds:g} s and "
         f"{num_batches} batches of {batch_size} each (slow ones capped at {c.generator_seconds:g} s per round"
         f"{'; the generator after the others' if 'generator' in loaders and len(loaders) > 1 else ''}) ...")
-    groups = [[v for v in loaders if v not in AFTER], [v for v in loaders if v in AFTER]]
+    # The generator after the others, beside the anchor (in_memory) measured again: its ratios are
+    # chained through the anchor's, each measured in paired rounds.
+    later = [v for v in loaders if v in AFTER]
+    groups = [[v for v in loaders if v not in AFTER], later + ([ANCHOR] if later and ANCHOR in loaders else [])]
     parts = [timing.compare({v: endless(loaders[v]) for v in group}, baselines=[b for b in baselines if b in group],
                             num_batches=num_batches, warmup=warmup, rounds=c.rounds, min_seconds=c.round_seconds,
                             max_seconds={k: v for k, v in slow.items() if k in group}, epoch_examples=(epoch_examples,))
