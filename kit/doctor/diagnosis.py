@@ -129,13 +129,16 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     if copy is not None:
         found += _frozen(copy, batch, fits, graph, budget, max_seconds)
     where = places(source, graph) if graph is not None else {}
-    amplification, more = rules.read_amplification(loader, example_bytes, m)
+    hot = python.Hot()
+    if python.is_python_source(source):
+        seconds = budget.take(PROFILE_SHARE * max_seconds, "profiling the loader's Python", least=0.0)
+        hot = python.hot_spot(source, seconds=max(0.2, seconds))
+    amplification, more = rules.read_amplification(loader, example_bytes, m, profiled=hot.reads)
+    more = [replace(f, where=f.where or hot.where) for f in more]  # the user's function that reads
     if amplification is not None:
         rates["read_amplification"] = amplification
     found += more + rules.python_source(graph, m, where) + rules.pydataset_gil(source, m)
     if python.is_python_source(source):
-        seconds = budget.take(PROFILE_SHARE * max_seconds, "profiling the loader's Python", least=0.0)
-        hot = python.hot_spot(source, seconds=max(0.2, seconds))
         own = python.findings(source, m, fits, hot=hot, same=python.same_batches(source))
         if any(f.code == "python_in_pipeline" for f in found):  # named already (thread workers and the GIL)
             own = [f for f in own if f.code != "python_in_pipeline"]

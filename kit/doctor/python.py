@@ -11,6 +11,7 @@ import math
 import os
 import pstats
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,7 +23,7 @@ _KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: Words in the hot function's source -> the TensorFlow ops that do that work in the graph.
 TF_OPS = (
-    (("stft", "fft", "mel", "spectrogram", "librosa", "mfcc", "filterbank", "logmel"),
+    (("stft", "fft", "mel(", "mel_", "melspectrogram", "librosa", "mfcc", "filterbank", "logmel", "fbank"),
      "tf.signal.stft and tf.signal.linear_to_mel_weight_matrix (audio features in the graph)"),
     (("cv2", "imread", "Image.open", "PIL", "resize", "imdecode", "load_img", "skimage"),
      "tf.io.read_file, tf.io.decode_png/decode_jpeg and tf.image.resize (images in the graph)"),
@@ -49,11 +50,24 @@ def _batches(source):
     return iter(source())
 
 
-def hot_spot(source, *, seconds: float) -> tuple[str, float, str]:
-    """Profiles the loader's Python for about ``seconds`` on this thread: ``(where, share, words)`` for the
-    user's function that holds most of the time and is deepest (``train.py:57 in compute_logmel``), its
-    share of the time profiled, and its source text (for the ops that could replace it); ``("", nan, "")``
-    when no user function ran."""
+#: Library functions that read whole files, by name and where they live (profiled to time reading).
+READS = {("numpy", "load"), ("numpy", "fromfile"), ("numpy", "loadtxt"), ("~", "<method 'read' of '_io.BufferedReader' objects>"),
+         ("~", "<method 'read' of '_io.FileIO' objects>"), ("~", "<method 'readinto' of '_io.BufferedReader' objects>")}
+
+
+@dataclass
+class Hot:
+    """Where the loader's Python spends its time (``hot_spot``)."""
+
+    where: str = ""  # train.py:57 in compute_logmel: the deepest of the user's functions holding most of it
+    share: float = math.nan  # its share of the time profiled
+    text: str = ""  # its source, for the ops that could replace it
+    reads: float = math.nan  # the share in calls that read whole files (np.load, file.read)
+
+
+def hot_spot(source, *, seconds: float) -> Hot:
+    """Profiles the loader's Python for about ``seconds`` on this thread (cProfile): the user's function
+    that holds most of the time and is deepest, its share and source, and the share spent reading files."""
     prof = cProfile.Profile()
     it = _batches(source)
     t0 = time.perf_counter()
@@ -75,17 +89,21 @@ def hot_spot(source, *, seconds: float) -> tuple[str, float, str]:
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     mine = {k: v[3] for k, v in stats.items() if _user(k[0])}
     if not mine or total <= 0:
-        return "", math.nan, ""
+        return Hot()
     top = max(mine.values())
     # The deepest of the user's functions holding at least half of what the outermost one holds.
     (filename, line, name), cum = min(((k, c) for k, c in mine.items() if c >= 0.5 * top), key=lambda kc: kc[1])
-    return f"{os.path.basename(filename)}:{line} in {name}", min(1.0, cum / total), _body(filename, line)
+    reads = sum(v[3] for k, v in stats.items()
+                if any(k[2] == fn and (place == "~" and k[0] == "~" or place in k[0]) for place, fn in READS))
+    return Hot(f"{os.path.basename(filename)}:{line} in {name}", min(1.0, cum / total), _body(filename, line),
+               min(1.0, reads / total))
 
 
 def _body(filename: str, line: int, most: int = 60) -> str:
+    """The function's body (its def line left out: a name says little of what it does)."""
     first = linecache.getline(filename, line)
     indent = len(first) - len(first.lstrip())
-    lines = [first]
+    lines: list[str] = []
     for n in range(line + 1, line + most):
         text = linecache.getline(filename, n)
         if not text:
@@ -118,12 +136,14 @@ def ops_for(text: str) -> str:
     return next((ops for words, ops in TF_OPS if any(w in text for w in words)), "")
 
 
-def findings(source, m: Measured, fits: dict, *, hot: tuple[str, float, str], same: bool | None) -> list[Finding]:
+def findings(source, m: Measured, fits: dict, *, hot: Hot, same: bool | None) -> list[Finding]:
     """The user's Python as the loader: ``python_in_pipeline`` (named with its line) and ``compute_once``.
-    Only where the fit is input-bound (headroom over ``NOISE``) or, without a model, always."""
-    where, share, text = hot
+    Only with a model whose fit waits on this loader (headroom over ``NOISE``), the loader computing."""
+    where, share, text = hot.where, hot.share, hot.text
     headroom = m.headroom
-    if fits and not headroom >= 1.1:
+    if not fits or not headroom >= 1.1 or m.io_wait:
+        # Without a model nothing bounds these gains; a loader that mostly waits (files, a network) is the
+        # workers' case, which the doctor measures on a PyDataset (rules.pydataset_workers).
         return []
     what = "__getitem__" if is_pydataset(source) else "generator"
     profiled = f"{share:.0%} of the time profiled is in {where}" if where else "no function of yours was profiled"

@@ -163,10 +163,13 @@ def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: s
 READ_SHARE = 0.25
 
 
-def read_amplification(loader: dict, example_bytes: float, m: Measured) -> tuple[float | None, list[Finding]]:
+def read_amplification(loader: dict, example_bytes: float, m: Measured,
+                       profiled: float = math.nan) -> tuple[float | None, list[Finding]]:
     """Bytes read per example over the example's bytes: ``(factor or None, findings)``. Predicted only
     where reading takes at least ``READ_SHARE`` of the loader's time (or the loader waits on storage):
-    reading ``k`` times less saves ``share * (1 - 1/k)`` of it; else 'not measured'."""
+    reading ``k`` times less saves ``share * (1 - 1/k)`` of it; else 'not measured'. ``profiled``: the
+    share of a Python loader's time profiled in calls reading whole files (``np.load``, ``file.read``),
+    which counts opening and parsing too."""
     per_example = max(loader.get("rchar_per_example", 0.0), loader.get("read_bytes_per_example", 0.0))
     if not (per_example and example_bytes):
         return None, []
@@ -180,6 +183,9 @@ def read_amplification(loader: dict, example_bytes: float, m: Measured) -> tuple
     evidence = (f"{per_example / 1e3:,.1f} kB read per example of {example_bytes / 1e3:,.1f} kB, {k:,.1f}x, "
                 f"from /proc/self/io; reading that much from the page cache takes {read_s * 1e3:,.2f} ms here, "
                 f"{share:.0%} of the loader's time")
+    if math.isfinite(profiled) and profiled > share:
+        share = min(0.95, profiled)
+        evidence += f"; profiled, the calls that read whole files (np.load, file.read) take {share:.0%} of it"
     fix = ("open each file once and slice it: np.load(path, mmap_mode='r')[i]; or convert it once: "
            "python -m kit convert spectrogram --to memmap, for frames in .npy files")
     if share < READ_SHARE and not cold:

@@ -225,7 +225,7 @@ def diagnose_fit(call: Fit, *, max_seconds: float):
     name = f"the input of {call.where}"
     if call.strategy:
         replicas = getattr(call.model.distribute_strategy, "num_replicas_in_sync", 1)
-        note = " ".join(filter(None, [note, (
+        note = "; ".join(filter(None, [note, (
             f"the model trains under {call.strategy}: the doctor trained its copy on one device with the whole "
             f"batch" + (f"; on {replicas} devices the compute ceiling is up to {replicas}x higher, so the "
                         "headroom is a lower bound" if replicas > 1 else ""))]))
