@@ -8,7 +8,8 @@ yields the same elements and measures it against the original, interleaved; what
 (PyDataset workers, a generator, a feature cache) gets a predicted gain with its basis and range.
 
 It returns a ``Diagnosis``: the ``verdict``, the ``findings`` (one row per finding, codes below),
-``fixed`` (the best measured pipeline), ``tried`` and ``skipped``. On the command line:
+``fixed`` (the best measured pipeline), ``tried`` and ``skipped``. ``watch()`` diagnoses the first
+``model.fit`` in its ``with`` block, as written; ``python -m kit doctor run train.py`` a script's. On the command line:
 ``python -m kit doctor MODULE:FUNCTION [--model MODULE:FUNCTION] [--apply --out FILE]`` or
 ``--index CSV --variant NAME``.
 
@@ -28,14 +29,15 @@ from kit.doctor.report import Diagnosis
 if TYPE_CHECKING:
     from kit.doctor.diagnosis import diagnose
     from kit.doctor.measure import compare_fits
+    from kit.doctor.run import watch
 
 __doc__ = (__doc__ or "") + "\n".join(f"* ``{code}``, {kind}: {meaning}" for code, (meaning, kind, _) in CODES.items()) + "\n"
 
 #: Names from the modules that import TensorFlow or Keras: loaded on first use, so that importing
 #: this package imports neither.
-_LAZY = {"diagnose": "kit.doctor.diagnosis", "compare_fits": "kit.doctor.measure"}
+_LAZY = {"diagnose": "kit.doctor.diagnosis", "compare_fits": "kit.doctor.measure", "watch": "kit.doctor.run"}
 
-__all__ = ["diagnose", "compare_fits", "Diagnosis", "Finding", "CODES", "load_attr"]
+__all__ = ["diagnose", "compare_fits", "watch", "Diagnosis", "Finding", "CODES", "load_attr"]
 
 
 __getattr__, __dir__ = lazy_face(__name__, _LAZY)

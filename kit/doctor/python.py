@@ -17,6 +17,7 @@ import numpy as np
 
 from kit.doctor.findings import Finding, Measured
 from kit.doctor.rules import predicted
+from kit.doctor.run import short
 from kit.doctor.sources import _leaves, is_dataset, is_library, is_pydataset
 
 _KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -95,7 +96,7 @@ def hot_spot(source, *, seconds: float) -> Hot:
     (filename, line, name), cum = min(((k, c) for k, c in mine.items() if c >= 0.5 * top), key=lambda kc: kc[1])
     reads = sum(v[3] for k, v in stats.items()
                 if any(k[2] == fn and (place == "~" and k[0] == "~" or place in k[0]) for place, fn in READS))
-    return Hot(f"{os.path.basename(filename)}:{line} in {name}", min(1.0, cum / total), _body(filename, line),
+    return Hot(f"{short(filename)}:{line} in {name}", min(1.0, cum / total), _body(filename, line),
                min(1.0, reads / total))
 
 

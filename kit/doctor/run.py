@@ -41,9 +41,15 @@ def user_frame(skip_kit: bool = True):
     return None
 
 
+def short(filename: str) -> str:
+    """A file as a report names it: its base name; a notebook cell's code (IPython keeps it in a file
+    named by a hash) as ``cell``."""
+    return "cell" if "ipykernel_" in filename else os.path.basename(filename)
+
+
 def place(frame) -> str:
-    """``train.py:42``: a frame's file (base name) and line."""
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else "?"
+    """``train.py:42``: a frame's file (base name) and line; ``cell:42`` in a notebook."""
+    return f"{short(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else "?"
 
 
 def defined_at(obj) -> str:
@@ -52,7 +58,7 @@ def defined_at(obj) -> str:
     code = getattr(fn, "__code__", None)
     if code is None:
         return ""
-    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno} in {getattr(fn, '__qualname__', code.co_name)}"
+    return f"{short(code.co_filename)}:{code.co_firstlineno} in {getattr(fn, '__qualname__', code.co_name)}"
 
 
 def remake(gen):
@@ -232,7 +238,7 @@ def diagnose_fit(call: Fit, *, max_seconds: float):
     return bounded(lambda: diagnose(source, call.model, max_seconds=max_seconds, name=name), max_seconds, name), note
 
 
-@dataclass
+@dataclass(repr=False)
 class Watch:
     """What ``watch()`` saw: the fit it diagnosed and the diagnosis (None until a fit is called)."""
 
@@ -246,6 +252,8 @@ class Watch:
             return "kit.doctor.watch: no model.fit was called inside the with block"
         head = f"kit doctor: {self.fit.describe()}" + (f"\n{self.note}" if self.note else "")
         return f"{head}\n{self.diagnosis}"
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         import html  # noqa: PLC0415
