@@ -194,6 +194,11 @@ def test_compare_gives_each_ratio_its_rounds_spread():
     a, b = df.set_index("variant").loc["a"], df.set_index("variant").loc["b"]
     assert a["x_a"] == a["x_a_min"] == a["x_a_max"] == 1.0
     assert 0 < b["x_a_min"] <= b["x_a_max"]
+    med = timing.compare({"a": lambda: iter(batches), "b": lambda: iter(batches)}, baselines=["a"], num_batches=2,
+                         warmup=0, rounds=3, ratio="median").set_index("variant").loc["b"]
+    assert med["x_a_min"] <= med["x_a"] <= med["x_a_max"]  # the median round's ratio
+    with pytest.raises(ValueError, match="ratio must be 'rates' or 'median'"):
+        timing.compare({"a": batches}, ratio="mean")
 
 
 def test_joined_parts_get_the_widest_spread_their_rounds_allow():

@@ -84,7 +84,7 @@ def run(config: SegmentationConfig, *, log=print) -> BenchResult:
         f"{c.num_batches} batches each (capped at {c.slow_seconds:g} s per round for {', '.join(SLOW)}) ...")
     df = timing.compare(loaders, baselines=[b for b in ("sequence",) if b in loaders],
                         num_batches=c.num_batches, warmup=c.warmup, rounds=c.rounds, min_seconds=c.seconds,
-                        max_seconds=caps, epoch_examples=(EPOCH,))
+                        ratio="median", max_seconds=caps, epoch_examples=(EPOCH,))
     df.insert(1, "description", [VARIANTS[v] for v in df["variant"]])
     df["x_dtype"] = [default_x_dtype(v) for v in df["variant"]]
     df["y"] = "one_hot float32" if c.one_hot else "class ids uint8"
@@ -111,8 +111,8 @@ def show(res) -> None:
     for line in straddles:
         print(line)
     print(f"\nbasis: each rate is the pairs read over the seconds timed, summed over {c.rounds} interleaved rounds "
-          f"of at least {c.seconds:g} s and {c.num_batches} batches (column 'examples'); x_sequence [its lowest and "
-          f"highest round]; epoch_420 projects the user's epoch (140 steps x 3).")
+          f"of at least {c.seconds:g} s and {c.num_batches} batches (column 'examples'); x_sequence: the median of "
+          f"the rounds' ratios [their lowest and highest]; epoch_420 projects the user's epoch (140 steps x 3).")
     for key in ("profile", "pipeline_costs"):
         if key in res.info:
             print()

@@ -3,8 +3,11 @@
 Without ``--data`` it generates (once, cached) the default bench data: 200 files of
 100 frames of 96x64 float32, 20,000 frames. Stores (memmap, TFRecord) are built (or
 found) and, like the data's files, read into the page cache before timing; each variant
-is then measured in rounds, in turn, after a warm-up, and compared with
-``"generator"`` (the user's pattern) and ``"in_memory"`` (the ceiling). Epoch times are
+is then measured in interleaved rounds sized by time (each at least ``round_seconds`` and
+``num_batches``), after a warm-up, and compared with ``"generator"`` (the user's pattern),
+``"tfrecord_guide"`` (TensorFlow's guide) and ``"in_memory"`` (the in-RAM reference), each
+ratio with its rounds' spread. This machine's limits (``kit.bench.limits``) are read before
+and after the rounds, and each row is held against the one that binds it. Epoch times are
 projected to the user's 1,000,000 frames.
 
 ``run(SpectrogramConfig(...))`` returns a ``kit.bench.BenchResult``.
@@ -216,7 +219,7 @@ def run(config: SpectrogramConfig, *, log=print) -> BenchResult:
     groups = [[v for v in loaders if v not in AFTER], later + ([ANCHOR] if later and ANCHOR in loaders else [])]
     parts = [timing.compare({v: endless(loaders[v]) for v in group}, baselines=[b for b in baselines if b in group],
                             num_batches=num_batches, warmup=warmup, rounds=c.rounds, min_seconds=c.round_seconds,
-                            max_seconds={k: v for k, v in slow.items() if k in group}, epoch_examples=(epoch_examples,))
+                            ratio="median", max_seconds={k: v for k, v in slow.items() if k in group}, epoch_examples=(epoch_examples,))
              for group in groups if group]
     df = joined(parts, baselines).set_index("variant").loc[list(loaders)].reset_index()
     limits.read()
@@ -272,8 +275,8 @@ def show(res) -> None:
     short = df[df["batches"] < announced]
     print(f"\nbasis: each rate is the examples read over the seconds timed, summed over {c.rounds} interleaved "
           f"rounds of at least {c.round_seconds:g} s and {announced // c.rounds} batches of "
-          f"{int(df['batch_size'].iloc[0])} (columns 'examples', 'batches'); each ratio [its lowest and highest "
-          f"round]; epochs projected to {n:,} frames.")
+          f"{int(df['batch_size'].iloc[0])} (columns 'examples', 'batches'); each ratio the median of its "
+          f"rounds' ratios [their lowest and highest]; epochs projected to {n:,} frames.")
     if len(short):
         print(f"fewer batches than announced ({announced}) for {', '.join(short['variant'])}: "
               f"the per-round time cap (--generator-seconds {c.generator_seconds:g}) stopped them.")

@@ -173,7 +173,8 @@ def project_epoch(examples_per_s: float, epoch_examples: int = 1_000_000, *, mea
 def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
             num_batches: int | Mapping[str, int] | None = 20, warmup: int = 2, rounds: int = 3,
             max_seconds: float | Mapping[str, float] | None = None, epoch_examples: Sequence[int] = (),
-            step_s: float = 0.0, min_seconds: float | Mapping[str, float] | None = None) -> pd.DataFrame:
+            step_s: float = 0.0, min_seconds: float | Mapping[str, float] | None = None,
+            ratio: str = "rates") -> pd.DataFrame:
     """Measures several loaders in one process, interleaved, and compares them.
 
     Each round measures every loader once, in turn, so slow drifts of a shared machine hit all
@@ -189,6 +190,9 @@ def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
         min_seconds: per-round least time, one number or per loader (``measure``): a round then
             times at least ``num_batches`` batches and at least this long, so that a fast loader's
             round is not a few milliseconds that one hiccup of another process moves.
+        ratio: what ``x_<baseline>`` is: ``"rates"``, the two rates' ratio; ``"median"``, the median
+            of the rounds' ratios (each round's rate over the baseline's in the same round), which a
+            hiccup of another process in one round does not move.
         epoch_examples: adds an ``epoch_s_<N>`` column per N: projected epoch seconds.
         step_s: the consumer's work per batch (``measure``): with it, a rate is training steps'
             rate, and ``wait_share`` says what share of the time the consumer waited for input.
@@ -197,7 +201,7 @@ def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
         One row per loader: ``variant``, ``examples_per_s``, ``round_min``/``round_max`` (the
         slowest and fastest round), ``batches_per_s``, ``latency_p50_ms``, ``latency_p95_ms``,
         ``peak_rss_mb``, ``examples``, ``batches``, ``wall_s``, then ratios and projections:
-        ``x_<baseline>`` (the rates' ratio) with ``x_<baseline>_min`` and ``x_<baseline>_max``,
+        ``x_<baseline>`` (see ``ratio``) with ``x_<baseline>_min`` and ``x_<baseline>_max``,
         the lowest and highest of the rounds' ratios (each round's rate over the baseline's in the
         same round).
     """
@@ -209,6 +213,8 @@ def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
         if b not in loaders:
             raise ValueError(f"baseline {b!r} is not among the loaders {list(loaders)}")
     check_int("rounds", rounds)
+    if ratio not in ("rates", "median"):
+        raise ValueError(f"ratio must be 'rates' or 'median', got {ratio!r}")
 
     def per(option, name):
         return option.get(name) if isinstance(option, Mapping) else option
@@ -238,6 +244,8 @@ def compare(loaders: Mapping[str, Any], *, baselines: Sequence[str] | str = (),
     rates = pd.DataFrame({name: [m.examples_per_s for m in ms] for name, ms in runs.items()})  # a column a loader
     for b in baselines:  # each round's ratio to the baseline's rate in the same round: the ratio's spread
         per_round = rates.div(rates[b], axis=0)
+        if ratio == "median":
+            df[f"x_{b}"] = per_round.median().to_numpy()
         df[f"x_{b}_min"] = per_round.min().to_numpy()
         df[f"x_{b}_max"] = per_round.max().to_numpy()
     for n in epoch_examples:
