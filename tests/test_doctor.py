@@ -253,7 +253,9 @@ def test_pydataset_waiting_on_files_gets_threads_measured_end_to_end():
     d = doctor.diagnose(_waiting_pydataset(), _model(), max_seconds=10)
     row = d.findings.set_index("code").loc["pydataset_single_worker"]
     assert row["status"] == "measured" and row["expected_gain"] > 1.05, str(d)
-    assert "use_multiprocessing=False" in row["fix"] and d.top == "pydataset_single_worker"
+    # Threads overlap the waits (measured); reading the same batches once, from memory, gains more (compute_once).
+    assert "use_multiprocessing=False" in row["fix"] and d.top in ("pydataset_single_worker", "compute_once")
+    assert "pydataset_single_worker" in d.top3, str(d)
     assert d.fixed is not None and d.fixed.workers > 1 and _waiting_pydataset().workers == 1
     assert [t["code"] for t in d.tried] == ["pydataset_single_worker"]
 

@@ -121,10 +121,12 @@ class Frames(keras.utils.PyDataset):
         xs, ys = zip(*(example(i * self.batch + k) for k in range(self.batch)))
         return np.stack(xs), np.array(ys)
 
-make_model().fit(Frames(128, 16), epochs=2, verbose=0)
+make_model().fit(Frames(128, 16), epochs=2, verbose=0, validation_data=Frames(32, 16))
 '''))
     assert code == 0 and report["ended"] == "diagnosed"
     assert report["input"] == "a Frames (PyDataset, workers=1)"
+    val = report["validation"]  # timed apart: its own rate, its share of the epoch, its verdict
+    assert val["examples_per_s"] > 0 and 0 < val["share"] < 1 and val["verdict"] in ("input-bound", "not input-bound")
     assert any(f["code"] == "pydataset_single_worker" for f in report["findings"] + report["checked_no_gain"]
                + report["not_measured"])
 

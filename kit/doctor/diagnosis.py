@@ -13,14 +13,24 @@ from kit.doctor.candidates import Candidate, already_done, candidates, shuffle_m
 from kit.doctor.findings import NOISE, Finding, Measured, table
 from kit.doctor.graph import _BATCH_OPS, dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
 from kit.doctor.loader import batching_rate, load_average, measure_loader
-from kit.doctor.measure import compiled_copy, fit_rate, frozen_prefix, head_rate, measure_fits, record_trace
+from kit.doctor.measure import (
+    compiled_copy,
+    fit_rate,
+    frozen_prefix,
+    head_rate,
+    measure_fits,
+    record_trace,
+    steps_per_execution_gain,
+)
 from kit.doctor.report import Diagnosis
 from kit.doctor.sources import check_source, describe_error, first_batch, is_dataset, is_pydataset, nbytes
 from kit.util import usable_cpus
 
 #: Shares of the budget: the loader alone, the fits (ceiling and real), the frozen head; the rest
 #: goes to the fixes.
-LOADER_SHARE, FITS_SHARE, HEAD_SHARE, PROFILE_SHARE = 0.08, 0.22, 0.05, 0.03
+LOADER_SHARE, FITS_SHARE, HEAD_SHARE, PROFILE_SHARE, SPE_SHARE = 0.08, 0.22, 0.05, 0.03, 0.05
+#: Steps per execution the doctor tries on a small step.
+SPE = 16
 TRIAL_ROUNDS = 3
 #: Rounds of the fits added, at most, while the rounds' headrooms straddle a verdict threshold.
 MORE_ROUNDS = 2
@@ -128,6 +138,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     rates["cores_available"] = m.free_cores() if fits else rules.cores_available(n_cores, m.cores_busy, load)
     if copy is not None:
         found += _frozen(copy, batch, fits, graph, budget, max_seconds)
+        found += rules.epoch_start_stall({**fits, "batch_size": batch_size})
+        found += _per_step(model, batch, batch_size, fits, loader["loader_examples_per_s"], budget, max_seconds)
     where = places(source, graph) if graph is not None else {}
     hot = python.Hot()
     if python.is_python_source(source):
@@ -205,6 +217,19 @@ def _frozen(copy, batch, fits, graph, budget: Budget, max_seconds: float) -> lis
     if seconds:
         rate, why = head_rate(copy, prefix, rest, batch, max_seconds=seconds, plain=bool(fits.get("plain")))
     return [rules.frozen_backbone(prefix, fits, head_rate=rate, why=why, augmented=_augmented(prefix, graph))]
+
+
+def _per_step(model, batch, batch_size, fits, loader_rate, budget: Budget, max_seconds: float) -> list[Finding]:
+    """A small step (under ``rules.SMALL_STEP_MS`` on replayed batches) compiled with one step per
+    execution: ``steps_per_execution`` measured on copies."""
+    C = fits.get("ceiling_examples_per_s")
+    if not C or 1e3 * batch_size / C >= rules.SMALL_STEP_MS or (getattr(model, "steps_per_execution", 1) or 1) > 1:
+        return []
+    seconds = budget.take(SPE_SHARE * max_seconds, "steps_per_execution on the compute ceiling", least=0.3)
+    if not seconds:
+        return []
+    gain, rounds = steps_per_execution_gain(model, batch, seconds=seconds, per_execution=SPE)
+    return rules.steps_per_execution(fits, loader_rate, SPE, gain, rounds)
 
 
 def _augmented(prefix, graph) -> str:

@@ -43,6 +43,16 @@ CODES = {
         "np.load(mmap_mode='r')), convert to a store (python -m kit convert, notebook 03), or tf.data's "
         ".cache() after the deterministic map (notebook 02); augment after it.",
     ),
+    "steps_per_execution": (
+        "a small step dominated by the per-step overhead of calling into the graph", "speed",
+        "model.compile(..., steps_per_execution=N): N steps per call into the compiled graph (Keras's "
+        "guide); callbacks then see every Nth batch.",
+    ),
+    "epoch_start_stall": (
+        "each epoch starts with a long wait for its first batch", "speed",
+        "Keep one iterator across epochs (ds.repeat() with steps_per_epoch), shuffle ids rather than filling "
+        "a large example buffer at each epoch's start, and keep PyDataset workers' start-up out of short epochs.",
+    ),
     "serial_map": (
         "a map TensorFlow leaves serial", "speed",
         "ds.map(f, num_parallel_calls=tf.data.AUTOTUNE) (notebook 02's ladder). TensorFlow parallelises "

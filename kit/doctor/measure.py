@@ -99,15 +99,16 @@ def fresh(obj):
     return obj
 
 
-def compile_like(copy, model) -> None:
+def compile_like(copy, model, **override) -> None:
     """Compiles ``copy`` as ``model`` was compiled, from the arguments the user gave ``compile``: a fresh
     optimizer, the same loss and metric functions (fresh metric objects, so the user's keep their state).
     Where Keras keeps no such arguments, from its compile config."""
     given = getattr(getattr(model, "_compile_config", None), "config", None)
     if not isinstance(given, dict):
-        copy.compile_from_config(model.get_compile_config())
+        config = model.get_compile_config()
+        copy.compile_from_config({**config, **override})
         return
-    args = dict(given)
+    args = {**given, **override}
     args["optimizer"] = fresh(args.get("optimizer") or model.optimizer)
     for key in ("metrics", "weighted_metrics"):
         value = args.get(key)
@@ -297,6 +298,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
         one_round()
         extra += 1
     wrapped = [timed_fit(copy, source, max_seconds=each)] if plain else real_runs
+    starts, steady, per_epoch = epoch_starts(wrapped)
     c_rounds = [float(r["examples_per_s"]) for r in ceiling_runs]
     f_rounds = [float(r["examples_per_s"]) for r in real_runs]
     ratios = [c / f for c, f in zip(c_rounds, f_rounds) if f > 0]
@@ -304,7 +306,56 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
             "ceiling_rounds": c_rounds, "fit_rounds": f_rounds, "extra_rounds": extra,
             "input_share": pooled_share(wrapped), "fit_steps": sum(len(r["steps"]) for r in wrapped),
             "model_cores": cpu / wall if wall > 0 else math.nan,
-            "headroom": float(np.median(ratios)) if ratios else math.nan}
+            "headroom": float(np.median(ratios)) if ratios else math.nan,
+            "epoch_start_waits": starts, "steady_wait_s": steady, "steps_per_epoch": per_epoch}
+
+
+def epoch_starts(runs) -> tuple[list[float], float, float]:
+    """From timed fits' steps: each epoch's first wait after the first epoch (seconds), the steady steps'
+    median wait and step, and the steps of a whole epoch (NaN where no epoch ended)."""
+    starts: list[float] = []
+    steady: list[float] = []
+    lengths: list[int] = []
+    for r in runs:
+        steps = r.get("steps")
+        if steps is None or not len(steps) or "epoch" not in steps:
+            continue
+        for epoch, rows in steps.groupby("epoch"):
+            rows = rows.sort_values("step")
+            if epoch >= 1 and int(rows["step"].iloc[0]) == 0:
+                starts.append(float(rows["wait_s"].iloc[0]))
+            steady += [float(w) for w in rows["wait_s"].iloc[1:]]
+            if epoch < steps["epoch"].max():  # a later epoch began: this one ended
+                lengths.append(int(rows["step"].max()) + 1)
+    return (starts, float(np.median(steady)) if steady else math.nan,
+            float(np.median(lengths)) if lengths else math.nan)
+
+
+def steps_per_execution_gain(model, batch, *, seconds: float, per_execution: int = 16, rounds: int = 3):
+    """The compute ceiling with ``steps_per_execution=per_execution`` over the ceiling with one step per
+    execution: copies of ``model`` trained on ``batch`` replayed from memory, interleaved ``rounds`` times,
+    ``seconds`` in all. Returns ``(median gain, [round gains])``; ``(nan, [])`` where no round fits."""
+    data = tf.data.Dataset.from_tensors(batch).repeat()
+    copies = {}
+    for k in (1, per_execution):
+        c, _ = clone(model, batch)
+        compile_like(c, model, steps_per_execution=k)
+        _fit(c, data, steps_per_epoch=2 * k, epochs=1)  # traces the step
+        copies[k] = c
+    each = seconds / (2 * rounds)
+    gains = []
+    for _ in range(rounds):
+        rate = {}
+        for k, c in copies.items():
+            steps, t0 = 0, time.perf_counter()
+            while True:
+                _fit(c, data, steps_per_epoch=4 * per_execution, epochs=1)
+                steps += 4 * per_execution
+                if time.perf_counter() - t0 >= each:
+                    break
+            rate[k] = steps / (time.perf_counter() - t0)
+        gains.append(rate[per_execution] / rate[1])
+    return (float(np.median(gains)), gains) if gains else (math.nan, [])
 
 
 def fit_rate(copy, batch_size: int):

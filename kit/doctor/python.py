@@ -64,6 +64,7 @@ class Hot:
     share: float = math.nan  # its share of the time profiled
     text: str = ""  # its source, for the ops that could replace it
     reads: float = math.nan  # the share in calls that read whole files (np.load, file.read)
+    cpu: float = math.nan  # the profiled thread's CPU time over its wall time: under ~0.3 it mostly waits
 
 
 def hot_spot(source, *, seconds: float) -> Hot:
@@ -71,7 +72,7 @@ def hot_spot(source, *, seconds: float) -> Hot:
     that holds most of the time and is deepest, its share and source, and the share spent reading files."""
     prof = cProfile.Profile()
     it = _batches(source)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     prof.enable()
     try:
         for _ in range(1000):
@@ -86,9 +87,9 @@ def hot_spot(source, *, seconds: float) -> Hot:
         close = getattr(it, "close", None)
         if close is not None:
             close()
-    total = time.perf_counter() - t0
+    total, cpu = time.perf_counter() - t0, time.thread_time() - c0
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
-    mine = {k: v[3] for k, v in stats.items() if _user(k[0])}
+    mine = {k: v[3] for k, v in stats.items() if _user(k[0]) and not k[2].startswith("<")}  # comprehensions: their function's
     if not mine or total <= 0:
         return Hot()
     top = max(mine.values())
@@ -97,7 +98,7 @@ def hot_spot(source, *, seconds: float) -> Hot:
     reads = sum(v[3] for k, v in stats.items()
                 if any(k[2] == fn and (place == "~" and k[0] == "~" or place in k[0]) for place, fn in READS))
     return Hot(f"{short(filename)}:{line} in {name}", min(1.0, cum / total), _body(filename, line),
-               min(1.0, reads / total))
+               min(1.0, reads / total), cpu / total)
 
 
 def _body(filename: str, line: int, most: int = 60) -> str:
@@ -142,10 +143,15 @@ def findings(source, m: Measured, fits: dict, *, hot: Hot, same: bool | None) ->
     Only with a model whose fit waits on this loader (headroom over ``NOISE``), the loader computing."""
     where, share, text = hot.where, hot.share, hot.text
     headroom = m.headroom
-    if not fits or not headroom >= 1.1 or m.io_wait:
-        # Without a model nothing bounds these gains; a loader that mostly waits (files, a network) is the
-        # workers' case, which the doctor measures on a PyDataset (rules.pydataset_workers).
-        return []
+    if not fits or not headroom >= 1.1:
+        return []  # without a model nothing bounds these gains; with one, the fit does not wait on this loader
+    # A loader that mostly waits (files, a network) is the workers' case (rules.pydataset_workers), not its
+    # Python's: told by the profiled thread's CPU time, which another process's load does not make look idle.
+    try:
+        share_of_core = min(1.0, m.cores / max(1.0, os.getloadavg()[0]))  # what a busy thread gets under load
+    except (AttributeError, OSError):
+        share_of_core = 1.0
+    waits = hot.cpu < 0.3 * share_of_core if math.isfinite(hot.cpu) else m.io_wait
     what = "__getitem__" if is_pydataset(source) else "generator"
     profiled = f"{share:.0%} of the time profiled is in {where}" if where else "no function of yours was profiled"
     ops = ops_for(text)
@@ -155,7 +161,7 @@ def findings(source, m: Measured, fits: dict, *, hot: Hot, same: bool | None) ->
                         "use_multiprocessing=True")
     low, high = max(1.0, m.parallel_gain), headroom if math.isfinite(headroom) else max(1.0, m.parallel_gain)
     gain, lo, hi = predicted(m, low, high)
-    out = [Finding(
+    out = [] if waits else [Finding(
         "python_in_pipeline",
         f"the {what}'s own Python is the loader: it keeps {m.cores_busy:.2f} of {m.cores} cores busy; {profiled}",
         gain, m.cap.explain(f"predicted: from what parallel workers give on the free cores ({m.parallel_basis}) "
@@ -177,7 +183,7 @@ def findings(source, m: Measured, fits: dict, *, hot: Hot, same: bool | None) ->
         if same is None:
             basis += "; not checked that the batches are the same each read (a one-shot generator)"
         out.append(Finding(
-            "compute_once", f"the {what} computes the same batches every epoch"
+            "compute_once", f"the {what} {'waits for' if waits else 'computes'} the same batches every epoch"
             + (" (two reads of the first batch are equal)" if same else ""),
             headroom, basis, status="measured" if same else "predicted", where=where,
             gain_low=min(rounds) if len(rounds) > 1 else math.nan, gain_high=max(rounds) if len(rounds) > 1 else math.nan,

@@ -376,3 +376,58 @@ def time_split(loader: dict, m: Measured, graph: dict | None, source) -> str:
         prep += (f"; the Python the graph calls takes {1e3 * m.python_cores / m.loader_rate:,.2f} ms of CPU per "
                  f"example, {share:.0%} of the loader's time")
     return f"where the loader's time goes: {fetch}; {prep}"
+
+
+#: A model step under this many milliseconds on replayed batches has its per-step overhead measured.
+SMALL_STEP_MS = 25.0
+
+
+def steps_per_execution(fits: dict, loader_rate: float, per_execution: int, gain: float, rounds: list) -> list[Finding]:
+    """``steps_per_execution``: the compute ceiling measured with ``per_execution`` steps per call into
+    the graph over one (``gain``, its ``rounds``); end to end, what the fit gets once the ceiling rises,
+    the loader alone bounding it: ``min(L, C g) / min(L, C)``."""
+    if not (math.isfinite(gain) and fits):
+        return []
+    C, F = fits["ceiling_examples_per_s"], fits["fit_examples_per_s"]
+    now = min(loader_rate, C)
+    end = min(loader_rate, C * gain) / now if now > 0 else math.nan
+    end = min(end, max(1.0, C * gain / F)) if F > 0 else end
+    spread = f", rounds {min(rounds):.2f}-{max(rounds):.2f}x" if len(rounds) > 1 else ""
+    basis = (f"measured: the model on one batch replayed from memory, compiled with steps_per_execution="
+             f"{per_execution} against 1, interleaved: {gain:.2f}x{spread}; end to end the loader alone "
+             f"({loader_rate:,.1f}/s) bounds it")
+    if loader_rate < C:
+        basis += ": the input fixes come first"
+    steady = len(rounds) < 2 or min(rounds) > 1.0  # every round gained: not one lucky round
+    status = "measured" if end >= NOISE and steady else "no gain"
+    return [Finding("steps_per_execution", f"the model's step is small: its ceiling rises {gain:.2f}x with "
+                    f"{per_execution} steps per call into the graph", end, basis, status=status,
+                    gain_low=min(rounds) if len(rounds) > 1 else math.nan,
+                    gain_high=max(rounds) if len(rounds) > 1 else math.nan, loader_gain=gain,
+                    fix=f"model.compile(..., steps_per_execution={per_execution})")]
+
+
+#: The least share of an epoch its start's stall must take to be reported.
+STALL_SHARE = 0.05
+
+
+def epoch_start_stall(fits: dict) -> list[Finding]:
+    """Each epoch's first batch waited for against the steady steps (``measure.epoch_starts``): iterator
+    re-creation, a shuffle buffer filling, worker start-up. Reported where it is ``STALL_SHARE`` of an
+    epoch or more (at least two epoch starts seen)."""
+    starts, steady, per_epoch = fits.get("epoch_start_waits") or [], fits.get("steady_wait_s"), fits.get("steps_per_epoch")
+    F, batch = fits.get("fit_examples_per_s"), fits.get("batch_size")
+    if len(starts) < 2 or not (steady is not None and math.isfinite(steady)) or not (per_epoch and math.isfinite(per_epoch)):
+        return []
+    stall = max(0.0, float(np.median(starts)) - steady)
+    step_s = (batch / F) if F and batch else math.nan
+    epoch_s = per_epoch * step_s if math.isfinite(step_s) else math.nan
+    share = stall / epoch_s if epoch_s and math.isfinite(epoch_s) else math.nan
+    if not (math.isfinite(share) and share >= STALL_SHARE):
+        return []
+    gain = 1 / (1 - min(share, 0.9))
+    return [Finding(
+        "epoch_start_stall", f"each epoch's first batch waited {1e3 * float(np.median(starts)):,.0f} ms (median of "
+        f"{len(starts)}) against {1e3 * steady:,.1f} ms for a steady step: {share:.0%} of a {epoch_s:,.1f} s epoch",
+        gain, f"predicted: an epoch without its start's stall, {share:.0%} shorter", status="predicted",
+        gain_low=1 + (gain - 1) / 2, gain_high=gain)]

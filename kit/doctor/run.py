@@ -238,6 +238,45 @@ def diagnose_fit(call: Fit, *, max_seconds: float):
     return bounded(lambda: diagnose(source, call.model, max_seconds=max_seconds, name=name), max_seconds, name), note
 
 
+def validation(call: Fit, d, *, max_seconds: float) -> dict | None:
+    """``validation_data`` timed apart: its input alone (a bounded read), its share of an epoch at that
+    rate, and its own verdict (input-bound where its input is slower than the model's training ceiling,
+    which an evaluation step, without gradients, only exceeds). None without validation_data."""
+    from kit.doctor.cli import bounded  # noqa: PLC0415
+    from kit.doctor.loader import measure_loader  # noqa: PLC0415
+    from kit.timing.batches import known_length  # noqa: PLC0415
+
+    v = call.kwargs.get("validation_data")
+    if v is None:
+        return None
+    if isinstance(v, (tuple, list)):
+        return {"line": "validation_data: arrays in memory, read at memory speed", "kind": "arrays"}
+    val = Fit(call.model, v, kwargs={"steps_per_epoch": call.kwargs.get("validation_steps")})
+    source, _ = val.source()
+    name = f"the validation_data of {call.where}"
+    loader = bounded(lambda: measure_loader(source, max_seconds=max_seconds), max_seconds, name)
+    rate = loader["loader_examples_per_s"]
+    rates = getattr(d, "rates", {})
+    batch = rates.get("batch_size") or 1
+    steps = call.kwargs.get("validation_steps") or known_length(v)
+    train_steps = call.kwargs.get("steps_per_epoch") or known_length(call.x)
+    fit, ceiling = rates.get("fit_examples_per_s"), rates.get("ceiling_examples_per_s")
+    out = {"kind": val.kind, "examples_per_s": rate}
+    line = f"validation_data ({val.kind}): its input alone delivers {rate:,.1f} examples/s"
+    if steps and train_steps and fit:
+        t_val, t_train = steps * batch / rate, train_steps * batch / fit
+        out.update(seconds=t_val, share=t_val / (t_val + t_train))
+        line += (f"; its {steps} steps take at least {t_val:,.1f} s an epoch beside {t_train:,.1f} s of training, "
+                 f"{out['share']:.0%} of the epoch")
+    if ceiling:
+        out["verdict"] = "input-bound" if rate < ceiling else "not input-bound"
+        line += (f"; {out['verdict']}: its input is {'slower' if rate < ceiling else 'faster'} than the model's "
+                 f"training ceiling ({ceiling:,.1f}/s), which evaluation steps exceed"
+                 + ("; the training input's fixes apply to it too" if rate < ceiling else ""))
+    out["line"] = line
+    return out
+
+
 @dataclass(repr=False)
 class Watch:
     """What ``watch()`` saw: the fit it diagnosed and the diagnosis (None until a fit is called)."""

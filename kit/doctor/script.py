@@ -21,7 +21,7 @@ import time
 import traceback
 from pathlib import Path
 
-from kit.doctor.run import Fit, Hooks, diagnose_fit, place
+from kit.doctor.run import Fit, Hooks, diagnose_fit, place, validation
 from kit.util import positive_float
 
 #: Seconds the doctor waits, past its budget, for a script stopped in C code to end before it exits anyway.
@@ -108,10 +108,20 @@ class Session:
             where = user_place(e)
             what = str(e) if isinstance(e, (ModelError, ValueError)) and "the input of" in str(e) else describe_error(e)
             self.fail(f"diagnosing {call.where}: {what}" + (f" (at {where})" if where and where not in what else ""))
+        val = None
+        try:
+            val = validation(call, d, max_seconds=max(1.0, 0.1 * self.a.max_seconds))
+        except Exception as e:  # noqa: BLE001  (the training diagnosis stands; validation is said apart)
+            from kit.doctor.sources import describe_error  # noqa: PLC0415
+
+            val = {"line": f"validation_data not measured: {describe_error(e)}"}
         seconds = time.perf_counter() - t0
         if note:
             print(f"note: {note}")
         print(d.details() if self.a.details else d)
+        if val is not None:
+            print(val["line"])
+            self.report["validation"] = val
         print(f"kit doctor: measured in {seconds:,.1f} s", flush=True)
         self.report.update({"ended": "diagnosed", "fit": call.where, "input": call.kind, "note": note,
                             "seconds": seconds, **d.as_dict()})
