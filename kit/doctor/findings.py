@@ -53,6 +53,11 @@ CODES = {
         "Keep one iterator across epochs (ds.repeat() with steps_per_epoch), shuffle ids rather than filling "
         "a large example buffer at each epoch's start, and keep PyDataset workers' start-up out of short epochs.",
     ),
+    "validation_input": (
+        "validation_data read as slowly as the training input: its share of each epoch", "speed",
+        "Give validation the same input fixes as training (it is read every epoch), or validate every few "
+        "epochs (validation_freq=N in fit).",
+    ),
     "serial_map": (
         "a map TensorFlow leaves serial", "speed",
         "ds.map(f, num_parallel_calls=tf.data.AUTOTUNE) (notebook 02's ladder). TensorFlow parallelises "
@@ -243,7 +248,11 @@ class Measured:
 def table(findings: list[Finding]) -> pd.DataFrame:
     """The findings as a DataFrame (``COLUMNS``): the symptom, correctness, speed measured then predicted
     (each by its gain), order, then 'no gain' and 'not measured'; ties in the order of ``CODES``."""
-    df = pd.DataFrame([f.row() for f in findings], columns=list(COLUMNS))
+    return rank(pd.DataFrame([f.row() for f in findings], columns=list(COLUMNS)))
+
+
+def rank(df: pd.DataFrame) -> pd.DataFrame:
+    """Findings rows (``Finding.row``) in the order ``table`` gives them."""
     if len(df):
         order = {c: i for i, c in enumerate(CODES)}
         kinds = {"symptom": 0, "correctness": 1, "speed": 2, "order": 3}

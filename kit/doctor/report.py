@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -57,6 +57,13 @@ class Diagnosis:
         lines = [f"# The changes the doctor measured on {source}, best first:"]
         lines += [f"#   {r.change}:  {r.snippet}" for r in self.changes]
         return "\n".join(lines)
+
+    def with_finding(self, finding) -> Diagnosis:
+        """This diagnosis with one more finding, ranked among the others."""
+        from kit.doctor.findings import rank  # noqa: PLC0415
+
+        rows = pd.concat([self.findings, pd.DataFrame([finding.row()])], ignore_index=True)
+        return replace(self, findings=rank(rows))
 
     def as_dict(self) -> dict:
         """The diagnosis as JSON-ready data: the three printed lists (``findings``, ``checked_no_gain``,

@@ -238,12 +238,34 @@ def diagnose_fit(call: Fit, *, max_seconds: float):
     return bounded(lambda: diagnose(source, call.model, max_seconds=max_seconds, name=name), max_seconds, name), note
 
 
+#: The least share of an epoch validation must take to be a finding.
+VALIDATION_SHARE = 0.1
+
+
+def eval_rate(model, batch, *, seconds: float) -> float:
+    """Examples/s of ``model.evaluate`` on ``batch`` replayed from memory (the weights are not changed)."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    from kit.timing.batches import batch_size_of  # noqa: PLC0415
+
+    data = tf.data.Dataset.from_tensors(batch).repeat()
+    model.evaluate(data, steps=2, verbose=0)  # traces the test step
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        model.evaluate(data, steps=4, verbose=0)
+        steps += 4
+    return steps * batch_size_of(batch) / (time.perf_counter() - t0)
+
+
 def validation(call: Fit, d, *, max_seconds: float) -> dict | None:
-    """``validation_data`` timed apart: its input alone (a bounded read), its share of an epoch at that
-    rate, and its own verdict (input-bound where its input is slower than the model's training ceiling,
-    which an evaluation step, without gradients, only exceeds). None without validation_data."""
+    """``validation_data`` timed apart: its input alone (a bounded read) and the model's evaluation step
+    on one of its batches replayed, its time per epoch at the slower of the two and its share of the epoch,
+    its own verdict; a ``validation_input`` finding where it takes ``VALIDATION_SHARE`` of the epoch or
+    more. None without validation_data."""
     from kit.doctor.cli import bounded  # noqa: PLC0415
+    from kit.doctor.findings import Finding  # noqa: PLC0415
     from kit.doctor.loader import measure_loader  # noqa: PLC0415
+    from kit.doctor.sources import first_batch  # noqa: PLC0415
     from kit.timing.batches import known_length  # noqa: PLC0415
 
     v = call.kwargs.get("validation_data")
@@ -254,25 +276,40 @@ def validation(call: Fit, d, *, max_seconds: float) -> dict | None:
     val = Fit(call.model, v, kwargs={"steps_per_epoch": call.kwargs.get("validation_steps")})
     source, _ = val.source()
     name = f"the validation_data of {call.where}"
-    loader = bounded(lambda: measure_loader(source, max_seconds=max_seconds), max_seconds, name)
+
+    def measure():
+        batch, size = first_batch(source, name)
+        return measure_loader(source, max_seconds=max_seconds / 2), eval_rate(call.model, batch, seconds=max_seconds / 4), size
+
+    loader, evaluating, batch = bounded(measure, max_seconds, name)
     rate = loader["loader_examples_per_s"]
     rates = getattr(d, "rates", {})
-    batch = rates.get("batch_size") or 1
     steps = call.kwargs.get("validation_steps") or known_length(v)
     train_steps = call.kwargs.get("steps_per_epoch") or known_length(call.x)
-    fit, ceiling = rates.get("fit_examples_per_s"), rates.get("ceiling_examples_per_s")
-    out = {"kind": val.kind, "examples_per_s": rate}
-    line = f"validation_data ({val.kind}): its input alone delivers {rate:,.1f} examples/s"
+    fit, train_batch = rates.get("fit_examples_per_s"), rates.get("batch_size") or batch
+    verdict = "input-bound" if rate < evaluating else "compute-bound"
+    out: dict = {"kind": val.kind, "examples_per_s": rate, "evaluate_examples_per_s": evaluating, "verdict": verdict}
+    line = (f"validation_data ({val.kind}): its input alone delivers {rate:,.1f} examples/s, the model evaluates "
+            f"{evaluating:,.1f}/s on one of its batches replayed: {verdict}")
     if steps and train_steps and fit:
-        t_val, t_train = steps * batch / rate, train_steps * batch / fit
-        out.update(seconds=t_val, share=t_val / (t_val + t_train))
-        line += (f"; its {steps} steps take at least {t_val:,.1f} s an epoch beside {t_train:,.1f} s of training, "
-                 f"{out['share']:.0%} of the epoch")
-    if ceiling:
-        out["verdict"] = "input-bound" if rate < ceiling else "not input-bound"
-        line += (f"; {out['verdict']}: its input is {'slower' if rate < ceiling else 'faster'} than the model's "
-                 f"training ceiling ({ceiling:,.1f}/s), which evaluation steps exceed"
-                 + ("; the training input's fixes apply to it too" if rate < ceiling else ""))
+        t_val, t_train = steps * batch / min(rate, evaluating), train_steps * train_batch / fit
+        share = t_val / (t_val + t_train)
+        out.update(seconds=t_val, share=share)
+        line += (f"; its {steps} steps of {batch} take about {t_val:,.1f} s an epoch beside {t_train:,.1f} s of "
+                 f"training, {share:.0%} of the epoch")
+        if share >= VALIDATION_SHARE:
+            if verdict == "input-bound":
+                better, how = steps * batch / evaluating, "its input as fast as the model evaluates"
+            else:
+                better, how = t_val / 2, "validating every other epoch (validation_freq=2)"
+            gain = (t_val + t_train) / (better + t_train)
+            out["finding"] = Finding(
+                "validation_input", f"validation_data ({val.kind}): {steps} steps of {batch}, {share:.0%} of each "
+                f"epoch; its input {rate:,.1f}/s against evaluation {evaluating:,.1f}/s", gain,
+                f"predicted: {how}, an epoch of {t_train:,.1f} s of training and {better:,.1f} s of validation",
+                status="predicted", gain_low=1.0, gain_high=gain, where=call.where,
+                fix=("give validation the training input's fixes" if verdict == "input-bound" else
+                     "validate less: fewer validation_steps (one pass over the validation set) or validation_freq=N"))
     out["line"] = line
     return out
 

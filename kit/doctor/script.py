@@ -115,6 +115,8 @@ class Session:
             from kit.doctor.sources import describe_error  # noqa: PLC0415
 
             val = {"line": f"validation_data not measured: {describe_error(e)}"}
+        if val is not None and val.get("finding") is not None:
+            d = d.with_finding(val.pop("finding"))
         seconds = time.perf_counter() - t0
         if note:
             print(f"note: {note}")
