@@ -49,9 +49,9 @@ class SpectrogramConfig:
     variants: tuple[str, ...] | None = option(None, "comma-separated subset of the variants")
     batch_size: int | None = option(None, f"the global batch (default {_SPECTROGRAM.global_batch}, or smaller to fit "
                                           "--data)", type=positive_int)
-    # Rounds sized by time: 1 s a round (a fast loader's 20 batches took about 30 ms, which one hiccup of
-    # another process moved by 10-20%), and as many rounds as kept three default runs' ratios within 20%
-    # of each other on a 2-core machine, quiet and with one core busy (results/NOTES.md, issue 56).
+    # Rounds sized by time: at least 1 s a variant a round (a fast loader's 20 batches lasted a few tens
+    # of ms, which one hiccup of another process moved by a tenth or more), 6 rounds: about a minute for
+    # the fast variants; how steady three runs were on a shared 2-core machine: results/NOTES.md, issue 56.
     rounds: int = option(6, _ROUNDS.format(6), type=positive_int)
     num_batches: int = option(20, "the fewest timed batches per variant per round", flag="--batches",
                               type=positive_int)
@@ -158,8 +158,8 @@ class SegmentationConfig:
     variants: tuple[str, ...] | None = option(None, "comma-separated subset of the variants")
     batch_size: int = option(8, "pairs per batch (default 8)", type=positive_int)
     size: int | tuple[int, int] = option(SEGMENTATION_SIZE, "SIZE or HEIGHTxWIDTH (default 512)", type=size_arg)
-    # Rounds sized by time, as the spectrogram bench's: 3 s a variant a round (the slow variants read
-    # 2 to 7 batches of 8 pairs in it), 6 rounds (results/NOTES.md, issue 56).
+    # Rounds sized by time, as the spectrogram bench's: at least 3 s a variant a round (the slow variants
+    # read a few batches of 8 pairs in it), 6 rounds (results/NOTES.md, issue 56).
     rounds: int = option(6, _ROUNDS.format(6), type=positive_int)
     num_batches: int = option(2, "the fewest timed batches per variant per round (default 2)", flag="--batches",
                               type=positive_int)
