@@ -333,7 +333,8 @@ def test_frozen_backbone_recomputed_and_the_verdict_follows_headroom():
     # skipped in two of three fresh-clone `make test` runs, beside the notebooks' tests)
     d = doctor.diagnose(_memory_dataset(), model, max_seconds=12)
     _verdict_follows_headroom(d)  # compute-bound on an idle machine; shared cores can move it (see above)
-    assert d.top == "frozen_backbone_recomputed", str(d)
+    # Top among the predictions; a measured steps_per_execution gain (the step is a few ms) ranks above it.
+    assert d.top3[0] == "frozen_backbone_recomputed" or d.top3[:2] == ["steps_per_execution", "frozen_backbone_recomputed"], str(d)
     assert d.gain("frozen_backbone_recomputed") > 1.0
     assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))  # a copy trained
     d = doctor.diagnose(_memory_dataset(), _model(frozen_width=2048, trainable_prefix=True), max_seconds=3)

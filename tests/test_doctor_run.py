@@ -17,6 +17,7 @@ import pytest
 from kit.doctor import run, script
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # each runs a script and a diagnosis of seconds (make check leaves them out)
 
 HEAD = '''
 import sys, time
@@ -280,7 +281,6 @@ def test_remake_calls_a_method_generator_again_on_a_copy():
     assert run.remake(started) is None  # started: its arguments are gone
 
 
-@pytest.mark.slow
 def test_the_command_stops_a_script_that_does_not_train_in_its_budget(tmp_path):
     path = write(tmp_path, "time.sleep(600)\n")
     p = subprocess.run([sys.executable, "-m", "kit", "doctor", "run", "--wait-seconds", "2", str(path)],

@@ -236,8 +236,13 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
     """Python feeding a tf.data pipeline (``from_generator``, ``py_function``, ``numpy_function``): it
     holds the GIL. Predicted from the loader without its Python (``python_share``), kept between what
     threads on the free cores give and the whole headroom; untimed, the range's geometric middle."""
-    where = [n for n in graph["chain"] if n.name in graph["python"]] if graph is not None else []
-    if graph is None or not where:
+    if graph is None:
+        return []
+    chain = graph["chain"]
+    caches = [i for i, n in enumerate(chain) if n.op in ("CacheDataset", "CacheDatasetV2")]
+    after = caches[-1] + 1 if caches else 0  # Python behind a cache() runs in the first epoch only
+    where = [n for n in chain[after:] if n.name in graph["python"]]
+    if not where:
         return []
     place = (places or {}).get(where[0].name, "")
     labels = [("from_generator" if "GeneratorDataset" in graph["ops"][n.name] else f".map({fn_label(graph, n)})")
