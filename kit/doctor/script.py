@@ -38,13 +38,15 @@ class _End(BaseException):
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(
+    from kit.cli import _Parser  # noqa: PLC0415  (one-line errors, as every kit command)
+
+    p = _Parser(
         prog="python -m kit doctor run",
         description="Run your training script unchanged and diagnose its first model.fit (or time the "
                     "input waits of its custom loop). The doctor's flags come before SCRIPT; the rest is the script's.")
     p.add_argument("--max-seconds", type=positive_float, default=120.0,
                    help="the measuring budget in seconds (default 120); the script's own set-up before its "
-                        "first fit is not counted, but a script that has not trained by then is stopped")
+                        "first fit is not counted (--wait-seconds bounds it)")
     p.add_argument("--wait-seconds", type=positive_float, default=None,
                    help="how long the script may run before its first fit or training loop (default: the "
                         "--max-seconds budget); past it the doctor stops the script and says where it was")
