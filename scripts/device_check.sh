@@ -65,7 +65,7 @@ step 55 bench_spectrogram "$PYTHON" -m kit bench spectrogram --data "$DATA/spect
   --rounds 2 --batches 20 --json "$OUT/bench_spectrogram.json"
 step 40 bench_segmentation "$PYTHON" -m kit bench segmentation --data "$DATA/segmentation/index.csv" \
   --variants sequence,sequence_workers,tfdata_naive,tfdata_tuned,class_index \
-  --rounds 2 --batches 20 --seconds 2 --slow-seconds 4 --json "$OUT/bench_segmentation.json"
+  --rounds 2 --batches 2 --seconds 2 --slow-seconds 4 --json "$OUT/bench_segmentation.json"
 # The dali variant: decode, colour lookup and crop on the GPU when one is visible (never measured on a
 # GPU before this script's first run there), beside tfdata_tuned and class_index in one run.
 if DALI_WHY=$("$PYTHON" -c 'from kit.segmentation.dali import available; w = available(); print(w or ""); raise SystemExit(w is not None)' 2>/dev/null); then
