@@ -103,3 +103,19 @@ def test_scoring_of_a_failed_run_and_of_a_script_without_codes():
     assert clean["verdict_right"] is True and clean["recall"] is None and clean["precision"] is None
     t = score.totals([dict(failed, report=None, adapter_lines=None), dict(clean, report={}, adapter_lines=0)])
     assert t["failures"] == 1 and t["verdicts_right"] == 1 and t["recall_mean"] == 0.0
+
+
+def test_rescore_recomputes_from_stored_reports(tmp_path):
+    import json
+
+    report = {"verdict": "input-bound", "findings": [{"code": "compute_once", "kind": "speed", "list": "findings"}]}
+    doc = {"half": "dev", "command": "x", "date": "d", "truth": "t", "max_seconds": 1.0,
+           "rows": [{"name": "hpa_protein", "report": report, "run": {"stderr_tail": "", "exit_code": 0, "wall_s": 1.0},
+                     "adapter_lines": 0, **score.score(report, dict(codes=(), tolerated=()), None)}]}
+    (tmp_path / "run.json").write_text(json.dumps(doc))
+    (tmp_path / "truth.json").write_text(json.dumps({"scripts": {"hpa_protein": {"verdict": "input-bound"}}}))
+    assert score.main(["--rescore", str(tmp_path / "run.json"), "--truth", str(tmp_path / "truth.json"),
+                       "--out", str(tmp_path / "out")]) == 0
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["rows"][0]["recall"] == 1.0 and out["rows"][0]["verdict_right"] is True
+    assert "rescored" in (tmp_path / "out.md").read_text()

@@ -15,6 +15,7 @@ failure: verdict wrong, recall 0, precision null.
 
     python -m lab.doctor_scripts.score [--half dev|heldout|users] [--only NAME ...] [--max-seconds 30]
         [--truth lab/results/doctor_scripts_truth.json] [--data FOLDER] [--out lab/results/doctor_scripts_<half>]
+        [--rescore OUT.json]   (recompute the scores from a run's stored reports: nothing run again)
 
 Writes OUT.json and OUT.md. No kit import: the doctor runs in its own process.
 """
@@ -49,6 +50,9 @@ def parse(argv=None):
     p.add_argument("--data", default=data_mod.DEFAULT)
     p.add_argument("--out", default=None)
     p.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
+    p.add_argument("--rescore", default=None, metavar="OUT.json",
+                   help="recompute the scores and OUT.md from a run's OUT.json with the current CORPUS and truth "
+                        "(no doctor run)")
     a = p.parse_args(argv)
     bad = [n for n in a.only or [] if n not in CORPUS]
     if bad:
@@ -135,7 +139,9 @@ def fmt(x, spec=".2f"):
 def markdown(doc: dict) -> str:
     t = doc["totals"]
     lines = [f"# The doctor on the real-script corpus: the {doc['half']} half", "",
-             f"Written by `{doc['command']}` on {doc['date']}. Truth: `{doc['truth']}`. Top three = the first "
+             f"Written by `{doc['command']}` on {doc['date']}"
+             + (f" (rescored {doc['rescored']} with the current CORPUS)" if doc.get("rescored") else "")
+             + f". Truth: `{doc['truth']}`. Top three = the first "
              "three findings that are causes (not symptoms, on the main list); tolerated codes are skipped.", "",
              f"Verdicts right: {t['verdicts_right']} of {t['verdicts_judged']}; precision of the top three "
              f"(pooled): {fmt(t['precision_pooled'])}; recall (mean): {fmt(t['recall_mean'])}; failed runs: "
@@ -157,6 +163,16 @@ def main(argv=None) -> int:
     truth = {}
     if Path(a.truth).exists():
         truth = json.loads(Path(a.truth).read_text()).get("scripts", {})
+    if a.rescore:
+        doc = json.loads(Path(a.rescore).read_text())
+        for row in doc["rows"]:
+            entry, true_verdict = CORPUS[row["name"]], (truth.get(row["name"]) or {}).get("verdict")
+            row.update(codes=list(entry["codes"]), tolerated=list(entry["tolerated"]), true_verdict=true_verdict,
+                       **score(row["report"], entry, true_verdict))
+        doc.update(totals=totals(doc["rows"]), rescored=datetime.datetime.now(datetime.timezone.utc)
+                   .isoformat(timespec="seconds"))
+        write(doc, Path(a.out))
+        return 0
     names = a.only or [n for n, e in CORPUS.items() if e["half"] == a.half]
     rows = []
     for name in names:
@@ -174,13 +190,16 @@ def main(argv=None) -> int:
     doc = {"half": a.half, "command": "python -m lab.doctor_scripts.score " + " ".join(argv if argv is not None else sys.argv[1:]),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "truth": a.truth, "max_seconds": a.max_seconds, "rows": rows, "totals": totals(rows)}
-    out = Path(a.out)
+    write(doc, Path(a.out))
+    return 0
+
+
+def write(doc: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, indent=1))
     os.replace(tmp, out.with_suffix(".json"))
     out.with_suffix(".md").write_text(markdown(doc))
-    return 0
 
 
 if __name__ == "__main__":

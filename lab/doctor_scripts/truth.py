@@ -178,6 +178,7 @@ def run_script(name: str, a) -> dict:
                    "fixed": med(x["step_s"] for x in per.get("fixed", []))},
         "batch_size": med(x.get("batch_size") for x in per["ceiling"]), "rounds": a.rounds,
         "runs": per, "errors": errors, "seconds": round(time.time() - t0, 1),
+        "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "load_average_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
 
@@ -188,7 +189,8 @@ def fmt(x, spec=".2f"):
 
 def markdown(doc: dict) -> str:
     lines = ["# The real-script corpus: measured truth", "",
-             f"Written by `python -m lab.doctor_scripts.truth` on {doc['machine']['date']} "
+             f"Last written by `python -m lab.doctor_scripts.truth` on {doc['machine']['date']} (each row is "
+             "from the invocation that measured it: its time and load average are in the JSON) "
              f"({doc['machine']['cores']} cores, TensorFlow {doc['machine']['tensorflow']}); medians of each "
              "script's rounds, the first epoch left out. Headroom = the original's step time over the compute "
              "ceiling's (its first batch replayed from memory): >= 1.3 input-bound, < 1.1 compute-bound. "
@@ -199,7 +201,7 @@ def markdown(doc: dict) -> str:
     for r in sorted(doc["scripts"].values(), key=lambda r: (HALVES.index(r["half"]), r["name"])):
         repo = r["source"].split("github.com/")[-1].split("/blob/")[0] if "github.com" in r["source"] else r["source"]
         lines.append(f"| {r['name']} | {r['half']} | {repo} | {r['kind']} | {r['verdict'] or '—'} | "
-                     f"{fmt(r['headroom'])}x | {fmt(r['gain'])}x | {fmt(r['epoch_s']['original'])} / "
+                     f"{fmt(r['headroom'])}x | {fmt(r['gain'])}{'x' if r['gain'] else ''} | {fmt(r['epoch_s']['original'])} / "
                      f"{fmt(r['epoch_s']['fixed'])} | {fmt(r['step_s']['original'], '.3f')} / "
                      f"{fmt(r['step_s']['ceiling'], '.3f')} | {r['rounds']} | {len(r['errors'])} |")
     return "\n".join(lines) + "\n"

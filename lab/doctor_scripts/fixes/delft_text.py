@@ -1,4 +1,5 @@
-"""FIXED COPY (the candidate fix: each text tokenised and vectorised once, kept in memory).
+"""FIXED COPY (the one fix: each batch built once and kept in memory; the source's on_epoch_end drops
+shuffle_pair's result, so batch i holds the same texts every epoch and its arrays can be reused).
 
 DeLFT text classification (toxic comments, GloVe vectors), training script (a keras Sequence that
 tokenises and looks up word vectors for every batch).
@@ -12,7 +13,7 @@ __data_generation (tokenise each text of the batch, then to_vector_single per te
 (batch, maxlen, embed_size) float32 array) and __getitem__.
 
 Changed: data path (``$DOCTOR_SCRIPTS_DATA/delft_text``: a generated 3,000-word, 50-d GloVe-format file
-and a 1,536-row CSV in the toxic-comment layout); Embeddings (LMDB or in-memory) is an in-memory dict read
+and a 3,072-row CSV in the toxic-comment layout); Embeddings (LMDB or in-memory) is an in-memory dict read
 from the GloVe file (the in-memory branch); the 'gru' model shrunk (one bidirectional GRU of 16 units, as
 in the model's shape: GRU, then max and average pooling, dense, sigmoid over the 6 classes); maxlen 300 ->
 100, batch 256 -> 64, epochs 3; the train/validation split is a seeded 90/10 cut; the fit call (Keras 3:
@@ -83,9 +84,6 @@ def to_vector_single(text, embeddings, maxlen=300):
 
 
 # --------------------------------------------------------------------------- textClassification/data_generator.py
-VECTORS = {}
-
-
 class DataGenerator(keras.utils.Sequence):
     'Generates data for Keras'
     def __init__(self, x, y, batch_size=256, maxlen=300, list_classes=[], embeddings=(), shuffle=True):
@@ -98,6 +96,7 @@ class DataGenerator(keras.utils.Sequence):
         self.embeddings = embeddings
         self.list_classes = list_classes
         self.shuffle = shuffle
+        self.batches = {}
         self.on_epoch_end()
 
     def __len__(self):
@@ -108,7 +107,9 @@ class DataGenerator(keras.utils.Sequence):
     def __getitem__(self, index):
         'Generate one batch of data'
         # generate data for the current batch index
-        batch_x, batch_y = self.__data_generation(index)
+        if index not in self.batches:  # the fix: each batch tokenised and vectorised once (the order never changes)
+            self.batches[index] = self.__data_generation(index)
+        batch_x, batch_y = self.batches[index]
         return batch_x, batch_y
 
     def shuffle_pair(self, a, b):
@@ -146,10 +147,7 @@ class DataGenerator(keras.utils.Sequence):
         for i in range(0, max_iter):
             # Store sample
             if not self.embeddings.use_ELMo and not self.embeddings.use_BERT:
-                text = self.x[(index*self.batch_size)+i]
-                if text not in VECTORS:  # the fix: each text vectorised once
-                    VECTORS[text] = to_vector_single(text, self.embeddings, self.maxlen)
-                batch_x[i] = VECTORS[text]
+                batch_x[i] = to_vector_single(self.x[(index*self.batch_size)+i], self.embeddings, self.maxlen)
 
             # Store class
             # classes are numerical, so nothing to vectorize for y
