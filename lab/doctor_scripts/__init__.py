@@ -17,7 +17,7 @@ CORPUS = {
     "polyp_unet": dict(
         half="dev", kind="tf.data + numpy_function",
         source="https://github.com/nikhilroxtomar/Polyp-Segmentation-using-UNET-in-TensorFlow-2.0/blob/bd7b2c736feb4c39ddec305d627a4a29ff23c759/train.py",
-        changed="96x96 instead of 256x256, U-Net filters /2, epochs 3, sklearn split in NumPy, TensorBoard dropped",
+        changed="96x96 instead of 256x256, U-Net filters [8,16,32,64] for [16,32,48,64], epochs 3, NumPy split, no TensorBoard",
         fix="cache() after the deterministic numpy_function map (read and resize once)",
         codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline", "serial_map", "no_prefetch")),
     "hpa_protein": dict(
@@ -47,7 +47,7 @@ CORPUS = {
     "delft_text": dict(
         half="heldout", kind="sequence",
         source="https://github.com/kermitt2/delft/blob/1bbe58dfde416141d5d01e8e917465f9b4a9787f/delft/textClassification/data_generator.py",
-        changed="in-memory 50-d GloVe dict, GRU 16 units, maxlen 100, batch 64, epochs 3",
+        changed="in-memory 50-d GloVe dict, one BiGRU of 16 units for two of 64, maxlen 100, batch 64, epochs 3",
         fix="build each batch once and reuse it (the order never changes: on_epoch_end shuffles nothing)",
         codes=("compute_once",), tolerated=("python_in_pipeline", "pydataset_single_worker")),
     "fakenews_from_generator": dict(

@@ -12,7 +12,7 @@ Changed: data path (``$DOCTOR_SCRIPTS_DATA/brats_3d``: 48 train and 8 val genera
 channels instead of 128^3 crops); segmentation_models_3D is not installed: its DiceLoss(class_weights),
 CategoricalFocalLoss and IOUScore(threshold=0.5) become plain functions of the same formulas
 (``dice_loss_plus_1focal_loss``, ``iou_score``; the plain-function case); simple_unet_model shrunk to
-filters 4..32 on 32^3 inputs (16..256 on 128^3); epochs 100 -> 3; the matplotlib previews, the class
+4 levels of filters 4..32 on 32^3 inputs (5 levels, 16..256, on 128^3); epochs 100 -> 3; the matplotlib previews, the class
 weight survey (its DataFrame.append no longer exists in pandas 2+) and everything after the fit (saving,
 reloading, predictions and plots) left out. os.listdir's order is kept (images and masks pair by name).
 """

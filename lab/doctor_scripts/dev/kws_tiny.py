@@ -14,7 +14,8 @@ becomes ``load_split``, the same dicts of int16 audio and int64 label read from 
 tf.audio.decode_wav; no background-noise folder (its augmentation is off, as in the repository when
 _background_noise_ is absent); the flags are a Namespace with the repository's defaults (batch 100,
 window 30 ms, stride 20 ms, 10 MFCCs) except epochs 36 -> 3 and 10 labels instead of 12; the DS-CNN keeps
-its layers with 32 filters instead of 64 (DepthwiseConv2D's kernel_regularizer is depthwise_regularizer
+its layers with 32 filters instead of 64, AveragePooling2D (24, 5) where keras_model.py has (25, 5), the
+metric 'accuracy' for SparseCategoricalAccuracy() (DepthwiseConv2D's kernel_regularizer is depthwise_regularizer
 in Keras 3); the callbacks (a learning-rate schedule) kept, plotting left out.
 """
 # ruff: noqa: B006, B007  (the source's code, kept as written)

@@ -8,8 +8,8 @@ compile and fit calls with steps_per_epoch/validation_steps and the callbacks.
 
 Changed: data path (``$DOCTOR_SCRIPTS_DATA/polyp_unet``, 384x288 generated PNGs instead of CVC-612);
 sklearn's train_test_split replaced by the same seeded permutation in NumPy (sklearn is not installed);
-images resized to 96x96 instead of 256x256 and a smaller U-Net (filters 8..64 instead of 16..256,
-in model.py's conv_block/build_model shape) so it runs on 2 CPU cores; epochs 20 -> 3; the
+images resized to 96x96 instead of 256x256 and a smaller U-Net (model.py's conv_block/build_model with
+filters [8, 16, 32, 64] instead of [16, 32, 48, 64]) so it runs on 2 CPU cores; epochs 20 -> 3; the
 TensorBoard callback dropped (tensorboard is not installed);
 the ModelCheckpoint and CSVLogger callbacks write under a temporary folder, not files/
 (model.keras: Keras 3 saves no .h5 from ModelCheckpoint by default); ``iou``'s numpy_function output gets

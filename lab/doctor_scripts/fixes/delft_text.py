@@ -14,8 +14,9 @@ __data_generation (tokenise each text of the batch, then to_vector_single per te
 
 Changed: data path (``$DOCTOR_SCRIPTS_DATA/delft_text``: a generated 3,000-word, 50-d GloVe-format file
 and a 3,072-row CSV in the toxic-comment layout); Embeddings (LMDB or in-memory) is an in-memory dict read
-from the GloVe file (the in-memory branch); the 'gru' model shrunk (one bidirectional GRU of 16 units, as
-in the model's shape: GRU, then max and average pooling, dense, sigmoid over the 6 classes); maxlen 300 ->
+from the GloVe file (the in-memory branch); the 'gru' model (two bidirectional GRUs of 64 units
+with dropout between, max and average pooling, dense 32, sigmoid; RMSprop(clipvalue=1, clipnorm=1)) shrunk
+to one bidirectional GRU of 16 units, compiled with adam, with a dropout after the dense layer; maxlen 300 ->
 100, batch 256 -> 64, epochs 3; the train/validation split is a seeded 90/10 cut; the fit call (Keras 3:
 ``fit``; Keras 3's fit takes no workers/use_multiprocessing) follows train_model's fit of the training
 generator with the validation generator, written for this corpus rather than copied line by line.

@@ -16,8 +16,10 @@ Changed: data path (``$DOCTOR_SCRIPTS_DATA/hpa_protein``: 600 generated examples
 imgaug is not installed: its augmenter becomes a NumPy random horizontal flip (iaa.Fliplr, one of the
 OneOf branches); ``plot_img`` is False (constant.py's debug plotting off); sklearn's train_test_split ->
 the same seeded permutation in NumPy; input_dim 224 -> 64, batch_size 128 -> 16, epochs 30 -> 3;
-MyModel.fineTuneModel (a pretrained backbone in model.py) -> a small CNN trained from scratch (no weights
-download here); the checkpoint goes to a temporary folder; ``f1`` casts y_true to y_pred's dtype (Keras 2 did it
+MyModel.fineTuneModel (model.py: ResNet50 with imagenet weights, Flatten, Dense 64, Dense 28 sigmoid) -> a
+small CNN trained from scratch (no weights download here); ``f1`` lacks the source's first line
+``y_pred = K.round(y_pred)`` (an omission of this adaptation, seen after its truth was measured: one
+element-wise op); the checkpoint goes to a temporary folder; ``f1`` casts y_true to y_pred's dtype (Keras 2 did it
 before calling a metric, Keras 3 does not) and K.cast(..., 'float') says 'float32' (keras.ops).
 """
 
