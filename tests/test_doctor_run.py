@@ -325,3 +325,20 @@ def test_a_slow_source_is_not_a_stuck_one(monkeypatch):
         cli.bounded(stuck, 0.3, "the input of train.py:9")
     stop.set()
     assert not isinstance(e.value, cli.OverBudget) and "no batch arrived in time" in str(e.value)
+
+
+def test_a_train_on_batch_loop_names_the_function_preparing_its_batches(tmp_path):
+    path = write(tmp_path, '''
+model = make_model()
+for step in range(400):
+    xs, ys = zip(*(example(step * 8 + k) for k in range(8)))  # the batch prepared in Python, every step
+    model.train_on_batch(np.stack(xs), np.array(ys))
+print("loop ended")
+''')
+    code, report = doctor(tmp_path, path)
+    assert code == 0 and report["ended"] == "custom loop"
+    assert report["loop"] == line_of(path, "model.train_on_batch(")
+    assert 0 < report["input_wait_share"] < 1 and report["steps"] >= 10
+    if report["verdict"] == "input-bound":  # the profile of the waits names the user's function
+        assert {f["code"] for f in report["findings"]} == {"compute_once", "python_in_pipeline"}
+        assert all(f["where"].startswith("train.py:") and "features" in f["where"] for f in report["findings"]), report

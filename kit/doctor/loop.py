@@ -11,10 +11,11 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import tensorflow as tf
 
-from kit.doctor import rules
+from kit.doctor import python, rules
 from kit.doctor.run import place
 from kit.doctor.sources import is_library
 
@@ -35,8 +36,10 @@ class Loop:
     first: float = math.nan  # the very first batch (iterator start-up)
     epochs: int = 0
     t0: float = field(default_factory=time.perf_counter)
-    diagnosis: object = None
+    diagnosis: Any = None
     left_out: str = ""
+    profile: Any = None  # cProfile of the training thread between steps (a train_on_batch loop)
+    hot: Any = None  # python.Hot from that profile
 
     @property
     def wait_share(self) -> float:
@@ -64,8 +67,34 @@ class Loop:
                      f"(median of {len(self.starts)}), left out")
         return text
 
+    def findings(self) -> list:
+        """From the profile of the loop's input (a train_on_batch loop): the user's function that prepares
+        the batches, its Python as the cause and its work computed once, predicted from the input wait."""
+        hot = self.hot
+        if hot is None or not getattr(hot, "where", "") or self.verdict != "input-bound":
+            return []
+        from kit.doctor.findings import Finding  # noqa: PLC0415
+
+        gain = 1 / max(0.05, 1 - self.wait_share)
+        ops = python.ops_for(hot.text)
+        what = hot.where.split(" in ")[-1]
+        return [
+            Finding("compute_once", f"the loop waits {self.wait_share:.0%} of each step for {what} to prepare its "
+                    f"batch ({hot.share:.0%} of the wait profiled there)", gain,
+                    "predicted: batches prepared once (saved, or cached in memory) and read back, the wait gone: "
+                    "the loop's steps alone", status="predicted", gain_low=1 + (gain - 1) / 2, gain_high=gain,
+                    where=hot.where, fix="compute the batches' deterministic work once (np.save the features, read them "
+                    "back with np.load(mmap_mode='r')), or feed the loop from a tf.data pipeline that caches it"),
+            Finding("python_in_pipeline", f"{what} is Python on the training thread: the step waits while it runs",
+                    gain, "predicted: at most the whole wait, the work done in TensorFlow ops or in parallel",
+                    status="predicted", gain_low=1.0, gain_high=gain, where=hot.where,
+                    fix=(f"do it in TensorFlow ops: {ops}" if ops else "do it in TensorFlow ops (a tf.data map)")
+                    + ", in a tf.data pipeline with num_parallel_calls=tf.data.AUTOTUNE and prefetch")]
+
     def __str__(self) -> str:
         out = self.summary()
+        for f in self.findings():
+            out += f"\n  {f.code} at {f.where}: {f.expected_gain:,.2f}x predicted; fix: {f.fix}"
         if self.diagnosis is not None:
             out += f"\nits dataset, diagnosed without the model:\n{self.diagnosis}"
         elif self.left_out:
@@ -73,13 +102,14 @@ class Loop:
         return out
 
     def as_dict(self) -> dict:
-        d = {"loop": self.where, "input_wait_share": self.wait_share, "steps": len(self.waits),
+        d: dict[str, Any] = {"loop": self.where, "input_wait_share": self.wait_share, "steps": len(self.waits),
              "wait_ms_median": 1e3 * statistics.median(self.waits) if self.waits else None,
              "work_ms_median": 1e3 * statistics.median(self.work) if self.work else None,
              "first_batch_ms": 1e3 * self.first, "epoch_start_ms": [1e3 * s for s in self.starts],
              "summary": self.summary()}
         if self.diagnosis is not None:
-            d.update(self.diagnosis.as_dict())  # type: ignore[attr-defined]
+            d.update(self.diagnosis.as_dict())
+        d["findings"] = d.get("findings", []) + [f.row() | {"line": f.evidence} for f in self.findings()]
         d["verdict"] = self.verdict  # the loop's own measurement decides
         return d
 
@@ -161,6 +191,10 @@ class LoopHooks:
         if self.reported or not (long_enough or (ended and len(loop.waits) >= 2)):
             return
         self.reported, self.timing = True, False
+        if ds is None:  # a train_on_batch loop: its input is the user's Python, profiled between the steps
+            loop.hot = python.hot_from(loop.profile, sum(loop.waits) + (0 if math.isnan(loop.first) else loop.first))
+            self.on_loop(loop)
+            return
         left = max(1.0, self.max_seconds - (time.perf_counter() - loop.t0))
         try:
             from kit.doctor.cli import bounded  # noqa: PLC0415
@@ -174,9 +208,57 @@ class LoopHooks:
             loop.left_out = f"its dataset was not diagnosed: {describe_error(e)}"
         self.on_loop(loop)
 
+    def install_steps(self) -> LoopHooks:
+        """``keras.Model.train_on_batch`` replaced too: a loop that feeds it batches from its own Python (a
+        generator, a reader) has the time between one call's return and the next call timed as the input
+        wait, and profiled (``cProfile``, on the training thread, between steps only), which names the
+        user's function that prepares the batches."""
+        import cProfile  # noqa: PLC0415
+
+        import keras  # noqa: PLC0415
+
+        self._step_original = original = keras.Model.train_on_batch
+        hooks = self
+        state: dict = {"last": None, "profile": cProfile.Profile(), "n": 0}
+
+        def train_on_batch(model, *args, **kwargs):
+            t0 = time.perf_counter()
+            if hooks.reported or os.getpid() != hooks.pid or threading.current_thread() is not threading.main_thread():
+                return original(model, *args, **kwargs)
+            if hooks.loop is None:
+                hooks.loop = Loop(place(sys._getframe(1)))
+                hooks.loop.profile = state["profile"]
+            loop = hooks.loop
+            if state["last"] is not None:
+                state["profile"].disable()
+                gap = t0 - state["last"]
+                if state["n"] == 1:
+                    loop.first = gap
+                else:
+                    loop.waits.append(gap)
+            result = original(model, *args, **kwargs)
+            t1 = time.perf_counter()
+            state["n"] += 1
+            if state["n"] > 1:
+                loop.work.append(t1 - t0)
+            hooks.model = model
+            hooks.check(loop, None)
+            state["last"] = time.perf_counter()
+            if not hooks.reported:
+                state["profile"].enable()
+            return result
+
+        keras.Model.train_on_batch = train_on_batch
+        return self
+
     def remove(self) -> None:
         if self._original is not None:
             from tensorflow.python.data.ops import dataset_ops  # noqa: PLC0415
 
             dataset_ops.DatasetV2.__iter__ = self._original
             self._original = None
+        if getattr(self, "_step_original", None) is not None:
+            import keras  # noqa: PLC0415
+
+            keras.Model.train_on_batch = self._step_original
+            self._step_original = None

@@ -101,6 +101,19 @@ def hot_spot(source, *, seconds: float) -> Hot:
                min(1.0, reads / total), cpu / total)
 
 
+def hot_from(prof, total: float) -> Hot:
+    """``Hot`` from a profile already taken (``total``: the seconds it covered)."""
+    if prof is None or total <= 0:
+        return Hot()
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    mine = {k: v[3] for k, v in stats.items() if _user(k[0]) and not k[2].startswith("<")}
+    if not mine:
+        return Hot()
+    top = max(mine.values())
+    (filename, line, name), cum = min(((k, c) for k, c in mine.items() if c >= 0.5 * top), key=lambda kc: kc[1])
+    return Hot(f"{short(filename)}:{line} in {name}", min(1.0, cum / total), _body(filename, line))
+
+
 def _body(filename: str, line: int, most: int = 60) -> str:
     """The function's body (its def line left out: a name says little of what it does)."""
     first = linecache.getline(filename, line)

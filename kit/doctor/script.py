@@ -205,7 +205,7 @@ def main(argv=None) -> int:
     from kit.doctor.loop import LoopHooks  # noqa: PLC0415  (imports TensorFlow)
 
     hooks = Hooks(session.on_fit).install()
-    loops = LoopHooks(session.on_loop, max_seconds=a.max_seconds).install()
+    loops = LoopHooks(session.on_loop, max_seconds=a.max_seconds).install().install_steps()
     threading.Thread(target=session.watchdog, name="kit-doctor-watchdog", daemon=True).start()
     argv0 = sys.argv
     path0 = list(sys.path)
