@@ -182,12 +182,15 @@ def findings(source, m: Measured, fits: dict, *, hot: Hot, same: bool | None) ->
         status="predicted", gain_low=lo, gain_high=hi, where=where,
         fix=(f"do {where.split(' in ')[-1] if where else 'its work'} in TensorFlow ops: {ops}" if ops else
              "do its work in TensorFlow ops (a tf.data map)") + f"; or {fix_workers}")]
-    if same is False:
+    if same is False and fits and math.isfinite(headroom):
+        gain, lo, hi = predicted(m, 1.0, headroom)
         out.append(Finding(
-            "compute_once", f"two reads of the first batch differ: random work (augmentation) in the {what}",
-            math.nan, "not measured: compute the deterministic part once (decode, features), keep the random "
-            "part per epoch", status="unmeasured", where=where,
-            fix="compute the deterministic part once into a store or cache, and augment after it"))
+            "compute_once", f"two reads of the first batch differ: random work (augmentation) in the {what}, "
+            "beside work that may be the same every epoch (reading, decoding)", gain,
+            m.cap.explain("predicted: the deterministic part computed once, the random part each epoch: from "
+                          "nothing (the random part is the cost) to the whole headroom (it costs nothing)"),
+            status="predicted", gain_low=lo, gain_high=hi, where=where,
+            fix="compute the deterministic part once (decode into a store or np.save), and augment after it"))
     elif fits and math.isfinite(headroom):
         rounds = [c / f for c, f in zip(fits.get("ceiling_rounds") or [], fits.get("fit_rounds") or []) if f > 0]
         basis = ("measured: the model trained on batches computed once and replayed from memory, against the "

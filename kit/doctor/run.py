@@ -143,6 +143,10 @@ class Fit:
     def source(self) -> tuple[Any, str]:
         """A batch source the doctor can read several times, and a note on how it was made from ``x``."""
         x, steps = self.x, self.kwargs.get("steps_per_epoch")
+        if is_dataset(x) and type(x).__name__ == "_RepeatDataset" and int(getattr(x, "_count", 0)) == -1:
+            # fit(ds.repeat(), steps_per_epoch=N): one pass of what it repeats is an epoch, whose size the
+            # doctor needs (a cache's size, a shuffle buffer's share of it)
+            return x._input_dataset, "the dataset's trailing repeat() left out: the doctor reads one pass as an epoch"
         if is_dataset(x) or is_pydataset(x):
             return x, ""
         if inspect.isgenerator(x) or hasattr(x, "__next__"):
@@ -238,8 +242,9 @@ def diagnose_fit(call: Fit, *, max_seconds: float):
     return bounded(lambda: diagnose(source, call.model, max_seconds=max_seconds, name=name), max_seconds, name), note
 
 
-#: The least share of an epoch validation must take to be a finding.
-VALIDATION_SHARE = 0.1
+#: The least share of an epoch validation must take to be a finding: its input slow while training's
+#: is not, or whatever limits it.
+VALIDATION_SHARE, VALIDATION_MUCH = 0.1, 0.25
 
 
 def eval_rate(model, batch, *, seconds: float) -> float:
@@ -297,7 +302,10 @@ def validation(call: Fit, d, *, max_seconds: float) -> dict | None:
         out.update(seconds=t_val, share=share)
         line += (f"; its {steps} steps of {batch} take about {t_val:,.1f} s an epoch beside {t_train:,.1f} s of "
                  f"training, {share:.0%} of the epoch")
-        if share >= VALIDATION_SHARE:
+        training_waits = getattr(d, "verdict", "") == "input-bound"
+        # A finding where validation is a cause of its own: slow input while training's input is not what
+        # limits (else the training input's fixes serve it too), or so many steps that it is a quarter of the epoch.
+        if (share >= VALIDATION_SHARE and verdict == "input-bound" and not training_waits) or share >= VALIDATION_MUCH:
             if verdict == "input-bound":
                 better, how = steps * batch / evaluating, "its input as fast as the model evaluates"
             else:
