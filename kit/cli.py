@@ -17,7 +17,7 @@ from kit import store
 from kit.cases import registry
 from kit.errors import DataError
 from kit.store import StoreError
-from kit.util import non_negative_int
+from kit.util import OneLineParser, non_negative_int
 
 #: Modules that add subcommands: each has ``register(sub)`` where ``sub`` maps
 #: "root", "convert" and "bench" to argparse sub-parser collections.
@@ -32,18 +32,13 @@ PLUGINS = [
 ]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2 (argparse prints usage too)
-        self.exit(2, f"kit: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m kit", description="Find and remove the data-input bottleneck in TensorFlow/Keras training: sample data, "
+    parser = OneLineParser(prog="python -m kit", description="Find and remove the data-input bottleneck in TensorFlow/Keras training: sample data, "
                      "conversions, benchmarks, the pipeline doctor and the demo. Each command has its own --help.")
-    root = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    root = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     samples = root.add_parser("samples", help="write synthetic sample data")
-    ssub = samples.add_subparsers(dest="case", required=True, parser_class=_Parser)
+    ssub = samples.add_subparsers(dest="case", required=True, parser_class=OneLineParser)
     for case in registry.cases():  # every registered case, its maker's own options
         p = ssub.add_parser(case.name, help=case.description)
         p.add_argument("--out", required=True, type=Path, help="folder to write (created; the kit's own folder only)")
@@ -56,14 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=_samples, sample_case=case)
 
     convert = root.add_parser("convert", help="convert data into a fast format (atomic, resumable)")
-    csub = convert.add_subparsers(dest="case", required=True, parser_class=_Parser)
+    csub = convert.add_subparsers(dest="case", required=True, parser_class=OneLineParser)
 
     verify = root.add_parser("verify", help="re-read a converted store and check it against its manifest")
     verify.add_argument("folder", type=Path, help="a store folder written by python -m kit convert (or by a loader)")
     verify.set_defaults(func=_verify)
 
     bench = root.add_parser("bench", help="measure variants side by side")
-    bsub = bench.add_subparsers(dest="case", required=True, parser_class=_Parser)
+    bsub = bench.add_subparsers(dest="case", required=True, parser_class=OneLineParser)
 
     sub = {"root": root, "convert": csub, "bench": bsub}
     for name in PLUGINS:

@@ -129,3 +129,10 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """The kit's command-line parser: a usage error is one line, ``kit: error: ...``, exit 2."""
+
+    def error(self, message):  # one line, exit 2 (argparse prints usage too)
+        self.exit(2, f"kit: error: {message}\n")

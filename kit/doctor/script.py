@@ -22,7 +22,7 @@ import traceback
 from pathlib import Path
 
 from kit.doctor.run import Fit, Hooks, diagnose_fit, place, validation
-from kit.util import positive_float
+from kit.util import OneLineParser, positive_float
 
 #: Seconds the doctor waits, past its budget, for a script stopped in C code to end before it exits anyway.
 EXIT_GRACE_S = 5.0
@@ -38,9 +38,7 @@ class _End(BaseException):
 
 
 def parse(argv):
-    from kit.cli import _Parser  # noqa: PLC0415  (one-line errors, as every kit command)
-
-    p = _Parser(
+    p = OneLineParser(
         prog="python -m kit doctor run",
         description="Run your training script unchanged and diagnose its first model.fit (or time the "
                     "input waits of its custom loop). The doctor's flags come before SCRIPT; the rest is the script's.")
