@@ -11,7 +11,7 @@ import math
 import os
 import pstats
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -88,21 +88,18 @@ def hot_spot(source, *, seconds: float) -> Hot:
         if close is not None:
             close()
     total, cpu = time.perf_counter() - t0, time.thread_time() - c0
+    hot = hot_from(prof, total)
+    if not hot.where:
+        return hot
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
-    mine = {k: v[3] for k, v in stats.items() if _user(k[0]) and not k[2].startswith("<")}  # comprehensions: their function's
-    if not mine or total <= 0:
-        return Hot()
-    top = max(mine.values())
-    # The deepest of the user's functions holding at least half of what the outermost one holds.
-    (filename, line, name), cum = min(((k, c) for k, c in mine.items() if c >= 0.5 * top), key=lambda kc: kc[1])
     reads = sum(v[3] for k, v in stats.items()
                 if any(k[2] == fn and (place == "~" and k[0] == "~" or place in k[0]) for place, fn in READS))
-    return Hot(f"{short(filename)}:{line} in {name}", min(1.0, cum / total), _body(filename, line),
-               min(1.0, reads / total), cpu / total)
+    return replace(hot, reads=min(1.0, reads / total), cpu=cpu / total)
 
 
 def hot_from(prof, total: float) -> Hot:
-    """``Hot`` from a profile already taken (``total``: the seconds it covered)."""
+    """``Hot`` from a profile already taken (``total``: the seconds it covered): the deepest of the user's
+    functions holding at least half of what the outermost one holds (comprehensions count as their function's)."""
     if prof is None or total <= 0:
         return Hot()
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]

@@ -52,15 +52,6 @@ def place(frame) -> str:
     return f"{short(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else "?"
 
 
-def defined_at(obj) -> str:
-    """``train.py:57 in DataGenerator.__getitem__``: where a function or method is defined ('' if unknown)."""
-    fn = inspect.unwrap(getattr(obj, "__func__", obj))
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return ""
-    return f"{short(code.co_filename)}:{code.co_firstlineno} in {getattr(fn, '__qualname__', code.co_name)}"
-
-
 def remake(gen):
     """A function returning a fresh generator like ``gen`` (a generator object not yet started), from the
     function that made it and its arguments; a method's generator gets a shallow copy of its object, so
