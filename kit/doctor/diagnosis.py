@@ -346,15 +346,21 @@ def _settle(found: list[Finding]) -> list[Finding]:
     return out
 
 
+def _median(gain) -> float:
+    return gain.median if gain is not None else 0.0
+
+
 def _best(tried: list[Tried], source, copy, budget: Budget, batch_size: int):
     """The fixed pipeline: every fix that gained and every correctness fix, together, checked; the
     single best one where together they fail. Returns ``(dataset or None, rewrites, gain or None)``."""
-    keep = [t for t in tried if t.loader is not None
-            and (t.candidate.correctness or (t.loader.real and (t.fit is None or t.fit.real)))
+    # A correctness fix whose check passed is kept even where its cost was not timed (out of time): its
+    # reason is the data's order, not speed.
+    keep = [t for t in tried
+            if (t.candidate.correctness or (t.loader is not None and t.loader.real and (t.fit is None or t.fit.real)))
             and (t.check is not None and (t.check.same or (t.check.same is None and t.candidate.rewrite.keeps_elements)))]
     if not keep:
         return None, [], None
-    keep.sort(key=lambda t: (not t.candidate.correctness, -(t.fit or t.loader).median))  # type: ignore[union-attr]
+    keep.sort(key=lambda t: (not t.candidate.correctness, -_median(t.fit or t.loader)))
     rewrites = [t.candidate.rewrite for t in keep]
     random = any(t.candidate.random or t.candidate.correctness for t in keep)
     ordered = all(t.candidate.ordered for t in keep)
