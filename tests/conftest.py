@@ -129,15 +129,15 @@ def learnable(tmp_path_factory):
 def _rank(item):
     """Where a test starts in the run: the longest first, so that the pytest-xdist workers (make
     test) end together on short tests instead of one idling while another finishes a notebook.
-    Notebook 05's two runs with the browser, then the other notebooks (each run twice, the later
-    ones the longer), then the rest of the browser, then the other tests marked slow, then the rest.
+    Notebook 05's two runs with the browser, then the other notebooks (the later ones the longer),
+    then the rest of the browser, then the other tests marked slow, then the rest.
     (test_distribute.py starts first on one worker whatever its rank: its tests are one xdist group,
     the largest.)"""
     where = item.nodeid.split("/")[-1]
     if where.startswith("test_browser.py::test_notebook_05_twice"):
         return (0, [])
     if where.startswith("test_notebooks.py::test_runs_headless"):
-        return (0, [-ord(c) for c in item.name])  # 08 before 07 ... before 00
+        return (0, [-ord(c) for c in item.name.partition("[")[2]])  # 08 before 07 ... before 00
     if where.startswith("test_browser.py"):
         return (1, [])
     return (2 if item.get_closest_marker("slow") else 3, [])
