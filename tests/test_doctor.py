@@ -659,3 +659,52 @@ def test_an_interrupted_loader_measurement_ends_its_epoch_before_the_error_reach
     with pytest.raises(KeyboardInterrupt) as err:
         loader.measure_loader(Batches(), max_seconds=5.0)
     assert err.value.__traceback__ is not None and ended == [1]
+
+
+# --------------------------------------------------------------------------- host memory epoch over epoch
+
+
+def _keeping_pydataset(keep: bool):
+    """Four batches an epoch of 16 columns; where ``keep``, each batch also keeps 8 MB it never frees
+    (a list appended to in ``__getitem__``, as a cache written by hand grows)."""
+    import keras
+
+    class Keeping(keras.utils.PyDataset):
+        def __init__(self):
+            super().__init__()
+            self.kept: list = []
+
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            if keep:
+                self.kept.append(np.ones(1 << 21, np.float32))
+            return X[i * B:(i + 1) * B], Y[i * B:(i + 1) * B]
+
+    return Keeping()
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_memory_growing_epoch_over_epoch_is_found(keep):
+    source = _keeping_pydataset(keep)
+    d = doctor.diagnose(source, _model(), max_seconds=4)
+    assert ("memory_growth" in d.codes) == keep, str(d)
+    if keep:
+        row = d.lists()["findings"].set_index("code").loc["memory_growth"]
+        assert row["status"] == "measured" and row["kind"] == "memory" and "MB an epoch" in row["evidence"], str(d)
+        assert "memory_growth" in str(d) and "memory, not speed" in str(d)
+        # the line that allocates what is kept, traced (tracemalloc) on the loader alone
+        [line] = [n for n, text in enumerate(Path(__file__).read_text().splitlines(), 1) if text.strip().startswith("self.kept.append(")]
+        assert row["where"] == f"test_doctor.py:{line}" and "traced: the memory allocated at" in row["evidence"], str(d)
+
+
+def test_memory_growth_rule_reads_the_epoch_ends_after_the_first():
+    from kit.doctor import rules
+
+    assert rules.memory_growth({"rss_epoch_ends": [900, 1000, 1001, 1000, 1002]}) == []  # a cache filled once
+    assert rules.memory_growth({"rss_epoch_ends": [900, 1000, 1040, 1030, 1080]}) == []  # not at every end
+    assert rules.memory_growth({"rss_epoch_ends": [900, 1000, 1040]}) == []  # too few ends
+    [f] = rules.memory_growth({"rss_epoch_ends": [900, 1000, 1040, 1080, 1120]}, available=4000)
+    assert f.code == "memory_growth" and "rose 40 MB an epoch at each of 4" in f.evidence, f.evidence
+    assert "run out in about 100 epochs" in f.evidence, f.evidence

@@ -34,6 +34,8 @@ SPE = 16
 TRIAL_ROUNDS = 3
 #: Rounds of the fits added, at most, while the rounds' headrooms straddle a verdict threshold.
 MORE_ROUNDS = 2
+#: The share of the budget for naming the line whose memory grows (where memory grew).
+GROWTH_SHARE = 0.1
 #: The most of the budget spent counting an epoch whose length the graph does not say, or this many seconds.
 COUNT_SHARE, COUNT_MIN_S = 0.03, 0.25
 
@@ -139,6 +141,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     if copy is not None:
         found += _frozen(copy, batch, fits, graph, budget, max_seconds)
         found += rules.epoch_start_stall({**fits, "batch_size": batch_size})
+        found += _memory_growth(source, fits, budget, max_seconds)
         found += _per_step(model, batch, batch_size, fits, loader["loader_examples_per_s"], budget, max_seconds)
     where = places(source, graph) if graph is not None else {}
     hot = python.Hot()
@@ -217,6 +220,23 @@ def _frozen(copy, batch, fits, graph, budget: Budget, max_seconds: float) -> lis
     if seconds:
         rate, why = head_rate(copy, prefix, rest, batch, max_seconds=seconds, plain=bool(fits.get("plain")))
     return [rules.frozen_backbone(prefix, fits, head_rate=rate, why=why, augmented=_augmented(prefix, graph))]
+
+
+def _memory_growth(source, fits, budget: Budget, max_seconds: float) -> list[Finding]:
+    """``rules.memory_growth``; where the loader is the user's Python, the line whose allocations grew
+    named (``python.growing_line``: three epochs read under tracemalloc, in what the budget allows)."""
+    found = rules.memory_growth(fits)
+    per_epoch = fits.get("steps_per_epoch")
+    batches = len(source) if is_pydataset(source) else int(per_epoch) if per_epoch and math.isfinite(per_epoch) else 0
+    if not found or not python.is_python_source(source) or not batches:
+        return found
+    seconds = budget.take(GROWTH_SHARE * max_seconds, "naming the line whose memory grows", least=0.2)
+    line = python.growing_line(source, batches=batches, seconds=seconds) if seconds else None
+    if line is None:
+        return found
+    where, mb = line
+    return [replace(f, where=where, evidence=f"{f.evidence}; traced: the memory allocated at {where} and still held "
+                                             f"grew {mb:,.0f} MB an epoch") for f in found]
 
 
 def _per_step(model, batch, batch_size, fits, loader_rate, budget: Budget, max_seconds: float) -> list[Finding]:

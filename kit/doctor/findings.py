@@ -9,7 +9,7 @@ import pandas as pd
 
 #: code -> (what it means, its kind, the general fix and where the kit teaches it: "learn more").
 #: Kinds: ``symptom`` (what limits the step), ``correctness`` (the data the model sees is wrong),
-#: ``speed``, ``order`` (shuffle quality). A finding's ``fix`` is the change in the user's own code.
+#: ``speed``, ``order`` (shuffle quality), ``memory`` (the run's memory, not its speed). A finding's ``fix`` is the change in the user's own code.
 CODES = {
     "input_bound": (
         "the training step waits for input, or shares its CPU with the loader", "symptom",
@@ -107,6 +107,12 @@ CODES = {
         "A feature cache needs the backbone's input fixed: drop the augmentation (or augment the "
         "features after the backbone), then cache the backbone's output once (notebook 07).",
     ),
+    "memory_growth": (
+        "host memory growing epoch over epoch: a long run ends out of memory", "memory",
+        "Find what keeps each epoch's data: a list or dict appended to in a generator or __getitem__, "
+        "batches or tensors kept by a callback or a metric; tracemalloc's snapshots at two epochs' ends "
+        "(snapshot.compare_to) name the line. tf.data's .cache() grows in its first epoch only.",
+    ),
     "small_shuffle_buffer": (
         "an example shuffle buffer much smaller than the dataset", "order",
         "Shuffle file names or row ids (cheap) over the whole dataset before reading, or raise the "
@@ -167,7 +173,7 @@ class Finding:
 
     @property
     def kind(self) -> str:
-        """``symptom``, ``correctness``, ``speed`` or ``order``."""
+        """``symptom``, ``correctness``, ``speed``, ``order`` or ``memory``."""
         return CODES[self.code][1]
 
     @property
@@ -255,7 +261,7 @@ def rank(df: pd.DataFrame) -> pd.DataFrame:
     """Findings rows (``Finding.row``) in the order ``table`` gives them."""
     if len(df):
         order = {c: i for i, c in enumerate(CODES)}
-        kinds = {"symptom": 0, "correctness": 1, "speed": 2, "order": 3}
+        kinds = {"symptom": 0, "correctness": 1, "speed": 2, "order": 3, "memory": 3}
         lists = {"no gain": 4, "unmeasured": 5}
         df["_group"] = [lists.get(st, kinds[k] + (0.5 if k == "speed" and st == "predicted" else 0.0))
                         for k, st in zip(df["kind"], df["status"])]

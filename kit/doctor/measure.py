@@ -202,7 +202,8 @@ def _timed_fit(model, source, *, max_seconds: float, min_steps: int, trace: bool
     step_s = float(kept["step_s"].sum())
     return {"examples_per_s": float(kept["examples"].sum()) / step_s if step_s > 0 else math.nan,
             "input_share": float(kept["wait_s"].sum()) / step_s if step_s > 0 else math.nan,
-            "steps": steps, "examples": int(kept["examples"].sum()), "seconds": step_s}
+            "steps": steps, "examples": int(kept["examples"].sum()), "seconds": step_s,
+            "rss_epoch_ends": timer.rss_at_epoch_ends()}
 
 
 #: Steps a plain fit leaves out of its timing (tracing, buffers filling).
@@ -269,7 +270,9 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
         ``ceiling_examples_per_s``, ``fit_examples_per_s`` (pooled), ``ceiling_rounds``,
         ``fit_rounds``, ``input_share``, ``fit_steps``, ``model_cores`` (cores the step kept busy on
         replayed batches), ``extra_rounds``, ``headroom`` (the median of the rounds' ceiling over
-        real fit) and ``plain`` (whether the rates come from ``plain_fit``).
+        real fit), ``plain`` (whether the rates come from ``plain_fit``), and from the timed fits
+        ``epoch_start_waits``, ``steady_wait_s``, ``steps_per_epoch`` (``epoch_starts``) and
+        ``rss_epoch_ends`` (this process's resident memory at each epoch's end, MB).
     """
     ceiling_runs: list[dict] = []
     real_runs: list[dict] = []
@@ -307,7 +310,9 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
             "input_share": pooled_share(wrapped), "fit_steps": sum(len(r["steps"]) for r in wrapped),
             "model_cores": cpu / wall if wall > 0 else math.nan,
             "headroom": float(np.median(ratios)) if ratios else math.nan,
-            "epoch_start_waits": starts, "steady_wait_s": steady, "steps_per_epoch": per_epoch}
+            "epoch_start_waits": starts, "steady_wait_s": steady, "steps_per_epoch": per_epoch,
+            # the real fits' epoch ends in the order they ran (a leak in the source outlives each fit)
+            "rss_epoch_ends": [x for r in wrapped for x in r.get("rss_epoch_ends", [])]}
 
 
 def epoch_starts(runs) -> tuple[list[float], float, float]:

@@ -126,6 +126,48 @@ def _body(filename: str, line: int, most: int = 60) -> str:
     return "".join(lines)
 
 
+def growing_line(source, *, batches: int, seconds: float) -> tuple[str, float] | None:
+    """The user's line whose allocations, still held, grew most between reads of ``batches`` batches (an
+    epoch) on this thread, traced with ``tracemalloc`` over three such reads (the first, where caches fill,
+    left out): ``("train.py:31", MB per read)``, or None where nothing of the user's grew or time ran out."""
+    import tracemalloc
+
+    if batches < 1:
+        return None
+    deadline = time.perf_counter() + seconds
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start(16)
+    snapshots = []
+    try:
+        it = _batches(source)
+        for _ in range(3):
+            for _ in range(batches):
+                try:
+                    next(it)
+                except StopIteration:  # a generator's epoch ended: the next read starts a new one
+                    it = _batches(source)
+                    next(it)
+                if time.perf_counter() > deadline:
+                    return None
+            snapshots.append(tracemalloc.take_snapshot())
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    grew: dict[str, float] = {}
+    for stat in snapshots[-1].compare_to(snapshots[1], "traceback"):
+        if stat.size_diff <= 0:
+            continue
+        frame = next((f for f in reversed(stat.traceback) if _user(f.filename)), None)  # innermost first
+        if frame is not None:
+            key = f"{short(frame.filename)}:{frame.lineno}"
+            grew[key] = grew.get(key, 0.0) + stat.size_diff
+    if not grew:
+        return None
+    where, size = max(grew.items(), key=lambda kv: kv[1])
+    return where, size / 1e6 / (len(snapshots) - 2)
+
+
 def same_batches(source) -> bool | None:
     """Whether two reads give the same first batch (a PyDataset's item 0, or two fresh generators'
     first batches): deterministic work that can be computed once. None where it cannot be read twice."""

@@ -175,6 +175,8 @@ def _what(r) -> str:
         return "a correctness fix at no measured cost" if g < NOISE else f"a correctness fix, {_x(g)} faster too"
     if r.kind == "order":
         return "order quality, not speed"
+    if r.kind == "memory":
+        return "memory, not speed"
     if r.status == "unmeasured":
         return r.basis.removeprefix("not measured: ")
     if not math.isfinite(g):

@@ -436,3 +436,41 @@ def epoch_start_stall(fits: dict) -> list[Finding]:
         f"{len(starts)}) against {1e3 * steady:,.1f} ms for a steady step: {share:.0%} of a {epoch_s:,.1f} s epoch",
         gain, f"predicted: an epoch without its start's stall, {share:.0%} shorter", status="predicted",
         gain_low=1 + (gain - 1) / 2, gain_high=gain)]
+
+
+#: Host memory growth worth reporting: at least this many MB an epoch, over at least this many epoch ends
+#: after the first (caches and buffers fill in the first), each higher than the one before.
+GROWTH_MB = 16.0
+GROWTH_ENDS = 3
+
+
+def available_mb() -> float:
+    """The memory this machine has available now (MB; Linux's MemAvailable), NaN where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 1e3
+    except OSError:
+        pass
+    return math.nan
+
+
+def memory_growth(fits: dict, *, available: float | None = None) -> list[Finding]:
+    """This process's resident memory at the timed fits' epoch ends (``rss_epoch_ends``), the first left
+    out: a ``memory_growth`` finding where it rose at every end by ``GROWTH_MB`` an epoch or more, with
+    how many epochs until the memory available now runs out at that rate."""
+    ends = [float(x) for x in (fits.get("rss_epoch_ends") or [])][1:]
+    if len(ends) < GROWTH_ENDS:
+        return []
+    steps = np.diff(ends)
+    per_epoch = (ends[-1] - ends[0]) / (len(ends) - 1)
+    if not (per_epoch >= GROWTH_MB and (steps > 0).all()):
+        return []
+    left = available_mb() if available is None else available
+    runs_out = (f"; at this rate the {left:,.0f} MB available now run out in about {left / per_epoch:,.0f} epochs"
+                if math.isfinite(left) else "")
+    return [Finding(
+        "memory_growth", f"this process's memory rose {per_epoch:,.0f} MB an epoch at each of {len(ends)} epoch "
+        f"ends after the first, from {ends[0]:,.0f} to {ends[-1]:,.0f} MB{runs_out}", math.nan,
+        "measured: resident memory at the doctor's timed fits' epoch ends", status="measured")]

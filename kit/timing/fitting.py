@@ -17,6 +17,7 @@ import tensorflow as tf
 from kit.epochs import epoch_of
 from kit.epochs.datasets import iterator_checkpoint
 from kit.timing.batches import batch_size_of, iterate, known_length
+from kit.timing.rates import rss_mb
 from kit.util import check_int
 
 
@@ -38,6 +39,7 @@ class StepTimer(keras.callbacks.Callback):
         super().__init__()
         self._rows: list[dict] = []
         self._epoch_rows: list[dict] = []
+        self._rss: dict[int, float] = {}  # epoch -> this process's resident memory (MB) at its end
         self._epoch = 0
         self._epoch_t0: float | None = None
         self._t0 = 0.0
@@ -118,6 +120,7 @@ class StepTimer(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self._end_training_part()
+        self._rss[epoch] = rss_mb()
         if self._wrapped:
             close = getattr(self._it, "close", None)
             if close is not None:
@@ -157,7 +160,8 @@ class StepTimer(keras.callbacks.Callback):
     def epochs(self) -> pd.DataFrame:
         """One row per epoch: ``steps``, ``examples``, ``seconds`` (its training part, wall clock),
         ``steady_s`` (from its first step's end to its last's: set-up and tracing left out),
-        ``step_s``, ``wait_s``, ``input_share`` (``wait_s / step_s``), ``step_p50_ms``, ``hook_s``."""
+        ``step_s``, ``wait_s``, ``input_share`` (``wait_s / step_s``), ``step_p50_ms``, ``hook_s``,
+        ``rss_mb`` (this process's resident memory at the epoch's end: host memory growing epoch over epoch)."""
         out = self._frame().groupby("epoch").agg(
             steps=("steps", "sum"), step_s=("step_s", "sum"), wait_s=("wait_s", lambda s: s.sum(min_count=1)),
             step_p50_ms=("step_s", lambda s: 1e3 * s.median()),
@@ -167,12 +171,18 @@ class StepTimer(keras.callbacks.Callback):
         out["input_share"] = out["wait_s"] / out["step_s"]
         seconds = pd.DataFrame(self._epoch_rows, columns=["epoch", "seconds"]).drop_duplicates("epoch", keep="last")
         out = out.merge(seconds, on="epoch", how="left")
+        out["rss_mb"] = [self._rss.get(int(e), math.nan) for e in out["epoch"]]
         return out[["epoch", "steps", "examples", "seconds", "steady_s", "step_s", "wait_s", "input_share",
-                    "step_p50_ms", "hook_s"]]
+                    "step_p50_ms", "hook_s", "rss_mb"]]
+
+    def rss_at_epoch_ends(self) -> list[float]:
+        """This process's resident memory (MB) at the end of each epoch that ended, in order."""
+        return [self._rss[e] for e in sorted(self._rss)]
 
     def reset(self) -> None:
         self._rows.clear()
         self._epoch_rows.clear()
+        self._rss.clear()
 
 
 def fit(model, data, *, epochs: int = 1, steps_per_epoch: int | None = None, examples: int | None = None,
