@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -708,3 +709,23 @@ def test_memory_growth_rule_reads_the_epoch_ends_after_the_first():
     [f] = rules.memory_growth({"rss_epoch_ends": [900, 1000, 1040, 1080, 1120]}, available=4000)
     assert f.code == "memory_growth" and "rose 40 MB an epoch at each of 4" in f.evidence, f.evidence
     assert "run out in about 100 epochs" in f.evidence, f.evidence
+
+
+def test_processes_are_bounded_by_sending_the_batches_back():
+    """A PyDataset computing its batches: processes predicted from the free cores, and at most what
+    pickling each batch back allows (``Measured.transfer_s``, measured by ``python.transfer_seconds``)."""
+    from kit.doctor import python, rules
+    from kit.doctor.findings import Measured
+
+    source = _pydataset(1)
+    m = Measured(batch_size=32, loader_rate=3200.0, cores=4, cores_busy=1.0, parallel_gain=3.0,
+                 parallel_basis="", model_cores=0.5)  # a batch made in 10 ms; 2.5 cores free
+    [free] = rules.pydataset_workers(source, m)
+    [cheap] = rules.pydataset_workers(source, replace(m, transfer_s=0.001))
+    [dear] = rules.pydataset_workers(source, replace(m, transfer_s=0.02))
+    assert free.gain_high == pytest.approx(3.5) and cheap.gain_high == pytest.approx(3.5)  # 10x left: cores bind
+    assert dear.gain_high == pytest.approx(1.0) and "processes cannot help" in dear.basis, dear.basis
+    assert "10.0 ms to make and 20.00 ms to pickle and unpickle" in dear.basis, dear.basis
+    big = (np.zeros((32, 1 << 16), np.float32), Y[:32])
+    assert python.transfer_seconds(big) > python.transfer_seconds((X[:32], Y[:32])) > 0
+    assert np.isnan(python.transfer_seconds((lambda: 0,)))  # a lambda cannot be pickled

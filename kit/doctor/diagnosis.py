@@ -137,6 +137,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         rates["verdict_basis"] = rules.verdict_basis(fits)
     progress.step("the findings", verdict=verdict, summary=summary)
     m = _measured(batch_size, example_bytes, n_cores, load, loader, fits)
+    if is_pydataset(source):
+        m = replace(m, transfer_s=python.transfer_seconds(batch))
     rates["cores_available"] = m.free_cores() if fits else rules.cores_available(n_cores, m.cores_busy, load)
     if copy is not None:
         found += _frozen(copy, batch, fits, graph, budget, max_seconds)

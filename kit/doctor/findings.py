@@ -219,6 +219,7 @@ class Measured:
     python_cores: float = math.nan  # the cores the Python the graph calls kept busy, the loader alone
     python_threads: float = math.nan  # the pipeline's threads inside that Python at once, on average
     batching_rate: float = math.nan  # examples/s of the pipeline's batching alone on one example replayed
+    transfer_s: float = math.nan  # seconds to pickle and unpickle one batch: what processes pay to send it back
 
     @property
     def headroom(self) -> float:

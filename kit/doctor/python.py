@@ -168,6 +168,23 @@ def growing_line(source, *, batches: int, seconds: float) -> tuple[str, float] |
     return where, size / 1e6 / (len(snapshots) - 2)
 
 
+def transfer_seconds(batch, *, times: int = 5) -> float:
+    """Seconds to pickle and unpickle ``batch`` (the median of ``times``): what a PyDataset's worker
+    processes pay to send each batch back to the training process, beyond the copy through the pipe
+    (NaN where it cannot be pickled)."""
+    import pickle
+
+    spent = []
+    try:
+        for _ in range(times):
+            t0 = time.perf_counter()
+            pickle.loads(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
+            spent.append(time.perf_counter() - t0)
+    except Exception:  # noqa: BLE001  (what cannot be pickled cannot go to processes: said elsewhere)
+        return math.nan
+    return float(np.median(spent))
+
+
 def same_batches(source) -> bool | None:
     """Whether two reads give the same first batch (a PyDataset's item 0, or two fresh generators'
     first batches): deterministic work that can be computed once. None where it cannot be read twice."""

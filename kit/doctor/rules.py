@@ -222,6 +222,15 @@ def pydataset_workers(source, m: Measured) -> list[Finding]:
         low, high = 1.0, max(1.0, (m.cores_busy + free) / max(m.cores_busy, 1e-3))
         why = (f"the loader alone kept {m.cores_busy:.2f} cores busy computing; the model's step "
                f"keeps {m.model_cores or 0.0:.2f} of {m.cores}: more workers can use {free:.1f}")
+        batch_s = m.batch_size / m.loader_rate if m.loader_rate > 0 else math.nan
+        if math.isfinite(m.transfer_s) and m.transfer_s > 0 and math.isfinite(batch_s):
+            # Processes send each batch back pickled; the training process unpickles them one at a time.
+            sent = batch_s / m.transfer_s
+            high = max(1.0, min(high, sent))
+            why += (f"; a batch takes {1e3 * batch_s:,.1f} ms to make and {1e3 * m.transfer_s:,.2f} ms to pickle and "
+                    f"unpickle, so processes deliver at most {sent:,.1f}x")
+            if sent < NOISE:
+                why += ": sending the batches back costs what making them does, processes cannot help"
         fix = (f"super().__init__(workers={max(2, int(m.cores))}, use_multiprocessing=True) in your PyDataset "
                "(processes: __getitem__ computes in Python)")
     gain, lo, hi = predicted(m, low, high)
