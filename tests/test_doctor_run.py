@@ -342,3 +342,44 @@ print("loop ended")
     if report["verdict"] == "input-bound":  # the profile of the waits names the user's function
         assert {f["code"] for f in report["findings"]} == {"compute_once", "python_in_pipeline"}
         assert all(f["where"].startswith("train.py:") and "features" in f["where"] for f in report["findings"]), report
+
+
+TAPE = '''
+import tensorflow as tf
+model = make_model()
+optimizer = keras.optimizers.Adam(1e-3)
+loss_fn = keras.losses.BinaryCrossentropy()
+
+def batches(batch):  # the batch prepared in Python, every step
+    for step in range(400):
+        xs, ys = zip(*(example(step * batch + k) for k in range(batch)))
+        yield np.stack(xs), np.array(ys)
+
+{decorator}
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+for x, y in batches({batch}):
+    train_step(x, y)
+print("loop ended")
+'''
+
+
+@pytest.mark.parametrize("decorator", ["@tf.function", ""], ids=["tf.function", "eager"])
+def test_a_gradient_tape_loop_fed_by_a_generator_has_its_input_wait_timed(tmp_path, decorator):
+    """A custom loop of a GradientTape step, a tf.function or eager, fed from a Python generator: the
+    steps found by the optimizer they apply, the time between them the input wait, its function named."""
+    # an eager step costs more than a traced one (about 14 ms against 1 here): a larger batch to prepare
+    path = write(tmp_path, TAPE.format(decorator=decorator, batch=8 if decorator else 64))
+    code, report = doctor(tmp_path, path)
+    assert code == 0 and report["ended"] == "custom loop", report
+    where = "    train_step(x, y)" if decorator else "optimizer.apply_gradients("
+    assert report["loop"] == line_of(path, where), report
+    assert 0 < report["input_wait_share"] < 1 and report["steps"] >= 10, report
+    assert report["verdict"] == "input-bound", report  # 20 FFTs an example against a one-layer step
+    assert {f["code"] for f in report["findings"]} == {"compute_once", "python_in_pipeline"}, report
+    assert all(f["where"].startswith("train.py:") and "features" in f["where"] for f in report["findings"]), report

@@ -114,6 +114,24 @@ class Loop:
         return d
 
 
+def _user(filename: str) -> bool:
+    return not (filename.startswith("<") or is_library(filename) or os.path.abspath(filename).startswith(_KIT))
+
+
+def _user_caller(frame, depth: int = 4):
+    """The user's frame calling into a library within ``depth`` frames of ``frame`` (an optimizer's
+    ``apply_gradients`` calling its ``apply``), or None where a library's own code (Keras's fit) is the caller."""
+    for _ in range(depth):
+        if frame is None:
+            return None
+        if _user(frame.f_code.co_filename):
+            return frame
+        if "/trainers/" in frame.f_code.co_filename:
+            return None
+        frame = frame.f_back
+    return None
+
+
 class _Timed:
     """An iterator over a dataset that times each ``next`` for its ``Loop``."""
 
@@ -209,24 +227,29 @@ class LoopHooks:
         self.on_loop(loop)
 
     def install_steps(self) -> LoopHooks:
-        """``keras.Model.train_on_batch`` replaced too: a loop that feeds it batches from its own Python (a
-        generator, a reader) has the time between one call's return and the next call timed as the input
-        wait, and profiled (``cProfile``, on the training thread, between steps only), which names the
-        user's function that prepares the batches."""
+        """The training steps of a loop that feeds them batches from its own Python (a generator, a reader)
+        timed too: ``keras.Model.train_on_batch``; an optimizer's ``apply`` called eagerly (a
+        ``tf.GradientTape`` loop without ``tf.function``); a ``tf.function`` whose trace applied an
+        optimizer (a ``@tf.function`` train step), each called from the user's code. The time between one
+        step's return and the next step's call is the input wait, profiled (``cProfile``, on the training
+        thread, between steps only), which names the user's function that prepares the batches."""
         import cProfile  # noqa: PLC0415
 
         import keras  # noqa: PLC0415
+        from tensorflow.python.eager.polymorphic_function import polymorphic_function  # noqa: PLC0415
 
-        self._step_original = original = keras.Model.train_on_batch
         hooks = self
         state: dict = {"last": None, "profile": cProfile.Profile(), "n": 0}
+        steps: set = set()  # the tf.functions whose trace applied an optimizer: training steps
+        calling: list = []  # the tf.functions called from user code, being run (traced) now
 
-        def train_on_batch(model, *args, **kwargs):
-            t0 = time.perf_counter()
-            if hooks.reported or os.getpid() != hooks.pid or threading.current_thread() is not threading.main_thread():
-                return original(model, *args, **kwargs)
+        def ours() -> bool:
+            return not hooks.reported and os.getpid() == hooks.pid and threading.current_thread() is threading.main_thread()
+
+        def begin(frame, t0: float) -> Loop:
+            """A step of the loop at ``frame`` began at ``t0``: the time since the last one ended, its wait."""
             if hooks.loop is None:
-                hooks.loop = Loop(place(sys._getframe(1)))
+                hooks.loop = Loop(place(frame))
                 hooks.loop.profile = state["profile"]
             loop = hooks.loop
             if state["last"] is not None:
@@ -236,19 +259,76 @@ class LoopHooks:
                     loop.first = gap
                 else:
                     loop.waits.append(gap)
-            result = original(model, *args, **kwargs)
-            t1 = time.perf_counter()
+            return loop
+
+        def end(loop: Loop, t0: float) -> None:
             state["n"] += 1
             if state["n"] > 1:
-                loop.work.append(t1 - t0)
-            hooks.model = model
+                loop.work.append(time.perf_counter() - t0)
             hooks.check(loop, None)
             state["last"] = time.perf_counter()
+            state["tape"] = None
             if not hooks.reported:
                 state["profile"].enable()
+
+        def timed(call, frame, t0: float | None = None):
+            """``call()`` timed as (the end of) one training step of the loop at ``frame``, begun at ``t0``."""
+            t0 = time.perf_counter() if t0 is None else t0
+            loop = begin(frame, t0)
+            result = call()
+            end(loop, t0)
             return result
 
+        self._step_original = train_original = keras.Model.train_on_batch
+
+        def train_on_batch(model, *args, **kwargs):
+            if not ours():
+                return train_original(model, *args, **kwargs)
+            hooks.model = model
+            return timed(lambda: train_original(model, *args, **kwargs), sys._getframe(1))
+
+        self._apply_original = apply_original = keras.optimizers.Optimizer.apply
+
+        def apply(optimizer, *args, **kwargs):
+            if tf.inside_function():  # traced: the tf.function calling it is a training step
+                if calling:
+                    steps.add(id(calling[0]))
+                return apply_original(optimizer, *args, **kwargs)
+            frame = _user_caller(sys._getframe(1))
+            if frame is None or not ours() or state.get("kind", "apply") != "apply":
+                return apply_original(optimizer, *args, **kwargs)
+            state["kind"] = "apply"
+            return timed(lambda: apply_original(optimizer, *args, **kwargs), frame, state.get("tape"))
+
+        # An eager step begins where its tape does (the forward and backward passes are the step's work).
+        self._tape_original = tape_original = tf.GradientTape.__enter__
+
+        def __enter__(tape):
+            if (state.get("tape") is None and state.get("kind", "apply") == "apply" and not tf.inside_function()
+                    and ours() and _user(sys._getframe(1).f_code.co_filename)):
+                state["tape"] = time.perf_counter()
+                state["profile"].disable()
+            return tape_original(tape)
+
+        self._call_original = call_original = polymorphic_function.Function.__call__
+
+        def __call__(fn, *args, **kwargs):
+            caller = sys._getframe(1)
+            if tf.inside_function() or not _user(caller.f_code.co_filename) or not ours():
+                return call_original(fn, *args, **kwargs)
+            if id(fn) in steps and state.get("kind", "function") == "function":
+                state["kind"] = "function"
+                return timed(lambda: call_original(fn, *args, **kwargs), caller)
+            calling.append(fn)
+            try:
+                return call_original(fn, *args, **kwargs)
+            finally:
+                calling.pop()
+
         keras.Model.train_on_batch = train_on_batch
+        keras.optimizers.Optimizer.apply = apply
+        polymorphic_function.Function.__call__ = __call__
+        tf.GradientTape.__enter__ = __enter__
         return self
 
     def remove(self) -> None:
@@ -259,6 +339,10 @@ class LoopHooks:
             self._original = None
         if getattr(self, "_step_original", None) is not None:
             import keras  # noqa: PLC0415
+            from tensorflow.python.eager.polymorphic_function import polymorphic_function  # noqa: PLC0415
 
             keras.Model.train_on_batch = self._step_original
+            keras.optimizers.Optimizer.apply = self._apply_original
+            polymorphic_function.Function.__call__ = self._call_original
+            tf.GradientTape.__enter__ = self._tape_original
             self._step_original = None
