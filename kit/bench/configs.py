@@ -42,6 +42,10 @@ class SpectrogramConfig:
         generator_seconds: per-round time cap for the Python-bound variants.
         limit_seconds: how long each limit (``kit.bench.limits``) is read, before and after the rounds.
         workdir: where stores are built (the kit cache if None).
+        cold: each store evicted from the page cache before each timed round of the variants that
+            read it, and a ``disk_read`` limit read cold (``kit.bench.limits.Cold``); its rounds then
+            read ``num_batches`` batches, not sized by time, so that none reads past its epoch into
+            pages it brought in itself.
     """
 
     data: Path | None = option(None, "index CSV (default: generate 200 files x 100 frames, 20,000 frames)", type=Path)
@@ -65,10 +69,16 @@ class SpectrogramConfig:
     limit_seconds: float = option(0.3, "how long each of this machine's limits is read, before and after the "
                                        "rounds (default 0.3)", type=positive_float)
     workdir: Path | None = option(None, "where stores are built (kit cache)", type=Path)
+    cold: bool = option(False, "read the stores cold: each store's files evicted from the page cache before each "
+                               "timed round of its variants (rounds of --batches batches, not sized by time), and a "
+                               "disk_read limit read cold; where the files' file system keeps them in memory "
+                               "(tmpfs), the run says why it cannot", action="store_true")
 
     def __post_init__(self):
         optional_path(self, "data", "workdir")
         check_names(self, "variants", _variants("spectrogram"))
+        if not isinstance(self.cold, bool):
+            raise ValueError(f"cold must be True or False, got {self.cold!r}")
         optional_int("batch_size", self.batch_size)
         optional_int("epoch_examples", self.epoch_examples)
         check_int("rounds", self.rounds)

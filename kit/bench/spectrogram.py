@@ -8,7 +8,9 @@ is then measured in interleaved rounds sized by time (each at least ``round_seco
 ``"tfrecord_guide"`` (TensorFlow's guide) and ``"in_memory"`` (the in-RAM reference), each
 ratio with its rounds' spread. This machine's limits (``kit.bench.limits``) are read before
 and after the rounds, and each row is held against the one that binds it. Epoch times are
-projected to the user's 1,000,000 frames.
+projected to the user's 1,000,000 frames. With ``cold`` (``--cold``) each store is evicted from the
+page cache before each round of its variants, and a ``disk_read`` limit read cold binds them
+(``kit.bench.limits.Cold``; docs/measuring.md).
 
 ``run(SpectrogramConfig(...))`` returns a ``kit.bench.BenchResult``.
 """
@@ -25,7 +27,7 @@ import pandas as pd
 from kit import samples, timing
 from kit.bench import BenchResult, endless, print_table, ratio_cells
 from kit.bench.configs import SpectrogramConfig
-from kit.bench.limits import Limits, fraction_of_limit
+from kit.bench.limits import STAYED, Cold, Limits, fraction_of_limit
 from kit.cases import check_shards, registry
 from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
 from kit.spectrogram.peers import available as grain_available
@@ -203,8 +205,16 @@ def run(config: SpectrogramConfig, *, log=print) -> BenchResult:
     readers = [v for v in ("tfrecord", "tfrecord_guide", "grain") if v in warmed]
     files, what = (index.files, "data's .npy files") if not readers else (
         check_shards(*convert(index, STORED[readers[0]], workdir=workdir, progress=False)), f"{readers[0]} store's shards")
+    # --cold: each store (the kit's files, never the user's data) evicted before its variants' rounds,
+    # and the disk read of the store the page-cache read reads (else the memmap store's file).
+    cold = cold_files = None
+    if c.cold:
+        cold = Cold({v: check_shards(*convert(index, STORED[v], workdir=workdir, progress=False)) for v in warmed})
+        first = next((v for v in (*readers, "memmap") if v in cold.stores), None)
+        cold_files = (cold.stores[first], f"{first} store's {'shards' if first != 'memmap' else 'file'}") if first else None
+        log(f"cold: {', '.join(cold.variants)} read cold" if not cold.why_not else f"cold: not measured: {cold.why_not}")
     limits = Limits((np.zeros((batch_size, h, w, 1), np.float32), np.zeros(batch_size, np.int64)), files, what=what,
-                    seconds=c.limit_seconds)
+                    seconds=c.limit_seconds, cold=cold, cold_files=cold_files)
     limits.read()
     slow = {"generator": c.generator_seconds, "pydataset": c.generator_seconds,
             "numpy_function": c.generator_seconds}
@@ -217,8 +227,12 @@ def run(config: SpectrogramConfig, *, log=print) -> BenchResult:
     # chained through the anchor's, each measured in paired rounds.
     later = [v for v in loaders if v in AFTER]
     groups = [[v for v in loaders if v not in AFTER], later + ([ANCHOR] if later and ANCHOR in loaders else [])]
-    parts = [timing.compare({v: endless(loaders[v]) for v in group}, baselines=[b for b in baselines if b in group],
-                            num_batches=num_batches, warmup=warmup, rounds=c.rounds, min_seconds=c.round_seconds,
+    # Read cold, a round reads --batches batches, not on by time past its epoch into pages it brought in.
+    read_cold = cold.variants if cold else []
+    least = {v: c.round_seconds for v in loaders if v not in read_cold} if read_cold else c.round_seconds
+    parts = [timing.compare({v: cold.source(v, endless(loaders[v])) if cold else endless(loaders[v]) for v in group},
+                            baselines=[b for b in baselines if b in group],
+                            num_batches=num_batches, warmup=warmup, rounds=c.rounds, min_seconds=least,
                             ratio="median", max_seconds={k: v for k, v in slow.items() if k in group}, epoch_examples=(epoch_examples,))
              for group in groups if group]
     df = joined(parts, baselines).set_index("variant").loc[list(loaders)].reset_index()
@@ -239,9 +253,14 @@ def run(config: SpectrogramConfig, *, log=print) -> BenchResult:
         per_frame = read_bytes_per_frame(index, v, warmed)
         if per_frame and "page_cache_read" in limits.reads:
             allowed["page_cache_read"] = limits.rate("page_cache_read") / per_frame
+        if v in read_cold and "disk_read" in limits.reads:  # read cold, a store's bytes per frame come from the disk
+            allowed["disk_read"] = limits.rate("disk_read") / (warmed[v] / len(index))
         bound.append(fraction_of_limit(rate, allowed))
     df["limit"], df["limit_examples_per_s"], df["fraction_of_limit"] = zip(*bound)
     info = {"batch_size": int(batch_size), "epoch_examples": int(epoch_examples), "limits": limits.to_json()}
+    if cold is not None:
+        df["read_cold"] = [v in read_cold for v in df["variant"]]
+        info["cold"] = cold.to_json()
     return BenchResult("spectrogram", df, config, info)
 
 
@@ -259,19 +278,36 @@ def show(res) -> None:
     table["batches"] = [f"{b} of {announced}" if b < announced else f"{b}" for b in df["batches"]]
     print()
     print_table(table, ["variant", "examples_per_s", *[f"x_{b}" for b in baselines], "limit", "fraction_of_limit",
-                        label, "latency_p50_ms", "examples", "batches"])
+                        "read_cold", label, "latency_p50_ms", "examples", "batches"])
     for line in straddles:
         print(line)
+    cold = res.info.get("cold")
+    if cold is not None:
+        if cold["why_not"]:
+            print(f"cold: not measured, every row read warm: {cold['why_not']}")
+        else:
+            print(f"cold (read_cold): {', '.join(cold['variants'])}: the store evicted from the page cache before "
+                  f"each round, which reads --batches batches; the other rows read warm")
+            for v, left in cold["left_cached"].items():
+                if left is not None and left > STAYED:
+                    print(f"  {v}: an eviction left {left:.0%} of its store cached: its rate is partly warm")
     limits = res.info.get("limits", {})
     if limits:
         print("\nlimits, measured in this run (the faster of the reads before and after the rounds):")
         for name, lim in limits.items():
+            if lim["rate"] is None:
+                print(f"  {name:<22} {'not measured':<32} {lim.get('why_not')}")
+                continue
             rate = (f"{lim['rate'] / 1e9:,.2f} GB/s" if lim["unit"] == "bytes/s"
                     else f"{lim['rate']:,.0f} batches/s ({lim['rate'] * int(df['batch_size'].iloc[0]):,.0f} frames/s)")
             print(f"  {name:<22} {rate:<32} {lim['how']}")
+            if lim.get("note"):
+                print(f"  {'':<22} {'':<32} note: {lim['note']}")
         print("fraction_of_limit: each rate over the lowest of the limits that bind its loader (column 'limit', "
               "in frames/s: the copy of each float32 frame, tf.data's batches for a tf.data loader, the page-cache "
-              "read of the bytes it reads a frame for a loader that reads its files)")
+              "read of the bytes it reads a frame for a loader that reads its files"
+              + ("; run cold, the disk read of its store's bytes per frame for a row read cold)"
+                 if "disk_read" in limits and limits["disk_read"]["rate"] is not None else ")"))
     short = df[df["batches"] < announced]
     print(f"\nbasis: each rate is the examples read over the seconds timed, summed over {c.rounds} interleaved "
           f"rounds of at least {c.round_seconds:g} s and {announced // c.rounds} batches of "
