@@ -14,7 +14,8 @@ from lab.doctor_scripts import data as data_mod
 
 HERE = Path(__file__).resolve().parent.parent / "lab" / "doctor_scripts"
 FILES = sorted([*HERE.glob("dev/*.py"), *HERE.glob("heldout/*.py"), *HERE.glob("users/*.py"),
-                *HERE.glob("fixes/*.py")])
+                *HERE.glob("heldout2/*.py"), *HERE.glob("fixes/*.py")])
+HELDOUT2 = sorted(n for n, e in CORPUS.items() if e["half"] == "heldout2")
 
 
 def test_every_entry_has_its_script_a_source_and_known_codes():
@@ -35,7 +36,33 @@ def test_halves_are_large_enough_and_disjoint():
     held = [n for n, e in CORPUS.items() if e["half"] == "heldout"]
     assert len(dev) >= 5 and len(held) >= 5
     repos = {e["source"].split("/blob/")[0] for e in CORPUS.values() if e["half"] != "users"}
-    assert len(repos) == len(dev) + len(held)
+    assert len(repos) == sum(e["half"] != "users" for e in CORPUS.values())  # one repository per script
+
+
+def test_heldout2_is_a_fresh_half_of_five_new_repositories():
+    assert len(HELDOUT2) == 5
+    earlier = {e["source"].split("/blob/")[0] for e in CORPUS.values() if e["half"] != "heldout2"}
+    for name in HELDOUT2:
+        e = CORPUS[name]
+        repo = e["source"].split("/blob/")[0]
+        assert repo not in earlier, name
+        assert (HERE / "heldout2" / f"{name}.py").exists(), name
+        assert repo.split("github.com/")[1] in (ast.get_docstring(ast.parse((HERE / "heldout2" / f"{name}.py")
+                                                                          .read_text())) or ""), name
+
+
+@pytest.mark.parametrize("name", HELDOUT2)
+def test_heldout2_data_is_made_and_imports_resolve(name, tmp_path):
+    import importlib.util
+
+    out = data_mod.make(name, tmp_path)
+    assert (out / data_mod.MARK).exists() and len([p for p in out.rglob("*") if p.is_file()]) > 1
+    for path in (p for p in (HERE / "heldout2" / f"{name}.py", HERE / "fixes" / f"{name}.py") if p.exists()):
+        tree = ast.parse(path.read_text())
+        mods = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        mods |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        for mod in mods:
+            assert importlib.util.find_spec(mod.split(".")[0]) is not None, (path.name, mod)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")

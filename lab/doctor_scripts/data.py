@@ -249,9 +249,108 @@ def segmentation_user(d: Path, rng) -> None:
             _png(d / f"{split}_labels" / f"f{i:03d}_L.png", colors[lab])
 
 
+# --------------------------------------------------------------------------- the heldout2 half
+
+
+def lstm_timeseries(d: Path, rng) -> None:
+    # jaungiers' data/sp500.csv layout: Date, Open, High, Low, Close, Volume (daily rows, a random walk here).
+    (d / "data").mkdir()
+    n = 6000
+    close = 1000 * np.exp(np.cumsum(rng.normal(0.0003, 0.01, n)))
+    openp = close * (1 + rng.normal(0, 0.003, n))
+    high = np.maximum(openp, close) * (1 + np.abs(rng.normal(0, 0.004, n)))
+    low = np.minimum(openp, close) * (1 - np.abs(rng.normal(0, 0.004, n)))
+    volume = rng.integers(1_000_000, 5_000_000, n)
+    days = np.datetime64("2000-01-03") + np.arange(n)
+    _csv(d / "data" / "sp500.csv", ["Date", "Open", "High", "Low", "Close", "Volume"],
+         ([str(days[i]), f"{openp[i]:.2f}", f"{high[i]:.2f}", f"{low[i]:.2f}", f"{close[i]:.2f}", int(volume[i])]
+          for i in range(n)))
+
+
+def sigmoid_classifier(d: Path, rng) -> None:
+    # inzapp/sigmoid-classifier's layout: train/<class>/*.jpg|png and validation/<class>/*.png, grayscale
+    # (256x256 here, read at the model's 64x64); a class is a bright bar at its own angle.
+    for split, n in (("train", 240), ("validation", 60)):
+        for k, cls in enumerate(("bolt", "nut", "washer")):
+            (d / split / cls).mkdir(parents=True)
+            for i in range(n):
+                img = rng.integers(0, 80, (256, 256), dtype=np.uint8)
+                img[(40 + 60 * k):(80 + 60 * k), 30:226] = 230
+                _png(d / split / cls / f"{cls}_{i:04d}.png", np.rot90(img, rng.integers(0, 4)).copy())
+
+
+CML_COLUMNS = ["Dia Disp", "Ambient", "Ref Temp on Bed", "Spindle Rear", "Coolantwall", "Transfomerbed",
+               "Spindle Front", "Time"]
+
+
+def cml_thermal(d: Path, rng) -> None:
+    # continuous-deploy/CML_thermal's data/ folder: one CSV per thermal test (TM<n>), 8 columns (the target,
+    # Dia Disp, first); the temperatures drift with time and the displacement follows them.
+    (d / "data").mkdir()
+    for f in range(1, 4):
+        n = 8000
+        t = np.arange(n) * 10.0
+        temps = 20 + np.cumsum(rng.normal(0, 0.05, (n, 6)), axis=0) + np.linspace(0, 8, n)[:, None]
+        disp = temps @ rng.uniform(0.5, 2.0, 6) - 60 + rng.normal(0, 0.5, n)
+        rows = np.column_stack([disp, temps, t])
+        _csv(d / "data" / f"TM{f}.csv", CML_COLUMNS, ([f"{v:.4f}" for v in row] for row in rows))
+
+
+COFFEE_LABELS = ["normal", "ardido", "brocado", "marinheiro", "preto", "quebrado", "verde"]
+
+
+def coffee_classification(d: Path, rng) -> None:
+    # wbmagalhaes/coffee-classification's records: tf.train.Example with 'image' (64x64x3 uint8 bytes) and
+    # 'label' (int64), written as create_tfrecords.py writes them (TFRecordWriter over serialized examples).
+    import tensorflow as tf
+
+    def example(img, label):
+        return tf.train.Example(features=tf.train.Features(feature={
+            "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[img.tobytes()])),
+            "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))})).SerializeToString()
+
+    yy, xx = np.mgrid[0:64, 0:64]
+    for split, n in (("train", 4200), ("valid", 700)):
+        tmp = d / f"{split}.tfrecord.tmp"
+        with tf.io.TFRecordWriter(str(tmp)) as w:
+            for _ in range(n):
+                label = int(rng.integers(0, len(COFFEE_LABELS)))
+                bean = ((yy - 32) / rng.uniform(14, 20)) ** 2 + ((xx - 32) / rng.uniform(10, 16)) ** 2 < 1
+                img = rng.integers(0, 40, (64, 64, 3)).astype(np.uint8)
+                img[bean] = np.clip(np.array([60 + 25 * label, 120, 200 - 20 * label]) + rng.integers(-20, 20, 3),
+                                    0, 255).astype(np.uint8)
+                w.write(example(img, label))
+        os.replace(tmp, d / f"{split}.tfrecord")
+
+
+def age_estimation(d: Path, rng) -> None:
+    # APPA-REAL's layout as yu4u/age-gender-estimation reads it: train/ and valid/ with <file_name>_face.jpg
+    # (256x256 colour JPEG faces here) and gt_avg_train.csv / gt_avg_valid.csv (file_name, num_ratings,
+    # apparent_age_avg, apparent_age_std, real_age); the face's brightness follows its age.
+    from PIL import Image
+
+    yy, xx = np.mgrid[0:256, 0:256]
+    face = ((yy - 128) / 100.0) ** 2 + ((xx - 128) / 75.0) ** 2 < 1
+    for split, n in (("train", 640), ("valid", 128)):
+        (d / split).mkdir()
+        rows = []
+        for i in range(n):
+            age = float(rng.uniform(1, 90))
+            img = rng.integers(0, 60, (256, 256, 3)).astype(np.uint8)
+            img[face] = np.clip(np.array([200, 170, 150]) - age + rng.integers(-15, 15, 3), 0, 255).astype(np.uint8)
+            name = f"{i:06d}.jpg"
+            tmp = d / split / f".{name}_face.tmp.jpg"
+            Image.fromarray(img).save(tmp, quality=90)
+            os.replace(tmp, d / split / f"{name}_face.jpg")
+            rows.append([name, 40, f"{age:.3f}", "5.0", int(age)])
+        _csv(d / f"gt_avg_{split}.csv", ["file_name", "num_ratings", "apparent_age_avg", "apparent_age_std",
+                                         "real_age"], rows)
+
+
 MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, kws_streaming, delft_text,
                                   fakenews_from_generator, audio_tagging, keras_segmentation, protein_kaggle,
-                                  spectrogram_user, segmentation_user)}
+                                  spectrogram_user, segmentation_user, lstm_timeseries, sigmoid_classifier,
+                                  cml_thermal, coffee_classification, age_estimation)}
 
 
 def make(name: str, folder: str | os.PathLike = DEFAULT) -> Path:

@@ -15,11 +15,12 @@ pass left out) and the median interval between calls. Per script, medians over t
 * ``headroom`` = the original's step time / the ceiling's step time; the verdict: >= 1.3 input-bound,
   < 1.1 compute-bound, else balanced (lab/doctor_truth.py's thresholds).
 
-    python -m lab.doctor_scripts.truth [--half dev|heldout|users|all] [--only NAME ...] [--rounds 3]
+    python -m lab.doctor_scripts.truth [--half dev|heldout|users|heldout2|all] [--only NAME ...] [--rounds 3]
         [--timeout 300] [--data FOLDER] [--out lab/results/doctor_scripts_truth.json]
 
 Writes the JSON (rows by name, merged into an existing file so halves can be measured apart) and a
-Markdown table beside it (.md). The machine may be shared: the load average is recorded.
+Markdown table beside it (.md). The heldout2 half's default --out is a file of its own,
+lab/results/doctor_scripts_truth_heldout2.json (and .md). The machine may be shared: the load average is recorded.
 """
 
 from __future__ import annotations
@@ -51,14 +52,27 @@ def parse(argv=None):
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds each subprocess may run")
     p.add_argument("--data", default=data_mod.DEFAULT)
-    p.add_argument("--out", default=str(ROOT / "lab" / "results" / "doctor_scripts_truth.json"))
+    p.add_argument("--out", default=None, help="default: lab/results/doctor_scripts_truth.json, or "
+                   "doctor_scripts_truth_heldout2.json for --half heldout2 (that half's truth kept apart)")
     a = p.parse_args(argv)
     if a.rounds < 1 or a.timeout <= 0:
         p.error("--rounds must be >= 1 and --timeout > 0")
     bad = [n for n in a.only or [] if n not in CORPUS]
     if bad:
         p.error(f"--only: unknown script(s) {', '.join(bad)}; known: {', '.join(CORPUS)}")
+    halves = {CORPUS[n]["half"] for n in a.only} if a.only else {a.half}
+    a.out = a.out or str(default_truth(halves.pop() if len(halves) == 1 else a.half))
     return a
+
+
+#: halves whose truth is written to a file of their own (measured before any doctor run, kept apart from the
+#: shared file the other halves merge into)
+SEPARATE = ("heldout2",)
+
+
+def default_truth(half: str) -> Path:
+    name = f"doctor_scripts_truth_{half}.json" if half in SEPARATE else "doctor_scripts_truth.json"
+    return ROOT / "lab" / "results" / name
 
 
 def script_path(name: str) -> Path:
