@@ -695,9 +695,17 @@ def test_memory_growing_epoch_over_epoch_is_found(keep):
         row = d.lists()["findings"].set_index("code").loc["memory_growth"]
         assert row["status"] == "measured" and row["kind"] == "memory" and "MB an epoch" in row["evidence"], str(d)
         assert "memory_growth" in str(d) and "memory, not speed" in str(d)
-        # the line that allocates what is kept, traced (tracemalloc) on the loader alone
+        # the line that allocates what is kept, traced (tracemalloc) on the loader alone; under make test's load
+        # the budget may have left no time for it, which the report then says
         [line] = [n for n, text in enumerate(Path(__file__).read_text().splitlines(), 1) if text.strip().startswith("self.kept.append(")]
-        assert row["where"] == f"test_doctor.py:{line}" and "traced: the memory allocated at" in row["evidence"], str(d)
+        if "naming the line whose memory grows" not in d.skipped:
+            assert row["where"] == f"test_doctor.py:{line}" and "traced: the memory allocated at" in row["evidence"], str(d)
+        from kit.doctor import python
+
+        where, mb = python.growing_line(_keeping_pydataset(True), batches=4, seconds=60)
+        assert where == f"test_doctor.py:{line}" and mb == pytest.approx(32, rel=0.1)  # 4 batches of 8 MB an epoch
+        steady = python.growing_line(_keeping_pydataset(False), batches=4, seconds=60)
+        assert steady is None or steady[1] < 1, steady
 
 
 def test_memory_growth_rule_reads_the_epoch_ends_after_the_first():
