@@ -24,10 +24,11 @@ from kit.doctor.sources import (
     describe_error,
     first_batch,
     is_dataset,
+    is_pydataset,
     shapes,
 )
 from kit.timing.batches import batch_size_of
-from kit.timing.rates import add_ratios
+from kit.timing.rates import add_ratios, rss_mb
 
 
 def clone(model, batch=None):
@@ -211,25 +212,46 @@ PLAIN_SKIP = 2
 
 
 def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: int = 3) -> dict:
-    """Trains ``model`` on a ``tf.data`` source as Keras would (``source.repeat()``), until ``max_seconds``
-    and ``min_steps`` steps beyond the first ``PLAIN_SKIP``: examples/s from the steps' ends, each
-    ``batch_size`` examples. Unlike ``timed_fit``, no pull through Python per step, which would
-    flatten the difference between fast pipelines."""
+    """Trains ``model`` on ``source`` as Keras reads it (a ``tf.data`` source repeated, a PyDataset epoch
+    after epoch, a function's generators one after another) until ``max_seconds`` and ``min_steps``
+    steps beyond the first ``PLAIN_SKIP``: examples/s from the steps' ends, each ``batch_size``
+    examples. Unlike ``timed_fit``, no pull through Python per step: Keras overlaps reading a batch
+    with the step before it (a PyDataset's, a generator's too, even on one worker), which a pull per
+    step would serialise, and it would flatten the difference between fast pipelines."""
     ends: list[float] = []
+    rss: list[float] = []
 
     class Ends(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
             ends.append(time.perf_counter())
 
+        def on_epoch_end(self, epoch, logs=None):
+            rss.append(rss_mb())
+
     PROGRESS.start("the training fit")
     deadline = deadline_callback(max_seconds, min_steps + PLAIN_SKIP)
-    _fit(model, source.repeat(), steps_per_epoch=10**9, epochs=1, callbacks=[Ends(), deadline])
+    if is_dataset(source):
+        _fit(model, source.repeat(), steps_per_epoch=10**9, epochs=1, callbacks=[Ends(), deadline])
+    elif is_pydataset(source):
+        _fit(model, source, epochs=10_000, callbacks=[Ends(), deadline])
+    else:  # a function returning a fresh generator: one fit per generator, until the deadline stops one
+        while True:
+            before = len(ends)
+            _fit(model, _generator(source()), steps_per_epoch=10**9, epochs=1, callbacks=[Ends(), deadline])
+            if len(ends) == before or (deadline.t0 is not None and deadline.steps >= min_steps + PLAIN_SKIP
+                                       and time.perf_counter() - deadline.t0 >= max_seconds):
+                break
     gc.collect()  # the stopped fit's iterator and its threads freed now (see _timed_fit)
     kept = ends[PLAIN_SKIP - 1:] if len(ends) > PLAIN_SKIP else ends
     seconds = kept[-1] - kept[0] if len(kept) > 1 else math.nan
     examples = batch_size * (len(kept) - 1)
     return {"examples_per_s": examples / seconds if seconds > 0 else math.nan, "examples": examples,
-            "seconds": seconds}
+            "seconds": seconds, "rss_epoch_ends": rss if not is_dataset(source) else []}  # a repeat has no epochs
+
+
+def _generator(batches):
+    """``batches`` (any iterator: an ``islice`` of the user's generator) as a generator, which Keras takes."""
+    yield from batches
 
 
 def replay(batch, n: int = 64) -> list:
@@ -245,11 +267,12 @@ def pooled(runs) -> float:
 
 
 def fit_once(copy, source, *, batch_size: int, max_seconds: float) -> dict:
-    """One fit of ``copy`` on ``source``: ``plain_fit`` on a ``tf.data`` source (as Keras reads it),
-    ``timed_fit`` on any other (a PyDataset, a generator, a list of batches)."""
-    if is_dataset(source):
-        return plain_fit(copy, source, batch_size=batch_size, max_seconds=max_seconds)
-    return timed_fit(copy, source, max_seconds=max_seconds)
+    """One fit of ``copy`` on ``source``: ``plain_fit`` on what Keras reads itself (a ``tf.data`` source, a
+    PyDataset, a function returning a generator), ``timed_fit`` on a list of batches."""
+    if isinstance(source, list):
+        return timed_fit(copy, source, max_seconds=max_seconds)
+    return plain_fit(copy, source, batch_size=batch_size or first_batch(source, "the source")[1],
+                     max_seconds=max_seconds)
 
 
 def pooled_share(runs) -> float:
@@ -263,8 +286,9 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
                  thresholds: tuple = ()) -> dict:
     """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved,
     each run ``max_seconds / (2 * rounds)``; up to ``more`` rounds more while the rounds' headrooms
-    straddle one of ``thresholds``. A ``tf.data`` source is fitted with ``plain_fit``, plus one
-    ``timed_fit`` for the input-wait share; other sources with ``timed_fit``.
+    straddle one of ``thresholds``. A source Keras reads itself (tf.data, a PyDataset, a function
+    returning a generator) is fitted with ``plain_fit``, as Keras reads it, plus one ``timed_fit`` for
+    the input-wait share, the epochs' starts and memory; a list of batches with ``timed_fit``.
 
     Returns:
         ``ceiling_examples_per_s``, ``fit_examples_per_s`` (pooled), ``ceiling_rounds``,
@@ -278,7 +302,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     real_runs: list[dict] = []
     cpu = wall = 0.0
     each = max_seconds / (2 * rounds)
-    plain = is_dataset(source)
+    plain = not isinstance(source, list)  # what Keras reads itself, timed as it reads it
     size = batch_size_of(batch) if plain else 0  # plain_fit counts whole batches
     ceiling = tf.data.Dataset.from_tensors(batch) if plain else replay(batch)
 
@@ -312,7 +336,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
             "headroom": float(np.median(ratios)) if ratios else math.nan,
             "epoch_start_waits": starts, "steady_wait_s": steady, "steps_per_epoch": per_epoch,
             # the real fits' epoch ends in the order they ran (a leak in the source outlives each fit)
-            "rss_epoch_ends": [x for r in wrapped for x in r.get("rss_epoch_ends", [])]}
+            "rss_epoch_ends": [x for r in (real_runs + wrapped if plain else real_runs) for x in r.get("rss_epoch_ends", [])]}
 
 
 def epoch_starts(runs) -> tuple[list[float], float, float]:
