@@ -292,15 +292,16 @@ def test_fits_whose_rounds_straddle_a_threshold_get_more_rounds_and_the_median(m
 
         return timed_fit
 
-    # ceiling, fit per round: headrooms 1.2 then 1.0 straddle 1.1, so up to two rounds more are run.
+    # ceiling, fit per round: headrooms 1.2 then 1.0 straddle 1.1, so up to two rounds more are run. The source,
+    # a list of batches, is one that timed_fit trains on (what Keras reads itself goes to plain_fit).
     monkeypatch.setattr(measure, "timed_fit", scripted([120, 100, 100, 100, 100, 100, 100, 100]))
-    fits = measure.measure_fits(None, None, None, max_seconds=1.0, more=2, thresholds=(1.1, 1.3))
+    fits = measure.measure_fits(None, [], None, max_seconds=1.0, more=2, thresholds=(1.1, 1.3))
     assert fits["ceiling_rounds"] == [120, 100, 100, 100] and fits["extra_rounds"] == 2
     assert fits["headroom"] == pytest.approx(1.0) and rules.headroom(fits) == pytest.approx(1.0)
     assert "2 of the 4 rounds run because" in rules.verdict_basis(fits)
     # Rounds on one side of every threshold: no more rounds.
     monkeypatch.setattr(measure, "timed_fit", scripted([100, 100, 101, 100]))
-    fits = measure.measure_fits(None, None, None, max_seconds=1.0, more=2, thresholds=(1.1, 1.3))
+    fits = measure.measure_fits(None, [], None, max_seconds=1.0, more=2, thresholds=(1.1, 1.3))
     assert len(fits["fit_rounds"]) == 2 and fits["extra_rounds"] == 0
 
 
@@ -370,3 +371,42 @@ def test_a_headroom_the_input_cannot_explain_is_no_input_bound_verdict():
     waiting = {"fit_examples_per_s": 600.0, "ceiling_examples_per_s": 1_200.0, "input_share": 0.45}
     assert rules.verdict(waiting, 650.0, 0.9)[0] == "input-bound"
     assert rules.verdict({**fits, "input_share": 0.12}, 70_000.0, 0.8)[0] == "balanced"  # explains 1.15x
+
+
+def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
+    """A PyDataset or a function returning a generator: every round's fit (ceiling and real) through
+    plain_fit, which Keras feeds itself and overlaps with the step; one timed_fit, pulling each batch,
+    only for the wait share, the epochs' starts and memory."""
+    import keras
+    import numpy as np
+    import pandas as pd
+
+    from kit.doctor import measure
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return np.zeros((4, 3), np.float32), np.zeros(4, np.float32)
+
+    calls = []
+
+    def plain_fit(copy, source, *, batch_size, max_seconds, min_steps=3):
+        calls.append(("plain", type(source).__name__, batch_size))
+        return {"examples_per_s": 100.0, "examples": 100, "seconds": 1.0, "rss_epoch_ends": []}
+
+    def timed_fit(copy, source, *, max_seconds, min_steps=3, trace=False):
+        calls.append(("timed", type(source).__name__, 0))
+        steps = pd.DataFrame({"epoch": [0] * 3, "step": [0, 1, 2], "step_s": [1.0] * 3, "wait_s": [0.5] * 3})
+        return {"examples_per_s": 100.0, "examples": 100, "steps": steps, "seconds": 2.0, "rss_epoch_ends": []}
+
+    monkeypatch.setattr(measure, "plain_fit", plain_fit)
+    monkeypatch.setattr(measure, "timed_fit", timed_fit)
+    batch = Batches()[0]
+    for source in (Batches(), lambda: iter([batch])):
+        calls.clear()
+        fits = measure.measure_fits(None, source, batch, max_seconds=1.0, rounds=2)
+        real = type(source).__name__
+        assert calls == [("plain", "_TensorDataset", 4), ("plain", real, 4)] * 2 + [("timed", real, 0)], calls
+        assert fits["plain"] and fits["input_share"] == pytest.approx(0.5)
