@@ -85,9 +85,9 @@ def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> t
     n = len(fits.get("fit_rounds") or [])
     rounds = f", the median of {n} rounds" if n > 1 else ""
     summary = (f"the fit ran at {F:,.1f} examples/s; the model alone (one batch replayed from memory) at "
-               f"{C:,.1f}/s: headroom {H:,.2f}x{rounds}; steps waited for input {share:.0%} of the time; the "
-               f"loader alone delivers {L:,.1f}/s; the model's step kept {fits.get('model_cores', math.nan):.1f} "
-               f"cores busy")
+               f"{C:,.1f}/s: headroom {H:,.2f}x{rounds}; pulling each batch in turn (the step timer), steps "
+               f"waited for input {share:.0%} of the time; the loader alone delivers {L:,.1f}/s; the model's step "
+               f"kept {fits.get('model_cores', math.nan):.1f} cores busy")
     explained = input_explains(fits, L, loader_cores)
     if H >= COMPUTE_BOUND_HEADROOM and explained < COMPUTE_BOUND_HEADROOM:
         return "compute-bound", summary, [Finding(
