@@ -114,17 +114,13 @@ class Loop:
         return d
 
 
-def _user(filename: str) -> bool:
-    return not (filename.startswith("<") or is_library(filename) or os.path.abspath(filename).startswith(_KIT))
-
-
 def _user_caller(frame, depth: int = 4):
     """The user's frame calling into a library within ``depth`` frames of ``frame`` (an optimizer's
     ``apply_gradients`` calling its ``apply``), or None where a library's own code (Keras's fit) is the caller."""
     for _ in range(depth):
         if frame is None:
             return None
-        if _user(frame.f_code.co_filename):
+        if python._user(frame.f_code.co_filename):
             return frame
         if "/trainers/" in frame.f_code.co_filename:
             return None
@@ -305,7 +301,7 @@ class LoopHooks:
 
         def __enter__(tape):
             if (state.get("tape") is None and state.get("kind", "apply") == "apply" and not tf.inside_function()
-                    and ours() and _user(sys._getframe(1).f_code.co_filename)):
+                    and ours() and python._user(sys._getframe(1).f_code.co_filename)):
                 state["tape"] = time.perf_counter()
                 state["profile"].disable()
             return tape_original(tape)
@@ -314,7 +310,7 @@ class LoopHooks:
 
         def __call__(fn, *args, **kwargs):
             caller = sys._getframe(1)
-            if tf.inside_function() or not _user(caller.f_code.co_filename) or not ours():
+            if tf.inside_function() or not python._user(caller.f_code.co_filename) or not ours():
                 return call_original(fn, *args, **kwargs)
             if id(fn) in steps and state.get("kind", "function") == "function":
                 state["kind"] = "function"
