@@ -4,12 +4,15 @@ kept as close to the source as possible, on small generated data (``lab/doctor_s
 ``dev/`` is the half the doctor may be tuned on, ``heldout/`` is scored once at the end, ``users/`` holds
 the two users' scripts as they wrote them. ``heldout/`` was seen while rules changed (scored twice, its
 truth read), so ``heldout2/`` is a fresh held-out half: five more repositories' scripts, its truth measured
-before any doctor run, to be scored once. ``fixes/NAME.py`` is NAME with the one fix that matters
+before any doctor run, to be scored once. The doctor was then tuned with heldout2 seen too, so ``heldout3/`` is
+another fresh held-out half of five more repositories' scripts (a sequence reading .npy grids, a text generator,
+a custom train_on_batch loop, a tf.data JPEG pipeline, a generator with PIL augmentation), its truth measured
+before any doctor run and kept in its own file. ``fixes/NAME.py`` is NAME with the one fix that matters
 applied. ``truth.py`` measures each script against its fix and the compute ceiling with plain Keras (no kit
 import); ``score.py`` runs ``python -m kit doctor run`` on each script and scores its verdict and top three
 findings against ``CORPUS``.
 
-``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2), ``source`` (the repository file), ``kind``, ``changed``
+``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3), ``source`` (the repository file), ``kind``, ``changed``
 (one line; the script's docstring has every change), ``fix`` (one line), ``codes`` (the finding codes that
 name that fix: any one in the top three counts as right), ``tolerated`` (true but minor: neither right nor
 wrong). A script with no fix file has ``fix`` "none" and no codes.
@@ -118,6 +121,36 @@ CORPUS = {
         changed="768 generated 256px JPEG faces at 64x64, Augmentor -> PIL, small CNN for ResNet50, epochs 3",
         fix="read and resize each face once, keep it in memory (augmentation still per epoch)",
         codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline", "pydataset_single_worker")),
+    "voxnet_modelnet": dict(
+        half="heldout3", kind="sequence (np.load)",
+        source="https://github.com/drexelsystemslab/PFIAir/blob/3ba9ad081432b5c7b86f1323b0db1d114a28857e/DeepLearning/VoxNet/model.py",
+        changed="1280/320 generated 32^3 .npy grids, Conv3D filters 8 for 32, Dense 64, batch 128 for 512, epochs 3",
+        fix="load each voxel grid once, keep it in memory",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline", "pydataset_single_worker")),
+    "caption_flickr": dict(
+        half="heldout3", kind="generator (text)",
+        source="https://github.com/therrshan/image-captioning/blob/c6fc59954f4b406beaba78b1adbe11f69aa254c3/RNN/train.py",
+        changed="300 images x 5 generated captions, random 2048-d features, GRU/Dense 64 for 256, epochs 3, own Tokenizer",
+        fix="create each image's padded prefixes and one-hot next words once, reuse them every epoch",
+        codes=("compute_once",), tolerated=("python_in_pipeline",)),
+    "char_rnn": dict(
+        half="heldout3", kind="custom loop (train_on_batch)",
+        source="https://github.com/ekzhang/char-rnn-keras/blob/999c3d2b750ec19310802b686c60ad30cc7c1e40/train.py",
+        changed="43008 generated ABC characters (41 batches), Embedding and 3 stateful LSTMs of 64 for 512/256, epochs 3",
+        fix="build read_batches' batches once, before the epoch loop",
+        codes=("compute_once",), tolerated=("python_in_pipeline",)),
+    "tk_keypoint": dict(
+        half="heldout3", kind="tf.data (JPEG)",
+        source="https://github.com/zodiac000/tk/blob/6c48c01b132fac8d13de5a4e5b520c8fcbee1d11/train.py",
+        changed="224 generated 640x512 JPEGs at 112x112, skip/take 32 for 1000, epochs 3, TF1 translate/to_float ported",
+        fix="cache() after the deterministic map (decode, translate, resize once)",
+        codes=("no_cache", "compute_once"), tolerated=("serial_map",)),
+    "siamese_omniglot": dict(
+        half="heldout3", kind="generator (PIL augmentation)",
+        source="https://github.com/bubbliiiing/Siamese-tf2/blob/b7437c1bcc862c374a686c490a43760ea11c9f53/train.py",
+        changed="320 generated 105px drawings at 64x64, VGG16 filters / 8, batch 8 for 32, stages of 2 epochs for 50",
+        fix="open and decode each image once, keep it in memory (augmentation still per pair)",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline",)),
 }
 
 #: The doctor's finding codes a CORPUS entry may name (kit/doctor/findings.py CODES and the new ones).
@@ -125,6 +158,6 @@ VOCABULARY = ("python_in_pipeline", "pydataset_single_worker", "serial_map", "ma
               "serial_interleave", "no_prefetch", "options_off", "no_cache", "read_amplification",
               "frozen_backbone_recomputed", "augment_before_frozen_backbone", "small_shuffle_buffer",
               "compute_once", "steps_per_execution", "validation_input", "epoch_start_stall", "memory_growth")
-HALVES = ("dev", "heldout", "users", "heldout2")
+HALVES = ("dev", "heldout", "users", "heldout2", "heldout3")
 #: custom loops: training steps per epoch (the timer sees train_on_batch calls, not epochs)
-LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30}
+LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41}

@@ -1,8 +1,8 @@
 """Small generated data for the real training scripts of lab/doctor_scripts (issue 55 item 6).
 
 ``make(name, folder)`` writes the files script NAME reads under ``folder/NAME/`` in the formats the
-source repository reads (PNG images and masks, 16-bit WAV clips, ``.npy`` volumes and frames, CSV lists,
-a GloVe-style text file). Deterministic (seeded per script), idempotent (a ``.complete`` marker written
+source repository reads (PNG and JPEG images and masks, 16-bit WAV clips, ``.npy`` volumes and frames, CSV lists,
+a GloVe-style text file, TFRecords, a pickled feature dict, an ABC-notation text). Deterministic (seeded per script), idempotent (a ``.complete`` marker written
 last: a second call finds it and does nothing) and atomic (each file written under a temporary name and
 renamed; the folder is built under a temporary name and renamed when complete).
 
@@ -347,10 +347,150 @@ def age_estimation(d: Path, rng) -> None:
                                          "real_age"], rows)
 
 
+# --------------------------------------------------------------------------- the heldout3 half
+
+MODELNET10 = ["bathtub", "bed", "chair", "desk", "dresser", "monitor", "night_stand", "sofa", "table", "toilet"]
+
+
+def voxnet_modelnet(d: Path, rng) -> None:
+    # PFIAir's convertShapenet.py layout: <split>/<classname>/<instance>.<rot>.npy, each a (32, 32, 32, 1) uint8
+    # occupancy grid (ModelNet10's 30^3 padded to 32^3), and train_labels.csv / test_labels.csv (filenames, labels),
+    # the file names relative to the data folder here (the source writes absolute ones); a class is a box of its own
+    # proportions at a jittered place.
+    for split, n in (("train", 128), ("test", 32)):
+        rows = []
+        for k, cls in enumerate(MODELNET10):
+            (d / split / cls).mkdir(parents=True)
+            for i in range(n):
+                arr = np.zeros((32, 32, 32, 1), np.uint8)
+                sx, sy, sz = 6 + (k % 3) * 6, 6 + ((k // 3) % 3) * 6, 6 + (k % 4) * 5
+                ox, oy, oz = (int(rng.integers(1, 31 - s)) for s in (sx, sy, sz))
+                arr[ox:ox + sx, oy:oy + sy, oz:oz + sz] = 1
+                arr[rng.random((32, 32, 32, 1)) < 0.01] = 1
+                name = f"{split}/{cls}/{cls}_{i:04d}.{int(rng.integers(0, 12)):03d}.npy"
+                _npy(d / name, arr)
+                rows.append([name, k])
+        _csv(d / f"{split}_labels.csv", ["filenames", "labels"], rows)
+
+
+CAPTION_WORDS = [f"{a}{b}" for a in ("red", "big", "old", "wet", "tall", "small", "dark", "blue") for b in
+                 ("dog", "man", "girl", "boat", "ball", "tree", "car", "bike", "road", "park", "cat", "wall", "sea",
+                  "hill", "shirt", "bench", "snow", "grass", "crowd", "water")]
+CAPTION_VERBS = ["is", "runs", "jumps", "sits", "plays", "walks", "stands", "rides", "looks", "holds", "in", "on",
+                 "at", "with", "near", "the", "two", "of", "and", "into"]
+
+
+def caption_flickr(d: Path, rng) -> None:
+    # therrshan/image-captioning's RNN/ layout: descriptions.txt (one "<image id> <cleaned caption>" line per
+    # caption, 5 per image), data/Flicker8k_text/Flickr_8k.trainImages.txt (one "<id>.jpg" per line) and
+    # features.pkl (a pickled dict id -> (1, 2048) float32 InceptionV3 feature); 300 training images of 360.
+    import pickle
+
+    (d / "data" / "Flicker8k_text").mkdir(parents=True)
+    ids = [f"{zlib.crc32(str(i).encode()):010d}_{i:04x}" for i in range(360)]
+    features, lines = {}, []
+    for ident in ids:
+        topic = rng.choice(len(CAPTION_WORDS), 3, replace=False)
+        feat = rng.standard_normal((1, 2048)).astype(np.float32) * 0.1
+        feat[0, topic * 12] += 1.0
+        features[ident] = feat
+        for _ in range(5):
+            n = int(rng.integers(6, 16))
+            words = [CAPTION_WORDS[t] if rng.random() < 0.4 else CAPTION_VERBS[int(rng.integers(0, 20))]
+                     for t in rng.choice(topic, n)]
+            lines.append(f"{ident} {' '.join(words)}")
+    _text(d / "descriptions.txt", "\n".join(lines))
+    _text(d / "data" / "Flicker8k_text" / "Flickr_8k.trainImages.txt", "".join(f"{i}.jpg\n" for i in ids[:300]))
+    tmp = d / "features.pkl.tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(features, f)
+    os.replace(tmp, d / "features.pkl")
+
+
+CHAR_RNN_CHARS = 16 * 64 * 42  # 41 batches of 16 x 64 characters an epoch (read_batches' count)
+
+
+def char_rnn(d: Path, rng) -> None:
+    # ekzhang/char-rnn-keras's data/nottingham-jigs.txt: tunes in ABC notation (X:, T:, M:, K: headers, then bars
+    # of notes and chords), generated here to CHAR_RNN_CHARS characters.
+    (d / "data").mkdir()
+    notes, chords = "ABCDEFGabcdefg", ["A", "D", "G", "E7", "Bm", "Em", "A7", "D7"]
+    out, n = [], 0
+    while n < CHAR_RNN_CHARS:
+        tune = [f"X: {len(out) + 1}", f"T:Jig {len(out) + 1}", "% Nottingham Music Database", "S:EF", "M:6/8",
+                f"K:{rng.choice(['A', 'D', 'G'])}", "P:A"]
+        for _ in range(int(rng.integers(4, 9))):
+            bar = "|".join(f'"{rng.choice(chords)}"' + "".join(rng.choice(list(notes), 3)) + " "
+                           + "".join(rng.choice(list(notes), 2)) + str(rng.choice(["", "2", "3"]))
+                           for _ in range(4))
+            tune.append(bar + "|")
+        text = "\n".join(tune) + "\n\n\n"
+        out.append(text)
+        n += len(text)
+    _text(d / "data" / "nottingham-jigs.txt", "".join(out)[:CHAR_RNN_CHARS])
+
+
+def tk_keypoint(d: Path, rng) -> None:
+    # zodiac000/tk's layout: images/IMG<date><time>.jpg (grayscale camera frames; 640x512 here, half the source's
+    # 1280x1024) and saved_dict.csv, no header: path, x, y of the one keypoint (a bright disc here) in pixels;
+    # the paths relative to the data folder (the source's are absolute).
+    (d / "images").mkdir()
+    yy, xx = np.mgrid[0:512, 0:640]
+    rows = []
+    for i in range(224):
+        x, y = int(rng.integers(150, 500)), int(rng.integers(150, 400))
+        img = (rng.random((512, 640)) * 70 + 40 * np.sin(xx / 37.0 + i)).clip(0, 255)
+        img[(yy - y) ** 2 + (xx - x) ** 2 < 144] = 250
+        name = f"images/IMG0204060{42339 + i * 7:06d}.jpg"
+        _jpg(d / name, img.astype(np.uint8))
+        rows.append([name, x, y])
+    _csv_rows(d / "saved_dict.csv", rows)
+
+
+def siamese_omniglot(d: Path, rng) -> None:
+    # bubbliiiing/Siamese-tf2's datasets/ layout for Omniglot: images_background/<alphabet>/<character>/<n>.png,
+    # 105x105 grayscale ("L") drawings, white background; a character is a few dark strokes of its own, each
+    # drawing jittered.
+    from PIL import Image, ImageDraw
+
+    root = d / "datasets" / "images_background"
+    for a in range(4):
+        for c in range(8):
+            folder = root / f"Alphabet_{a:02d}" / f"character{c + 1:02d}"
+            folder.mkdir(parents=True)
+            strokes = rng.integers(15, 90, (3, 4))
+            for j in range(10):
+                im = Image.new("L", (105, 105), 255)
+                draw = ImageDraw.Draw(im)
+                for s in strokes:
+                    x0, y0, x1, y1 = (s + rng.integers(-4, 5, 4)).tolist()
+                    draw.line((x0, y0, x1, y1), fill=0, width=3)
+                tmp = folder / f".{j}.tmp.png"
+                im.save(tmp)
+                os.replace(tmp, folder / f"{a * 1000 + c * 20 + j:04d}_{j + 1:02d}.png")
+
+
+def _jpg(path: Path, img: np.ndarray) -> None:
+    from PIL import Image
+
+    tmp = path.with_name("." + path.name + ".tmp.jpg")
+    Image.fromarray(img).save(tmp, quality=90)
+    os.replace(tmp, path)
+
+
+def _csv_rows(path: Path, rows) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    os.replace(tmp, path)
+
+
 MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, kws_streaming, delft_text,
                                   fakenews_from_generator, audio_tagging, keras_segmentation, protein_kaggle,
                                   spectrogram_user, segmentation_user, lstm_timeseries, sigmoid_classifier,
-                                  cml_thermal, coffee_classification, age_estimation)}
+                                  cml_thermal, coffee_classification, age_estimation, voxnet_modelnet,
+                                  caption_flickr, char_rnn, tk_keypoint, siamese_omniglot)}
+
 
 
 def make(name: str, folder: str | os.PathLike = DEFAULT) -> Path:
