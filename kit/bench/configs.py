@@ -12,6 +12,7 @@ import numpy as np
 
 from kit.bench.options import check_names, check_one_of, check_positive, counts, option, optional_int, optional_path
 from kit.cases import registry
+from kit.spectrogram.transfer import check_options
 from kit.util import check_int, non_negative_int, positive_float, positive_int, size_arg
 
 _SPECTROGRAM = registry.scale_of("spectrogram")  # the users' scale, declared by the case
@@ -91,7 +92,7 @@ class SpectrogramConfig:
 
 @dataclass(frozen=True)
 class TransferConfig:
-    """What ``run`` measures.
+    """What ``run`` measures: the options of ``kit.spectrogram.compare_transfer``, which it runs.
 
     Attributes:
         frames: use only the first ``frames`` rows of the data (None: all).
@@ -100,7 +101,7 @@ class TransferConfig:
         rounds: interleaved rounds.
         batches: training batches of (a) and of (b) timed per round.
         head_epochs: epochs of (c) timed per round.
-        loader: the loader of (b), or ``"auto"``: the fastest of ``CANDIDATES``.
+        loader: the loader of (b), or ``"auto"``: the fastest of ``kit.spectrogram.transfer.CANDIDATES``.
         weights: a backbone weights file (random weights if None).
         alpha: the backbone's width multiplier (1.0: YAMNet's size).
         workdir: where stores and the (temporary) feature cache go.
@@ -122,13 +123,9 @@ class TransferConfig:
 
     def __post_init__(self):
         optional_path(self, "data", "weights", "workdir")
-        optional_int("frames", self.frames)
-        for name in ("batch_size", "rounds", "batches", "head_epochs"):
-            check_int(name, getattr(self, name))
-        choices = [v for v in _variants("spectrogram") if v != "generator"]  # (a) is the generator
-        if self.loader != "auto" and self.loader not in choices:
-            raise ValueError(f"loader must be 'auto' or one of {', '.join(choices)}, got {self.loader!r}")
-        check_positive("alpha", self.alpha)
+        # The checks of the function the bench runs (no TensorFlow until it runs), so that both say the same.
+        check_options(frames=self.frames, batch_size=self.batch_size, rounds=self.rounds, batches=self.batches,
+                      head_epochs=self.head_epochs, loader=self.loader, alpha=self.alpha)
 
 
 #: The segmentation bench's default data: pairs, and their size.

@@ -24,12 +24,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kit import samples, timing
+from kit import timing
 from kit.bench import BenchResult, endless, print_table, ratio_cells
 from kit.bench.configs import SpectrogramConfig
 from kit.bench.limits import STAYED, Cold, Limits, fraction_of_limit
 from kit.cases import check_shards, registry
 from kit.spectrogram import VARIANTS, FrameIndex, convert, make_loader
+from kit.spectrogram.case import default_data  # the default bench data (kit.spectrogram.default_data)
 from kit.spectrogram.peers import available as grain_available
 from kit.system.pagecache import warm_page_cache
 from kit.util import format_duration
@@ -37,14 +38,6 @@ from kit.util import format_duration
 EPOCH = registry.scale_of("spectrogram").examples  # the users' scale, declared by the case
 #: The user's global batch (128 per GPU on 2 GPUs).
 DEFAULT_BATCH = registry.scale_of("spectrogram").global_batch
-#: The default bench data: 20,000 frames in 200 files (491 MB as float32).
-DEFAULT_FILES, DEFAULT_FRAMES_PER_FILE = 200, 100
-
-
-def default_data(files: int = DEFAULT_FILES, frames_per_file: int = DEFAULT_FRAMES_PER_FILE,
-                 seed: int = 0, workdir=None) -> Path:
-    """The bench's sample data under the kit cache, generated on first use. Returns the CSV."""
-    return samples.cached("spectrogram", files=files, frames_per_file=frames_per_file, seed=seed, workdir=workdir)
 
 
 def plan(frames: int, *, batch_size: int | None, warmup: int, num_batches: int, where: str = "the data"):

@@ -16,7 +16,10 @@ Public face:
         and warm (notebook 03b): ORDER_LOADERS, read_cold_and_warm, order_why.
     grain_available(): None where the Grain peer can run, else why not.
     The frozen-backbone feature cache (notebooks 07, 08): extract_features (a FeatureCache),
-        feature_cache_key, head_loader, train_head, evaluate_head, embedding_stats.
+        feature_cache_key, head_loader, train_head, evaluate_head, embedding_stats; compare_transfer:
+        the head trained three ways (generator, fastest loader, cached features) in interleaved rounds,
+        what ``python -m kit bench transfer`` runs.
+    default_data: the default sample data (200 files x 100 frames) in the kit cache, made once.
 
 The names of the modules that import TensorFlow or Keras load on first use, so that
 ``import kit.spectrogram`` imports neither.
@@ -33,7 +36,7 @@ from kit.spectrogram.peers import available as grain_available
 from kit.spectrogram.variants import GRAPH_ONLY, VARIANTS, make_loader, pipeline_source
 
 if TYPE_CHECKING:
-    from kit.spectrogram.case import USER_REPORT
+    from kit.spectrogram.case import USER_REPORT, default_data
     from kit.spectrogram.features import (
         FeatureCache,
         embedding_stats,
@@ -66,11 +69,13 @@ if TYPE_CHECKING:
         order_why,
         read_cold_and_warm,
     )
+    from kit.spectrogram.transfer import compare_transfer
     from kit.spectrogram.user import UserEpochs, user_epochs
 
 #: name -> (module, its name there), loaded on first use (the modules import TensorFlow or Keras).
 _LAZY = {
     "USER_REPORT": ("kit.spectrogram.case", "USER_REPORT"),
+    "default_data": ("kit.spectrogram.case", "default_data"),
     "user_epochs": ("kit.spectrogram.user", "user_epochs"),
     "UserEpochs": ("kit.spectrogram.user", "UserEpochs"),
     **{name: ("kit.spectrogram.layouts", attr) for name, attr in [
@@ -86,9 +91,10 @@ _LAZY = {
         ("FeatureCache", "FeatureCache"), ("extract_features", "extract_features"),
         ("feature_cache_key", "cache_key"), ("head_loader", "head_loader"), ("train_head", "train_head"),
         ("evaluate_head", "evaluate_head"), ("embedding_stats", "embedding_stats")]},
+    "compare_transfer": ("kit.spectrogram.transfer", "compare_transfer"),
 }
 
-__all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "pipeline_source", "convert",
+__all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "pipeline_source", "convert", "default_data",
            # the user's layout (notebook 01)
            "USER_REPORT", "user_epochs", "UserEpochs", "sample_layout", "measure_layout", "read_amplification", "fit_layouts", "layout_reaching",
            "layout_epochs",
@@ -100,7 +106,7 @@ __all__ = ["FrameIndex", "make_loader", "VARIANTS", "GRAPH_ONLY", "pipeline_sour
            "grain_available",
            # the frozen-backbone feature cache (notebooks 07, 08)
            "FeatureCache", "extract_features", "feature_cache_key", "head_loader", "train_head", "evaluate_head",
-           "embedding_stats"]
+           "embedding_stats", "compare_transfer"]
 
 
 __getattr__, __dir__ = lazy_face(__name__, _LAZY)

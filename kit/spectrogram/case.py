@@ -18,6 +18,16 @@ USER_EPOCH_S = SPECTROGRAM.reported_epoch_s
 USER_FRAMES, USER_GPUS, USER_GLOBAL_BATCH = SPECTROGRAM.frames, SPECTROGRAM.gpus, SPECTROGRAM.global_batch
 #: What the spectrogram user reported, as one table: their epoch in seconds, its frames, GPUs and global batch.
 USER_REPORT = {"epoch_s": USER_EPOCH_S, "frames": USER_FRAMES, "gpus": USER_GPUS, "global_batch": USER_GLOBAL_BATCH}
+#: The default sample data of the spectrogram benches and of ``compare_transfer``: 20,000 frames in
+#: 200 files (491 MB as float32).
+DEFAULT_FILES, DEFAULT_FRAMES_PER_FILE = 200, 100
+
+
+def default_data(files: int = DEFAULT_FILES, frames_per_file: int = DEFAULT_FRAMES_PER_FILE,
+                 seed: int = 0, workdir=None) -> Path:
+    """The default sample data (200 files of 100 frames) under the kit cache, generated on first use
+    (``kit.samples.cached``). Returns the index CSV."""
+    return samples.cached("spectrogram", files=files, frames_per_file=frames_per_file, seed=seed, workdir=workdir)
 
 
 def _open(csv: Path):
