@@ -373,6 +373,21 @@ def test_a_headroom_the_input_cannot_explain_is_no_input_bound_verdict():
     assert rules.verdict({**fits, "input_share": 0.12}, 70_000.0, 0.8)[0] == "balanced"  # explains 1.15x
 
 
+def test_a_fit_read_as_keras_reads_states_the_time_beyond_the_step_from_its_headroom():
+    """A plain fit (Keras overlaps reading and the step): the verdict line's share is 1 - 1/headroom,
+    so the two agree; the step timer's serial wait share goes to the basis line, said to be serial."""
+    fits = {"fit_examples_per_s": 500.0, "ceiling_examples_per_s": 1_000.0, "input_share": 0.7, "plain": True,
+            "headroom": 2.0, "ceiling_rounds": [1_000.0, 1_000.0], "fit_rounds": [500.0, 500.0]}
+    verdict, summary, found = rules.verdict(fits, 520.0, 1.0)
+    assert verdict == "input-bound"
+    assert "50% of the fit's time is beyond the model's own step" in summary and "70%" not in summary
+    assert "pulling each batch in turn, steps waited 70%" in found[0].evidence
+    assert "pulling each batch in turn (no overlap), saw the steps wait 70%" in rules.verdict_basis(fits)
+    listed = {**fits, "plain": False}  # a list of batches: the step timer's fit is the fit
+    assert "steps waited for input 70% of the time" in rules.verdict(listed, 520.0, 1.0)[1]
+    assert "no overlap" not in rules.verdict_basis(listed)
+
+
 def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
     """A PyDataset or a function returning a generator: every round's fit (ceiling and real) through
     plain_fit, which Keras feeds itself and overlaps with the step; one timed_fit, pulling each batch,

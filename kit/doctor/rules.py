@@ -66,6 +66,11 @@ def predicted(m: Measured, low: float, high: float) -> tuple[float, float, float
     return math.sqrt(lo * hi), lo, hi
 
 
+def beyond(h: float) -> float:
+    """The share of a fit's time beyond the model's own step, from the headroom ``h``: ``1 - 1/h``."""
+    return max(0.0, 1 - 1 / h) if h > 0 else math.nan
+
+
 def input_explains(fits: dict, loader_rate: float, loader_cores: float) -> float:
     """The most of the fit's slowdown its input can explain, ``1 / (1 - wait - cpu)``: the steps' wait
     share, and the CPU the loader needs at the fit's rate (its cores busy alone, scaled)."""
@@ -84,14 +89,21 @@ def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> t
     H = headroom(fits)
     n = len(fits.get("fit_rounds") or [])
     rounds = f", the median of {n} rounds" if n > 1 else ""
-    summary = (f"the fit ran at {F:,.1f} examples/s; the model alone (one batch replayed from memory) at "
-               f"{C:,.1f}/s: headroom {H:,.2f}x{rounds}; pulling each batch in turn (the step timer), steps "
-               f"waited for input {share:.0%} of the time; the loader alone delivers {L:,.1f}/s; the model's step "
-               f"kept {fits.get('model_cores', math.nan):.1f} cores busy")
+    if fits.get("plain"):  # read as Keras reads it: its wait overlaps the step, so the headroom says it
+        waited = (f"{beyond(H):.0%} of the fit's time is beyond the model's own step" if H > 1
+                  else "no time beyond the model's own step")
+        read = " as Keras reads the source"
+    else:
+        waited, read = f"steps waited for input {share:.0%} of the time", ""
+    summary = (f"the fit ran at {F:,.1f} examples/s{read}; the model alone (one batch replayed from memory) at "
+               f"{C:,.1f}/s: headroom {H:,.2f}x{rounds}; {waited}; the loader alone delivers {L:,.1f}/s; the "
+               f"model's step kept {fits.get('model_cores', math.nan):.1f} cores busy")
+    waiting = (f"pulling each batch in turn, steps waited {share:.0%} of the time" if fits.get("plain")
+               else f"waiting {share:.0%} of each step")
     explained = input_explains(fits, L, loader_cores)
     if H >= COMPUTE_BOUND_HEADROOM and explained < COMPUTE_BOUND_HEADROOM:
         return "compute-bound", summary, [Finding(
-            "compute_bound", f"the steps waited {share:.0%} of the time and the loader needs "
+            "compute_bound", f"{waiting[0].upper() + waiting[1:]} and the loader needs "
             f"{F * loader_cores / L:.2f} cores at the fit's rate: the input explains at most {explained:.2f}x "
             f"of the {H:.2f}x headroom, the rest is the rounds' noise or another process's load",
             max(1.0, L / F), "loader alone over real fit: how much faster the step may get before input limits it")]
@@ -100,7 +112,7 @@ def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> t
                else "the loader takes the step's CPU more than it makes it wait")
         return "input-bound", summary, [Finding(
             "input_bound", f"the fit runs at {1 / H:.0%} of the compute ceiling ({F:,.1f} against {C:,.1f} "
-            f"examples/s): {how} (waiting {share:.0%} of each step)", H,
+            f"examples/s): {how} ({waiting})", H,
             "compute ceiling over real fit, measured side by side")]
     if H < COMPUTE_BOUND_HEADROOM:
         return "compute-bound", summary, [Finding(
@@ -124,6 +136,9 @@ def verdict_basis(fits: dict) -> str:
     text = (f"verdict basis: compute ceiling {fits['ceiling_examples_per_s']:,.1f}/s, rounds {spread(c)}; real fit "
             f"{fits['fit_examples_per_s']:,.1f}/s, rounds {spread(f)}; headroom per round "
             + ", ".join(f"{r:.2f}x" for r in ratios) + f", median {headroom(fits):.2f}x")
+    if fits.get("plain") and math.isfinite(fits.get("input_share", math.nan)):
+        text += (f"; the step timer, pulling each batch in turn (no overlap), saw the steps wait "
+                 f"{fits['input_share']:.0%} of the time")
     if fits.get("extra_rounds"):
         text += f"; {fits['extra_rounds']} of the {len(ratios)} rounds run because the first ones straddled a threshold"
     for t in (INPUT_BOUND_HEADROOM, COMPUTE_BOUND_HEADROOM):
