@@ -161,6 +161,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
             own = [f for f in own if f.code != "python_in_pipeline"]
         found += own
     cands: list[Candidate] = []
+    examples = None
     if graph is not None:
         # At least COUNT_MIN_S even past the budget: without a count a small shuffle buffer goes unreported.
         found += small_shuffle(graph, source, count_seconds=max(COUNT_MIN_S, budget.take(
@@ -182,7 +183,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
                                f"workers={getattr(source, 'workers', 1)}: one thread reads every batch while "
                                f"the loader alone keeps {m.cores_busy:.2f} cores busy", ordered=True, random=False))
     progress.step("the A/B trials of the fixes", findings=[f"{f.code}: {f.evidence}" for f in found])
-    tried = _try_all(cands, source, copy, m, budget)
+    tried = _try_all(cands, source, copy, m, budget, examples=examples)
     found += [f for t in tried for f in _findings(t, m, where)]
     if not any(f.code == "pydataset_single_worker" and f.status == "measured" for f in found):
         # Threads measured no gain (or were not tried): processes predicted.
@@ -265,15 +266,17 @@ def _augmented(prefix, graph) -> str:
     return ""
 
 
-def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget) -> list[Tried]:
+def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget, *,
+             examples: int | None = None) -> list[Tried]:
     """Each candidate applied, checked and measured A/B on the loader in an equal share of the time
-    left; then the ones that gained (and the correctness fixes) measured A/B on the fit."""
+    left; then the ones that gained (and the correctness fixes) measured A/B on the fit. ``examples``: an
+    epoch's, where known (a cache's first epoch is read at the loader's rate, and given that time)."""
     tried = [Tried(c) for c in cands]
     if not tried:
         return tried
     each = 0.6 * budget.left() / len(tried)
     for t in tried:
-        _check_and_time(t, source, budget, each)
+        _check_and_time(t, source, budget, each, fill=_fill_seconds(examples, m.loader_rate))
     gainers = [t for t in tried if t.loader is not None and (t.loader.real or t.candidate.correctness)]
     if copy is not None and gainers:
         rate = fit_rate(copy, m.batch_size)
@@ -288,8 +291,17 @@ def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget) 
     return tried
 
 
-def _check_and_time(t: Tried, source, budget: Budget, each: float) -> None:
-    """Applies, checks and times one candidate in about ``each`` seconds."""
+def _fill_seconds(examples, loader_rate: float) -> float:
+    """An epoch read at the loader alone's rate (a cache's first epoch at most that), with a margin of
+    half; 0 where the epoch is unknown."""
+    if not examples or not loader_rate or not math.isfinite(loader_rate) or loader_rate <= 0:
+        return 0.0
+    return 1.5 * examples / loader_rate
+
+
+def _check_and_time(t: Tried, source, budget: Budget, each: float, fill: float = 0.0) -> None:
+    """Applies, checks and times one candidate in about ``each`` seconds; a cache's first epoch gets up to
+    half of them, or its predicted ``fill`` time where that is longer and a third of the budget left allows it."""
     c = t.candidate
     end = time.perf_counter() + each
     try:
@@ -302,10 +314,15 @@ def _check_and_time(t: Tried, source, budget: Budget, each: float) -> None:
     if t.check.same is False:
         t.outcome = f"changes the data, not applied: {t.check.how}"
         return
-    if c.rewrite.warm_epoch and not trial.warm(fixed, max(0.3, min(each / 5, budget.left()))):
+    # Filling the cache is the price of its A/B: up to half the candidate's share (the rest times it),
+    # or the epoch's predicted read where a third of what is left covers it.
+    warm = max(each / 2, fill if fill <= budget.left() / 3 else 0.0)
+    if c.rewrite.warm_epoch and not trial.warm(fixed, max(0.3, min(warm, budget.left()))):
         t.outcome = "not measured: its first epoch, which fills the cache, is longer than the budget allows"
         budget.skipped.append(f"the A/B of {c.rewrite.change}")
         return
+    if c.rewrite.warm_epoch:
+        end = max(end, time.perf_counter() + each / 2)  # a fill longer than half its share: still timed
     seconds = budget.take(max(0.0, end - time.perf_counter()) / (2 * TRIAL_ROUNDS),
                           f"the A/B of {c.rewrite.change}", least=0.03)
     if not seconds:
@@ -331,9 +348,16 @@ def _findings(t: Tried, m: Measured, places: dict) -> list[Finding]:
         basis = (f"measured: the fit on the fixed pipeline over the original, interleaved, "
                  f"{t.fit.text()}; the loader alone {loader.text() if loader else 'not measured'}")
     elif loader is not None:
-        gain, low, high = m.end_to_end(loader.median), m.end_to_end(loader.low), m.end_to_end(loader.high)
+        # A cache does the work less often, so it also frees the CPU the step shares (where the loader
+        # alone outruns the model and the fit is still short of it, that is all it can give); other fixes
+        # spread the same work, which helps only a step that waits.
+        predict = m.cheaper_input if c.rewrite.warm_epoch else m.end_to_end
+        gain, low, high = predict(loader.median), predict(loader.low), predict(loader.high)
         basis = f"measured on the loader alone, interleaved with the original, {loader.text()}"
-        if m.ceiling_rate:
+        if m.ceiling_rate and c.rewrite.warm_epoch:
+            basis += ("; the fit not timed: it gets the larger of the step waiting less and the loader taking "
+                      f"less of its CPU, at most the headroom {m.headroom:,.2f}x")
+        elif m.ceiling_rate:
             basis += ("; the fit not timed: it follows the slower of loader and compute ceiling "
                       f"{m.ceiling_rate:,.1f}/s, at most the headroom {m.headroom:,.2f}x")
     else:

@@ -185,6 +185,10 @@ def _what(r) -> str:
         return r.basis.split(":")[0]
     if r.status == "no gain":
         return f"{_x(g)}{', rounds ' + spread if spread else ''}: within the noise or capped by the model"
+    if r.status == "measured" and str(r.basis).startswith("measured on the loader alone"):
+        loader = getattr(r, "loader_gain", math.nan)
+        measured = f" (the loader alone measured {_x(loader)})" if math.isfinite(loader) else ""
+        return f"{_x(g)} predicted for the fit{', range ' + spread if spread else ''}{measured}"
     if r.status == "measured":
         return f"{_x(g)} measured end to end{', rounds ' + spread if spread else ''}"
     return f"{_x(g)} predicted{', range ' + spread if spread else ''}"

@@ -1,0 +1,70 @@
+"""The doctor's fix trials (kit/doctor/diagnosis.py): a cache's first epoch gets the time it needs, and a
+fix timed on the loader alone predicts the fit by what the fix does (less work, or the same work spread)."""
+
+import math
+from dataclasses import replace
+
+import pytest
+import tensorflow as tf
+
+from kit.doctor import diagnosis, report, rewrite, trial
+from kit.doctor.candidates import Candidate
+from kit.doctor.findings import Cap, Measured
+
+
+def _measured(loader=290.0, ceiling=204.0, fit=137.0) -> Measured:
+    """A loader alone faster than the model's ceiling, and a fit short of both (they share the cores)."""
+    return Measured(batch_size=32, loader_rate=loader, cores=2, cores_busy=1.4, parallel_gain=1.0,
+                    parallel_basis="", fit_rate=fit, ceiling_rate=ceiling, cap=Cap(ceiling / fit, "headroom"))
+
+
+def _tried(warm_epoch: bool, loader_gain: float) -> diagnosis.Tried:
+    rw = rewrite.Rewrite("no_cache" if warm_epoch else "serial_map", "a change", ".cache()", warm_epoch=warm_epoch)
+    cand = Candidate(rw, "evidence", ordered=False, random=False)
+    return diagnosis.Tried(cand, loader=trial.Gain(loader_gain, 0.9 * loader_gain, 1.1 * loader_gain, 3))
+
+
+def test_a_cache_timed_on_the_loader_alone_predicts_the_cpu_it_frees_for_the_step():
+    """The loader alone outruns the ceiling, yet the fit is 1.49x short of it (the loader takes the step's
+    CPU): a cache 38x cheaper gives back most of that; a parallel map 38x faster on the loader alone,
+    doing the same work, cannot make a step that does not wait go faster."""
+    m = _measured()
+    cache = diagnosis._findings(_tried(True, 38.0), m, {})[0]
+    assert cache.status == "measured" and cache.expected_gain == pytest.approx(m.cheaper_input(38.0))
+    assert 1.4 < cache.expected_gain <= m.headroom
+    assert "the loader taking less of its CPU" in cache.basis
+    spread = diagnosis._findings(_tried(False, 38.0), m, {})[0]
+    assert spread.expected_gain == pytest.approx(1.0) and spread.status == "no gain"
+    # Where the loader alone is the slower one, both follow it (up to the headroom).
+    slow = _measured(loader=100.0, ceiling=204.0, fit=95.0)
+    assert diagnosis._findings(_tried(False, 1.5), slow, {})[0].expected_gain == pytest.approx(1.5)
+
+
+def test_a_fix_timed_on_the_loader_alone_is_reported_as_predicted_for_the_fit_not_measured_end_to_end():
+    m = _measured()
+    found = diagnosis._findings(_tried(True, 38.0), m, {})[0]
+    line = report._what(found)
+    assert "predicted for the fit" in line and "the loader alone measured 38.0x" in line
+    assert "measured end to end" not in line
+    timed = replace(found, basis="measured: the fit on the fixed pipeline over the original, interleaved")
+    assert "measured end to end" in report._what(timed)
+
+
+def test_a_cache_whose_first_epoch_takes_longer_than_half_its_share_is_still_filled_and_timed(monkeypatch):
+    """An epoch predicted (from the loader's rate) to take longer than half the candidate's share gets
+    that time where a third of the budget left covers it; then its A/B still runs."""
+    assert diagnosis._fill_seconds(300, 100.0) == pytest.approx(4.5)
+    assert diagnosis._fill_seconds(None, 100.0) == 0.0 and diagnosis._fill_seconds(300, math.nan) == 0.0
+    given = []
+    monkeypatch.setattr(trial, "warm", lambda ds, seconds: given.append(seconds) or True)
+    monkeypatch.setattr(trial, "same_elements", lambda *a, **k: trial.Check(True, "checked"))
+    monkeypatch.setattr(trial, "ab", lambda *a, **k: trial.Gain(2.0, 1.9, 2.1, 3))
+    ds = tf.data.Dataset.range(8).map(lambda x: x * 2)
+    rw = rewrite.Rewrite("no_cache", "cache", ".cache()", post=lambda d: d.cache(), warm_epoch=True)
+    t = diagnosis.Tried(Candidate(rw, "evidence", ordered=False, random=False))
+    diagnosis._check_and_time(t, ds, diagnosis.Budget(30.0), each=2.0, fill=4.5)
+    assert given == [pytest.approx(4.5)] and t.loader is not None and t.outcome == "gain"
+    given.clear()
+    t = diagnosis.Tried(Candidate(rw, "evidence", ordered=False, random=False))
+    diagnosis._check_and_time(t, ds, diagnosis.Budget(6.0), each=2.0, fill=4.5)  # a third of 6 s: not covered
+    assert given == [pytest.approx(1.0)]
