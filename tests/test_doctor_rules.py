@@ -66,6 +66,24 @@ def test_random_and_shuffle_before_cache_both_reported_and_fixed_together():
     assert not [c for c in _cands(_newcomer(True)) if c.correctness]  # the twin: nothing to fix
 
 
+def test_a_cache_before_a_skip_and_a_shuffle_adds_no_shuffle_and_keeps_the_examples():
+    """map -> skip -> shuffle -> repeat (a held-out head skipped, then shuffled): the cache goes after the
+    map and the shuffle after it still reshuffles, so none is added; one added before the skip would
+    skip different examples each epoch. A shuffle before the map would freeze in the cache: one is added."""
+    import tensorflow as tf
+
+    from kit.doctor import trial
+
+    base = tf.data.Dataset.from_tensor_slices((X, Y)).map(_decode)
+    ds = base.skip(16).shuffle(48).repeat(2).batch(B)
+    cache = next(c for c in _cands(ds) if c.code == "no_cache")
+    assert cache.rewrite.snippet == ".map(_decode).cache()" and "shuffle" not in cache.rewrite.change
+    check = trial.same_elements(ds, cache.rewrite.apply(ds), ordered=False, random=False, seconds=5.0)
+    assert check.same is True, check.how
+    shuffled_first = tf.data.Dataset.from_tensor_slices((X, Y)).shuffle(64).map(_decode).batch(B)
+    assert next(c for c in _cands(shuffled_first) if c.code == "no_cache").rewrite.snippet.endswith(".shuffle(64)")
+
+
 def test_a_fixed_split_shuffle_or_a_reshuffle_after_the_cache_is_no_defect():
     import tensorflow as tf
 

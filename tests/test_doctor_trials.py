@@ -68,3 +68,17 @@ def test_a_cache_whose_first_epoch_takes_longer_than_half_its_share_is_still_fil
     t = diagnosis.Tried(Candidate(rw, "evidence", ordered=False, random=False))
     diagnosis._check_and_time(t, ds, diagnosis.Budget(6.0), each=2.0, fill=4.5)  # a third of 6 s: not covered
     assert given == [pytest.approx(1.0)]
+
+
+def test_steps_per_execution_is_not_started_where_its_least_cost_is_over_twice_its_share(monkeypatch):
+    """Two copies compiled as long as the first took, and one execution of 16 steps a side in each of 3
+    rounds: over twice its share of the budget, it is skipped and said so; under it, it is measured."""
+    called = []
+    monkeypatch.setattr(diagnosis, "steps_per_execution_gain",
+                        lambda *a, **k: called.append(k) or (1.0, [1.0, 1.0, 1.0]))
+    fits = {"ceiling_examples_per_s": 32 / 0.02, "fit_examples_per_s": 1000.0}  # a 20 ms step of 32
+    budget = diagnosis.Budget(30.0)  # its share: 5% of 30 s
+    assert diagnosis._per_step(object(), None, 32, fits, 5000.0, budget, 30.0, compile_s=2.0) == []
+    assert not called and budget.skipped == ["steps_per_execution on the compute ceiling (about 6 s at least)"]
+    diagnosis._per_step(object(), None, 32, fits, 5000.0, diagnosis.Budget(30.0), 30.0, compile_s=0.2)
+    assert called and called[0]["step_s"] == pytest.approx(0.02)

@@ -207,7 +207,7 @@ def _cache_point(graph, randoms):
     """Where a cache would go: after the last deterministic op that does work, before the first random
     op, batch, repeat or take: ``(node, reshuffle, what)``, or None (no work before)."""
     chain = graph["chain"]
-    shuffled, point = False, None
+    shuffled, point, reshuffle = False, None, False
     for n in chain:
         if n.name in randoms or n.op in _BATCH_OPS or n.op in {"RepeatDataset", "TakeDataset",
                                                                 "ShuffleAndRepeatDataset"}:
@@ -216,11 +216,12 @@ def _cache_point(graph, randoms):
             shuffled = True
             continue
         if n.op in _MAP_OPS or n.op in _INTERLEAVE_OPS or n.op in _READ_OPS:
-            point = n
+            # Only a shuffle before the cache would freeze in it; one after it still reshuffles.
+            point, reshuffle = n, shuffled
     if point is None:
         return None
     what = f".map({fn_label(graph, point)})" if point.op in _MAP_OPS else point.op
-    return point, shuffled, what
+    return point, reshuffle, what
 
 
 def too_big_to_cache(graph: dict, ds, *, examples: int | None, example_bytes: float, places: dict | None = None):

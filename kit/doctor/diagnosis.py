@@ -113,7 +113,9 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     example_bytes = nbytes(batch) / batch_size
     n_cores, load = usable_cpus(), load_average()
     graph = pipeline_graph(source) if is_dataset(source) else None
+    compile_start = time.perf_counter()
     copy = compiled_copy(model, batch, name) if model is not None else None
+    compile_s = time.perf_counter() - compile_start  # copying and compiling the model once
 
     progress.step("the loader alone")
     loader = measure_loader(source, max_seconds=max(0.2, budget.take(
@@ -144,7 +146,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         found += _frozen(copy, batch, fits, graph, budget, max_seconds)
         found += rules.epoch_start_stall({**fits, "batch_size": batch_size})
         found += _memory_growth(source, fits, budget, max_seconds)
-        found += _per_step(model, batch, batch_size, fits, loader["loader_examples_per_s"], budget, max_seconds)
+        found += _per_step(model, batch, batch_size, fits, loader["loader_examples_per_s"], budget, max_seconds,
+                           compile_s=compile_s)
     where = places(source, graph) if graph is not None else {}
     hot = python.Hot()
     if python.is_python_source(source):
@@ -242,16 +245,24 @@ def _memory_growth(source, fits, budget: Budget, max_seconds: float) -> list[Fin
                                              f"grew {mb:,.0f} MB an epoch") for f in found]
 
 
-def _per_step(model, batch, batch_size, fits, loader_rate, budget: Budget, max_seconds: float) -> list[Finding]:
+def _per_step(model, batch, batch_size, fits, loader_rate, budget: Budget, max_seconds: float, *,
+              compile_s: float = 0.0) -> list[Finding]:
     """A small step (under ``rules.SMALL_STEP_MS`` on replayed batches) compiled with one step per
-    execution: ``steps_per_execution`` measured on copies."""
+    execution: ``steps_per_execution`` measured on copies, where its least cost (two copies compiled as
+    long as the first took, ``compile_s``, and one execution a side in each of 3 rounds) is at most twice
+    its share of the budget."""
     C = fits.get("ceiling_examples_per_s")
     if not C or 1e3 * batch_size / C >= rules.SMALL_STEP_MS or (getattr(model, "steps_per_execution", 1) or 1) > 1:
         return []
-    seconds = budget.take(SPE_SHARE * max_seconds, "steps_per_execution on the compute ceiling", least=0.3)
+    what = "steps_per_execution on the compute ceiling"
+    least = 2 * compile_s + 6 * SPE * batch_size / C
+    if least > 2 * min(SPE_SHARE * max_seconds, budget.left()):
+        budget.skipped.append(f"{what} (about {least:.0f} s at least)")
+        return []
+    seconds = budget.take(SPE_SHARE * max_seconds, what, least=0.3)
     if not seconds:
         return []
-    gain, rounds = steps_per_execution_gain(model, batch, seconds=seconds, per_execution=SPE)
+    gain, rounds = steps_per_execution_gain(model, batch, seconds=seconds, per_execution=SPE, step_s=batch_size / C)
     return rules.steps_per_execution(fits, loader_rate, SPE, gain, rounds)
 
 

@@ -360,10 +360,13 @@ def epoch_starts(runs) -> tuple[list[float], float, float]:
             float(np.median(lengths)) if lengths else math.nan)
 
 
-def steps_per_execution_gain(model, batch, *, seconds: float, per_execution: int = 16, rounds: int = 3):
+def steps_per_execution_gain(model, batch, *, seconds: float, per_execution: int = 16, rounds: int = 3,
+                             step_s: float = 0.0):
     """The compute ceiling with ``steps_per_execution=per_execution`` over the ceiling with one step per
     execution: copies of ``model`` trained on ``batch`` replayed from memory, interleaved ``rounds`` times,
-    ``seconds`` in all. Returns ``(median gain, [round gains])``; ``(nan, [])`` where no round fits."""
+    ``seconds`` in all (the copies' compiling apart). ``step_s``: the ceiling's step, where measured: each
+    fit trains as many whole executions as fit in its share (at least one), not a fixed four.
+    Returns ``(median gain, [round gains])``; ``(nan, [])`` where no round fits."""
     data = tf.data.Dataset.from_tensors(batch).repeat()
     copies = {}
     for k in (1, per_execution):
@@ -372,14 +375,15 @@ def steps_per_execution_gain(model, batch, *, seconds: float, per_execution: int
         _fit(c, data, steps_per_epoch=2 * k, epochs=1)  # traces the step
         copies[k] = c
     each = seconds / (2 * rounds)
+    executions = max(1, min(4, int(each / (step_s * per_execution)))) if step_s > 0 else 4
     gains = []
     for _ in range(rounds):
         rate = {}
         for k, c in copies.items():
             steps, t0 = 0, time.perf_counter()
             while True:
-                _fit(c, data, steps_per_epoch=4 * per_execution, epochs=1)
-                steps += 4 * per_execution
+                _fit(c, data, steps_per_epoch=executions * per_execution, epochs=1)
+                steps += executions * per_execution
                 if time.perf_counter() - t0 >= each:
                     break
             rate[k] = steps / (time.perf_counter() - t0)
