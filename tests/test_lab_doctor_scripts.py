@@ -146,3 +146,17 @@ def test_rescore_recomputes_from_stored_reports(tmp_path):
     out = json.loads((tmp_path / "out.json").read_text())
     assert out["rows"][0]["recall"] == 1.0 and out["rows"][0]["verdict_right"] is True
     assert "rescored" in (tmp_path / "out.md").read_text()
+
+
+def test_the_ceiling_replays_the_step_traced_as_the_scripts_fit_traces_it():
+    """Keras traces a fit's step with the batch dimension unknown for everything but a tf.data dataset
+    batched with drop_remainder: the truth's ceiling traces the same step first (epoch_timer.replay)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from lab.doctor_scripts.epoch_timer import _dynamic_batch
+
+    x = np.zeros((10, 3), np.float32)
+    assert _dynamic_batch(tf.data.Dataset.from_tensor_slices(x).batch(4))
+    assert not _dynamic_batch(tf.data.Dataset.from_tensor_slices(x).batch(4, drop_remainder=True))
+    assert _dynamic_batch(iter([(x, x)])) and _dynamic_batch([x])
