@@ -95,7 +95,7 @@ CORPUS = {
         half="heldout2", kind="generator",
         source="https://github.com/jaungiers/LSTM-Neural-Network-for-Time-Series-Prediction/blob/14b04dd4104dc5c7e39f4dcc580c46fd3d2c02bf/run.py",
         changed="6000 generated rows, columns Close and Volume, LSTMs of 16 units for 100, epochs 3, fit_generator -> fit",
-        fix="none: headroom 1.26-1.52 by the truth, but no candidate fix gained (each window normalised by NumPy 1.00x, run.py's in-memory fit 0.82x)",
+        fix="none: compute-bound by the truth once its ceiling ran the fit's own trace (1.07x; 1.26-1.52x against a step traced with the batch size known); no candidate fix gained (each window normalised by NumPy 1.00x, run.py's in-memory fit 0.82x)",
         codes=(), tolerated=("python_in_pipeline", "compute_once")),
     "sigmoid_classifier": dict(
         half="heldout2", kind="sequence",
