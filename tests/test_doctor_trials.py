@@ -82,3 +82,13 @@ def test_steps_per_execution_is_not_started_where_its_least_cost_is_over_twice_i
     assert not called and budget.skipped == ["steps_per_execution on the compute ceiling (about 6 s at least)"]
     diagnosis._per_step(object(), None, 32, fits, 5000.0, diagnosis.Budget(30.0), 30.0, compile_s=0.2)
     assert called and called[0]["step_s"] == pytest.approx(0.02)
+
+
+def test_steps_per_execution_measured_on_the_ceiling_is_reported_as_predicted_for_the_fit():
+    from kit.doctor import rules
+
+    fits = {"ceiling_examples_per_s": 30_000.0, "fit_examples_per_s": 29_000.0}
+    found = rules.steps_per_execution(fits, 150_000.0, 16, 3.0, [2.8, 3.0, 3.2])[0]
+    line = report._what(found)
+    assert "predicted for the fit" in line and "the compute ceiling measured 3.00x" in line
+    assert "measured end to end" not in line

@@ -185,9 +185,13 @@ def _what(r) -> str:
         return r.basis.split(":")[0]
     if r.status == "no gain":
         return f"{_x(g)}{', rounds ' + spread if spread else ''}: within the noise or capped by the model"
-    if r.status == "measured" and str(r.basis).startswith("measured on the loader alone"):
+    # Measured on a part (the loader alone, or the model on replayed batches), the fit's gain predicted.
+    part = {"measured on the loader alone": "the loader alone",
+            "measured: the model on one batch replayed": "the compute ceiling"}
+    on = next((v for k, v in part.items() if str(r.basis).startswith(k)), None)
+    if r.status == "measured" and on is not None:
         loader = getattr(r, "loader_gain", math.nan)
-        measured = f" (the loader alone measured {_x(loader)})" if math.isfinite(loader) else ""
+        measured = f" ({on} measured {_x(loader)})" if math.isfinite(loader) else ""
         return f"{_x(g)} predicted for the fit{', range ' + spread if spread else ''}{measured}"
     if r.status == "measured":
         return f"{_x(g)} measured end to end{', rounds ' + spread if spread else ''}"
