@@ -14,7 +14,7 @@ from lab.doctor_scripts import data as data_mod
 
 HERE = Path(__file__).resolve().parent.parent / "lab" / "doctor_scripts"
 FILES = sorted([*HERE.glob("dev/*.py"), *HERE.glob("heldout/*.py"), *HERE.glob("users/*.py"),
-                *HERE.glob("heldout2/*.py"), *HERE.glob("fixes/*.py")])
+                *HERE.glob("heldout2/*.py"), *HERE.glob("heldout3/*.py"), *HERE.glob("fixes/*.py")])
 HELDOUT2 = sorted(n for n, e in CORPUS.items() if e["half"] == "heldout2")
 
 
@@ -39,15 +39,17 @@ def test_halves_are_large_enough_and_disjoint():
     assert len(repos) == sum(e["half"] != "users" for e in CORPUS.values())  # one repository per script
 
 
-def test_heldout2_is_a_fresh_half_of_five_new_repositories():
-    assert len(HELDOUT2) == 5
-    earlier = {e["source"].split("/blob/")[0] for e in CORPUS.values() if e["half"] != "heldout2"}
-    for name in HELDOUT2:
+@pytest.mark.parametrize("half", ["heldout2", "heldout3"])
+def test_a_fresh_held_out_half_is_five_new_repositories(half):
+    names = sorted(n for n, e in CORPUS.items() if e["half"] == half)
+    assert len(names) == 5
+    earlier = {e["source"].split("/blob/")[0] for e in CORPUS.values() if e["half"] != half}
+    for name in names:
         e = CORPUS[name]
         repo = e["source"].split("/blob/")[0]
         assert repo not in earlier, name
-        assert (HERE / "heldout2" / f"{name}.py").exists(), name
-        assert repo.split("github.com/")[1] in (ast.get_docstring(ast.parse((HERE / "heldout2" / f"{name}.py")
+        assert (HERE / half / f"{name}.py").exists(), name
+        assert repo.split("github.com/")[1] in (ast.get_docstring(ast.parse((HERE / half / f"{name}.py")
                                                                           .read_text())) or ""), name
 
 
