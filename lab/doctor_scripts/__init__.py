@@ -7,12 +7,16 @@ truth read), so ``heldout2/`` is a fresh held-out half: five more repositories' 
 before any doctor run, to be scored once. The doctor was then tuned with heldout2 seen too, so ``heldout3/`` is
 another fresh held-out half of five more repositories' scripts (a sequence reading .npy grids, a text generator,
 a custom train_on_batch loop, a tf.data JPEG pipeline, a generator with PIL augmentation), its truth measured
-before any doctor run and kept in its own file. ``fixes/NAME.py`` is NAME with the one fix that matters
-applied. ``truth.py`` measures each script against its fix and the compute ceiling with plain Keras (no kit
+before any doctor run and kept in its own file. ``heldout4/`` is a fourth fresh held-out half of eight more
+repositories' scripts (a TFRecord pipeline parsed by py_function, a Sequence reading images in a process pool, a
+Sequence of .npy audio clips, arrays fitted one example a step, an LSTM on padded text, a train_on_batch loop over
+PIL faces, a from_generator over HDF5, a generator of random PIL image triplets), its truth measured before any
+doctor run and kept in its own file.
+``fixes/NAME.py`` is NAME with the one fix that matters applied. ``truth.py`` measures each script against its fix and the compute ceiling with plain Keras (no kit
 import); ``score.py`` runs ``python -m kit doctor run`` on each script and scores its verdict and top three
 findings against ``CORPUS``.
 
-``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3), ``source`` (the repository file), ``kind``, ``changed``
+``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4), ``source`` (the repository file), ``kind``, ``changed``
 (one line; the script's docstring has every change), ``fix`` (one line), ``codes`` (the finding codes that
 name that fix: any one in the top three counts as right), ``tolerated`` (true but minor: neither right nor
 wrong). A script with no fix file has ``fix`` "none" and no codes.
@@ -154,6 +158,64 @@ CORPUS = {
             "once, the augmentation still per pair: 0.99x, 1.00x; decoding is ~1.5 ms of the generator's ~12 ms a batch, "
             "the rest is the per-pair augmentation, and Keras already runs a generator behind a prefetch)",
         codes=(), tolerated=("python_in_pipeline", "compute_once", "no_cache")),
+    "trigger_word": dict(
+        half="heldout4", kind="tf.data (TFRecord + py_function)",
+        source="https://github.com/tdjaballah/multrigger-word/blob/32f1e351693dbaced1fb33e0486bfd7e39a17a08/src/train.py",
+        changed="300 generated records of 188x257 for 860x257, Conv1D 48 / GRUs 32 for 196 / 128, 60 steps of 32 for "
+                "1000 of 64, epochs 3, Keras 3 Adam and metrics",
+        fix="cache() after the deterministic py_function parse (each record parsed once)",
+        codes=("no_cache", "compute_once"), tolerated=("python_in_pipeline", "serial_map")),
+    "denoise_autoencoder": dict(
+        half="heldout4", kind="sequence (cv2 in a process pool)",
+        source="https://github.com/RomainCapo/ledebruiteur/blob/7f4d83aeba7054204770d45e1bb02d9039fa6a64/debruiteur/generator/datagenerator.py",
+        changed="480 generated 100x100 pairs (80 images x 6 noises), autoencoder filters / 4, epochs 3, "
+                "fit_generator -> fit",
+        fix="read each image pair once and keep it in memory (no process pool per batch once all are read)",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline", "pydataset_single_worker",
+                                                      "validation_input")),
+    "speech_attrnn": dict(
+        half="heldout4", kind="sequence (np.load audio, 4 thread workers)",
+        source="https://github.com/douglas125/SpeechCmdRecognition/blob/1bbac0da4374590eb1517af01b77052be5407722/SpeechModels.py",
+        changed="600 generated 1 s .npy clips of 10 words, epochs 3, workers=4 moved from fit to the PyDataset, "
+                "Keras 3 Lambda layers for the in-model mel spectrogram",
+        fix="load each clip once and keep it in memory",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline",)),
+    "glucose_lag": dict(
+        half="heldout4", kind="numpy arrays (batch_size 1)",
+        source="https://github.com/kwisatzheadache/glucose-learning/blob/1bf343ea23372d06abac4db5e41ca0a4fe8ec61e/ml.py",
+        changed="3000 generated sensor rows for 39450, the two fits 3 and 2 epochs for 5 and 20, NumPy "
+                "train_test_split",
+        fix="compile(steps_per_execution=32)",
+        codes=("steps_per_execution",), tolerated=()),
+    "imdb_lstm": dict(
+        half="heldout4", kind="numpy arrays (text)",
+        source="https://github.com/gurjitkaur0/imbd-sentiment-analysis/blob/74b728f38a53c2f8bcba4fb8a115713ee902b143/Istm_model.py",
+        changed="2000 generated reviews, Embedding and LSTM 32 for 128, epochs 3, Keras 2 Tokenizer re-written, "
+                "NumPy train_test_split",
+        fix="compile(steps_per_execution=8)",
+        codes=("steps_per_execution",), tolerated=()),
+    "squeezenet_faces": dict(
+        half="heldout4", kind="custom loop (train_on_batch, PIL)",
+        source="https://github.com/Osebek/Conditional-Variational-Autoencoder-Keras/blob/6b6a4843ca9d0f386f9aac1e2e271d3fe00f00a2/train_squ.py",
+        changed="680 generated 128px faces (640 kept) at 64x64 for 224x224, SqueezeNet filters / 4, FC 256, "
+                "epochs 3, imdb.mat as CSV, Keras 1/2 layers ported",
+        fix="open, resize and label each face once, keep it in memory (the batches repeat every epoch)",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline",)),
+    "muography_unet": dict(
+        half="heldout4", kind="from_generator (h5py)",
+        source="https://github.com/SamuelDominguezGamero/Muography_Denoising/blob/d86427465a17def2943093c44d195a9fad2a8a88/MuonGeneration/UNETs/UNET0/train_unet0XY_ultralow_flux.py",
+        changed="256/48/32 generated 64x64 examples for 128x128, U-Net 3 levels of 8 filters for 4 of 128, epochs "
+                "3, no pretrained checkpoint, float32, no matplotlib callback",
+        fix="read each split's arrays from the HDF5 file once, keep them in memory (the binomial draw and the "
+            "rotation still per example)",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline",)),
+    "plankton_siamese": dict(
+        half="heldout4", kind="generator (PIL triplets)",
+        source="https://github.com/ketil-malde/plankton-siamese/blob/a1f0b4ec519bd1986c6a5eef45c2609d9fde0d23/train.py",
+        changed="12 classes of 30 + 8 generated 96x96 images for 299x299, a small CNN for InceptionV3 (imagenet), "
+                "30 / 3 steps for 1000 / 100, epochs 3, one outer iteration for 10, fit_generator -> fit",
+        fix="open, scale and paste each image once, keep it in memory (the triplets still drawn per batch)",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline", "validation_input")),
 }
 
 #: The doctor's finding codes a CORPUS entry may name (kit/doctor/findings.py CODES and the new ones).
@@ -161,6 +223,6 @@ VOCABULARY = ("python_in_pipeline", "pydataset_single_worker", "serial_map", "ma
               "serial_interleave", "no_prefetch", "options_off", "no_cache", "read_amplification",
               "frozen_backbone_recomputed", "augment_before_frozen_backbone", "small_shuffle_buffer",
               "compute_once", "steps_per_execution", "validation_input", "epoch_start_stall", "memory_growth")
-HALVES = ("dev", "heldout", "users", "heldout2", "heldout3")
+HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4")
 #: custom loops: training steps per epoch (the timer sees train_on_batch calls, not epochs)
-LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41}
+LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41, "squeezenet_faces": 10}

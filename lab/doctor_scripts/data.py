@@ -2,7 +2,7 @@
 
 ``make(name, folder)`` writes the files script NAME reads under ``folder/NAME/`` in the formats the
 source repository reads (PNG and JPEG images and masks, 16-bit WAV clips, ``.npy`` volumes and frames, CSV lists,
-a GloVe-style text file, TFRecords, a pickled feature dict, an ABC-notation text). Deterministic (seeded per script), idempotent (a ``.complete`` marker written
+a GloVe-style text file, TFRecords, a pickled feature dict, an ABC-notation text, an HDF5 file). Deterministic (seeded per script), idempotent (a ``.complete`` marker written
 last: a second call finds it and does nothing) and atomic (each file written under a temporary name and
 renamed; the folder is built under a temporary name and renamed when complete).
 
@@ -470,6 +470,209 @@ def siamese_omniglot(d: Path, rng) -> None:
                 os.replace(tmp, folder / f"{a * 1000 + c * 20 + j:04d}_{j + 1:02d}.png")
 
 
+# --------------------------------------------------------------------------- the heldout4 half
+
+
+def trigger_word(d: Path, rng) -> None:
+    # tdjaballah/multrigger-word's data/processed/*.tfrecord: tf.train.Examples of N_SAMPLES_IN_TFRECORD (100)
+    # each, 'X' a float_list of the clip's TX x FX spectrogram (188 x 257 here: 1.1 s at 44.1 kHz, NFFT 512) and
+    # 'Y' a float_list of its TY x N_CLASSES labels (44 x 2: 1 for the 25 label steps after each trigger word).
+    import tensorflow as tf
+
+    tx, fx, ty = 188, 257, 44
+    (d / "data" / "processed").mkdir(parents=True)
+    for f in range(3):
+        tmp = d / "data" / "processed" / f".dev_{f}.tfrecord.tmp"
+        with tf.io.TFRecordWriter(str(tmp)) as w:
+            for _ in range(100):
+                x = (rng.random((tx, fx)) * 0.3).astype(np.float32)
+                y = np.zeros((ty, 2), np.float32)
+                y[:, 0] = 1
+                for _ in range(int(rng.integers(0, 3))):
+                    t = int(rng.integers(10, tx - 30))
+                    x[t:t + 12, 20:60] += 1.0  # the trigger word's energy
+                    k = min(ty - 1, round((t - 15) / 4) + 1)
+                    y[k:k + 6] = (0, 1)
+                ex = tf.train.Example(features=tf.train.Features(feature={
+                    "X": tf.train.Feature(float_list=tf.train.FloatList(value=x.ravel())),
+                    "Y": tf.train.Feature(float_list=tf.train.FloatList(value=y.ravel()))}))
+                w.write(ex.SerializeToString())
+        os.replace(tmp, d / "data" / "processed" / f"dev_{f}.tfrecord")
+
+
+DEBRUITEUR_NOISES = ["GaussianNoise", "PoissonNoise", "UniformNoise", "SaltPepperNoise", "SquareMaskNoise",
+                     "SpeckleNoise"]
+
+
+def denoise_autoencoder(d: Path, rng) -> None:
+    # RomainCapo/ledebruiteur's resized_images/ (100x100 grayscale PNGs) and noised_images/ (each image with each
+    # of the six noises), and dataframes/noised.csv (original path, noised path, noise), paths relative to the data
+    # folder (the source's make_noised_dataframe writes absolute ones).
+    for sub in ("resized_images", "noised_images", "dataframes"):
+        (d / sub).mkdir()
+    yy, xx = np.mgrid[0:100, 0:100]
+    rows = []
+    for i in range(80):
+        img = (60 + 40 * np.sin(xx / rng.uniform(5, 15)) + 40 * np.cos(yy / rng.uniform(5, 15))).astype(float)
+        cy, cx, r = rng.uniform(20, 80), rng.uniform(20, 80), rng.uniform(8, 25)
+        img[(yy - cy) ** 2 + (xx - cx) ** 2 < r * r] = 230
+        img = np.clip(img, 0, 255).astype(np.uint8)
+        orig = f"resized_images/img{i}.png"
+        _png(d / orig, img)
+        for noise in DEBRUITEUR_NOISES:
+            f = img.astype(float)
+            if noise == "GaussianNoise":
+                f += rng.normal(0, 10, f.shape)
+            elif noise == "PoissonNoise":
+                f = rng.poisson(f).astype(float)
+            elif noise == "UniformNoise":
+                f += rng.uniform(-50, 50, f.shape)
+            elif noise == "SaltPepperNoise":
+                m = rng.random(f.shape)
+                f[m < 0.15] = 0
+                f[m > 0.85] = 255
+            elif noise == "SquareMaskNoise":
+                for _ in range(10):
+                    y0, x0 = rng.integers(0, 90, 2)
+                    f[y0:y0 + 10, x0:x0 + 10] = 0
+            else:
+                f *= 1 + rng.normal(0, 0.2, f.shape)
+            noised = f"noised_images/img{i}_{noise}.png"
+            _png(d / noised, np.clip(f, 0, 255).astype(np.uint8))
+            rows.append([orig, noised, noise])
+    _csv(d / "dataframes" / "noised.csv", ["original", "noised", "noise"], rows)
+
+
+SPEECH_WORDS = ["nine", "yes", "no", "up", "down", "left", "right", "on", "off", "stop"]
+
+
+def speech_attrnn(d: Path, rng) -> None:
+    # douglas125/SpeechCmdRecognition's speech commands after audioUtils.WAV2Numpy: <word>/<hash>_nohash_<i>.wav.npy,
+    # each a (16000, 1) float32 clip (tf.audio.decode_wav with desired_samples=16000), and the dataset's
+    # validation_list.txt naming the validation clips.
+    val = []
+    for k, word in enumerate(SPEECH_WORDS):
+        (d / "train" / word).mkdir(parents=True)
+        for i in range(60):
+            name = f"{word}/{zlib.crc32(f'{word}{i}'.encode()):08x}_nohash_{i}.wav.npy"
+            x = np.zeros(16000, np.float32)
+            n = int(16000 * rng.uniform(0.6, 0.9))
+            start = int(rng.integers(0, 16000 - n))
+            x[start:start + n] = _tone(rng, n, 16000, k, len(SPEECH_WORDS))
+            _npy(d / "train" / name, x[:, None])
+            if i >= 48:
+                val.append(name)
+    _text(d / "train" / "validation_list.txt", "".join(v[:-4] + "\n" for v in val))
+
+
+def glucose_lag(d: Path, rng) -> None:
+    # kwisatzheadache/glucose-learning's CGM.csv: a continuous glucose monitor's export, datetime, isig (the sensor
+    # current) and glucose, one row every 5 minutes; isig an autocorrelated walk here.
+    n = 3000
+    isig = 20 + np.cumsum(rng.normal(0, 0.4, n)) * 0.5 + 5 * np.sin(np.arange(n) / 60)
+    glucose = 5.5 * isig + rng.normal(0, 4, n)
+    t0 = np.datetime64("2017-03-01T00:00")
+    _csv(d / "CGM.csv", ["datetime", "isig", "glucose"],
+         ([str(t0 + np.timedelta64(5 * i, "m")), f"{isig[i]:.2f}", f"{glucose[i]:.0f}"] for i in range(n)))
+
+
+SENTIMENT_WORDS = [f"word{i}" for i in range(3000)]
+
+
+def imdb_lstm(d: Path, rng) -> None:
+    # gurjitkaur0/imbd-sentiment-analysis's cleaned_reviews.csv: review (lower-cased, cleaned text) and sentiment
+    # (positive / negative); a review draws a few words of its polarity among common ones.
+    pos, neg = SENTIMENT_WORDS[:40], SENTIMENT_WORDS[40:80]
+    rows = []
+    for _ in range(2000):
+        label = int(rng.integers(0, 2))
+        words = list(rng.choice(SENTIMENT_WORDS[80:], int(rng.integers(80, 260))))
+        for _ in range(int(rng.integers(3, 10))):
+            words.insert(int(rng.integers(0, len(words))), str(rng.choice(pos if label else neg)))
+        rows.append([" ".join(words), "positive" if label else "negative"])
+    _csv(d / "cleaned_reviews.csv", ["review", "sentiment"], rows)
+
+
+def squeezenet_faces(d: Path, rng) -> None:
+    # Osebek/Conditional-Variational-Autoencoder-Keras's IMDB-WIKI layout: imdb_db/aligned/<nn>/<file>.jpg (face
+    # crops, some grayscale; 128x128 here) and the imdb.mat metadata as imdb_db/imdb_crop/imdb.csv (full_path,
+    # photo_taken, dob_year, name, face_score, second_face_score, face_location); 8 people with 80 usable photos
+    # each (640 rows kept by HandleData's filters) and 40 rows the filters drop (a low face score, a second face).
+    from PIL import Image
+
+    (d / "imdb_db" / "imdb_crop").mkdir(parents=True)
+    yy, xx = np.mgrid[0:128, 0:128]
+    rows = []
+    for p in range(8):
+        name = f"Actor Number{p:02d}"
+        tone = np.array([80 + 20 * p, 200 - 15 * p, 120 + (p % 3) * 40])
+        for j in range(85):
+            folder = d / "imdb_db" / "aligned" / f"{(p * 85 + j) % 100:02d}"
+            folder.mkdir(parents=True, exist_ok=True)
+            img = rng.integers(0, 50, (128, 128, 3)).astype(np.uint8)
+            face = ((yy - 64 - rng.integers(-6, 6)) / 45.0) ** 2 + ((xx - 64 - rng.integers(-6, 6)) / 35.0) ** 2 < 1
+            img[face] = np.clip(tone + rng.integers(-20, 20, 3), 0, 255).astype(np.uint8)
+            fname = f"nm{p:07d}_rm{zlib.crc32(f'{p}-{j}'.encode()):010d}_{1960 + p}-1-1_{2000 + j % 15}.jpg"
+            rel = f"{(p * 85 + j) % 100:02d}/{fname}"
+            im = Image.fromarray(img)
+            if j % 7 == 3:
+                im = im.convert("L")
+            tmp = folder / f".{fname}.tmp.jpg"
+            im.save(tmp, quality=90)
+            os.replace(tmp, folder / fname)
+            score = 4.5 if j < 80 else 1.5
+            second = "nan" if j < 80 or j % 2 else "2.1"
+            rows.append([rel, 2000 + j % 15, 1960 + p, name, score, second, "10 10 118 118"])
+    _csv(d / "imdb_db" / "imdb_crop" / "imdb.csv", ["full_path", "photo_taken", "dob_year", "name", "face_score",
+                                                    "second_face_score", "face_location"], rows)
+
+
+def muography_unet(d: Path, rng) -> None:
+    # SamuelDominguezGamero/Muography_Denoising's data/datasets/dataset0.h5: for each split (train, val, test)
+    # 'poca' (N, 64, 64, 3) uint8 POCA counts of the XY, XZ, YZ projections (128 px in the source) and 'gt'
+    # (N, 64, 64, 3) float32 ground truth in [0, 1] (256, 48, 32 examples); an object is a few blocks of high scattering density.
+    import h5py
+
+    (d / "data" / "datasets").mkdir(parents=True)
+    tmp = d / "data" / "datasets" / ".dataset0.h5.tmp"
+    with h5py.File(tmp, "w") as f:
+        for split, n in (("train", 256), ("val", 48), ("test", 32)):
+            gt = np.zeros((n, 64, 64, 3), np.float32)
+            for i in range(n):
+                for _ in range(int(rng.integers(1, 4))):
+                    y0, x0 = rng.integers(4, 44, 2)
+                    h, w = rng.integers(6, 18, 2)
+                    gt[i, y0:y0 + h, x0:x0 + w, :] = rng.uniform(0.4, 1.0)
+            poca = np.clip(gt * 200 + rng.normal(20, 15, gt.shape), 0, 255).astype(np.uint8)
+            f.create_dataset(f"{split}/poca", data=poca)
+            f.create_dataset(f"{split}/gt", data=gt)
+    os.replace(tmp, d / "data" / "datasets" / "dataset0.h5")
+
+
+def plankton_siamese(d: Path, rng) -> None:
+    # ketil-malde/plankton-siamese's data/train/<class>/*.png and data/validate/<class>/*.png: ZooScan plankton
+    # images that convert-images.sh centres on a white canvas (299x299 there, 96x96 here), grayscale; a class is a
+    # dark body of its own shape and size, each image jittered.
+    from PIL import Image, ImageDraw
+
+    for split, n in (("train", 30), ("validate", 8)):
+        for k in range(12):
+            folder = d / "data" / split / f"taxon_{k:02d}"
+            folder.mkdir(parents=True)
+            for j in range(n):
+                im = Image.new("L", (96, 96), 255)
+                draw = ImageDraw.Draw(im)
+                w, h = 14 + 4 * (k % 4), 10 + 6 * (k // 4)
+                cx, cy = 48 + int(rng.integers(-8, 9)), 48 + int(rng.integers(-8, 9))
+                draw.ellipse((cx - w, cy - h, cx + w, cy + h), fill=int(rng.integers(20, 90)))
+                for _ in range(k % 5 + 1):
+                    a = rng.uniform(0, 2 * np.pi)
+                    draw.line((cx, cy, cx + int(40 * np.cos(a)), cy + int(40 * np.sin(a))), fill=40, width=2)
+                tmp = folder / f".{j}.tmp.png"
+                im.save(tmp)
+                os.replace(tmp, folder / f"{split[0]}{k:02d}_{j:03d}.png")
+
+
 def _jpg(path: Path, img: np.ndarray) -> None:
     from PIL import Image
 
@@ -489,7 +692,9 @@ MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, k
                                   fakenews_from_generator, audio_tagging, keras_segmentation, protein_kaggle,
                                   spectrogram_user, segmentation_user, lstm_timeseries, sigmoid_classifier,
                                   cml_thermal, coffee_classification, age_estimation, voxnet_modelnet,
-                                  caption_flickr, char_rnn, tk_keypoint, siamese_omniglot)}
+                                  caption_flickr, char_rnn, tk_keypoint, siamese_omniglot, trigger_word,
+                                  denoise_autoencoder, speech_attrnn, glucose_lag, imdb_lstm,
+                                  squeezenet_faces, muography_unet, plankton_siamese)}
 
 
 
