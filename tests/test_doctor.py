@@ -250,10 +250,13 @@ def _waiting_pydataset():
 
 
 @pytest.mark.slow
-def test_pydataset_waiting_on_files_gets_threads_measured_end_to_end():
+def test_pydataset_waiting_on_files_gets_threads_measured():
     d = doctor.diagnose(_waiting_pydataset(), _model(), max_seconds=10)
     row = d.findings.set_index("code").loc["pydataset_single_worker"]
-    assert row["status"] == "measured" and row["expected_gain"] > 1.05, str(d)
+    # Timed end to end, or (where the budget left no time for the fit's A/B, a busy machine) on the loader
+    # alone and predicted for the fit, which the finding then says.
+    timed = row["status"] == "measured" or (row["status"] == "predicted" and row["measured_on"] == "the loader alone")
+    assert timed and row["expected_gain"] > 1.05, str(d)
     # Threads overlap the waits (measured); reading the same batches once, from memory, gains more (compute_once).
     assert "use_multiprocessing=False" in row["fix"] and d.top in ("pydataset_single_worker", "compute_once")
     assert "pydataset_single_worker" in d.top3, str(d)

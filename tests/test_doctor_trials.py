@@ -30,7 +30,8 @@ def test_a_cache_timed_on_the_loader_alone_predicts_the_cpu_it_frees_for_the_ste
     doing the same work, cannot make a step that does not wait go faster."""
     m = _measured()
     cache = diagnosis._findings(_tried(True, 38.0), m, {})[0]
-    assert cache.status == "measured" and cache.expected_gain == pytest.approx(m.cheaper_input(38.0))
+    assert cache.status == "predicted" and cache.measured_on == "the loader alone"
+    assert cache.expected_gain == pytest.approx(m.cheaper_input(38.0))
     assert 1.4 < cache.expected_gain <= m.headroom
     assert "the loader taking less of its CPU" in cache.basis
     spread = diagnosis._findings(_tried(False, 38.0), m, {})[0]
@@ -46,8 +47,25 @@ def test_a_fix_timed_on_the_loader_alone_is_reported_as_predicted_for_the_fit_no
     line = report._what(found)
     assert "predicted for the fit" in line and "the loader alone measured 38.0x" in line
     assert "measured end to end" not in line
-    timed = replace(found, basis="measured: the fit on the fixed pipeline over the original, interleaved")
+    # The JSON says the same as the line: predicted, and on what the fix was measured; Diagnosis.fixed applies it.
+    row = found.row()
+    assert row["status"] == "predicted" and row["measured_on"] == "the loader alone" and row["loader_gain"] == 38.0
+    assert found.applied and row["list"] == "findings"
+    timed = replace(found, status="measured", measured_on="",
+                    basis="measured: the fit on the fixed pipeline over the original, interleaved")
     assert "measured end to end" in report._what(timed)
+    with pytest.raises(ValueError, match="measured_on"):
+        replace(found, status="measured")  # a gain measured on the fit is not measured on a part
+
+
+def test_a_gain_measured_on_a_part_ranks_between_one_measured_on_the_fit_and_a_pure_prediction():
+    from kit.doctor.findings import Finding, table
+
+    fit = Finding("serial_map", "e", 1.2, "measured: the fit", status="measured")
+    part = Finding("no_cache", "e", 1.5, "measured on the loader alone", status="predicted",
+                   measured_on="the loader alone", loader_gain=3.0)
+    guess = Finding("python_in_pipeline", "e", 1.9, "predicted", status="predicted")
+    assert list(table([guess, part, fit])["code"]) == ["serial_map", "no_cache", "python_in_pipeline"]
 
 
 def test_a_cache_whose_first_epoch_takes_longer_than_half_its_share_is_still_filled_and_timed(monkeypatch):
@@ -92,3 +110,6 @@ def test_steps_per_execution_measured_on_the_ceiling_is_reported_as_predicted_fo
     line = report._what(found)
     assert "predicted for the fit" in line and "the compute ceiling measured 3.00x" in line
     assert "measured end to end" not in line
+    assert found.status == "predicted" and found.measured_on == "the compute ceiling" and found.applied
+    bounded = rules.steps_per_execution(fits, 60_000.0, 16, 3.0, [2.8, 3.0, 3.2])[0]  # the loader bounds it: 2x
+    assert bounded.expected_gain == pytest.approx(2.0) and "the compute ceiling 3.0x" in report._gain_text(bounded)

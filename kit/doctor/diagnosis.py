@@ -188,13 +188,13 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     progress.step("the A/B trials of the fixes", findings=[f"{f.code}: {f.evidence}" for f in found])
     tried = _try_all(cands, source, copy, m, budget, examples=examples)
     found += [f for t in tried for f in _findings(t, m, where)]
-    if not any(f.code == "pydataset_single_worker" and f.status == "measured" for f in found):
+    if not any(f.code == "pydataset_single_worker" and f.applied for f in found):
         # Threads measured no gain (or were not tried): processes predicted.
         found = [f for f in found if f.code != "pydataset_single_worker"] + rules.pydataset_workers(source, m)
     rates["time_split"] = rules.time_split(loader, m, graph, source)
     found = _settle(found)
     # Diagnosis.fixed applies what the findings list claims: a fix listed as no gain is left out.
-    claimed = {id(f.rewrite) for f in found if f.rewrite is not None and f.status == "measured"}
+    claimed = {id(f.rewrite) for f in found if f.rewrite is not None and f.applied}
     fixed, changes, fixed_gain = _best([t for t in tried if id(t.candidate.rewrite) in claimed], source, copy, budget,
                                        batch_size)
     if fixed_gain is not None:
@@ -379,14 +379,17 @@ def _findings(t: Tried, m: Measured, places: dict) -> list[Finding]:
     elif t.check is not None and t.check.same is None:
         basis += (f"; {t.check.how}: " + ("the same elements in the same order by construction" if
                                           c.rewrite.keeps_elements else "not applied in Diagnosis.fixed"))
-    status = "measured"
+    # Timed on the fit (or on the loader without a model: then it is the whole): measured; on the loader
+    # alone beside a model: predicted for the fit from what the loader measured.
+    part = t.fit is None and loader is not None and bool(m.ceiling_rate)
+    status, on = ("predicted", "the loader alone") if part else ("measured", "")
     if not c.correctness and (loader is None or not loader.real or (t.fit is not None and not t.fit.real)
                               or not gain >= NOISE):
-        status = "no gain"
+        status, on = "no gain", ""
         basis = f"checked, no gain here: {basis}"
     return [Finding(code, evidence, gain, basis, status=status, fix=c.rewrite.snippet, gain_low=low,
                     gain_high=high, loader_gain=loader.median if loader else math.nan, where=where,
-                    rewrite=c.rewrite) for code, evidence in c.findings]
+                    measured_on=on, rewrite=c.rewrite) for code, evidence in c.findings]
 
 
 def _settle(found: list[Finding]) -> list[Finding]:

@@ -120,8 +120,8 @@ CODES = {
     ),
 }
 
-#: What a finding's gain is: measured here (the fix applied and timed), predicted (a range from
-#: measured numbers), checked and found to give nothing here, or unmeasured (with the reason).
+#: What a finding's gain is: measured here (the fix applied to the fit and timed), predicted (a range from
+#: measured numbers; ``measured_on`` names the part the fix itself was timed on, where it was), checked and found to give nothing here, or unmeasured (with the reason).
 STATUSES = ("measured", "predicted", "no gain", "unmeasured")
 
 #: The list a diagnosis prints each status in.
@@ -136,7 +136,10 @@ SYMPTOMS = ("input_bound", "compute_bound")
 
 #: The columns of ``Diagnosis.findings``, one row per ``Finding``.
 COLUMNS = ("code", "kind", "status", "list", "where", "evidence", "fix", "expected_gain", "gain_low",
-           "gain_high", "loader_gain", "basis", "learn_more")
+           "gain_high", "loader_gain", "measured_on", "basis", "learn_more")
+
+#: What a predicted gain may rest on, measured: the fix timed on a part of the training, not the fit.
+PARTS = ("the loader alone", "the compute ceiling")
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,8 @@ class Finding:
     fix: str = ""  # the change in the user's code (default: the code's general fix)
     gain_low: float = math.nan  # the range of expected_gain: measured rounds, or the prediction's
     gain_high: float = math.nan
-    loader_gain: float = math.nan  # the fix's gain on the loader alone, where it differs
+    loader_gain: float = math.nan  # the fix's gain on the part it was measured on (measured_on), where it differs
+    measured_on: str = ""  # a predicted gain measured on a part (one of PARTS), not on the fit; "" otherwise
     where: str = ""  # the place in the user's code (mymod.py:31 load_image), where known
     rewrite: object = field(default=None, compare=False, repr=False)  # the rewrite.Rewrite that applied it
 
@@ -165,6 +169,14 @@ class Finding:
             object.__setattr__(self, name, float(value) if value is not None else math.nan)
         if not self.fix:
             object.__setattr__(self, "fix", CODES[self.code][2])
+        if self.measured_on and (self.measured_on not in PARTS or self.status == "measured"):
+            raise ValueError(f"measured_on must be one of {', '.join(PARTS)} on a gain not measured on the fit, "
+                             f"got {self.measured_on!r} with status {self.status!r}")
+
+    @property
+    def applied(self) -> bool:
+        """The fix was timed, on the fit or on a part of it, and gained: ``Diagnosis.fixed`` applies it."""
+        return self.status == "measured" or (self.status == "predicted" and bool(self.measured_on))
 
     @property
     def meaning(self) -> str:
@@ -253,8 +265,8 @@ class Measured:
 
 
 def table(findings: list[Finding]) -> pd.DataFrame:
-    """The findings as a DataFrame (``COLUMNS``): the symptom, correctness, speed measured then predicted
-    (each by its gain), order, then 'no gain' and 'not measured'; ties in the order of ``CODES``."""
+    """The findings as a DataFrame (``COLUMNS``): the symptom, correctness, speed measured, then measured on
+    a part and predicted for the fit, then predicted (each by its gain), order, then 'no gain' and 'not measured'; ties in the order of ``CODES``."""
     return rank(pd.DataFrame([f.row() for f in findings], columns=list(COLUMNS)))
 
 
@@ -264,8 +276,9 @@ def rank(df: pd.DataFrame) -> pd.DataFrame:
         order = {c: i for i, c in enumerate(CODES)}
         kinds = {"symptom": 0, "correctness": 1, "speed": 2, "order": 3, "memory": 3}
         lists = {"no gain": 4, "unmeasured": 5}
-        df["_group"] = [lists.get(st, kinds[k] + (0.5 if k == "speed" and st == "predicted" else 0.0))
-                        for k, st in zip(df["kind"], df["status"])]
+        # speed: measured on the fit, then measured on a part and predicted for the fit, then predicted
+        df["_group"] = [lists.get(st, kinds[k] + ((0.25 if on else 0.5) if k == "speed" and st == "predicted" else 0.0))
+                        for k, st, on in zip(df["kind"], df["status"], df["measured_on"].fillna(""))]
         df["_rank"] = df["code"].map(order)
         df["_gain"] = df["expected_gain"].fillna(-1.0)
         df = df.sort_values(["_group", "_gain", "_rank"], ascending=[True, False, True])

@@ -126,7 +126,7 @@ class Diagnosis:
 
     def _repr_html_(self) -> str:
         table = self.findings.assign(expected_gain=[_gain_text(r) for r in self.findings.itertuples(index=False)])
-        table = table.drop(columns=["gain_low", "gain_high", "loader_gain", "learn_more"])
+        table = table.drop(columns=["gain_low", "gain_high", "loader_gain", "measured_on", "learn_more"])
         parts = [f"<p><b>verdict: {html.escape(self.verdict)}</b>: {html.escape(self.summary)}</p>"]
         if self.pipeline:
             parts.append(f"<p>tf.data pipeline: <code>{html.escape(' → '.join(self.pipeline))}</code></p>")
@@ -147,7 +147,7 @@ def _gain_text(r) -> str:
     if spread := _spread(r, fmt_gain):
         text += f", {spread}"
     if math.isfinite(r.loader_gain) and abs(r.loader_gain - r.expected_gain) > 0.005:
-        text += f", loader alone {fmt_gain(r.loader_gain)}"
+        text += f", {getattr(r, 'measured_on', '') or 'the loader alone'} {fmt_gain(r.loader_gain)}"
     return text
 
 
@@ -186,12 +186,10 @@ def _what(r) -> str:
     if r.status == "no gain":
         return f"{_x(g)}{', rounds ' + spread if spread else ''}: within the noise or capped by the model"
     # Measured on a part (the loader alone, or the model on replayed batches), the fit's gain predicted.
-    part = {"measured on the loader alone": "the loader alone",
-            "measured: the model on one batch replayed": "the compute ceiling"}
-    on = next((v for k, v in part.items() if str(r.basis).startswith(k)), None)
-    if r.status == "measured" and on is not None:
-        loader = getattr(r, "loader_gain", math.nan)
-        measured = f" ({on} measured {_x(loader)})" if math.isfinite(loader) else ""
+    on = getattr(r, "measured_on", "")
+    if r.status == "predicted" and on:
+        part = getattr(r, "loader_gain", math.nan)
+        measured = f" ({on} measured {_x(part)})" if math.isfinite(part) else ""
         return f"{_x(g)} predicted for the fit{', range ' + spread if spread else ''}{measured}"
     if r.status == "measured":
         return f"{_x(g)} measured end to end{', rounds ' + spread if spread else ''}"

@@ -428,9 +428,10 @@ def steps_per_execution(fits: dict, loader_rate: float, per_execution: int, gain
     if loader_rate < C:
         basis += ": the input fixes come first"
     steady = len(rounds) < 2 or min(rounds) > 1.0  # every round gained: not one lucky round
-    status = "measured" if end >= NOISE and steady else "no gain"
+    gained = end >= NOISE and steady
     return [Finding("steps_per_execution", f"the model's step is small: its ceiling rises {gain:.2f}x with "
-                    f"{per_execution} steps per call into the graph", end, basis, status=status,
+                    f"{per_execution} steps per call into the graph", end, basis,
+                    status="predicted" if gained else "no gain", measured_on="the compute ceiling" if gained else "",
                     gain_low=min(rounds) if len(rounds) > 1 else math.nan,
                     gain_high=max(rounds) if len(rounds) > 1 else math.nan, loader_gain=gain,
                     fix=f"model.compile(..., steps_per_execution={per_execution})")]
