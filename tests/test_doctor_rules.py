@@ -425,9 +425,11 @@ def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
 
     calls = []
 
-    def plain_fit(copy, source, *, batch_size, max_seconds, min_steps=3):
+    def plain_fit(copy, source, *, batch_size, max_seconds, min_steps=3, epoch_start=0.0):
         calls.append(("plain", type(source).__name__, batch_size))
-        return {"examples_per_s": 100.0, "examples": 100, "seconds": 1.0, "rss_epoch_ends": []}
+        # the real fit's rounds may go on to an epoch's start (used on a PyDataset), the ceiling's do not
+        assert (epoch_start > max_seconds) == (type(source).__name__ != "_TensorDataset")
+        return {"examples_per_s": 100.0, "examples": 100, "seconds": 1.0, "rss_epoch_ends": [], "epoch_starts": 1}
 
     def timed_fit(copy, source, *, max_seconds, min_steps=3, trace=False):
         calls.append(("timed", type(source).__name__, 0))
@@ -443,3 +445,4 @@ def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
         real = type(source).__name__
         assert calls == [("plain", "_TensorDataset", 4), ("plain", real, 4)] * 2 + [("timed", real, 0)], calls
         assert fits["plain"] and fits["input_share"] == pytest.approx(0.5)
+        assert fits["fit_epoch_starts"] == (2 if real == "Batches" else None)  # counted where epochs are the source's

@@ -1,9 +1,13 @@
 """The doctor's fix trials (kit/doctor/diagnosis.py): a cache's first epoch gets the time it needs, and a
-fix timed on the loader alone predicts the fit by what the fix does (less work, or the same work spread)."""
+fix timed on the loader alone predicts the fit by what the fix does (less work, or the same work spread);
+and the verdict's real fit on a PyDataset includes an epoch's start."""
 
 import math
+import time
 from dataclasses import replace
 
+import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -113,3 +117,36 @@ def test_steps_per_execution_measured_on_the_ceiling_is_reported_as_predicted_fo
     assert found.status == "predicted" and found.measured_on == "the compute ceiling" and found.applied
     bounded = rules.steps_per_execution(fits, 60_000.0, 16, 3.0, [2.8, 3.0, 3.2])[0]  # the loader bounds it: 2x
     assert bounded.expected_gain == pytest.approx(2.0) and "the compute ceiling 3.0x" in report._gain_text(bounded)
+
+
+class _SlowEpochStart(keras.utils.PyDataset):
+    """Six fast batches an epoch; the first of each epoch takes 0.4 s (as a new iterator's can)."""
+
+    def __init__(self):
+        super().__init__()
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        if i == 0:
+            time.sleep(0.4)
+        return np.ones((4, 3), "float32"), np.ones((4, 1), "float32")
+
+
+def test_a_pydatasets_fit_round_goes_on_until_its_timed_steps_include_an_epochs_start():
+    from kit.doctor import measure, rules
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    short = measure.plain_fit(model, _SlowEpochStart(), batch_size=4, max_seconds=0.01, min_steps=1)
+    assert short["epoch_starts"] == 0  # stopped within the first epoch
+    whole = measure.plain_fit(model, _SlowEpochStart(), batch_size=4, max_seconds=0.01, min_steps=1,
+                              epoch_start=60.0)
+    assert whole["epoch_starts"] == 1 and whole["examples"] == 4 * 6  # one whole epoch, its start inside
+    assert whole["seconds"] >= 0.4  # the slow first batch of the second epoch is in the timed steps
+    fits = {"ceiling_examples_per_s": 100.0, "fit_examples_per_s": 50.0, "ceiling_rounds": [100.0],
+            "fit_rounds": [50.0], "headroom": 2.0}
+    assert "include 1 epoch start" in rules.verdict_basis({**fits, "fit_epoch_starts": 1})
+    assert "not in the headroom" in rules.verdict_basis({**fits, "fit_epoch_starts": 0})
+    assert "epoch start" not in rules.verdict_basis({**fits, "fit_epoch_starts": None})

@@ -132,8 +132,9 @@ def compiled_copy(model, batch, name: str):
     return copy
 
 
-def deadline_callback(seconds: float, min_steps: int, trace: bool = False):
-    """A Keras callback that stops training after ``seconds`` and at least ``min_steps`` steps."""
+def deadline_callback(seconds: float, min_steps: int, trace: bool = False, until=None, limit: float = 0.0):
+    """A Keras callback that stops training after ``seconds`` and at least ``min_steps`` steps; with
+    ``until`` (a function), also not before ``until()`` is true or ``limit`` seconds have passed."""
 
     class Deadline(keras.callbacks.Callback):
         def __init__(self):
@@ -156,7 +157,8 @@ def deadline_callback(seconds: float, min_steps: int, trace: bool = False):
                 self._trace.__exit__(None, None, None)
                 self._trace = None
             self.steps += 1
-            if self.steps >= min_steps and time.perf_counter() - self.t0 >= seconds:
+            elapsed = time.perf_counter() - self.t0
+            if self.steps >= min_steps and elapsed >= seconds and (until is None or until() or elapsed >= limit):
                 self.model.stop_training = True
 
     return Deadline()
@@ -211,25 +213,40 @@ def _timed_fit(model, source, *, max_seconds: float, min_steps: int, trace: bool
 PLAIN_SKIP = 2
 
 
-def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: int = 3) -> dict:
+def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: int = 3,
+              epoch_start: float = 0.0) -> dict:
     """Trains ``model`` on ``source`` as Keras reads it (a ``tf.data`` source repeated, a PyDataset epoch
     after epoch, a function's generators one after another) until ``max_seconds`` and ``min_steps``
     steps beyond the first ``PLAIN_SKIP``: examples/s from the steps' ends, each ``batch_size``
     examples. Unlike ``timed_fit``, no pull through Python per step: Keras overlaps reading a batch
     with the step before it (a PyDataset's, a generator's too, even on one worker), which a pull per
-    step would serialise, and it would flatten the difference between fast pipelines."""
+    step would serialise, and it would flatten the difference between fast pipelines.
+
+    ``epoch_start`` (seconds, a PyDataset): go on past ``max_seconds``, up to that long in all, until the
+    timed steps include an epoch's start, as the user's fit pays it: Keras makes the PyDataset a new
+    iterator each epoch, and its first batch can take many steady steps' time. ``epoch_starts`` in the
+    result counts the epoch starts inside the timed steps."""
     ends: list[float] = []
     rss: list[float] = []
+    begins: list[int] = []  # the steps done when each epoch began
 
     class Ends(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            begins.append(len(ends))
+
         def on_train_batch_end(self, batch, logs=None):
             ends.append(time.perf_counter())
 
         def on_epoch_end(self, epoch, logs=None):
             rss.append(rss_mb())
 
+    def crossed() -> bool:  # the second step of an epoch after the first has ended: the window spans its start
+        return len(begins) > 1 and len(ends) - begins[1] >= PLAIN_SKIP
+
     PROGRESS.start("the training fit")
-    deadline = deadline_callback(max_seconds, min_steps + PLAIN_SKIP)
+    wait = epoch_start > max_seconds and is_pydataset(source)
+    deadline = deadline_callback(max_seconds, min_steps + PLAIN_SKIP, until=crossed if wait else None,
+                                 limit=epoch_start)
     if is_dataset(source):
         _fit(model, source.repeat(), steps_per_epoch=10**9, epochs=1, callbacks=[Ends(), deadline])
     elif is_pydataset(source):
@@ -242,11 +259,14 @@ def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: 
                                        and time.perf_counter() - deadline.t0 >= max_seconds):
                 break
     gc.collect()  # the stopped fit's iterator and its threads freed now (see _timed_fit)
-    kept = ends[PLAIN_SKIP - 1:] if len(ends) > PLAIN_SKIP else ends
+    first = PLAIN_SKIP - 1 if len(ends) > PLAIN_SKIP else 0
+    kept = ends[first:]
     seconds = kept[-1] - kept[0] if len(kept) > 1 else math.nan
     examples = batch_size * (len(kept) - 1)
+    starts = sum(first < b < len(ends) for b in begins[1:]) if is_pydataset(source) else 0
     return {"examples_per_s": examples / seconds if seconds > 0 else math.nan, "examples": examples,
-            "seconds": seconds, "rss_epoch_ends": rss if not is_dataset(source) else []}  # a repeat has no epochs
+            "seconds": seconds, "epoch_starts": starts,
+            "rss_epoch_ends": rss if not is_dataset(source) else []}  # a repeat has no epochs
 
 
 def _generator(batches):
@@ -266,13 +286,13 @@ def pooled(runs) -> float:
     return ex / s if s > 0 else math.nan
 
 
-def fit_once(copy, source, *, batch_size: int, max_seconds: float) -> dict:
+def fit_once(copy, source, *, batch_size: int, max_seconds: float, epoch_start: float = 0.0) -> dict:
     """One fit of ``copy`` on ``source``: ``plain_fit`` on what Keras reads itself (a ``tf.data`` source, a
     PyDataset, a function returning a generator), ``timed_fit`` on a list of batches."""
     if isinstance(source, list):
         return timed_fit(copy, source, max_seconds=max_seconds)
     return plain_fit(copy, source, batch_size=batch_size or first_batch(source, "the source")[1],
-                     max_seconds=max_seconds)
+                     max_seconds=max_seconds, epoch_start=epoch_start)
 
 
 def pooled_share(runs) -> float:
@@ -282,17 +302,24 @@ def pooled_share(runs) -> float:
     return wait / s if s > 0 else math.nan
 
 
+#: A real fit's round on a PyDataset may run up to this many times its share to include an epoch's start.
+EPOCH_START_ROUNDS = 4
+
+
 def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
                  thresholds: tuple = ()) -> dict:
     """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved,
     each run ``max_seconds / (2 * rounds)``; up to ``more`` rounds more while the rounds' headrooms
     straddle one of ``thresholds``. A source Keras reads itself (tf.data, a PyDataset, a function
     returning a generator) is fitted with ``plain_fit``, as Keras reads it, plus one ``timed_fit`` for
-    the input-wait share, the epochs' starts and memory; a list of batches with ``timed_fit``.
+    the input-wait share, the epochs' starts and memory; a list of batches with ``timed_fit``. A
+    PyDataset's real-fit rounds go on (up to ``EPOCH_START_ROUNDS`` times their share) until they include
+    an epoch's start, which the user's fit pays every epoch.
 
     Returns:
         ``ceiling_examples_per_s``, ``fit_examples_per_s`` (pooled), ``ceiling_rounds``,
-        ``fit_rounds``, ``input_share``, ``fit_steps``, ``model_cores`` (cores the step kept busy on
+        ``fit_rounds``, ``fit_epoch_starts`` (epoch starts inside the real fits' timed steps; None where
+        the source has no epochs of its own), ``input_share``, ``fit_steps``, ``model_cores`` (cores the step kept busy on
         replayed batches), ``extra_rounds``, ``headroom`` (the median of the rounds' ceiling over
         real fit), ``plain`` (whether the rates come from ``plain_fit``), and from the timed fits
         ``epoch_start_waits``, ``steady_wait_s``, ``steps_per_epoch`` (``epoch_starts``) and
@@ -316,7 +343,8 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
         c0, t0 = cpu_seconds(), time.perf_counter()
         ceiling_runs.append(fit_once(copy, ceiling, batch_size=size, max_seconds=each))
         cpu, wall = cpu + cpu_seconds() - c0, wall + time.perf_counter() - t0
-        real_runs.append(fit_once(copy, source, batch_size=size, max_seconds=each))
+        real_runs.append(fit_once(copy, source, batch_size=size, max_seconds=each,
+                                  epoch_start=EPOCH_START_ROUNDS * each))
 
     for _ in range(rounds):
         one_round()
@@ -331,6 +359,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     ratios = [c / f for c, f in zip(c_rounds, f_rounds) if f > 0]
     return {"plain": plain, "ceiling_examples_per_s": pooled(ceiling_runs), "fit_examples_per_s": pooled(real_runs),
             "ceiling_rounds": c_rounds, "fit_rounds": f_rounds, "extra_rounds": extra,
+            "fit_epoch_starts": sum(r.get("epoch_starts", 0) for r in real_runs) if is_pydataset(source) else None,
             "input_share": pooled_share(wrapped), "fit_steps": sum(len(r["steps"]) for r in wrapped),
             "model_cores": cpu / wall if wall > 0 else math.nan,
             "headroom": float(np.median(ratios)) if ratios else math.nan,

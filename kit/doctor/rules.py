@@ -139,6 +139,12 @@ def verdict_basis(fits: dict) -> str:
     if fits.get("plain") and math.isfinite(fits.get("input_share", math.nan)):
         text += (f"; the step timer, pulling each batch in turn (no overlap), saw the steps wait "
                  f"{fits['input_share']:.0%} of the time")
+    starts = fits.get("fit_epoch_starts")
+    if starts:
+        text += f"; the real fit's rounds include {starts} epoch start(s), which your fit pays every epoch"
+    elif starts == 0:
+        text += ("; no round of the real fit reached an epoch's start (an epoch is longer than a round): what "
+                 "each epoch's start costs is not in the headroom")
     if fits.get("extra_rounds"):
         text += f"; {fits['extra_rounds']} of the {len(ratios)} rounds run because the first ones straddled a threshold"
     for t in (INPUT_BOUND_HEADROOM, COMPUTE_BOUND_HEADROOM):
