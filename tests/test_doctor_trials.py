@@ -150,3 +150,22 @@ def test_a_pydatasets_fit_round_goes_on_until_its_timed_steps_include_an_epochs_
     assert "include 1 epoch start" in rules.verdict_basis({**fits, "fit_epoch_starts": 1})
     assert "not in the headroom" in rules.verdict_basis({**fits, "fit_epoch_starts": 0})
     assert "epoch start" not in rules.verdict_basis({**fits, "fit_epoch_starts": None})
+
+
+def test_a_dataset_of_unknown_length_is_counted_to_size_a_cache_and_a_repeated_one_is_not():
+    """A finite pipeline whose length the graph does not say (a filter, TFRecords read through flat_map)
+    with deterministic work and no cache: one epoch is counted, so the cache can be sized and tried."""
+    from kit.doctor.candidates import candidates
+    from kit.doctor.graph import pipeline_graph
+
+    ds = tf.data.Dataset.range(40).filter(lambda x: x % 2 == 0).map(lambda x: tf.cast(x, tf.float32) * 2).batch(4)
+    assert int(ds.cardinality()) == tf.data.UNKNOWN_CARDINALITY
+    graph = pipeline_graph(ds)
+    assert diagnosis._count(graph, ds, None, diagnosis.Budget(30.0), 30.0) == (20, True)
+    assert "no_cache" in [c.rewrite.code for c in candidates(graph, ds, examples=20, example_bytes=4.0)]
+    assert "no_cache" not in [c.rewrite.code for c in candidates(graph, ds, examples=None, example_bytes=4.0)]
+    endless = ds.repeat()
+    assert diagnosis._count(pipeline_graph(endless), endless, None, diagnosis.Budget(30.0), 30.0) is None
+    cached = ds.cache()  # nothing left to cache, no shuffle to compare with: not counted
+    assert diagnosis._count(pipeline_graph(cached), cached, None, diagnosis.Budget(30.0), 30.0) is None
+    assert diagnosis._count(graph, ds, 20, diagnosis.Budget(30.0), 30.0) is None  # its length known already

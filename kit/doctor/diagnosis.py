@@ -9,9 +9,28 @@ from typing import Any
 
 from kit.doctor import progress, python, rules, trial
 from kit.doctor import rewrite as rw
-from kit.doctor.candidates import Candidate, already_done, candidates, shuffle_memory, split_to_cache, too_big_to_cache
+from kit.doctor.candidates import (
+    Candidate,
+    _cache_point,
+    already_done,
+    candidates,
+    shuffle_memory,
+    split_to_cache,
+    too_big_to_cache,
+)
 from kit.doctor.findings import NOISE, Finding, Measured, table
-from kit.doctor.graph import _BATCH_OPS, dataset_examples, labels, pipeline_graph, places, random_nodes, small_shuffle
+from kit.doctor.graph import (
+    _BATCH_OPS,
+    _SHUFFLE_OPS,
+    INFINITE,
+    count_examples,
+    dataset_examples,
+    labels,
+    pipeline_graph,
+    places,
+    random_nodes,
+    small_shuffle,
+)
 from kit.doctor.loader import batching_rate, load_average, measure_loader
 from kit.doctor.measure import (
     compiled_copy,
@@ -38,6 +57,8 @@ MORE_ROUNDS = 2
 GROWTH_SHARE = 0.1
 #: The most of the budget spent counting an epoch whose length the graph does not say, or this many seconds.
 COUNT_SHARE, COUNT_MIN_S = 0.03, 0.25
+#: Counting an epoch of unknown length to size a cache: up to this share of the budget.
+COUNT_CACHE_SHARE = 0.08
 
 
 @dataclass
@@ -166,12 +187,13 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     cands: list[Candidate] = []
     examples = None
     if graph is not None:
-        # At least COUNT_MIN_S even past the budget: without a count a small shuffle buffer goes unreported.
-        found += small_shuffle(graph, source, count_seconds=max(COUNT_MIN_S, budget.take(
-            max(COUNT_SHARE * max_seconds, COUNT_MIN_S), "counting an epoch of unknown length", least=0.0)))
         examples = dataset_examples(source, graph)
         if examples and not any(n.op in _BATCH_OPS for n in graph["chain"]):
             examples *= batch_size  # the source yields batches already (a generator of batches)
+        counted = _count(graph, source, examples, budget, max_seconds)
+        if examples is None and counted is not None and counted[1]:
+            examples = counted[0]  # a whole epoch counted: what a cache would hold
+        found += small_shuffle(graph, source, counted=counted)
         cands = candidates(graph, source, examples=examples, example_bytes=example_bytes)
         found += already_done(graph, source, where)
         big = too_big_to_cache(graph, source, examples=examples, example_bytes=example_bytes, places=where)
@@ -404,6 +426,24 @@ def _settle(found: list[Finding]) -> list[Finding]:
                 f = replace(f, status="no gain", basis=f"predicted under {NOISE}x here: {f.basis}")
         out.append(f)
     return out
+
+
+def _count(graph, source, examples, budget: Budget, max_seconds: float) -> tuple[int, bool] | None:
+    """One epoch of a finite dataset of unknown length counted, ``(examples, whole)``, where a count is
+    needed: a shuffle buffer to compare with it (at least ``COUNT_MIN_S``, even past the budget: without
+    a count a small buffer goes unreported), or a cache to size (up to ``COUNT_CACHE_SHARE`` of the
+    budget: a cut count cannot say the data fits in memory). None where not counted."""
+    if examples is not None or int(source.cardinality()) == INFINITE:
+        return None
+    chain = graph["chain"]
+    shuffled = any(n.op in _SHUFFLE_OPS for n in chain)
+    cacheable = (not any(n.op in rw.CACHE_OPS for n in chain)
+                 and _cache_point(graph, set(random_nodes(graph))) is not None)
+    if not (shuffled or cacheable):
+        return None
+    share = COUNT_CACHE_SHARE if cacheable else COUNT_SHARE
+    seconds = budget.take(max(share * max_seconds, COUNT_MIN_S), "counting an epoch of unknown length", least=0.0)
+    return count_examples(source, max(COUNT_MIN_S, seconds))
 
 
 def _median(gain) -> float:

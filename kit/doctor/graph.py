@@ -187,9 +187,9 @@ def dataset_examples(ds, graph: dict) -> int | None:
     return card * int(size) if size is not None else None
 
 
-def small_shuffle(graph, ds, *, count_seconds: float = 0.0) -> list[Finding]:
+def small_shuffle(graph, ds, *, counted: tuple[int, bool] | None = None) -> list[Finding]:
     """An example shuffle buffer much smaller than the dataset (an order finding). Where the dataset's
-    length is unknown, its examples are counted for up to ``count_seconds`` (a cut count is a lower
+    length is unknown, ``counted`` is its examples counted (``count_examples``: a cut count is a lower
     bound, enough to call a buffer small)."""
     chain, nodes = graph["chain"], graph["nodes"]
     first_batch = _first_batch_at(chain)
@@ -202,8 +202,8 @@ def small_shuffle(graph, ds, *, count_seconds: float = 0.0) -> list[Finding]:
     buffer = _const(nodes, chain[shuffles[-1]], 1)
     n = dataset_examples(ds, graph)
     about = "about "
-    if n is None and buffer is not None and count_seconds > 0 and int(ds.cardinality()) != INFINITE:
-        n, whole = count_examples(ds, count_seconds)
+    if n is None and buffer is not None and counted is not None:
+        n, whole = counted
         about = "" if whole else "at least "
     if buffer is None or not n or int(buffer) >= SHUFFLE_SHARE * n:
         return []

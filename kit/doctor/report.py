@@ -157,7 +157,8 @@ def _x(g: float) -> str:
 
 
 def _spread(r, fmt=_x) -> str:
-    if math.isfinite(r.gain_low) and math.isfinite(r.gain_high) and r.gain_high > r.gain_low:
+    """``low-high`` where the range shows as two figures (not ``1.27x-1.27x``), else ""."""
+    if math.isfinite(r.gain_low) and math.isfinite(r.gain_high) and fmt(r.gain_high) != fmt(r.gain_low):
         return f"{fmt(r.gain_low)}-{fmt(r.gain_high)}"
     return ""
 
