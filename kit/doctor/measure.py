@@ -264,9 +264,10 @@ def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: 
     seconds = kept[-1] - kept[0] if len(kept) > 1 else math.nan
     examples = batch_size * (len(kept) - 1)
     starts = sum(first < b < len(ends) for b in begins[1:]) if is_pydataset(source) else 0
+    # Epoch ends of one Keras fit only: a repeat has no epochs, and a function's generators are one fit
+    # each (a fit call leaves memory behind that the user's one fit does not: new iterators, py_funcs).
     return {"examples_per_s": examples / seconds if seconds > 0 else math.nan, "examples": examples,
-            "seconds": seconds, "epoch_starts": starts,
-            "rss_epoch_ends": rss if not is_dataset(source) else []}  # a repeat has no epochs
+            "seconds": seconds, "epoch_starts": starts, "rss_epoch_ends": rss if is_pydataset(source) else []}
 
 
 def _generator(batches):
@@ -323,7 +324,8 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
         replayed batches), ``extra_rounds``, ``headroom`` (the median of the rounds' ceiling over
         real fit), ``plain`` (whether the rates come from ``plain_fit``), and from the timed fits
         ``epoch_start_waits``, ``steady_wait_s``, ``steps_per_epoch`` (``epoch_starts``) and
-        ``rss_epoch_ends`` (this process's resident memory at each epoch's end, MB).
+        ``rss_epoch_ends`` (this process's resident memory at each epoch's end, MB), ``rss_runs`` (the
+        same, one list per fit call).
     """
     ceiling_runs: list[dict] = []
     real_runs: list[dict] = []
@@ -364,8 +366,10 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
             "model_cores": cpu / wall if wall > 0 else math.nan,
             "headroom": float(np.median(ratios)) if ratios else math.nan,
             "epoch_start_waits": starts, "steady_wait_s": steady, "steps_per_epoch": per_epoch,
-            # the real fits' epoch ends in the order they ran (a leak in the source outlives each fit)
-            "rss_epoch_ends": [x for r in (real_runs + wrapped if plain else real_runs) for x in r.get("rss_epoch_ends", [])]}
+            # the real fits' epoch ends in the order they ran, and apart by fit call (rules.memory_growth
+            # reads the growth within each fit: between calls the doctor's own fits leave memory behind)
+            "rss_epoch_ends": [x for r in (real_runs + wrapped if plain else real_runs) for x in r.get("rss_epoch_ends", [])],
+            "rss_runs": [list(r.get("rss_epoch_ends", [])) for r in (real_runs + wrapped if plain else real_runs)]}
 
 
 def epoch_starts(runs) -> tuple[list[float], float, float]:

@@ -488,14 +488,18 @@ def available_mb() -> float:
 
 
 def memory_growth(fits: dict, *, available: float | None = None) -> list[Finding]:
-    """This process's resident memory at the timed fits' epoch ends (``rss_epoch_ends``), the first left
-    out: a ``memory_growth`` finding where it rose at every end by ``GROWTH_MB`` an epoch or more, with
-    how many epochs until the memory available now runs out at that rate."""
-    ends = [float(x) for x in (fits.get("rss_epoch_ends") or [])][1:]
-    if len(ends) < GROWTH_ENDS:
+    """This process's resident memory at the timed fits' epoch ends (``rss_runs``, one list per fit call;
+    else ``rss_epoch_ends`` as one fit), each fit's first left out: a ``memory_growth`` finding where,
+    within the fits, it rose at every end by ``GROWTH_MB`` an epoch or more (``GROWTH_ENDS`` ends in all),
+    with how many epochs until the memory available now runs out at that rate. Growth between fit calls
+    is not counted: the doctor's own fits leave memory behind there, which the user's one fit does not."""
+    runs = fits.get("rss_runs")
+    runs = [[float(x) for x in r][1:] for r in (runs if runs is not None else [fits.get("rss_epoch_ends") or []])]
+    steps = np.array([b - a for r in runs for a, b in zip(r, r[1:])])
+    ends = [x for r in runs for x in r]
+    if len(steps) < GROWTH_ENDS - 1 or sum(len(r) >= 2 for r in runs) == 0:
         return []
-    steps = np.diff(ends)
-    per_epoch = (ends[-1] - ends[0]) / (len(ends) - 1)
+    per_epoch = float(steps.mean())
     if not (per_epoch >= GROWTH_MB and (steps > 0).all()):
         return []
     left = available_mb() if available is None else available
@@ -503,5 +507,6 @@ def memory_growth(fits: dict, *, available: float | None = None) -> list[Finding
                 if math.isfinite(left) else "")
     return [Finding(
         "memory_growth", f"this process's memory rose {per_epoch:,.0f} MB an epoch at each of {len(ends)} epoch "
-        f"ends after the first, from {ends[0]:,.0f} to {ends[-1]:,.0f} MB{runs_out}", math.nan,
+        f"ends within the doctor's fits (each fit's first left out), from {ends[0]:,.0f} to {ends[-1]:,.0f} MB"
+        f"{runs_out}", math.nan,
         "measured: resident memory at the doctor's timed fits' epoch ends", status="measured")]
