@@ -431,8 +431,10 @@ def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
         assert (epoch_start > max_seconds) == (type(source).__name__ != "_TensorDataset")
         return {"examples_per_s": 100.0, "examples": 100, "seconds": 1.0, "rss_epoch_ends": [], "epoch_starts": 1}
 
-    def timed_fit(copy, source, *, max_seconds, min_steps=3, trace=False):
+    def timed_fit(copy, source, *, max_seconds, min_steps=3, trace=False, min_epochs=0, limit=0.0):
         calls.append(("timed", type(source).__name__, 0))
+        # a PyDataset's timed fit goes on to enough epoch ends to read memory growth within it
+        assert min_epochs == (measure.MEMORY_EPOCHS if type(source).__name__ == "Batches" else 0) and limit > max_seconds
         steps = pd.DataFrame({"epoch": [0] * 3, "step": [0, 1, 2], "step_s": [1.0] * 3, "wait_s": [0.5] * 3})
         return {"examples_per_s": 100.0, "examples": 100, "steps": steps, "seconds": 2.0, "rss_epoch_ends": []}
 

@@ -169,16 +169,19 @@ def deadline_callback(seconds: float, min_steps: int, trace: bool = False, until
 _AST_RACE = "AST constructor recursion depth mismatch"
 
 
-def timed_fit(model, source, *, max_seconds: float, min_steps: int = 3, trace: bool = False) -> dict:
+def timed_fit(model, source, *, max_seconds: float, min_steps: int = 3, trace: bool = False,
+              min_epochs: int = 0, limit: float = 0.0) -> dict:
     """Trains ``model`` on ``source`` through a ``StepTimer`` until ``max_seconds``: examples/s over the
-    step times, the input-wait share and the steps table, the first step left out."""
+    step times, the input-wait share and the steps table, the first step left out. ``min_epochs``: go on
+    past ``max_seconds`` (up to ``limit`` seconds in all) until that many epochs have ended."""
     PROGRESS.start("the training fit" if not isinstance(source, list) else "the compute ceiling")
+    kw = dict(max_seconds=max_seconds, min_steps=min_steps, trace=trace, min_epochs=min_epochs, limit=limit)
     try:
-        return _timed_fit(model, source, max_seconds=max_seconds, min_steps=min_steps, trace=trace)
+        return _timed_fit(model, source, **kw)
     except SystemError as e:
         if _AST_RACE not in str(e):
             raise
-        return _timed_fit(model, source, max_seconds=max_seconds, min_steps=min_steps, trace=trace)
+        return _timed_fit(model, source, **kw)
 
 
 def _fit(model, data, **kwargs) -> None:
@@ -188,12 +191,15 @@ def _fit(model, data, **kwargs) -> None:
         model.fit(data, verbose=0, shuffle=False, **kwargs)
 
 
-def _timed_fit(model, source, *, max_seconds: float, min_steps: int, trace: bool) -> dict:
+def _timed_fit(model, source, *, max_seconds: float, min_steps: int, trace: bool, min_epochs: int = 0,
+               limit: float = 0.0) -> dict:
     timer = timing.StepTimer()
     counted = Counted(source)
     data = timer.wrap(counted)
     counted.epochs.clear()  # the wrap's peek is not a step
-    _fit(model, data, epochs=10_000, callbacks=[timer, deadline_callback(max_seconds, min_steps, trace)])
+    until = (lambda: len(timer.rss_at_epoch_ends()) >= min_epochs) if min_epochs else None
+    _fit(model, data, epochs=10_000, callbacks=[timer, deadline_callback(max_seconds, min_steps, trace, until=until,
+                                                                         limit=limit)])
     # A fit stopped by a callback leaves Keras's epoch iterator in a reference cycle: freed now, so that
     # its buffers and threads do not run on beside the next measurement.
     gc.collect()
@@ -305,6 +311,9 @@ def pooled_share(runs) -> float:
 
 #: A real fit's round on a PyDataset may run up to this many times its share to include an epoch's start.
 EPOCH_START_ROUNDS = 4
+#: Epoch ends one timed fit of a PyDataset goes on to, where its share allows twice over: growth read within
+#: one fit, each fit's first end left out, needs rules.GROWTH_ENDS after it.
+MEMORY_EPOCHS = 4
 
 
 def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
@@ -354,7 +363,10 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     while extra < more and straddles():
         one_round()
         extra += 1
-    wrapped = [timed_fit(copy, source, max_seconds=each)] if plain else real_runs
+    # A PyDataset's timed fit goes on (up to twice its share) to MEMORY_EPOCHS epoch ends, which memory growth
+    # within one fit needs (rules.memory_growth): short epochs get there, long ones cannot in the budget.
+    wrapped = ([timed_fit(copy, source, max_seconds=each, min_epochs=MEMORY_EPOCHS if is_pydataset(source) else 0,
+                          limit=2 * each)] if plain else real_runs)
     starts, steady, per_epoch = epoch_starts(wrapped)
     c_rounds = [float(r["examples_per_s"]) for r in ceiling_runs]
     f_rounds = [float(r["examples_per_s"]) for r in real_runs]
