@@ -175,13 +175,16 @@ def timed_fit(model, source, *, max_seconds: float, min_steps: int = 3, trace: b
     step times, the input-wait share and the steps table, the first step left out. ``min_epochs``: go on
     past ``max_seconds`` (up to ``limit`` seconds in all) until that many epochs have ended."""
     PROGRESS.start("the training fit" if not isinstance(source, list) else "the compute ceiling")
-    kw = dict(max_seconds=max_seconds, min_steps=min_steps, trace=trace, min_epochs=min_epochs, limit=limit)
+    def once() -> dict:
+        return _timed_fit(model, source, max_seconds=max_seconds, min_steps=min_steps, trace=trace,
+                          min_epochs=min_epochs, limit=limit)
+
     try:
-        return _timed_fit(model, source, **kw)
+        return once()
     except SystemError as e:
         if _AST_RACE not in str(e):
             raise
-        return _timed_fit(model, source, **kw)
+        return once()
 
 
 def _fit(model, data, **kwargs) -> None:
