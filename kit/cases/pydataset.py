@@ -11,8 +11,6 @@ every epoch's end.
 
 from __future__ import annotations
 
-import functools
-
 import keras
 
 from kit.epochs import epoch_order, num_batches
@@ -49,17 +47,3 @@ class EpochPyDataset(keras.utils.PyDataset):
     def on_epoch_end(self):
         self.epoch += 1
         self._order = epoch_order(len(self.index), self.opts.shuffle, self.opts.seed, self.epoch)
-
-
-def epoch_pydataset() -> type:
-    """The base class, ``EpochPyDataset`` (see the module docstring)."""
-    return EpochPyDataset
-
-
-@functools.cache
-def pydataset_class(mixin: type, name: str) -> type:
-    """A PyDataset class ``name``: ``mixin`` (its ``load``) over the base, named as an attribute
-    of the mixin's module (which must then hold it under that name to pickle it by reference;
-    the kit's own cases write their classes plainly instead)."""
-    return type(name, (mixin, EpochPyDataset),
-                {"__module__": mixin.__module__, "__qualname__": name, "__doc__": mixin.__doc__})

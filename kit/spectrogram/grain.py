@@ -62,14 +62,3 @@ def make_grain(index, opts, vopts: GrainOptions):
     ``kit.spectrogram.grain_loader.GrainLoader``: ``index`` the ``FrameIndex``, ``opts`` the
     ``LoaderOptions``, ``vopts`` the variant's ``GrainOptions``."""
     return _pipeline().make_grain(index, opts, vopts)
-
-
-def loader_class() -> type:
-    """The ``GrainLoader`` class (a ``grain.IterDataset``, in ``kit.spectrogram.grain_loader``)."""
-    return _pipeline().GrainLoader
-
-
-def iterator_class() -> type:
-    """The ``EpochIterator`` class (a ``grain.DatasetIterator`` that is also a
-    ``tf.train.experimental.PythonState``, in ``kit.spectrogram.grain_loader``)."""
-    return _pipeline().EpochIterator
