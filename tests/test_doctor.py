@@ -716,16 +716,16 @@ def test_memory_growing_epoch_over_epoch_is_found(keep):
 def test_memory_growth_rule_reads_the_epoch_ends_after_the_first():
     from kit.doctor import rules
 
-    assert rules.memory_growth({"rss_epoch_ends": [900, 1000, 1001, 1000, 1002]}) == []  # a cache filled once
-    assert rules.memory_growth({"rss_epoch_ends": [900, 1000, 1040, 1030, 1080]}) == []  # not at every end
-    assert rules.memory_growth({"rss_epoch_ends": [900, 1000, 1040]}) == []  # too few ends
-    [f] = rules.memory_growth({"rss_epoch_ends": [900, 1000, 1040, 1080, 1120]}, available=4000)
+    assert rules.memory_growth({"rss_runs": [[900, 1000, 1001, 1000, 1002]]}) == []  # a cache filled once
+    assert rules.memory_growth({"rss_runs": [[900, 1000, 1040, 1030, 1080]]}) == []  # not at every end
+    assert rules.memory_growth({"rss_runs": [[900, 1000, 1040]]}) == []  # too few ends
+    [f] = rules.memory_growth({"rss_runs": [[900, 1000, 1040, 1080, 1120]]}, available=4000)
     assert f.code == "memory_growth" and "rose 40 MB an epoch at each of 4" in f.evidence, f.evidence
     assert "run out in about 100 epochs" in f.evidence, f.evidence
     # Apart by fit call: what rises between the doctor's fit calls (its own iterators and py_funcs, which
     # the user's one fit does not make) is not counted; what rises within them is.
     between = {"rss_runs": [[900, 905, 903], [960, 962, 961], [1020, 1021, 1020]]}
-    assert rules.memory_growth({**between, "rss_epoch_ends": sum(between["rss_runs"], [])}) == []
+    assert rules.memory_growth(between) == []
     [f] = rules.memory_growth({"rss_runs": [[900, 950, 1000], [1100, 1150, 1200]]}, available=4000)
     assert "rose 50 MB an epoch" in f.evidence, f.evidence
 

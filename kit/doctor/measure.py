@@ -336,8 +336,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
         replayed batches), ``extra_rounds``, ``headroom`` (the median of the rounds' ceiling over
         real fit), ``plain`` (whether the rates come from ``plain_fit``), and from the timed fits
         ``epoch_start_waits``, ``steady_wait_s``, ``steps_per_epoch`` (``epoch_starts``) and
-        ``rss_epoch_ends`` (this process's resident memory at each epoch's end, MB), ``rss_runs`` (the
-        same, one list per fit call).
+        ``rss_runs`` (this process's resident memory at each epoch's end, MB, one list per fit call).
     """
     ceiling_runs: list[dict] = []
     real_runs: list[dict] = []
@@ -381,9 +380,8 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
             "model_cores": cpu / wall if wall > 0 else math.nan,
             "headroom": float(np.median(ratios)) if ratios else math.nan,
             "epoch_start_waits": starts, "steady_wait_s": steady, "steps_per_epoch": per_epoch,
-            # the real fits' epoch ends in the order they ran, and apart by fit call (rules.memory_growth
-            # reads the growth within each fit: between calls the doctor's own fits leave memory behind)
-            "rss_epoch_ends": [x for r in (real_runs + wrapped if plain else real_runs) for x in r.get("rss_epoch_ends", [])],
+            # the real fits' epoch ends, one list per fit call (rules.memory_growth reads the growth within
+            # each fit: between calls the doctor's own fits leave memory behind)
             "rss_runs": [list(r.get("rss_epoch_ends", [])) for r in (real_runs + wrapped if plain else real_runs)]}
 
 

@@ -488,16 +488,15 @@ def available_mb() -> float:
 
 
 def memory_growth(fits: dict, *, available: float | None = None) -> list[Finding]:
-    """This process's resident memory at the timed fits' epoch ends (``rss_runs``, one list per fit call;
-    else ``rss_epoch_ends`` as one fit), each fit's first left out: a ``memory_growth`` finding where,
+    """This process's resident memory at the timed fits' epoch ends (``rss_runs``, one list per fit
+    call), each fit's first left out: a ``memory_growth`` finding where,
     within the fits, it rose at every end by ``GROWTH_MB`` an epoch or more (``GROWTH_ENDS`` ends in all),
     with how many epochs until the memory available now runs out at that rate. Growth between fit calls
     is not counted: the doctor's own fits leave memory behind there, which the user's one fit does not."""
-    runs = fits.get("rss_runs")
-    runs = [[float(x) for x in r][1:] for r in (runs if runs is not None else [fits.get("rss_epoch_ends") or []])]
+    runs = [[float(x) for x in r][1:] for r in fits.get("rss_runs") or []]
     steps = np.array([b - a for r in runs for a, b in zip(r, r[1:])])
     ends = [x for r in runs for x in r]
-    if len(steps) < GROWTH_ENDS - 1 or sum(len(r) >= 2 for r in runs) == 0:
+    if len(steps) < GROWTH_ENDS - 1:
         return []
     per_epoch = float(steps.mean())
     if not (per_epoch >= GROWTH_MB and (steps > 0).all()):
