@@ -139,6 +139,26 @@ def test_scoring_of_a_failed_run_and_of_a_script_without_codes():
     assert t["failures"] == 1 and t["verdicts_right"] == 1 and t["recall_mean"] == 0.0
 
 
+def test_the_truth_band_is_the_verdicts_the_truths_middle_rounds_reach():
+    # five rounds: the lowest (1.05) and the highest (1.40) left out; 1.12-1.28 is balanced only
+    row = {"verdict": "balanced", "headroom_rounds": [1.05, 1.12, 1.2, 1.28, 1.40]}
+    assert score.band(row) == ["balanced"]
+    # three rounds, all kept: 1.05 to 1.35 spans all three verdicts
+    assert score.band({"verdict": "balanced", "headroom_rounds": [1.05, 1.2, 1.35]}) == [
+        "compute-bound", "balanced", "input-bound"]
+    # a gap between rounds is filled: compute-bound and input-bound rounds take balanced in
+    assert score.band({"verdict": "input-bound", "headroom_rounds": [1.0, 1.5, 1.6]}) == [
+        "compute-bound", "balanced", "input-bound"]
+    assert score.band(None) == [] and score.band({"verdict": "input-bound"}) == ["input-bound"]
+    report = {"verdict": "compute-bound", "findings": []}
+    entry = dict(codes=(), tolerated=())
+    s = score.score(report, entry, "balanced", ["compute-bound", "balanced"])
+    assert s["verdict_right"] is False and s["band_right"] is True
+    assert score.score(report, entry, "balanced", ["balanced"])["band_right"] is False
+    t = score.totals([dict(s, report=report, adapter_lines=0)])
+    assert (t["verdicts_right"], t["verdicts_in_band"]) == (0, 1)
+
+
 def test_rescore_recomputes_from_stored_reports(tmp_path):
     import json
 

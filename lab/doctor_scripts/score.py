@@ -35,6 +35,7 @@ from pathlib import Path
 
 from lab.doctor_scripts import CORPUS, HALVES
 from lab.doctor_scripts import data as data_mod
+from lab.doctor_scripts.truth import COMPUTE_BOUND, INPUT_BOUND, default_truth
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -61,9 +62,7 @@ def parse(argv=None):
     if a.max_seconds <= 0:
         p.error(f"--max-seconds must be positive, got {a.max_seconds}")
     a.out = a.out or str(ROOT / "lab" / "results" / f"doctor_scripts_{a.half}")
-    a.truth = a.truth or str(ROOT / "lab" / "results" / (f"doctor_scripts_truth_{a.half}.json"
-                                                          if a.half in ("heldout2", "heldout3", "heldout4")
-                                                          else "doctor_scripts_truth.json"))
+    a.truth = a.truth or str(default_truth(a.half))
     return a
 
 
@@ -79,11 +78,28 @@ def top_findings(report: dict, n: int = TOP) -> list[dict]:
     return out
 
 
-def score(report: dict | None, entry: dict, true_verdict: str | None) -> dict:
-    """Scores one doctor report (None: the run failed) against a CORPUS entry and the true verdict."""
+def band(truth_row: dict | None) -> list[str]:
+    """The truth band: the verdicts the truth's own rounds reach (``headroom_rounds``), the lowest and the
+    highest round left out where there are five or more. Decided before heldout5 was scored (issue 55): a
+    doctor verdict in the band is counted apart from the strict score (the median's verdict), never instead."""
+    heads = sorted(h for h in (truth_row or {}).get("headroom_rounds") or [] if h is not None)
+    if len(heads) >= 5:
+        heads = heads[1:-1]
+    order = ("compute-bound", "balanced", "input-bound")
+    seen = {"input-bound" if h >= INPUT_BOUND else "compute-bound" if h < COMPUTE_BOUND else "balanced" for h in heads}
+    if seen:  # the band is contiguous: from the lowest verdict reached to the highest
+        lo, hi = min(order.index(v) for v in seen), max(order.index(v) for v in seen)
+        seen = set(order[lo:hi + 1])
+    verdict = (truth_row or {}).get("verdict")
+    return [v for v in order if v in seen or v == verdict]
+
+
+def score(report: dict | None, entry: dict, true_verdict: str | None, truth_band: list[str] | None = None) -> dict:
+    """Scores one doctor report (None: the run failed) against a CORPUS entry, the true verdict and its band."""
     codes, tolerated = set(entry["codes"]), set(entry["tolerated"])
+    truth_band = truth_band or ([true_verdict] if true_verdict else [])
     if report is None:
-        return {"verdict": None, "verdict_right": False, "top": [], "precision": None,
+        return {"verdict": None, "verdict_right": False, "band_right": False, "top": [], "precision": None,
                 "recall": 0.0 if codes else None, "right": 0, "wrong": 0, "skipped": 0}
     top = [f.get("code") for f in top_findings(report)]
     right = sum(c in codes for c in top)
@@ -92,6 +108,7 @@ def score(report: dict | None, entry: dict, true_verdict: str | None) -> dict:
     judged = right + wrong
     return {"verdict": report.get("verdict"),
             "verdict_right": (report.get("verdict") == true_verdict) if true_verdict else None,
+            "band_right": (report.get("verdict") in truth_band) if truth_band else None,
             "top": top, "precision": right / judged if judged else None,
             "recall": (1.0 if right else 0.0) if codes else None,
             "right": right, "wrong": wrong, "skipped": skipped}
@@ -128,10 +145,12 @@ def totals(rows: list[dict]) -> dict:
         xs = [r[key] for r in rows if r.get(key) is not None]
         return statistics.mean(xs) if xs else None
     verdicts = [r["verdict_right"] for r in rows if r.get("verdict_right") is not None]
+    banded = [r["band_right"] for r in rows if r.get("band_right") is not None]
     right = sum(r["right"] for r in rows)
     judged = right + sum(r["wrong"] for r in rows)
     return {"scripts": len(rows), "failures": sum(r["report"] is None for r in rows),
             "verdicts_right": sum(verdicts), "verdicts_judged": len(verdicts),
+            "verdicts_in_band": sum(banded), "verdicts_band_judged": len(banded),
             "precision_pooled": right / judged if judged else None, "precision_mean": mean("precision"),
             "recall_mean": mean("recall"), "adapter_lines_total": sum(r["adapter_lines"] or 0 for r in rows)}
 
@@ -147,15 +166,17 @@ def markdown(doc: dict) -> str:
              + (f" (rescored {doc['rescored']} with the current CORPUS)" if doc.get("rescored") else "")
              + f". Truth: `{doc['truth']}`. Top three = the first "
              "three findings that are causes (not symptoms, on the main list); tolerated codes are skipped.", "",
-             f"Verdicts right: {t['verdicts_right']} of {t['verdicts_judged']}; precision of the top three "
+             f"Verdicts right: {t['verdicts_right']} of {t['verdicts_judged']} (in the truth's band: "
+             f"{t.get('verdicts_in_band', '—')} of {t.get('verdicts_band_judged', '—')}); precision of the top three "
              f"(pooled): {fmt(t['precision_pooled'])}; recall (mean): {fmt(t['recall_mean'])}; failed runs: "
              f"{t['failures']} of {t['scripts']}; adapter lines: {t['adapter_lines_total']}.", "",
-             "| name | true verdict | doctor verdict | top three | right / wrong / skipped | precision | recall | "
+             "| name | true verdict (band) | doctor verdict | top three | right / wrong / skipped | precision | recall | "
              "exit | wall s | adapter lines | last stderr line |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in doc["rows"]:
         tail = r["run"]["stderr_tail"].replace("|", "/")[:120] if r["report"] is None else ""
-        lines.append(f"| {r['name']} | {r['true_verdict'] or '—'} | {r['verdict'] or '—'} | "
+        lines.append(f"| {r['name']} | {r['true_verdict'] or '—'} ({', '.join(r.get('truth_band') or []) or '—'}) | "
+                     f"{r['verdict'] or '—'} | "
                      f"{', '.join(r['top']) or '—'} | {r['right']} / {r['wrong']} / {r['skipped']} | "
                      f"{fmt(r['precision'])} | {fmt(r['recall'])} | {r['run']['exit_code']} | "
                      f"{fmt(r['run']['wall_s'], '.1f')} | {fmt(r['adapter_lines'], 'd')} | {tail} |")
@@ -171,8 +192,9 @@ def main(argv=None) -> int:
         doc = json.loads(Path(a.rescore).read_text())
         for row in doc["rows"]:
             entry, true_verdict = CORPUS[row["name"]], (truth.get(row["name"]) or {}).get("verdict")
+            truth_band = band(truth.get(row["name"]))
             row.update(codes=list(entry["codes"]), tolerated=list(entry["tolerated"]), true_verdict=true_verdict,
-                       **score(row["report"], entry, true_verdict))
+                       truth_band=truth_band, **score(row["report"], entry, true_verdict, truth_band))
         doc.update(totals=totals(doc["rows"]), rescored=datetime.datetime.now(datetime.timezone.utc)
                    .isoformat(timespec="seconds"))
         write(doc, Path(a.out))
@@ -183,11 +205,13 @@ def main(argv=None) -> int:
         data_mod.make(name, a.data)
         report, info = run_doctor(name, a)
         true_verdict = (truth.get(name) or {}).get("verdict")
+        truth_band = band(truth.get(name))
         row = {"name": name, "half": CORPUS[name]["half"], "codes": list(CORPUS[name]["codes"]),
-               "tolerated": list(CORPUS[name]["tolerated"]), "true_verdict": true_verdict,
+               "tolerated": list(CORPUS[name]["tolerated"]), "true_verdict": true_verdict, "truth_band": truth_band,
                "run": info, "report": None if report is None else {"verdict": report.get("verdict"),
                                                                     "findings": report.get("findings")},
-               "adapter_lines": 0 if report is not None else None, **score(report, CORPUS[name], true_verdict)}
+               "adapter_lines": 0 if report is not None else None,
+               **score(report, CORPUS[name], true_verdict, truth_band)}
         rows.append(row)
         print(f"{name}: exit {info['exit_code']} verdict {row['verdict']} (true {true_verdict}) top {row['top']}",
               flush=True)
