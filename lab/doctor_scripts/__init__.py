@@ -11,12 +11,16 @@ before any doctor run and kept in its own file. ``heldout4/`` is a fourth fresh 
 repositories' scripts (a TFRecord pipeline parsed by py_function, a Sequence reading images in a process pool, a
 Sequence of .npy audio clips, arrays fitted one example a step, an LSTM on padded text, a train_on_batch loop over
 PIL faces, a from_generator over HDF5, a generator of random PIL image triplets), its truth measured before any
-doctor run and kept in its own file.
+doctor run and kept in its own file. ``heldout5/`` is a fifth fresh held-out half of five more repositories' scripts
+(a tf.data JPEG pipeline cached to a file under a frozen backbone, a tf.data PNG segmentation pipeline mapped in
+parallel with no cache, a Python generator of resampled, trimmed MFCC clips, arrays read with cv2 a chunk at a time
+and fitted per chunk, a DCGAN's train_on_batch loop over augmented images), its truth measured before any doctor
+run and kept in its own file.
 ``fixes/NAME.py`` is NAME with the one fix that matters applied. ``truth.py`` measures each script against its fix and the compute ceiling with plain Keras (no kit
 import); ``score.py`` runs ``python -m kit doctor run`` on each script and scores its verdict and top three
 findings against ``CORPUS``.
 
-``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4), ``source`` (the repository file), ``kind``, ``changed``
+``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5), ``source`` (the repository file), ``kind``, ``changed``
 (one line; the script's docstring has every change), ``fix`` (one line), ``codes`` (the finding codes that
 name that fix: any one in the top three counts as right), ``tolerated`` (true but minor: neither right nor
 wrong). A script with no fix file has ``fix`` "none" and no codes.
@@ -220,6 +224,42 @@ CORPUS = {
                 "30 / 3 steps for 1000 / 100, epochs 3, one outer iteration for 10, fit_generator -> fit",
         fix="open, scale and paste each image once, keep it in memory (the triplets still drawn per batch)",
         codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline", "validation_input")),
+    "skin_cancer": dict(
+        half="heldout5", kind="tf.data (JPEG, file cache, frozen backbone)",
+        source="https://github.com/askysrsh/SKIN.CANCER.DETECTION/blob/9ea6844dbc48979564f6cdabd339421a3d85ffdd/SkinCancerDetectionTensorFlow_PythonCodeTutorial.ipynb",
+        changed="768/129 generated 160px JPEGs at 128x128 for 299x299, a small frozen CNN for the TF-Hub InceptionV3, "
+                "epochs 3 for 100, CSVs and cache files in a temporary folder, no TensorBoard",
+        fix="the frozen backbone computed once per image, its features cached (the Dense head trained on them)",
+        codes=("frozen_backbone_recomputed", "compute_once"), tolerated=("serial_map", "no_cache")),
+    "cityscapes_unet": dict(
+        half="heldout5", kind="tf.data (PNG, parallel map, no cache)",
+        source="https://github.com/iamthedh7/CS331.M22.KHCL-SematicSegmentation_ForSelfDrivingCar/blob/039d3099a080c59200e43e47f0ab5b33aa5eba5c/UNET.py",
+        changed="24 x 5 lighting copies of generated 128x256 scenes at 64x64 for 256x256, U-Net filters / 4, epochs 3 "
+                "for 20, os.path.join for Windows paths",
+        fix="cache() after the deterministic map (each scene and mask read, decoded and resized once)",
+        codes=("no_cache", "compute_once"), tolerated=("no_prefetch",)),
+    "kashmir_asr": dict(
+        half="heldout5", kind="generator (audio, MFCC)",
+        source="https://github.com/kamrandar/Kashmir-ASR/blob/605561c4a3fda35cbae66cb7bb29c540a9384564/LSTM_Model.py",
+        changed="384 generated 1 s WAVs of 24 words, librosa and python_speech_features re-written in NumPy, pad 150 "
+                "for 3001, LSTM 32 for 1000, 6 steps for 656, epochs 3 for 1, fit_generator -> fit",
+        fix="load, trim and compute each clip's MFCCs once, keep them in memory",
+        codes=("compute_once",), tolerated=("python_in_pipeline",)),
+    "deepdriving": dict(
+        half="heldout5", kind="numpy arrays (cv2 chunks, a fit per chunk)",
+        source="https://github.com/babraham123/deepdriving/blob/007599aebd33abb50587c1b29a3868feb16cbd0c/new/train_combined.py",
+        changed="960 generated 210x280 JPEG frames for 100000, chunks of 320 for 8000, epochs 2 per chunk for 5, "
+                "AlexNet filters / 8, Keras 1/2 names ported",
+        fix="the next chunk read in a background thread while the current chunk trains",
+        codes=("epoch_start_stall",), tolerated=("steps_per_execution",)),
+    "pokemon_gan": dict(
+        half="heldout5", kind="custom loop (train_on_batch, GAN, augmentation)",
+        source="https://github.com/Avinashpathapati/Deep-Learning-PokeMon/blob/081be9a31e82b3025d3729ac6cefd4982c0b265a/image-generation/gan.py",
+        changed="256 generated 96px images at 64x64, filters / 8, epochs 3 for 15000, ImageDataGenerator re-written "
+                "with cv2, trainable toggled and a second Adam for Keras 3",
+        fix="the fake half batch drawn with generator.predict_on_batch, not predict (a data adapter and an iterator "
+            "built for every call)",
+        codes=(), tolerated=("python_in_pipeline",)),
 }
 
 #: The doctor's finding codes a CORPUS entry may name (kit/doctor/findings.py CODES and the new ones).
@@ -227,6 +267,6 @@ VOCABULARY = ("python_in_pipeline", "pydataset_single_worker", "serial_map", "ma
               "serial_interleave", "no_prefetch", "options_off", "no_cache", "read_amplification",
               "frozen_backbone_recomputed", "augment_before_frozen_backbone", "small_shuffle_buffer",
               "compute_once", "steps_per_execution", "validation_input", "epoch_start_stall", "memory_growth")
-HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4")
+HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5")
 #: custom loops: training steps per epoch (the timer sees train_on_batch calls, not epochs)
-LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41, "squeezenet_faces": 10}
+LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41, "squeezenet_faces": 10, "pokemon_gan": 24}

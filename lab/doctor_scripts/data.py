@@ -2,7 +2,7 @@
 
 ``make(name, folder)`` writes the files script NAME reads under ``folder/NAME/`` in the formats the
 source repository reads (PNG and JPEG images and masks, 16-bit WAV clips, ``.npy`` volumes and frames, CSV lists,
-a GloVe-style text file, TFRecords, a pickled feature dict, an ABC-notation text, an HDF5 file). Deterministic (seeded per script), idempotent (a ``.complete`` marker written
+a GloVe-style text file, TFRecords, a pickled feature dict, an ABC-notation text, HDF5 files). Deterministic (seeded per script), idempotent (a ``.complete`` marker written
 last: a second call finds it and does nothing) and atomic (each file written under a temporary name and
 renamed; the folder is built under a temporary name and renamed when complete).
 
@@ -673,6 +673,110 @@ def plankton_siamese(d: Path, rng) -> None:
                 os.replace(tmp, folder / f"{split[0]}{k:02d}_{j:03d}.png")
 
 
+def skin_cancer(d: Path, rng) -> None:
+    # askysrsh/SKIN.CANCER.DETECTION's data/ (the ISIC dermatologist-ai zips as extracted): data/train/<class>/*.jpg and
+    # data/valid/<class>/*.jpg for nevus, seborrheic_keratosis, melanoma (160x160 JPEGs here); a lesion is a dark
+    # blob on skin tone, melanoma's darker and more irregular.
+    yy, xx = np.mgrid[0:160, 0:160]
+    for split, n in (("train", 256), ("valid", 43)):
+        for k, cls in enumerate(("nevus", "seborrheic_keratosis", "melanoma")):
+            (d / "data" / split / cls).mkdir(parents=True)
+            for j in range(n):
+                img = np.clip(np.array([200, 160, 140]) + rng.normal(0, 12, (160, 160, 3)), 0, 255)
+                r = ((yy - 80 - rng.integers(-15, 15)) / rng.uniform(25, 45)) ** 2 + \
+                    ((xx - 80 - rng.integers(-15, 15)) / rng.uniform(25, 45)) ** 2
+                img[r < 1 + 0.3 * k * rng.random((160, 160))] *= 0.6 - 0.15 * k
+                _jpg(d / "data" / split / cls / f"ISIC_{k}{j:06d}.jpg", img.astype(np.uint8))
+
+
+CITY_CLASSES = 6
+
+
+def cityscapes_unet(d: Path, rng) -> None:
+    # iamthedh7/CS331.M22.KHCL-SematicSegmentation_ForSelfDrivingCar's layout: leftImg8bit/<split>/<city>/*.png (RGB street
+    # scenes; 128x256 here), its four lighting-augmented copies train_light_1/2 and train_night_1/2 with the same
+    # names, and mask/<split>/*.png (one channel, class ids 0..5) in the same sorted order.
+    cities = ("aachen", "bremen", "zurich")
+    for split, n in (("train", 8), ("val", 6)):
+        (d / "mask" / split).mkdir(parents=True)
+        for c in cities:
+            for j in range(n):
+                mask = np.zeros((128, 256), np.uint8)
+                mask[64:] = 1  # road
+                mask[: int(rng.integers(20, 50))] = 2  # sky
+                for _ in range(int(rng.integers(1, 4))):
+                    x0, w = int(rng.integers(0, 220)), int(rng.integers(10, 36))
+                    mask[int(rng.integers(40, 70)):int(rng.integers(80, 120)), x0:x0 + w] = int(rng.integers(3, 6))
+                img = np.array([[90, 90, 90], [128, 64, 128], [70, 130, 180], [220, 20, 60], [0, 0, 142],
+                                [107, 142, 35]], np.float32)[mask] + rng.normal(0, 10, (128, 256, 3))
+                name = f"{c}_{j:06d}_000019_leftImg8bit.png"
+                _png(d / "mask" / split / f"{c}_{j:06d}.png", mask)
+                variants = {"train": 1.0, "train_light_1": 1.2, "train_light_2": 1.4, "train_night_1": 0.5,
+                            "train_night_2": 0.3} if split == "train" else {"val": 1.0}
+                for v, gain in variants.items():
+                    (d / "leftImg8bit" / v / c).mkdir(parents=True, exist_ok=True)
+                    _png(d / "leftImg8bit" / v / c / name, np.clip(img * gain, 0, 255).astype(np.uint8))
+
+
+def kashmir_asr(d: Path, rng) -> None:
+    # kamrandar/Kashmir-ASR's "Audio Synthesis" folder: <label>.<variant>.wav, 16-bit mono clips of a spoken word
+    # (label 1..1000; 24 words here) and its synthesized variants (Generate_different_Audio_Effects.py); 1 s at
+    # 16 kHz with silence around the word, which librosa.effects.trim cuts.
+    (d / "Audio Synthesis").mkdir(parents=True)
+    for label in range(1, 25):
+        for v in range(16):
+            x = np.zeros(16000, np.float32)
+            n = int(16000 * rng.uniform(0.4, 0.7))
+            start = int(rng.integers(1000, 16000 - n - 1000))
+            x[start:start + n] = _tone(rng, n, 16000, label % 12, 12) * np.hanning(n)
+            x += 0.002 * rng.standard_normal(16000).astype(np.float32)
+            _wav(d / "Audio Synthesis" / f"{label}.{v}.wav", x, 16000)
+
+
+def deepdriving(d: Path, rng) -> None:
+    # babraham123/deepdriving's train_images/: TORCS frames as <8-digit index>.jpg (210x280 colour), affordances.npy
+    # (N, 15): the index and the 14 affordance indicators (angle, toMarking_L/M/R, dist_L/R, toMarking_LL/ML/MR/RR,
+    # dist_LL/MM/RR, fast), and deepdriving_average.h5 ('average', the mean image in [0, 1], 210x280x3).
+    import h5py
+
+    (d / "train_images").mkdir(parents=True)
+    n = 960
+    aff = np.zeros((n, 15), np.float32)
+    total = np.zeros((210, 280, 3))
+    for i in range(n):
+        angle = rng.uniform(-0.5, 0.5)
+        img = np.full((210, 280, 3), 60, np.float32)
+        img[:90] = [200, 170, 120]
+        shift = int(angle * 100)
+        for x0 in (70, 140, 210):
+            img[100:, max(0, x0 + shift - 3):x0 + shift + 3] = 230
+        img = np.clip(img + rng.normal(0, 8, img.shape), 0, 255).astype(np.uint8)
+        _jpg(d / "train_images" / f"{i + 1:08d}.jpg", img)
+        total += img
+        aff[i] = [i + 1, angle, *rng.uniform(-7, 7, 9), *rng.uniform(0, 75, 3), 1.0]
+    _npy(d / "train_images" / "affordances.npy", aff)
+    tmp = d / ".deepdriving_average.h5.tmp"
+    with h5py.File(tmp, "w") as f:
+        f.create_dataset("average", data=(total / n / 255).astype(np.float32))
+    os.replace(tmp, d / "deepdriving_average.h5")
+
+
+def pokemon_gan(d: Path, rng) -> None:
+    # Avinashpathapati/Deep-Learning-PokeMon's pokemon-data/<name>/*.jpg (the Kaggle Pokemon images of one species;
+    # 256 of Charmander here, 96x96 JPEGs): an orange body on a white background, posed and scaled at random.
+    from PIL import Image, ImageDraw
+
+    (d / "pokemon-data" / "Charmander").mkdir(parents=True)
+    for j in range(256):
+        im = Image.new("RGB", (96, 96), (255, 255, 255))
+        draw = ImageDraw.Draw(im)
+        cx, cy, s = 48 + int(rng.integers(-10, 11)), 52 + int(rng.integers(-8, 9)), int(rng.integers(16, 28))
+        draw.ellipse((cx - s, cy - s, cx + s, cy + s + 8), fill=(240, 128 + int(rng.integers(-20, 20)), 48))
+        draw.ellipse((cx - s // 2, cy - 2 * s, cx + s // 2, cy - s + 4), fill=(240, 140, 60))
+        draw.line((cx + s, cy, cx + 2 * s, cy - s), fill=(250, 60, 20), width=5)
+        _jpg(d / "pokemon-data" / "Charmander" / f"{j}.jpg", np.asarray(im))
+
+
 def _jpg(path: Path, img: np.ndarray) -> None:
     from PIL import Image
 
@@ -694,7 +798,8 @@ MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, k
                                   cml_thermal, coffee_classification, age_estimation, voxnet_modelnet,
                                   caption_flickr, char_rnn, tk_keypoint, siamese_omniglot, trigger_word,
                                   denoise_autoencoder, speech_attrnn, glucose_lag, imdb_lstm,
-                                  squeezenet_faces, muography_unet, plankton_siamese)}
+                                  squeezenet_faces, muography_unet, plankton_siamese, skin_cancer,
+                                  cityscapes_unet, kashmir_asr, deepdriving, pokemon_gan)}
 
 
 
