@@ -37,12 +37,29 @@ def test_a_cache_timed_on_the_loader_alone_predicts_the_cpu_it_frees_for_the_ste
     assert cache.status == "predicted" and cache.measured_on == "the loader alone"
     assert cache.expected_gain == pytest.approx(m.cheaper_input(38.0))
     assert 1.4 < cache.expected_gain <= m.headroom
-    assert "the loader taking less of its CPU" in cache.basis
+    assert "the loader taking less of the CPU it shares with the step" in cache.basis
+    assert cache.gain_low == pytest.approx(m.cpu_shared(0.9 * 38.0)) and cache.gain_high <= m.headroom
     spread = diagnosis._findings(_tried(False, 38.0), m, {})[0]
     assert spread.expected_gain == pytest.approx(1.0) and spread.status == "no gain"
     # Where the loader alone is the slower one, both follow it (up to the headroom).
     slow = _measured(loader=100.0, ceiling=204.0, fit=95.0)
     assert diagnosis._findings(_tried(False, 1.5), slow, {})[0].expected_gain == pytest.approx(1.5)
+
+
+def test_a_cache_beside_a_step_that_leaves_no_core_free_is_expected_at_the_cpu_shared_bound():
+    """A loader that waits (on a network disk), 40x short of the model's ceiling, cached to run 60x faster:
+    where the step keeps 1.2 of 2 cores busy, the cached loader runs on the step's cores, so the doctor
+    expects H / (1 + (H - 1) / g) (about 24.5x), not the whole headroom; the range reaches the headroom."""
+    waits = replace(_measured(loader=360.0, ceiling=14400.0, fit=360.0), cores_busy=0.2)
+    busy = replace(waits, model_cores=1.2)
+    free = replace(waits, model_cores=0.5)
+    assert busy.shares_cpu and not free.shares_cpu and not waits.shares_cpu
+    shared = diagnosis._findings(_tried(True, 60.0), busy, {})[0]
+    assert shared.expected_gain == pytest.approx(40 / (1 + 39 / 60))
+    assert shared.gain_low == pytest.approx(40 / (1 + 39 / 54)) and shared.gain_high == pytest.approx(40.0)
+    assert "the step keeps 1.20 of 2 cores busy, so they share it" in shared.basis
+    # a step with a core to spare: the step waiting less, up to the headroom
+    assert diagnosis._findings(_tried(True, 60.0), free, {})[0].expected_gain == pytest.approx(40.0)
 
 
 def test_a_fix_timed_on_the_loader_alone_is_reported_as_predicted_for_the_fit_not_measured_end_to_end():
@@ -169,3 +186,37 @@ def test_a_dataset_of_unknown_length_is_counted_to_size_a_cache_and_a_repeated_o
     cached = ds.cache()  # nothing left to cache, no shuffle to compare with: not counted
     assert diagnosis._count(pipeline_graph(cached), cached, None, diagnosis.Budget(30.0), 30.0) is None
     assert diagnosis._count(graph, ds, 20, diagnosis.Budget(30.0), 30.0) is None  # its length known already
+
+
+def test_compare_fits_times_each_source_as_keras_reads_it_and_the_wait_apart(monkeypatch):
+    """The rounds fit each source as Keras reads it (plain_fit: no pull through Python per step, which
+    would serialise a fast source with the step); one short step-timed fit each gives the input share."""
+    from kit.doctor import measure
+
+    calls = {"plain": 0, "timed": 0}
+    plain, timed = measure.plain_fit, measure.timed_fit
+
+    def counting(name, fn):
+        def wrapped(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+        return wrapped
+
+    monkeypatch.setattr(measure, "plain_fit", counting("plain", plain))
+    monkeypatch.setattr(measure, "timed_fit", counting("timed", timed))
+    x = np.random.default_rng(0).standard_normal((64, 8)).astype("float32")
+    y = (np.arange(64) % 2).astype("int64")
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    fast = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+    slow = fast.map(lambda a, b: (tf.py_function(lambda t: (time.sleep(0.01), t)[1], [a], tf.float32), b))
+    slow = slow.map(lambda a, b: (tf.ensure_shape(a, (None, 8)), b))
+    df = measure.compare_fits({"slow": (slow, model), "fast": (fast, model)}, baseline="slow",
+                                max_seconds=1.0, rounds=2, min_steps=3)
+    assert calls["plain"] == 4  # two rounds of two sources
+    assert calls["timed"] == 2 + 2  # the step compiled once per source, then one share fit each
+    assert list(df["variant"]) == ["slow", "fast"]
+    assert (df["examples_per_s"] > 0).all() and df["input_share"].between(0, 1).all()
+    assert (df["steps"] >= 2 * 3).all()  # min_steps in each of the two rounds
+    row = df.set_index("variant").loc["slow"]
+    assert row["x_slow"] == pytest.approx(1.0) and row["x_slow_min"] == pytest.approx(1.0)

@@ -384,12 +384,16 @@ def _findings(t: Tried, m: Measured, places: dict) -> list[Finding]:
         # A cache does the work less often, so it also frees the CPU the step shares (where the loader
         # alone outruns the model and the fit is still short of it, that is all it can give); other fixes
         # spread the same work, which helps only a step that waits.
-        predict = m.cheaper_input if c.rewrite.warm_epoch else m.end_to_end
-        gain, low, high = predict(loader.median), predict(loader.low), predict(loader.high)
+        if c.rewrite.warm_epoch:
+            gain, (low, high) = m.cheaper_input(loader.median), m.cheaper_range(loader.low, loader.high)
+        else:
+            gain, low, high = m.end_to_end(loader.median), m.end_to_end(loader.low), m.end_to_end(loader.high)
         basis = f"measured on the loader alone, interleaved with the original, {loader.text()}"
         if m.ceiling_rate and c.rewrite.warm_epoch:
-            basis += ("; the fit not timed: it gets the larger of the step waiting less and the loader taking "
-                      f"less of its CPU, at most the headroom {m.headroom:,.2f}x")
+            basis += ("; the fit not timed: from the loader taking less of the CPU it shares with the step, to the "
+                      f"step waiting less, at most the headroom {m.headroom:,.2f}x; "
+                      + (f"the step keeps {m.model_cores:.2f} of {m.cores} cores busy, so they share it: the first "
+                         "expected" if m.shares_cpu else "the larger expected"))
         elif m.ceiling_rate:
             basis += ("; the fit not timed: it follows the slower of loader and compute ceiling "
                       f"{m.ceiling_rate:,.1f}/s, at most the headroom {m.headroom:,.2f}x")

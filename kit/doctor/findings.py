@@ -251,13 +251,31 @@ class Measured:
             return loader_gain
         return min(self.headroom, min(C, L * loader_gain) / min(C, L))
 
-    def cheaper_input(self, loader_gain: float) -> float:
-        """What a loader ``loader_gain`` times cheaper gives the fit, capped by the headroom: the larger of
-        the step waiting less (``end_to_end``) and the loader taking less of its CPU, ``H / (1 + (H - 1) / g)``."""
+    @property
+    def shares_cpu(self) -> bool:
+        """The model's step leaves under one core free: a cheaper loader still runs on the step's cores."""
+        return self.model_cores is not None and math.isfinite(self.model_cores) and self.cores - self.model_cores < 1
+
+    def cpu_shared(self, loader_gain: float) -> float:
+        """What a loader ``loader_gain`` times cheaper gives a fit whose step and loader take turns on the
+        CPU: ``H / (1 + (H - 1) / g)``, the loader's share of each step cut ``g`` times (capped by the headroom)."""
         H = self.headroom
         if not math.isfinite(H) or not math.isfinite(loader_gain) or loader_gain <= 0:
             return self.end_to_end(loader_gain)
-        return min(H, max(self.end_to_end(loader_gain), H / (1 + (H - 1) / loader_gain)))
+        return min(H, H / (1 + (H - 1) / loader_gain))
+
+    def cheaper_input(self, loader_gain: float) -> float:
+        """What a loader ``loader_gain`` times cheaper gives the fit, capped by the headroom: where the step
+        leaves under a core free (``shares_cpu``), the loader taking less of the CPU it shares
+        (``cpu_shared``); otherwise the larger of that and the step waiting less (``end_to_end``)."""
+        if self.shares_cpu:
+            return self.cpu_shared(loader_gain)
+        return max(self.end_to_end(loader_gain), self.cpu_shared(loader_gain))
+
+    def cheaper_range(self, low: float, high: float) -> tuple[float, float]:
+        """The range of ``cheaper_input`` over loader gains ``low``-``high``: from the loader and the step
+        taking turns on the CPU at ``low`` to the larger of that and the step waiting less at ``high``."""
+        return self.cpu_shared(low), max(self.end_to_end(high), self.cpu_shared(high))
 
     def free_cores(self) -> float:
         """Cores left for more loader work while the model trains (at least none)."""

@@ -296,13 +296,14 @@ def pooled(runs) -> float:
     return ex / s if s > 0 else math.nan
 
 
-def fit_once(copy, source, *, batch_size: int, max_seconds: float, epoch_start: float = 0.0) -> dict:
+def fit_once(copy, source, *, batch_size: int, max_seconds: float, epoch_start: float = 0.0,
+             min_steps: int = 3) -> dict:
     """One fit of ``copy`` on ``source``: ``plain_fit`` on what Keras reads itself (a ``tf.data`` source, a
     PyDataset, a function returning a generator), ``timed_fit`` on a list of batches."""
     if isinstance(source, list):
-        return timed_fit(copy, source, max_seconds=max_seconds)
+        return timed_fit(copy, source, max_seconds=max_seconds, min_steps=min_steps)
     return plain_fit(copy, source, batch_size=batch_size or first_batch(source, "the source")[1],
-                     max_seconds=max_seconds, epoch_start=epoch_start)
+                     max_seconds=max_seconds, epoch_start=epoch_start, min_steps=min_steps)
 
 
 def pooled_share(runs) -> float:
@@ -521,36 +522,45 @@ def record_trace(model, source, trace_dir, *, steps: int = 5) -> Path:
 
 def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float = 10.0,
                  rounds: int = 2, min_steps: int = 3) -> pd.DataFrame:
-    """Training rates of several (source, model) pairs measured interleaved, side by side.
+    """Training rates of several (source, model) pairs measured interleaved, side by side, each fitted as
+    Keras reads its source (``fit_once``: a ``tf.data`` source repeated, a PyDataset epoch after epoch),
+    as the doctor's verdict times the real fit; then one short fit of each through the step timer gives
+    the share of its steps spent waiting for input (a pull per step serialises reading and the step, so
+    it would understate a fast source's rate: it gives the share only).
 
     Args:
         runs: name -> ``(source, compiled model)``; each model is trained as a copy (one per
             model object).
         baseline: the name to express ratios against (``x_<baseline>``).
-        max_seconds: the budget for all of them together.
+        max_seconds: the budget for all of them together (a fifth of it for the input-wait shares).
         rounds: interleaved rounds.
         min_steps: steps each run trains at least, past its share of ``max_seconds`` if need be.
 
     Returns:
-        One row per run: ``variant``, ``examples_per_s``, ``input_share``, ``steps``, and
-        ``x_<baseline>`` with its rounds' ``x_<baseline>_min`` and ``_max``.
+        One row per run: ``variant``, ``examples_per_s``, ``input_share``, ``steps`` (timed in the
+        rounds), and ``x_<baseline>`` with its rounds' ``x_<baseline>_min`` and ``_max``.
     """
-    copies, clones = {}, {}
+    copies, clones, sizes = {}, {}, {}
     for name, (source, model) in runs.items():
         check_source(source, name)
         if id(model) not in clones:  # one copy per model: the same model on two loaders compiles once
             clones[id(model)] = clone(model)[0]
         copy = clones[id(model)]
         batch, _ = first_batch(source, name)
+        sizes[name] = batch_size_of(batch)
         timed_fit(copy, replay(batch, 2), max_seconds=0.0, min_steps=1)  # compiles the step timed below
         copies[name] = (source, copy)
-    each = max_seconds / (rounds * len(runs))
+    each = 0.8 * max_seconds / (rounds * len(runs))
     results: dict[str, list[dict]] = {name: [] for name in runs}
     for _ in range(rounds):
         for name, (source, copy) in copies.items():
-            results[name].append(timed_fit(copy, source, max_seconds=each, min_steps=min_steps))
-    rows = [{"variant": name, "examples_per_s": pooled(rs), "input_share": pooled_share(rs),
-             "steps": sum(len(r["steps"]) for r in rs)} for name, rs in results.items()]
+            results[name].append(fit_once(copy, source, batch_size=sizes[name], max_seconds=each,
+                                          min_steps=min_steps))
+    shares = {name: pooled_share([timed_fit(copy, source, max_seconds=0.2 * max_seconds / len(runs),
+                                            min_steps=min_steps)])
+              for name, (source, copy) in copies.items()}
+    rows = [{"variant": name, "examples_per_s": pooled(rs), "input_share": shares[name],
+             "steps": sum(int(r["examples"]) // max(1, sizes[name]) for r in rs)} for name, rs in results.items()]
     df = pd.DataFrame(rows)
     if baseline is not None:
         add_ratios(df, [baseline])
