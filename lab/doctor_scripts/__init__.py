@@ -236,10 +236,9 @@ CORPUS = {
         source="https://github.com/iamthedh7/CS331.M22.KHCL-SematicSegmentation_ForSelfDrivingCar/blob/039d3099a080c59200e43e47f0ab5b33aa5eba5c/UNET.py",
         changed="24 x 5 lighting copies of generated 128x256 scenes at 64x64 for 256x256, U-Net filters / 4, epochs 3 "
                 "for 20, os.path.join for Windows paths",
-        fix="none: balanced by the truth (headroom 1.10; rounds 1.26, 1.03, 0.90, 1.09, 1.09), and the candidate fix, "
-            "cache() after the deterministic map (each scene and mask read, decoded and resized once), measured 0.82x "
-            "(rounds 0.78, 0.71, 1.18, 1.19, 0.73): the parallel map already keeps up with the U-Net's step",
-        codes=(), tolerated=("no_cache", "compute_once", "no_prefetch")),
+        fix="cache() after the deterministic map (each scene and mask read, decoded and resized once); measured "
+            "1.21x on a quiet machine (rounds 1.09-1.46), 0.82x in the first truth, run beside a test suite",
+        codes=("no_cache", "compute_once"), tolerated=("no_prefetch",)),
     "kashmir_asr": dict(
         half="heldout5", kind="generator (audio, MFCC)",
         source="https://github.com/kamrandar/Kashmir-ASR/blob/605561c4a3fda35cbae66cb7bb29c540a9384564/LSTM_Model.py",
