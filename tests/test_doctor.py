@@ -718,7 +718,10 @@ def test_memory_growth_rule_reads_the_epoch_ends_after_the_first():
 
     assert rules.memory_growth({"rss_runs": [[900, 1000, 1001, 1000, 1002]]}) == []  # a cache filled once
     assert rules.memory_growth({"rss_runs": [[900, 1000, 1040, 1030, 1080]]}) == []  # not at every end
-    assert rules.memory_growth({"rss_runs": [[900, 1000, 1040]]}) == []  # too few ends
+    [few] = rules.memory_growth({"rss_runs": [[900, 1000, 1040]], "steps_per_epoch": 120.0})  # too few ends
+    assert few.status == "unmeasured" and "reached 2 (an epoch is 120 steps)" in few.evidence, few.evidence
+    assert "too long for the budget" in few.basis
+    assert rules.memory_growth({}) == []  # no model, no fit: nothing to say
     [f] = rules.memory_growth({"rss_runs": [[900, 1000, 1040, 1080, 1120]]}, available=4000)
     assert f.code == "memory_growth" and "rose 40 MB an epoch at each of 4" in f.evidence, f.evidence
     assert "run out in about 100 epochs" in f.evidence, f.evidence

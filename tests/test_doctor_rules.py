@@ -303,7 +303,7 @@ def test_fits_whose_rounds_straddle_a_threshold_get_more_rounds_and_the_median(m
     def scripted(rates):
         it = iter(rates)
 
-        def timed_fit(copy, source, *, max_seconds):
+        def timed_fit(copy, source, *, max_seconds, **_):
             rate = next(it)
             steps = pd.DataFrame({"step_s": [1.0] * 3, "wait_s": [0.0] * 3})
             return {"examples_per_s": rate, "examples": 2 * rate, "steps": steps, "seconds": 2.0}

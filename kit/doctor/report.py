@@ -174,12 +174,12 @@ def _what(r) -> str:
         if g < 1 / NOISE:
             return f"a correctness fix that costs time: {1 / g:,.2f}x slower, measured"
         return "a correctness fix at no measured cost" if g < NOISE else f"a correctness fix, {_x(g)} faster too"
+    if r.status == "unmeasured":
+        return r.basis.removeprefix("not measured: ")
     if r.kind == "order":
         return "order quality, not speed"
     if r.kind == "memory":
         return "memory, not speed"
-    if r.status == "unmeasured":
-        return r.basis.removeprefix("not measured: ")
     if not math.isfinite(g):
         return "gain not measured"
     if r.status == "no gain" and r.basis.startswith("TensorFlow already"):

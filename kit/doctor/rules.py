@@ -497,7 +497,15 @@ def memory_growth(fits: dict, *, available: float | None = None) -> list[Finding
     steps = np.array([b - a for r in runs for a, b in zip(r, r[1:])])
     ends = [x for r in runs for x in r]
     if len(steps) < GROWTH_ENDS - 1:
-        return []
+        if "rss_runs" not in fits:  # no fit timed (no model): nothing to say
+            return []
+        per = fits.get("steps_per_epoch")
+        long = (f" (an epoch is {per:,.0f} steps)" if isinstance(per, (int, float)) and math.isfinite(per) else "")
+        return [Finding(
+            "memory_growth", f"{GROWTH_ENDS} epoch ends within one fit are needed after its first; the doctor's fits "
+            f"reached {max([len(r) for r in runs] or [0])}{long}", math.nan,
+            "not measured: the epochs are too long for the budget (a larger --max-seconds reads more of them)",
+            status="unmeasured")]
     per_epoch = float(steps.mean())
     if not (per_epoch >= GROWTH_MB and (steps > 0).all()):
         return []
