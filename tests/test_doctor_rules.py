@@ -425,8 +425,9 @@ def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
 
     calls = []
 
-    def plain_fit(copy, source, *, batch_size, max_seconds, min_steps=3, epoch_start=0.0):
+    def plain_fit(copy, source, *, batch_size, max_seconds, min_steps=3, epoch_start=0.0, per_epoch=False):
         calls.append(("plain", type(source).__name__, batch_size))
+        assert not per_epoch  # measure_fits was not told the source is read epoch by epoch
         # the real fit's rounds may go on to an epoch's start (used on a PyDataset), the ceiling's do not
         assert (epoch_start > max_seconds) == (type(source).__name__ != "_TensorDataset")
         return {"examples_per_s": 100.0, "examples": 100, "seconds": 1.0, "rss_epoch_ends": [], "epoch_starts": 1}

@@ -169,6 +169,37 @@ def test_a_pydatasets_fit_round_goes_on_until_its_timed_steps_include_an_epochs_
     assert "epoch start" not in rules.verdict_basis({**fits, "fit_epoch_starts": None})
 
 
+def test_a_finite_dataset_is_fitted_epoch_by_epoch_as_the_users_fit_reads_it(monkeypatch):
+    """model.fit(ds, epochs=N) gives a finite dataset a new iterator every epoch (its prefetch buffer empty
+    again); with steps_per_epoch one iterator runs on. The doctor fits it the same way."""
+    from kit.doctor import measure, run
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    ds = tf.data.Dataset.from_tensor_slices((np.ones((24, 3), "float32"), np.ones((24, 1), "float32"))).batch(4)
+    epochs = measure.plain_fit(model, ds, batch_size=4, max_seconds=0.01, min_steps=1, epoch_start=60.0,
+                               per_epoch=True)
+    assert epochs["epoch_starts"] == 1 and epochs["examples"] == 4 * 6  # one whole epoch, the next one's start
+    repeated = measure.plain_fit(model, ds, batch_size=4, max_seconds=0.01, min_steps=1, epoch_start=60.0)
+    assert repeated["epoch_starts"] == 0  # ds.repeat(): no epochs of its own
+    # diagnose: a finite dataset is read epoch by epoch unless told otherwise; an infinite one never
+    seen = []
+    monkeypatch.setattr(diagnosis, "measure_fits", lambda *a, **k: (seen.append(k["per_epoch"]), 1 / 0))
+    for source, per_epoch in ((ds, None), (ds, False), (ds.repeat(), None)):
+        with pytest.raises(ZeroDivisionError):
+            diagnosis.diagnose(source, model, max_seconds=2, per_epoch=per_epoch)
+    assert seen == [True, False, False]
+    # doctor run: the script's fit with steps_per_epoch keeps one iterator, so per_epoch=False
+    given = []
+    monkeypatch.setattr(diagnosis, "diagnose", lambda *a, **k: given.append(k["per_epoch"]))
+    for kwargs in ({"epochs": 3}, {"epochs": 3, "steps_per_epoch": 4}):
+        run.diagnose_fit(run.Fit(model, ds, kwargs=kwargs), max_seconds=5)
+    # arrays are read through the doctor's own dataset, not Keras's adapter: its epoch starts are not the user's
+    run.diagnose_fit(run.Fit(model, np.ones((8, 3), "float32"), np.ones((8, 1), "float32"), kwargs={"epochs": 3}),
+                     max_seconds=5)
+    assert given == [None, False, False]
+
+
 def test_a_dataset_of_unknown_length_is_counted_to_size_a_cache_and_a_repeated_one_is_not():
     """A finite pipeline whose length the graph does not say (a filter, TFRecords read through flat_map)
     with deterministic work and no cache: one epoch is counted, so the cache can be sized and tried."""

@@ -106,7 +106,7 @@ class Tried:
 
 
 def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
-             name: str = "source") -> Diagnosis:
+             name: str = "source", per_epoch: bool | None = None) -> Diagnosis:
     """Measures a batch source (and a model training on it), tries the fixes it can apply, and
     ranks what it found.
 
@@ -117,6 +117,9 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         max_seconds: the whole run's budget; what did not fit is listed in ``Diagnosis.skipped``.
         trace_dir: record a TensorFlow profiler trace of a few training steps there.
         name: how error messages name the source.
+        per_epoch: whether the user's fit reads a ``tf.data`` source with a new iterator every epoch, as
+            ``model.fit(ds, epochs=N)`` does (each epoch starts with an empty prefetch buffer); not with
+            ``steps_per_epoch`` given. None: a finite dataset is, an infinite one is not.
 
     Returns:
         A ``Diagnosis``; ``Diagnosis.fixed`` is the best measured pipeline (tf.data sources).
@@ -132,6 +135,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     progress.step("the first batch")
     batch, batch_size = first_batch(source, name)
     example_bytes = nbytes(batch) / batch_size
+    if per_epoch is None:
+        per_epoch = is_dataset(source) and int(source.cardinality()) != INFINITE
     n_cores, load = usable_cpus(), load_average()
     graph = pipeline_graph(source) if is_dataset(source) else None
     compile_start = time.perf_counter()
@@ -154,7 +159,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         progress.step("the compute ceiling and the real fit", loader=summary.replace("no model given: ", ""))
         seconds = budget.take(FITS_SHARE * max_seconds, "the compute ceiling and the real fit", least=0.0)
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,
-                            thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM))
+                            thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM),
+                            per_epoch=bool(per_epoch))
         rates.update(fits)
         verdict, summary, found = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         rates["verdict_basis"] = rules.verdict_basis(fits)
@@ -208,7 +214,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
                                f"workers={getattr(source, 'workers', 1)}: one thread reads every batch while "
                                f"the loader alone keeps {m.cores_busy:.2f} cores busy", ordered=True, random=False))
     progress.step("the A/B trials of the fixes", findings=[f"{f.code}: {f.evidence}" for f in found])
-    tried = _try_all(cands, source, copy, m, budget, examples=examples)
+    rate = fit_rate(copy, batch_size, per_epoch=bool(per_epoch)) if copy is not None else None
+    tried = _try_all(cands, source, copy, m, budget, examples=examples, rate=rate)
     found += [f for t in tried for f in _findings(t, m, where)]
     if not any(f.code == "pydataset_single_worker" and f.applied for f in found):
         # Threads measured no gain (or were not tried): processes predicted.
@@ -217,8 +224,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     found = _settle(found)
     # Diagnosis.fixed applies what the findings list claims: a fix listed as no gain is left out.
     claimed = {id(f.rewrite) for f in found if f.rewrite is not None and f.applied}
-    fixed, changes, fixed_gain = _best([t for t in tried if id(t.candidate.rewrite) in claimed], source, copy, budget,
-                                       batch_size)
+    fixed, changes, fixed_gain = _best([t for t in tried if id(t.candidate.rewrite) in claimed], source, rate, budget)
     if fixed_gain is not None:
         rates["fixed_fit_gain" if copy is not None else "fixed_loader_gain"] = fixed_gain.median
     if trace_dir is not None:
@@ -300,10 +306,11 @@ def _augmented(prefix, graph) -> str:
 
 
 def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget, *,
-             examples: int | None = None) -> list[Tried]:
+             examples: int | None = None, rate=None) -> list[Tried]:
     """Each candidate applied, checked and measured A/B on the loader in an equal share of the time
-    left; then the ones that gained (and the correctness fixes) measured A/B on the fit. ``examples``: an
-    epoch's, where known (a cache's first epoch is read at the loader's rate, and given that time)."""
+    left; then the ones that gained (and the correctness fixes) measured A/B on the fit (``rate``:
+    ``measure.fit_rate``). ``examples``: an epoch's, where known (a cache's first epoch is read at the
+    loader's rate, and given that time)."""
     tried = [Tried(c) for c in cands]
     if not tried:
         return tried
@@ -311,8 +318,7 @@ def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget, 
     for t in tried:
         _check_and_time(t, source, budget, each, fill=_fill_seconds(examples, m.loader_rate))
     gainers = [t for t in tried if t.loader is not None and (t.loader.real or t.candidate.correctness)]
-    if copy is not None and gainers:
-        rate = fit_rate(copy, m.batch_size)
+    if copy is not None and rate is not None and gainers:
         share = budget.left() / (1 + len(gainers))  # the last share: the fixed pipeline, all together
         for t in gainers:
             seconds = budget.take(share / (2 * (TRIAL_ROUNDS - 1)),
@@ -454,7 +460,7 @@ def _median(gain) -> float:
     return gain.median if gain is not None else 0.0
 
 
-def _best(tried: list[Tried], source, copy, budget: Budget, batch_size: int):
+def _best(tried: list[Tried], source, rate, budget: Budget):
     """The fixed pipeline: every fix that gained and every correctness fix, together, checked; the
     single best one where together they fail. Returns ``(dataset or None, rewrites, gain or None)``."""
     # A correctness fix whose check passed is kept even where its cost was not timed (out of time): its
@@ -484,7 +490,7 @@ def _best(tried: list[Tried], source, copy, budget: Budget, batch_size: int):
         if any(r.warm_epoch for r in rewrites):
             trial.warm(fixed, seconds)
         gain = trial.ab(source, fixed, seconds=seconds, rounds=TRIAL_ROUNDS - 1,
-                        rate=fit_rate(copy, batch_size) if copy is not None else trial.loader_rate)
+                        rate=rate if rate is not None else trial.loader_rate)
     elif len(rewrites) == 1:
         only = next(t for t in keep if t.candidate.rewrite is rewrites[0])
         gain = only.fit or only.loader

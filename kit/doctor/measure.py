@@ -223,18 +223,22 @@ PLAIN_SKIP = 2
 
 
 def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: int = 3,
-              epoch_start: float = 0.0) -> dict:
-    """Trains ``model`` on ``source`` as Keras reads it (a ``tf.data`` source repeated, a PyDataset epoch
-    after epoch, a function's generators one after another) until ``max_seconds`` and ``min_steps``
+              epoch_start: float = 0.0, per_epoch: bool = False) -> dict:
+    """Trains ``model`` on ``source`` as Keras reads it (a ``tf.data`` source repeated, or epoch after
+    epoch with ``per_epoch``; a PyDataset epoch after epoch; a function's generators one after another)
+    until ``max_seconds`` and ``min_steps``
     steps beyond the first ``PLAIN_SKIP``: examples/s from the steps' ends, each ``batch_size``
     examples. Unlike ``timed_fit``, no pull through Python per step: Keras overlaps reading a batch
     with the step before it (a PyDataset's, a generator's too, even on one worker), which a pull per
     step would serialise, and it would flatten the difference between fast pipelines.
 
-    ``epoch_start`` (seconds, a PyDataset): go on past ``max_seconds``, up to that long in all, until the
-    timed steps include an epoch's start, as the user's fit pays it: Keras makes the PyDataset a new
-    iterator each epoch, and its first batch can take many steady steps' time. ``epoch_starts`` in the
-    result counts the epoch starts inside the timed steps."""
+    ``epoch_start`` (seconds, a PyDataset or a dataset read ``per_epoch``): go on past ``max_seconds``, up
+    to that long in all, until the timed steps span a whole epoch after the first, its start included, as
+    the user's fit pays it (then only whole epochs are timed; where the limit came first, the steps run, an
+    epoch's start among them where one was reached): Keras
+    makes a finite dataset given without ``steps_per_epoch``, and a PyDataset, a new iterator each epoch,
+    and its first batch can take many steady steps' time (an empty prefetch buffer, a parallel map
+    starting again). ``epoch_starts`` in the result counts the epoch starts inside the timed steps."""
     ends: list[float] = []
     rss: list[float] = []
     begins: list[int] = []  # the steps done when each epoch began
@@ -249,17 +253,18 @@ def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: 
         def on_epoch_end(self, epoch, logs=None):
             rss.append(rss_mb())
 
-    def crossed() -> bool:  # the second step of an epoch after the first has ended: the window spans its start
-        return len(begins) > 1 and len(ends) - begins[1] >= PLAIN_SKIP
+    def whole() -> bool:  # a third epoch began: epoch 1, its start included, lies whole in the steps timed
+        return len(begins) > 2 and len(ends) > begins[2]
 
     PROGRESS.start("the training fit")
-    wait = epoch_start > max_seconds and is_pydataset(source)
-    deadline = deadline_callback(max_seconds, min_steps + PLAIN_SKIP, until=crossed if wait else None,
+    epochs = is_pydataset(source) or (per_epoch and is_dataset(source))  # a new iterator every epoch
+    wait = epoch_start > max_seconds and epochs
+    deadline = deadline_callback(max_seconds, min_steps + PLAIN_SKIP, until=whole if wait else None,
                                  limit=epoch_start)
-    if is_dataset(source):
-        _fit(model, source.repeat(), steps_per_epoch=10**9, epochs=1, callbacks=[Ends(), deadline])
-    elif is_pydataset(source):
+    if epochs:
         _fit(model, source, epochs=10_000, callbacks=[Ends(), deadline])
+    elif is_dataset(source):
+        _fit(model, source.repeat(), steps_per_epoch=10**9, epochs=1, callbacks=[Ends(), deadline])
     else:  # a function returning a fresh generator: one fit per generator, until the deadline stops one
         while True:
             before = len(ends)
@@ -268,11 +273,16 @@ def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: 
                                        and time.perf_counter() - deadline.t0 >= max_seconds):
                 break
     gc.collect()  # the stopped fit's iterator and its threads freed now (see _timed_fit)
-    first = PLAIN_SKIP - 1 if len(ends) > PLAIN_SKIP else 0
-    kept = ends[first:]
+    # Whole epochs where two epoch starts after the first epoch were reached: from the end of epoch 0 to
+    # the end of the last whole epoch, every epoch start between paid once (the user's epochs, as they
+    # run); else the steps after the first PLAIN_SKIP (an epoch start among them where one was reached).
+    bounds = [b for b in begins[1:] if 0 < b <= len(ends)] if epochs else []
+    first, last = (bounds[0] - 1, bounds[-1]) if len(bounds) > 1 else (PLAIN_SKIP - 1 if len(ends) > PLAIN_SKIP else 0,
+                                                                       len(ends))
+    kept = ends[first:last]
     seconds = kept[-1] - kept[0] if len(kept) > 1 else math.nan
     examples = batch_size * (len(kept) - 1)
-    starts = sum(first < b < len(ends) for b in begins[1:]) if is_pydataset(source) else 0
+    starts = sum(first < b < last for b in begins[1:]) if epochs else 0
     # Epoch ends of one Keras fit only: a repeat has no epochs, and a function's generators are one fit
     # each (a fit call leaves memory behind that the user's one fit does not: new iterators, py_funcs).
     return {"examples_per_s": examples / seconds if seconds > 0 else math.nan, "examples": examples,
@@ -297,13 +307,13 @@ def pooled(runs) -> float:
 
 
 def fit_once(copy, source, *, batch_size: int, max_seconds: float, epoch_start: float = 0.0,
-             min_steps: int = 3) -> dict:
+             min_steps: int = 3, per_epoch: bool = False) -> dict:
     """One fit of ``copy`` on ``source``: ``plain_fit`` on what Keras reads itself (a ``tf.data`` source, a
     PyDataset, a function returning a generator), ``timed_fit`` on a list of batches."""
     if isinstance(source, list):
         return timed_fit(copy, source, max_seconds=max_seconds, min_steps=min_steps)
     return plain_fit(copy, source, batch_size=batch_size or first_batch(source, "the source")[1],
-                     max_seconds=max_seconds, epoch_start=epoch_start, min_steps=min_steps)
+                     max_seconds=max_seconds, epoch_start=epoch_start, min_steps=min_steps, per_epoch=per_epoch)
 
 
 def pooled_share(runs) -> float:
@@ -321,13 +331,14 @@ MEMORY_EPOCHS = 4
 
 
 def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
-                 thresholds: tuple = ()) -> dict:
+                 thresholds: tuple = (), per_epoch: bool = False) -> dict:
     """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved,
     each run ``max_seconds / (2 * rounds)``; up to ``more`` rounds more while the rounds' headrooms
     straddle one of ``thresholds``. A source Keras reads itself (tf.data, a PyDataset, a function
     returning a generator) is fitted with ``plain_fit``, as Keras reads it, plus one ``timed_fit`` for
     the input-wait share, the epochs' starts and memory; a list of batches with ``timed_fit``. A
-    PyDataset's real-fit rounds go on (up to ``EPOCH_START_ROUNDS`` times their share) until they include
+    PyDataset's real-fit rounds, and a dataset's read ``per_epoch`` (a finite one the user's fit reads
+    without ``steps_per_epoch``), go on (up to ``EPOCH_START_ROUNDS`` times their share) until they include
     an epoch's start, which the user's fit pays every epoch.
 
     Returns:
@@ -358,7 +369,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
         ceiling_runs.append(fit_once(copy, ceiling, batch_size=size, max_seconds=each))
         cpu, wall = cpu + cpu_seconds() - c0, wall + time.perf_counter() - t0
         real_runs.append(fit_once(copy, source, batch_size=size, max_seconds=each,
-                                  epoch_start=EPOCH_START_ROUNDS * each))
+                                  epoch_start=EPOCH_START_ROUNDS * each, per_epoch=per_epoch))
 
     for _ in range(rounds):
         one_round()
@@ -370,17 +381,18 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     # within one fit needs (rules.memory_growth): short epochs get there, long ones cannot in the budget.
     wrapped = ([timed_fit(copy, source, max_seconds=each, min_epochs=MEMORY_EPOCHS if is_pydataset(source) else 0,
                           limit=2 * each)] if plain else real_runs)
-    starts, steady, per_epoch = epoch_starts(wrapped)
+    starts, steady, epoch_steps = epoch_starts(wrapped)
     c_rounds = [float(r["examples_per_s"]) for r in ceiling_runs]
     f_rounds = [float(r["examples_per_s"]) for r in real_runs]
     ratios = [c / f for c, f in zip(c_rounds, f_rounds) if f > 0]
     return {"plain": plain, "ceiling_examples_per_s": pooled(ceiling_runs), "fit_examples_per_s": pooled(real_runs),
             "ceiling_rounds": c_rounds, "fit_rounds": f_rounds, "extra_rounds": extra,
-            "fit_epoch_starts": sum(r.get("epoch_starts", 0) for r in real_runs) if is_pydataset(source) else None,
+            "fit_epoch_starts": (sum(r.get("epoch_starts", 0) for r in real_runs)
+                                 if is_pydataset(source) or (per_epoch and plain) else None),
             "input_share": pooled_share(wrapped), "fit_steps": sum(len(r["steps"]) for r in wrapped),
             "model_cores": cpu / wall if wall > 0 else math.nan,
             "headroom": float(np.median(ratios)) if ratios else math.nan,
-            "epoch_start_waits": starts, "steady_wait_s": steady, "steps_per_epoch": per_epoch,
+            "epoch_start_waits": starts, "steady_wait_s": steady, "steps_per_epoch": epoch_steps,
             # the real fits' epoch ends, one list per fit call (rules.memory_growth reads the growth within
             # each fit: between calls the doctor's own fits leave memory behind)
             "rss_runs": [list(r.get("rss_epoch_ends", [])) for r in (real_runs + wrapped if plain else real_runs)]}
@@ -438,9 +450,11 @@ def steps_per_execution_gain(model, batch, *, seconds: float, per_execution: int
     return (float(np.median(gains)), gains) if gains else (math.nan, [])
 
 
-def fit_rate(copy, batch_size: int):
-    """``rate(source, seconds)`` for ``trial.ab``: examples/s of ``copy`` trained on it (``fit_once``)."""
-    return lambda source, seconds: fit_once(copy, source, batch_size=batch_size, max_seconds=seconds)["examples_per_s"]
+def fit_rate(copy, batch_size: int, *, per_epoch: bool = False):
+    """``rate(source, seconds)`` for ``trial.ab``: examples/s of ``copy`` trained on it (``fit_once``), a
+    dataset epoch after epoch with ``per_epoch``, as the user's fit reads it."""
+    return lambda source, seconds: fit_once(copy, source, batch_size=batch_size, max_seconds=seconds, per_epoch=per_epoch,
+                                            epoch_start=EPOCH_START_ROUNDS * seconds if per_epoch else 0.0)["examples_per_s"]
 
 
 def frozen_prefix(model):

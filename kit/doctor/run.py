@@ -230,7 +230,12 @@ def diagnose_fit(call: Fit, *, max_seconds: float):
             f"the model trains under {call.strategy}: the doctor trained its copy on one device with the whole "
             f"batch" + (f"; on {replicas} devices the compute ceiling is up to {replicas}x higher, so the "
                         "headroom is a lower bound" if replicas > 1 else ""))]))
-    return bounded(lambda: diagnose(source, call.model, max_seconds=max_seconds, name=name), max_seconds, name), note
+    # Keras reads a finite dataset with a new iterator every epoch unless steps_per_epoch is given (then one
+    # iterator runs on across epochs, as through a trailing repeat()). Arrays are read here through a
+    # dataset of the doctor's own making, not Keras's adapter: what its epochs' starts cost is not the user's.
+    per_epoch = False if call.kwargs.get("steps_per_epoch") or not is_dataset(call.x) else None
+    return bounded(lambda: diagnose(source, call.model, max_seconds=max_seconds, name=name, per_epoch=per_epoch),
+                   max_seconds, name), note
 
 
 #: The least share of an epoch validation must take to be a finding: its input slow while training's
