@@ -23,7 +23,8 @@ lesions for the ISIC zips, so download_and_extract_dataset and the sample-batch 
 CSVs and the two ``cache(filename)`` files written in a temporary folder of the run (the notebook writes them in its
 working directory: a second run would read the first's cache files), the folder removed at exit; images resized to 128x128 for 299x299; the
 TF-Hub InceptionV3 feature vector (a download; no tensorflow_hub here) replaced by a small frozen CNN (Conv2D 16, 32,
-64, 128, 3x3 stride 2, global average pooling: 128 features for 2048), ``trainable=False`` as the source has it;
+64, 128, 3x3 stride 2, global average pooling: 128 features for 2048), frozen as the source's is (``backbone.trainable =
+False`` once built: Keras 3 applies ``Sequential([...], trainable=False)`` before the layers are added, and they train);
 epochs 3 for 100; no TensorBoard; the ModelCheckpoint's file under the temporary folder with the ``.keras`` suffix
 Keras 3 wants; ``df.loc[i] = ...`` kept; the evaluation cells after the fit left out (not part of the fit).
 """
@@ -110,13 +111,15 @@ def prepare_for_training(ds, cache=True, batch_size=64, shuffle_buffer_size=1000
 
 def feature_vector():
     # the frozen backbone (hub.KerasLayer(module_url, output_shape=[2048], trainable=False) in the source)
-    return tf.keras.Sequential([
+    backbone = tf.keras.Sequential([
         tf.keras.layers.Conv2D(16, 3, strides=2, padding="same", activation="relu"),
         tf.keras.layers.Conv2D(32, 3, strides=2, padding="same", activation="relu"),
         tf.keras.layers.Conv2D(64, 3, strides=2, padding="same", activation="relu"),
         tf.keras.layers.Conv2D(128, 3, strides=2, padding="same", activation="relu"),
         tf.keras.layers.GlobalAveragePooling2D(),
-    ], trainable=False)
+    ])
+    backbone.trainable = False
+    return backbone
 
 
 if __name__ == "__main__":
