@@ -449,3 +449,26 @@ def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
         assert calls == [("plain", "_TensorDataset", 4), ("plain", real, 4)] * 2 + [("timed", real, 0)], calls
         assert fits["plain"] and fits["input_share"] == pytest.approx(0.5)
         assert fits["fit_epoch_starts"] == (2 if real == "Batches" else None)  # counted where epochs are the source's
+
+
+def test_a_layer_marked_frozen_whose_weights_still_train_is_a_correctness_finding():
+    """Keras 3 applies trainable=False given to a Sequential's constructor before its layers are added:
+    the layers train. Set after building, it holds; the doctor says which is which."""
+    import keras
+
+    def model(freeze_after: bool):
+        layers = [keras.layers.Conv2D(4, 3), keras.layers.GlobalAveragePooling2D()]
+        backbone = keras.Sequential(layers) if freeze_after else keras.Sequential(layers, trainable=False)
+        if freeze_after:
+            backbone.trainable = False
+        m = keras.Sequential([keras.Input((16, 16, 3)), backbone, keras.layers.Dense(1)], name="user")
+        return m, backbone
+
+    untrue, backbone = model(freeze_after=False)
+    assert backbone.trainable is False and len(untrue.trainable_weights) == 4  # conv kernel and bias train too
+    [f] = rules.frozen_layers_that_train(untrue)
+    assert f.code == "frozen_layer_trains" and f.kind == "correctness" and f.status == "measured"
+    assert f"'{backbone.name}' is marked trainable=False, yet 2 of its 2 weights" in f.evidence, f.evidence
+    assert f.fix.startswith(f"{backbone.name}.trainable = False once its layers are built")
+    frozen, _ = model(freeze_after=True)
+    assert len(frozen.trainable_weights) == 2 and rules.frozen_layers_that_train(frozen) == []

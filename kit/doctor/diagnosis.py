@@ -141,6 +141,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     graph = pipeline_graph(source) if is_dataset(source) else None
     compile_start = time.perf_counter()
     copy = compiled_copy(model, batch, name) if model is not None else None
+    untrue = rules.frozen_layers_that_train(model) if model is not None else []  # read on the user's own model
     compile_s = time.perf_counter() - compile_start  # copying and compiling the model once
 
     progress.step("the loader alone")
@@ -151,7 +152,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
             0.01 * max_seconds, "batching alone, the loader without its Python", least=0.0)))
     rates: dict[str, Any] = {"batch_size": batch_size, "example_bytes": example_bytes, **loader}
     fits: dict = {}
-    found: list[Finding] = []
+    found: list[Finding] = list(untrue)
     verdict = "loader only"
     summary = (f"no model given: the loader alone delivers {loader['loader_examples_per_s']:,.1f} examples/s "
                f"(batch latency p50 {loader['loader_latency_p50_ms']:.1f} ms)")
@@ -162,7 +163,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
                             thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM),
                             per_epoch=bool(per_epoch))
         rates.update(fits)
-        verdict, summary, found = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
+        verdict, summary, symptom = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
+        found += symptom
         rates["verdict_basis"] = rules.verdict_basis(fits)
     progress.step("the findings", verdict=verdict, summary=summary)
     m = _measured(batch_size, example_bytes, n_cores, load, loader, fits)

@@ -30,6 +30,12 @@ CODES = {
         "shuffle() before cache(): the order freezes after the first epoch", "correctness",
         "Cache first, then shuffle: ds.map(decode).cache().shuffle(n) (notebook 02).",
     ),
+    "frozen_layer_trains": (
+        "a layer marked trainable=False whose weights still train", "correctness",
+        "Set backbone.trainable = False after its layers are built, then compile: Keras 3 applies trainable= "
+        "given to a Sequential's constructor before its layers are added, so they train; model.summary() then "
+        "counts them as non-trainable (notebook 07 freezes a backbone this way).",
+    ),
     "python_in_pipeline": (
         "Python in the input pipeline: a generator, py_function or numpy_function, or a PyDataset's "
         "__getitem__ holding the GIL on thread workers", "speed",

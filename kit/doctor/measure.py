@@ -215,7 +215,8 @@ def _timed_fit(model, source, *, max_seconds: float, min_steps: int, trace: bool
     return {"examples_per_s": float(kept["examples"].sum()) / step_s if step_s > 0 else math.nan,
             "input_share": float(kept["wait_s"].sum()) / step_s if step_s > 0 else math.nan,
             "steps": steps, "examples": int(kept["examples"].sum()), "seconds": step_s,
-            "rss_epoch_ends": timer.rss_at_epoch_ends()}
+            # the last end is the epoch the deadline cut short (Keras ends it where it stopped): left out
+            "rss_epoch_ends": timer.rss_at_epoch_ends()[:-1]}
 
 
 #: Steps a plain fit leaves out of its timing (tracing, buffers filling).
@@ -251,7 +252,8 @@ def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: 
             ends.append(time.perf_counter())
 
         def on_epoch_end(self, epoch, logs=None):
-            rss.append(rss_mb())
+            if not self.model.stop_training:  # an epoch the deadline cut short is no epoch's end
+                rss.append(rss_mb())
 
     def whole() -> bool:  # a third epoch began: epoch 1, its start included, lies whole in the steps timed
         return len(begins) > 2 and len(ends) > begins[2]

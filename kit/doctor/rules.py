@@ -517,3 +517,39 @@ def memory_growth(fits: dict, *, available: float | None = None) -> list[Finding
         f"ends within the doctor's fits (each fit's first left out), from {ends[0]:,.0f} to {ends[-1]:,.0f} MB"
         f"{runs_out}", math.nan,
         "measured: resident memory at the doctor's timed fits' epoch ends", status="measured")]
+
+
+def _nested(layer):
+    """The layers inside ``layer``, outermost first (Keras 3's own walk where it has one)."""
+    walk = getattr(layer, "_flatten_layers", None)
+    if walk is not None:
+        return list(walk(include_self=False, recursive=True))
+    out = []
+    for sub in getattr(layer, "layers", []):
+        out += [sub, *_nested(sub)]
+    return out
+
+
+def frozen_layers_that_train(model) -> list[Finding]:
+    """A ``frozen_layer_trains`` finding for each outermost layer of the user's ``model`` marked
+    ``trainable=False`` whose weights are among the model's trainable weights (fit updates them): Keras 3
+    applies ``trainable=False`` given to a ``Sequential``'s constructor before the layers are added."""
+    trained = {id(v) for v in model.trainable_weights}
+    found: list[Finding] = []
+    reported: set[int] = set()
+    for layer in _nested(model):
+        if layer.trainable is not False or id(layer) in reported:
+            continue
+        inside = _nested(layer)
+        reported.update(id(x) for x in inside)
+        train = [v for v in layer.weights if id(v) in trained]
+        if not train:
+            continue
+        found.append(Finding(
+            "frozen_layer_trains", f"{layer.name!r} is marked trainable=False, yet {len(train)} of its "
+            f"{len(layer.weights)} weights are among the model's trainable weights: fit updates them, and the step "
+            "computes their gradients", math.nan,
+            "read from the model: its trainable weights against the layer's trainable flag", status="measured",
+            fix=f"{layer.name}.trainable = False once its layers are built (not Sequential([...], trainable=False)), "
+                "then compile again"))
+    return found
