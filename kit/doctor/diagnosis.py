@@ -156,6 +156,9 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     verdict = "loader only"
     summary = (f"no model given: the loader alone delivers {loader['loader_examples_per_s']:,.1f} examples/s "
                f"(batch latency p50 {loader['loader_latency_p50_ms']:.1f} ms)")
+    # A frozen backbone's head timed before the fits (cheap, and what the kit's lesson rests on): the fits
+    # may run on to whole epochs and leave little of the budget after them.
+    head = _head(copy, batch, source, budget, max_seconds) if copy is not None else None
     if copy is not None:
         progress.step("the compute ceiling and the real fit", loader=summary.replace("no model given: ", ""))
         seconds = budget.take(FITS_SHARE * max_seconds, "the compute ceiling and the real fit", least=0.0)
@@ -172,7 +175,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         m = replace(m, transfer_s=python.transfer_seconds(batch))
     rates["cores_available"] = m.free_cores() if fits else rules.cores_available(n_cores, m.cores_busy, load)
     if copy is not None:
-        found += _frozen(copy, batch, fits, graph, budget, max_seconds)
+        found += _frozen(head, fits, graph)
         found += rules.epoch_start_stall({**fits, "batch_size": batch_size})
         found += _memory_growth(source, fits, budget, max_seconds)
         found += _per_step(model, batch, batch_size, fits, loader["loader_examples_per_s"], budget, max_seconds,
@@ -247,14 +250,23 @@ def _measured(batch_size, example_bytes, n_cores, load, loader, fits) -> Measure
                     batching_rate=loader.get("batching_examples_per_s", math.nan))
 
 
-def _frozen(copy, batch, fits, graph, budget: Budget, max_seconds: float) -> list[Finding]:
+def _head(copy, batch, source, budget: Budget, max_seconds: float):
+    """Where the model starts with frozen layers: ``(prefix, head rate or None, why)``, the head timed on
+    features computed once (``head_rate``, as Keras reads what the fits read); None without a frozen prefix."""
     prefix, rest = frozen_prefix(copy)
     if not prefix:
-        return []
+        return None
     seconds = budget.take(HEAD_SHARE * max_seconds, "the frozen backbone's head on cached features")
     rate, why = None, "skipped to keep to the budget"
     if seconds:
-        rate, why = head_rate(copy, prefix, rest, batch, max_seconds=seconds, plain=bool(fits.get("plain")))
+        rate, why = head_rate(copy, prefix, rest, batch, max_seconds=seconds, plain=not isinstance(source, list))
+    return prefix, rate, why
+
+
+def _frozen(head, fits, graph) -> list[Finding]:
+    if head is None:
+        return []
+    prefix, rate, why = head
     return [rules.frozen_backbone(prefix, fits, head_rate=rate, why=why, augmented=_augmented(prefix, graph))]
 
 
