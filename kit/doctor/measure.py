@@ -234,9 +234,8 @@ def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: 
     step would serialise, and it would flatten the difference between fast pipelines.
 
     ``epoch_start`` (seconds, a PyDataset or a dataset read ``per_epoch``): go on past ``max_seconds``, up
-    to that long in all, until the timed steps span a whole epoch after the first, its start included, as
-    the user's fit pays it (then only whole epochs are timed; where the limit came first, the steps run, an
-    epoch's start among them where one was reached): Keras
+    to that long in all, until the timed steps include an epoch's start, as the user's fit pays it (where
+    the steps run span whole epochs after the first, only those are timed, each start paid once): Keras
     makes a finite dataset given without ``steps_per_epoch``, and a PyDataset, a new iterator each epoch,
     and its first batch can take many steady steps' time (an empty prefetch buffer, a parallel map
     starting again). ``epoch_starts`` in the result counts the epoch starts inside the timed steps."""
@@ -255,13 +254,13 @@ def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: 
             if not self.model.stop_training:  # an epoch the deadline cut short is no epoch's end
                 rss.append(rss_mb())
 
-    def whole() -> bool:  # a third epoch began: epoch 1, its start included, lies whole in the steps timed
-        return len(begins) > 2 and len(ends) > begins[2]
+    def crossed() -> bool:  # the second step of an epoch after the first has ended: the window spans its start
+        return len(begins) > 1 and len(ends) - begins[1] >= PLAIN_SKIP
 
     PROGRESS.start("the training fit")
     epochs = is_pydataset(source) or (per_epoch and is_dataset(source))  # a new iterator every epoch
     wait = epoch_start > max_seconds and epochs
-    deadline = deadline_callback(max_seconds, min_steps + PLAIN_SKIP, until=whole if wait else None,
+    deadline = deadline_callback(max_seconds, min_steps + PLAIN_SKIP, until=crossed if wait else None,
                                  limit=epoch_start)
     if epochs:
         _fit(model, source, epochs=10_000, callbacks=[Ends(), deadline])
@@ -277,7 +276,8 @@ def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: 
     gc.collect()  # the stopped fit's iterator and its threads freed now (see _timed_fit)
     # Whole epochs where two epoch starts after the first epoch were reached: from the end of epoch 0 to
     # the end of the last whole epoch, every epoch start between paid once (the user's epochs, as they
-    # run); else the steps after the first PLAIN_SKIP (an epoch start among them where one was reached).
+    # run); else the steps after the first PLAIN_SKIP (an epoch start among them where one was reached:
+    # a round stops once it has one, to keep the budget for the fixes' trials).
     bounds = [b for b in begins[1:] if 0 < b <= len(ends)] if epochs else []
     first, last = (bounds[0] - 1, bounds[-1]) if len(bounds) > 1 else (PLAIN_SKIP - 1 if len(ends) > PLAIN_SKIP else 0,
                                                                        len(ends))
@@ -327,9 +327,11 @@ def pooled_share(runs) -> float:
 
 #: A real fit's round on a PyDataset may run up to this many times its share to include an epoch's start.
 EPOCH_START_ROUNDS = 4
-#: Epoch ends one timed fit of a PyDataset goes on to, where its share allows twice over: growth read within
+#: Whole epochs one timed fit of a PyDataset goes on to, where three times its share allows: growth read within
 #: one fit, each fit's first end left out, needs rules.GROWTH_ENDS after it.
 MEMORY_EPOCHS = 4
+#: ... and for at least this many seconds where its share is smaller (a small budget's short shares).
+MEMORY_MIN_S = 1.0
 
 
 def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
@@ -340,8 +342,9 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     returning a generator) is fitted with ``plain_fit``, as Keras reads it, plus one ``timed_fit`` for
     the input-wait share, the epochs' starts and memory; a list of batches with ``timed_fit``. A
     PyDataset's real-fit rounds, and a dataset's read ``per_epoch`` (a finite one the user's fit reads
-    without ``steps_per_epoch``), go on (up to ``EPOCH_START_ROUNDS`` times their share) until they include
-    an epoch's start, which the user's fit pays every epoch.
+    without ``steps_per_epoch``), go on (each up to ``EPOCH_START_ROUNDS`` times its share, and all of them
+    together at most ``max_seconds`` past their shares) until they include an epoch's start, which the
+    user's fit pays every epoch; where they span whole epochs, only those are timed.
 
     Returns:
         ``ceiling_examples_per_s``, ``fit_examples_per_s`` (pooled), ``ceiling_rounds``,
@@ -365,13 +368,17 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
                   if r["examples_per_s"] > 0]
         return any(ratios and min(ratios) < t <= max(ratios) for t in thresholds)
 
+    spare = max_seconds  # what the real rounds may run on past their shares, in all: the fits take at most twice theirs
+
     def one_round() -> None:
-        nonlocal cpu, wall
+        nonlocal cpu, wall, spare
         c0, t0 = cpu_seconds(), time.perf_counter()
         ceiling_runs.append(fit_once(copy, ceiling, batch_size=size, max_seconds=each))
         cpu, wall = cpu + cpu_seconds() - c0, wall + time.perf_counter() - t0
+        t1 = time.perf_counter()
         real_runs.append(fit_once(copy, source, batch_size=size, max_seconds=each,
-                                  epoch_start=EPOCH_START_ROUNDS * each, per_epoch=per_epoch))
+                                  epoch_start=min(EPOCH_START_ROUNDS * each, each + spare), per_epoch=per_epoch))
+        spare = max(0.0, spare - max(0.0, time.perf_counter() - t1 - each))
 
     for _ in range(rounds):
         one_round()
@@ -379,10 +386,10 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     while extra < more and straddles():
         one_round()
         extra += 1
-    # A PyDataset's timed fit goes on (up to twice its share) to MEMORY_EPOCHS epoch ends, which memory growth
+    # A PyDataset's timed fit goes on (up to three times its share) to MEMORY_EPOCHS whole epochs, which memory growth
     # within one fit needs (rules.memory_growth): short epochs get there, long ones cannot in the budget.
     wrapped = ([timed_fit(copy, source, max_seconds=each, min_epochs=MEMORY_EPOCHS if is_pydataset(source) else 0,
-                          limit=2 * each)] if plain else real_runs)
+                          limit=max(3 * each, MEMORY_MIN_S))] if plain else real_runs)
     starts, steady, epoch_steps = epoch_starts(wrapped)
     c_rounds = [float(r["examples_per_s"]) for r in ceiling_runs]
     f_rounds = [float(r["examples_per_s"]) for r in real_runs]
