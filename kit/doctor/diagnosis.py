@@ -279,7 +279,12 @@ def _memory_growth(source, fits, budget: Budget, max_seconds: float) -> list[Fin
     if not found or not python.is_python_source(source) or not batches:
         return found
     seconds = budget.take(GROWTH_SHARE * max_seconds, "naming the line whose memory grows", least=0.2)
-    line = python.growing_line(source, batches=batches, seconds=seconds) if seconds else None
+    what = "naming the line whose memory grows"
+    try:
+        line = python.growing_line(source, batches=batches, seconds=seconds) if seconds else None
+    except TimeoutError:  # its reads ran past its share: said, as a skip is
+        budget.skipped.append(what)
+        return found
     if line is None:
         return found
     where, mb = line

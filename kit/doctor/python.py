@@ -129,7 +129,8 @@ def _body(filename: str, line: int, most: int = 60) -> str:
 def growing_line(source, *, batches: int, seconds: float) -> tuple[str, float] | None:
     """The user's line whose allocations, still held, grew most between reads of ``batches`` batches (an
     epoch) on this thread, traced with ``tracemalloc`` over three such reads (the first, where caches fill,
-    left out): ``("train.py:31", MB per read)``, or None where nothing of the user's grew or time ran out."""
+    left out): ``("train.py:31", MB per read)``, or None where nothing of the user's grew; ``TimeoutError``
+    where the three reads did not end within ``seconds``."""
     import tracemalloc
 
     if batches < 1:
@@ -149,7 +150,7 @@ def growing_line(source, *, batches: int, seconds: float) -> tuple[str, float] |
                     it = _batches(source)
                     next(it)
                 if time.perf_counter() > deadline:
-                    return None
+                    raise TimeoutError(f"three reads of {batches} batches took over {seconds:.1f} s")
             snapshots.append(tracemalloc.take_snapshot())
     finally:
         if not tracing:
