@@ -15,12 +15,14 @@ doctor run and kept in its own file. ``heldout5/`` is a fifth fresh held-out hal
 (a tf.data JPEG pipeline cached to a file under a frozen backbone, a tf.data PNG segmentation pipeline mapped in
 parallel with no cache, a Python generator of resampled, trimmed MFCC clips, arrays read with cv2 a chunk at a time
 and fitted per chunk, a DCGAN's train_on_batch loop over augmented images), its truth measured before any doctor
-run and kept in its own file.
+run and kept in its own file. ``heldout6/`` is a sixth fresh held-out half, of two more repositories' scripts (an AlexNet fitted
+on image_dataset_from_directory's JPEG pipeline with no cache, a CNN fitted on NumPy arrays of MFCCs computed before the
+fit), to have its truth measured before any doctor run and kept in its own file.
 ``fixes/NAME.py`` is NAME with the one fix that matters applied. ``truth.py`` measures each script against its fix and the compute ceiling with plain Keras (no kit
 import); ``score.py`` runs ``python -m kit doctor run`` on each script and scores its verdict and top three
 findings against ``CORPUS``.
 
-``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5), ``source`` (the repository file), ``kind``, ``changed``
+``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5, heldout6), ``source`` (the repository file), ``kind``, ``changed``
 (one line; the script's docstring has every change), ``fix`` (one line), ``codes`` (the finding codes that
 name that fix: any one in the top three counts as right), ``tolerated`` (true but minor: neither right nor
 wrong). A script with no fix file has ``fix`` "none" and no codes.
@@ -261,6 +263,20 @@ CORPUS = {
         fix="the fake half batch drawn with generator.predict_on_batch, not predict (a data adapter and an iterator "
             "built for every call)",
         codes=(), tolerated=("python_in_pipeline",)),
+    "alexnet_dataset": dict(
+        half="heldout6", kind="tf.data (image_dataset_from_directory, JPEG, no cache)",
+        source="https://github.com/jroose/alexnet_weights_evolution/blob/ab4ad041a9078b39e6141a1ce242b411167819e0/main.py",
+        changed="640 generated 128px JPEGs of 4 classes at 96x96 for 227x227, AlexNet filters / 8 and Dense 256 for "
+                "4096, batch 32 for 256, epochs 3 for 300, no TensorBoard or plot_model, no 'mse' metric (Keras 3)",
+        fix="cache() the training and validation datasets (each JPEG read, decoded and resized once)",
+        codes=("no_cache", "compute_once"), tolerated=("validation_input", "serial_map")),
+    "genre_mfcc": dict(
+        half="heldout6", kind="numpy arrays (MFCCs computed before the fit)",
+        source="https://github.com/jaskee1/top-n-genre-classification/blob/fc5aad938828742bee8d95bbd492fd0adaf1670d/genre_muse/ml/a/ml_a_training.py",
+        changed="640 picks of 96 generated 4 s clips for 6397, librosa re-written in NumPy, offset 1 / duration 3 for "
+                "5 / 20, CNN filters / 4, steps_per_epoch 10 for 100, epochs 3 for 75",
+        fix="none: the arrays are in memory before the fit; no input fix is worth it",
+        codes=(), tolerated=("steps_per_execution",)),
 }
 
 #: The doctor's finding codes a CORPUS entry may name (kit/doctor/findings.py CODES and the new ones).
@@ -268,6 +284,6 @@ VOCABULARY = ("python_in_pipeline", "pydataset_single_worker", "serial_map", "ma
               "serial_interleave", "no_prefetch", "options_off", "no_cache", "read_amplification",
               "frozen_backbone_recomputed", "augment_before_frozen_backbone", "small_shuffle_buffer",
               "compute_once", "steps_per_execution", "validation_input", "epoch_start_stall", "memory_growth")
-HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5")
+HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 #: custom loops: training steps per epoch (the timer sees train_on_batch calls, not epochs)
 LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41, "squeezenet_faces": 10, "pokemon_gan": 24}

@@ -777,6 +777,52 @@ def pokemon_gan(d: Path, rng) -> None:
         _jpg(d / "pokemon-data" / "Charmander" / f"{j}.jpg", np.asarray(im))
 
 
+def alexnet_dataset(d: Path, rng) -> None:
+    # jroose/alexnet_weights_evolution's training folder (the ImageNet-style <class>/*.jpg tree that
+    # image_dataset_from_directory reads): 4 classes of 160 generated 128x128 JPEGs here; a class is a shape of its own
+    # (disc, square, bar, ring) in its own colour on a noisy background, placed and sized at random.
+    from PIL import Image, ImageDraw
+
+    colors = [(200, 60, 40), (40, 160, 60), (50, 80, 200), (220, 200, 40)]
+    for k, cls in enumerate(("n01_disc", "n02_square", "n03_bar", "n04_ring")):
+        (d / "train" / cls).mkdir(parents=True)
+        for j in range(160):
+            bg = np.clip(rng.normal(120, 30, (128, 128, 3)), 0, 255).astype(np.uint8)
+            im = Image.fromarray(bg)
+            draw = ImageDraw.Draw(im)
+            cx, cy, s = (int(v) for v in (rng.integers(40, 88), rng.integers(40, 88), rng.integers(14, 34)))
+            box = (cx - s, cy - s, cx + s, cy + s)
+            if k == 0:
+                draw.ellipse(box, fill=colors[k])
+            elif k == 1:
+                draw.rectangle(box, fill=colors[k])
+            elif k == 2:
+                draw.rectangle((cx - s, cy - 5, cx + s, cy + 5), fill=colors[k])
+            else:
+                draw.ellipse(box, outline=colors[k], width=6)
+            _jpg(d / "train" / cls / f"{cls}_{j:04d}.jpg", np.asarray(im))
+
+
+GENRES = ["electronic", "experimental", "folk", "hiphop", "instrumental", "international", "pop", "rock"]
+
+
+def genre_mfcc(d: Path, rng) -> None:
+    # jaskee1/top-n-genre-classification's fma_small_split_wav/fma_train/<genre>/*.wav and fma_validate/<genre>/*.wav
+    # (FMA small's 30 s clips converted to WAV and split; 4 s mono 16-bit clips at 22050 Hz here, 12 training and 4
+    # validation clips of each of the 8 genres): a genre is a chord of its own base pitch and beat rate, with noise.
+    sr, n = 22050, 4 * 22050
+    t = np.arange(n) / sr
+    for split, count in (("fma_train", 12), ("fma_validate", 4)):
+        for k, genre in enumerate(GENRES):
+            (d / "fma_small_split_wav" / split / genre).mkdir(parents=True)
+            for j in range(count):
+                f0 = 110 * 2 ** (k / 4) * rng.uniform(0.97, 1.03)
+                beat = 0.5 + 0.5 * np.sign(np.sin(2 * np.pi * (1 + k / 2) * t))
+                x = (0.3 * np.sin(2 * np.pi * f0 * t) + 0.15 * np.sin(2 * np.pi * 1.5 * f0 * t)) * beat
+                x = x + 0.05 * rng.standard_normal(n)
+                _wav(d / "fma_small_split_wav" / split / genre / f"{k:03d}{j:03d}.wav", x.astype(np.float32), sr)
+
+
 def _jpg(path: Path, img: np.ndarray) -> None:
     from PIL import Image
 
@@ -799,7 +845,8 @@ MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, k
                                   caption_flickr, char_rnn, tk_keypoint, siamese_omniglot, trigger_word,
                                   denoise_autoencoder, speech_attrnn, glucose_lag, imdb_lstm,
                                   squeezenet_faces, muography_unet, plankton_siamese, skin_cancer,
-                                  cityscapes_unet, kashmir_asr, deepdriving, pokemon_gan)}
+                                  cityscapes_unet, kashmir_asr, deepdriving, pokemon_gan, alexnet_dataset,
+                                  genre_mfcc)}
 
 
 
