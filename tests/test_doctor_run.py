@@ -344,6 +344,29 @@ print("loop ended")
         assert all(f["where"].startswith("train.py:") and "features" in f["where"] for f in report["findings"]), report
 
 
+def test_a_loop_calling_predict_every_step_is_told_predict_on_batch(tmp_path):
+    """A GAN's loop: each step the generator's ``predict`` on one batch of noise, then a train_on_batch on
+    its output. ``Model.predict`` costs far more per call than ``predict_on_batch`` (a data adapter,
+    callbacks, a progress bar): ``predict_per_step`` at the user's line, its gain from the two timed here."""
+    path = write(tmp_path, '''
+generator = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32)])
+model = make_model()
+rng = np.random.default_rng(0)
+for step in range(400):
+    fake = generator.predict(rng.random((16, 8)), verbose=0)  # one batch, every step
+    model.train_on_batch(fake, np.zeros(16, "float32"))
+print("loop ended")
+''')
+    code, report = doctor(tmp_path, path)
+    assert code == 0 and report["ended"] == "custom loop", report
+    found = {f["code"]: f for f in report["findings"]}
+    assert "predict_per_step" in found, report
+    f = found["predict_per_step"]
+    assert f["where"] == line_of(path, "generator.predict("), f
+    assert f["expected_gain"] > 1.1 and "predict_on_batch" in f["fix"], f
+    assert "compute_once" not in found, report  # no function of the user's prepares the batch: nothing to cache
+
+
 TAPE = '''
 import tensorflow as tf
 model = make_model()

@@ -54,6 +54,11 @@ CODES = {
         "model.compile(..., steps_per_execution=N): N steps per call into the compiled graph (Keras's "
         "guide); callbacks then see every Nth batch.",
     ),
+    "predict_per_step": (
+        "Model.predict called on one batch at every step of a training loop", "speed",
+        "model.predict_on_batch(x), or model(x, training=False), for one batch: Model.predict is for "
+        "many batches (Keras's guide), and builds a data adapter, callbacks and a progress bar on every call.",
+    ),
     "epoch_start_stall": (
         "each epoch starts with a long wait for its first batch", "speed",
         "Keep one iterator across epochs (ds.repeat() with steps_per_epoch), shuffle ids rather than filling "

@@ -23,6 +23,11 @@ _KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: The share of the budget a loop is timed for (at least ``MIN_STEPS`` steps after the first).
 LOOP_SHARE, MIN_STEPS = 0.3, 10
+#: The share of a loop's input wait its hottest function of the user's must hold to be named as the cause.
+HOT_SHARE = 0.25
+#: ``Model.predict`` calls between timed steps that make a ``predict_per_step`` finding, and the trials of
+#: ``predict_on_batch`` it is timed against.
+PREDICT_CALLS, PREDICT_TRIALS = 3, 5
 
 
 @dataclass
@@ -40,6 +45,10 @@ class Loop:
     left_out: str = ""
     profile: Any = None  # cProfile of the training thread between steps (a train_on_batch loop)
     hot: Any = None  # python.Hot from that profile
+    predicts: list[float] = field(default_factory=list)  # seconds of each Model.predict called between timed steps
+    predict_where: str = ""  # the user's line calling it
+    predict_call: Any = None  # (model, x) of the last such call, for predict_on_batch's A/B
+    on_batch: float = math.nan  # predict_on_batch on that input, seconds (median of PREDICT_TRIALS after one)
 
     @property
     def wait_share(self) -> float:
@@ -67,20 +76,50 @@ class Loop:
                      f"(median of {len(self.starts)}), left out")
         return text
 
+    def predict_finding(self) -> list:
+        """``predict_per_step``: ``Model.predict`` called on one batch between the loop's steps (a GAN's
+        generator, an agent's policy), against ``predict_on_batch`` timed on the same input here: the steps'
+        time less the difference, predicted."""
+        steps = len(self.waits)
+        if len(self.predicts) < PREDICT_CALLS or not steps or not math.isfinite(self.on_batch):
+            return []
+        from kit.doctor.findings import NOISE, Finding  # noqa: PLC0415
+
+        total = sum(self.waits) + sum(self.work)
+        per_call = statistics.median(self.predicts)
+        saved = len(self.predicts) * max(0.0, per_call - self.on_batch)
+        gain = total / max(1e-9, total - min(saved, 0.95 * total))
+        if gain < NOISE:
+            return []
+        return [Finding(
+            "predict_per_step",
+            f"Model.predict called {len(self.predicts) / steps:,.1f} times a step on one batch, "
+            f"{1e3 * per_call:,.1f} ms a call (median of {len(self.predicts)}), {saved / total:.0%} of the loop's time; "
+            f"predict_on_batch on the same input here: {1e3 * self.on_batch:,.1f} ms",
+            gain, "predicted: the loop's timed steps less each call's difference from predict_on_batch, timed on "
+            "the loop's own input", status="predicted", gain_low=1 + (gain - 1) / 2, gain_high=gain,
+            where=self.predict_where,
+            fix="call model.predict_on_batch(x) (or model(x, training=False)) for one batch: Model.predict builds "
+                "a data adapter, callbacks and a progress bar on every call")]
+
     def findings(self) -> list:
         """From the profile of the loop's input (a train_on_batch loop): the user's function that prepares
-        the batches, its Python as the cause and its work computed once, predicted from the input wait."""
+        the batches, its Python as the cause and its work computed once, predicted from the share of the
+        input wait profiled there (at least ``HOT_SHARE`` of it); and ``predict_per_step``."""
+        found = self.predict_finding()
         hot = self.hot
-        if hot is None or not getattr(hot, "where", "") or self.verdict != "input-bound":
-            return []
+        if (hot is None or not getattr(hot, "where", "") or self.verdict != "input-bound"
+                or not hot.share >= HOT_SHARE):
+            return found
         from kit.doctor.findings import Finding  # noqa: PLC0415
 
-        gain = 1 / max(0.05, 1 - self.wait_share)
+        share = hot.share * self.wait_share  # of the loop's time, in the function that prepares the batches
+        gain = 1 / max(0.05, 1 - share)
         ops = python.ops_for(hot.text)
         what = hot.where.split(" in ")[-1]
-        return [
-            Finding("compute_once", f"the loop waits {self.wait_share:.0%} of each step for {what} to prepare its "
-                    f"batch ({hot.share:.0%} of the wait profiled there)", gain,
+        return found + [
+            Finding("compute_once", f"the loop waits {self.wait_share:.0%} of each step, {hot.share:.0%} of that wait "
+                    f"profiled in {what}, which prepares its batch", gain,
                     "predicted: batches prepared once (saved, or cached in memory) and read back, the wait gone: "
                     "the loop's steps alone", status="predicted", gain_low=1 + (gain - 1) / 2, gain_high=gain,
                     where=hot.where, fix="compute the batches' deterministic work once (np.save the features, read them "
@@ -90,6 +129,23 @@ class Loop:
                     status="predicted", gain_low=1.0, gain_high=gain, where=hot.where,
                     fix=(f"do it in TensorFlow ops: {ops}" if ops else "do it in TensorFlow ops (a tf.data map)")
                     + ", in a tf.data pipeline with num_parallel_calls=tf.data.AUTOTUNE and prefetch")]
+
+    def time_on_batch(self) -> None:
+        """``on_batch``: ``predict_on_batch`` on the input of the loop's last ``Model.predict`` call, after one
+        call (tracing), median of ``PREDICT_TRIALS``."""
+        if len(self.predicts) < PREDICT_CALLS or self.predict_call is None:
+            return
+        model, x = self.predict_call
+        try:
+            model.predict_on_batch(x)
+            times = []
+            for _ in range(PREDICT_TRIALS):
+                t0 = time.perf_counter()
+                model.predict_on_batch(x)
+                times.append(time.perf_counter() - t0)
+        except Exception:  # noqa: BLE001  (an input predict_on_batch does not take: no A/B, no finding)
+            return
+        self.on_batch = statistics.median(times)
 
     def __str__(self) -> str:
         out = self.summary()
@@ -126,6 +182,16 @@ def _user_caller(frame, depth: int = 4):
             return None
         frame = frame.f_back
     return None
+
+
+def _one_batch(x, batch_size) -> bool:
+    """``x`` (an array, a tensor, or a list or dict of them) holds at most one batch of ``Model.predict``'s
+    (``batch_size``, 32 by default): what ``predict_on_batch`` takes as it is."""
+    first = x
+    while isinstance(first, (list, tuple, dict)) and first:
+        first = next(iter(first.values())) if isinstance(first, dict) else first[0]
+    shape = tuple(getattr(first, "shape", None) or ())
+    return bool(shape) and shape[0] is not None and int(shape[0]) <= int(batch_size or 32)
 
 
 class _Timed:
@@ -205,6 +271,7 @@ class LoopHooks:
         if self.reported or not (long_enough or (ended and len(loop.waits) >= 2)):
             return
         self.reported, self.timing = True, False
+        loop.time_on_batch()
         if ds is None:  # a train_on_batch loop: its input is the user's Python, profiled between the steps
             loop.hot = python.hot_from(loop.profile, sum(loop.waits) + (0 if math.isnan(loop.first) else loop.first))
             self.on_loop(loop)
@@ -321,7 +388,23 @@ class LoopHooks:
             finally:
                 calling.pop()
 
+        self._predict_original = predict_original = keras.Model.predict
+
+        def predict(model, x, *args, **kwargs):
+            """Timed where the user's code calls it between two timed steps on at most one batch."""
+            caller = sys._getframe(1)
+            if (not ours() or hooks.loop is None or state["last"] is None or not hooks.timing
+                    or not python._user(caller.f_code.co_filename) or not _one_batch(x, kwargs.get("batch_size"))):
+                return predict_original(model, x, *args, **kwargs)
+            t0 = time.perf_counter()
+            result = predict_original(model, x, *args, **kwargs)
+            hooks.loop.predicts.append(time.perf_counter() - t0)
+            hooks.loop.predict_where = hooks.loop.predict_where or place(caller)
+            hooks.loop.predict_call = (model, x)
+            return result
+
         keras.Model.train_on_batch = train_on_batch
+        keras.Model.predict = predict
         keras.optimizers.Optimizer.apply = apply
         polymorphic_function.Function.__call__ = __call__
         tf.GradientTape.__enter__ = __enter__
@@ -338,6 +421,7 @@ class LoopHooks:
             from tensorflow.python.eager.polymorphic_function import polymorphic_function  # noqa: PLC0415
 
             keras.Model.train_on_batch = self._step_original
+            keras.Model.predict = self._predict_original
             keras.optimizers.Optimizer.apply = self._apply_original
             polymorphic_function.Function.__call__ = self._call_original
             tf.GradientTape.__enter__ = self._tape_original
