@@ -277,6 +277,14 @@ CORPUS = {
                 "5 / 20, CNN filters / 4, steps_per_epoch 10 for 100, epochs 3 for 75",
         fix="none: the arrays are in memory before the fit; no input fix is worth it",
         codes=(), tolerated=("steps_per_execution",)),
+    "libras_frames": dict(
+        half="heldout6", kind="sequence (PIL load_img per batch, frozen backbone)",
+        source="https://github.com/fabianaferreira/final-project-src/blob/ddd2aba43c492ba09e9940c6c22bc066b5ff33ba/Classifier/inceptionv3_classifier.py",
+        changed="320 generated 88x120 video frames for 176x240, InceptionV3 weights=None for imagenet, batch 32 for 128, "
+                "epochs 3 for 1000, fit_generator -> fit, models and logs under a temporary folder",
+        fix="the frozen InceptionV3 run once per frame, its pooled features kept in memory and the Dense head fitted on them",
+        codes=("frozen_backbone_recomputed", "compute_once"),
+        tolerated=("python_in_pipeline", "pydataset_single_worker", "no_cache", "validation_input")),
 }
 
 #: The doctor's finding codes a CORPUS entry may name (kit/doctor/findings.py CODES and the new ones).

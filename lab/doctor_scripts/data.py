@@ -823,6 +823,37 @@ def genre_mfcc(d: Path, rng) -> None:
                 _wav(d / "fma_small_split_wav" / split / genre / f"{k:03d}{j:03d}.wav", x.astype(np.float32), sr)
 
 
+def libras_frames(d: Path, rng) -> None:
+    # fabianaferreira/final-project-src's sign-language video frames (Crawler/Videos/<first letter>/<word>/DEResult_10/
+    # frame<N>.jpg, the edge frames dropped) and cnn_dataset_generator.py's lists of them,
+    # Classifier/datasets/CNN/{X,y}_{train,test}_no_edge_frames.npy (frame paths, relative to this folder here, and
+    # one-hot rows over 48 classes); 40 words of 8 kept 88x120 RGB frames (176x240 there), 32 words for training and 8
+    # for testing; a word's class moves a skin-toned hand blob along a path of its own over the frames.
+    yy, xx = np.mgrid[0:88, 0:120]
+    files, labels = [], []
+    for w in range(40):
+        word = f"palavra{w:02d}"
+        cls = (w * 7) % 48
+        folder = d / "Crawler" / "Videos" / word[0] / word / "DEResult_10"
+        folder.mkdir(parents=True)
+        frames = []
+        for n in range(1, 9):
+            img = np.clip(rng.normal(60, 12, (88, 120, 3)), 0, 255)
+            cy = 44 + 25 * np.sin(2 * np.pi * (cls / 48 + n / 16))
+            cx = 60 + 40 * np.cos(2 * np.pi * (cls / 24 + n / 16))
+            hand = ((yy - cy) / 10.0) ** 2 + ((xx - cx) / 8.0) ** 2 < 1
+            img[hand] = (210, 160, 130)
+            _jpg(folder / f"frame{n}.jpg", img.astype(np.uint8))
+            frames.append(f"Crawler/Videos/{word[0]}/{word}/DEResult_10/frame{n}.jpg")
+        files.append(frames)
+        labels.append(np.eye(48, dtype=np.float32)[cls])
+    out = d / "Classifier" / "datasets" / "CNN"
+    out.mkdir(parents=True)
+    for split, words in (("train", range(32)), ("test", range(32, 40))):
+        _npy(out / f"X_{split}_no_edge_frames.npy", np.array([f for w in words for f in files[w]]))
+        _npy(out / f"y_{split}_no_edge_frames.npy", np.repeat(np.array([labels[w] for w in words]), 8, axis=0))
+
+
 def _jpg(path: Path, img: np.ndarray) -> None:
     from PIL import Image
 
@@ -846,7 +877,7 @@ MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, k
                                   denoise_autoencoder, speech_attrnn, glucose_lag, imdb_lstm,
                                   squeezenet_faces, muography_unet, plankton_siamese, skin_cancer,
                                   cityscapes_unet, kashmir_asr, deepdriving, pokemon_gan, alexnet_dataset,
-                                  genre_mfcc)}
+                                  genre_mfcc, libras_frames)}
 
 
 
