@@ -285,6 +285,13 @@ CORPUS = {
         fix="the frozen InceptionV3 run once per frame, its pooled features kept in memory and the Dense head fitted on them",
         codes=("frozen_backbone_recomputed", "compute_once"),
         tolerated=("python_in_pipeline", "pydataset_single_worker", "no_cache", "validation_input")),
+    "carnd_cloning": dict(
+        half="heldout6", kind="generator (cv2 reads of three cameras + flips)",
+        source="https://github.com/abhicoo/CarND-Behavioral-Cloning-P3/blob/b9577a1163a13e3cb0d5699f2a8f138545e77124/model.py",
+        changed="100 generated log lines of 160x320 frames, batch 16 lines for 32, epochs 3 for 5, Keras 1 layers and "
+                "fit_generator(samples_per_epoch) ported, sklearn shuffle and train_test_split re-written in NumPy",
+        fix="read and convert each camera JPEG once, keep it in memory (flips and the batch shuffle still per batch)",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline", "validation_input")),
 }
 
 #: The doctor's finding codes a CORPUS entry may name (kit/doctor/findings.py CODES and the new ones).

@@ -854,6 +854,31 @@ def libras_frames(d: Path, rng) -> None:
         _npy(out / f"y_{split}_no_edge_frames.npy", np.repeat(np.array([labels[w] for w in words]), 8, axis=0))
 
 
+def carnd_cloning(d: Path, rng) -> None:
+    # abhicoo/CarND-Behavioral-Cloning-P3's data/: the simulator's driving_log.csv (no header: center, left and right
+    # image paths as the recorder wrote them, absolute, steering, throttle, brake, speed) and data/IMG/{center,left,
+    # right}_*.jpg (160x320 RGB); 100 log lines here; a frame is sky over a grey road whose centre line's bend follows
+    # the steering, the side cameras' views shifted by 30 px.
+    (d / "data" / "IMG").mkdir(parents=True)
+    yy, xx = np.mgrid[0:160, 0:320]
+    rows = []
+    for i in range(100):
+        steering = float(np.clip(rng.normal(0, 0.25), -1, 1))
+        names = []
+        for cam, shift in (("center", 0), ("left", 30), ("right", -30)):
+            img = np.empty((160, 320, 3), np.uint8)
+            img[:] = (90, 90, 90)
+            img[:70] = (200, 170, 120)
+            line = 160 + shift + steering * 80 * ((160 - yy) / 90.0) ** 2
+            img[(yy >= 70) & (np.abs(xx - line) < 3)] = (230, 230, 230)
+            noisy = np.clip(img.astype(np.int16) + rng.integers(-12, 13, img.shape), 0, 255).astype(np.uint8)
+            name = f"{cam}_2017_10_20_{i // 60:02d}_{i % 60:02d}_{i:03d}.jpg"
+            _jpg(d / "data" / "IMG" / name, noisy)
+            names.append(f"/home/user/simulator/IMG/{name}")
+        rows.append([*names, f"{steering:.6f}", "0.8", "0", f"{rng.uniform(25, 30):.4f}"])
+    _csv_rows(d / "data" / "driving_log.csv", rows)
+
+
 def _jpg(path: Path, img: np.ndarray) -> None:
     from PIL import Image
 
@@ -877,7 +902,7 @@ MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, k
                                   denoise_autoencoder, speech_attrnn, glucose_lag, imdb_lstm,
                                   squeezenet_faces, muography_unet, plankton_siamese, skin_cancer,
                                   cityscapes_unet, kashmir_asr, deepdriving, pokemon_gan, alexnet_dataset,
-                                  genre_mfcc, libras_frames)}
+                                  genre_mfcc, libras_frames, carnd_cloning)}
 
 
 
