@@ -15,9 +15,10 @@ doctor run and kept in its own file. ``heldout5/`` is a fifth fresh held-out hal
 (a tf.data JPEG pipeline cached to a file under a frozen backbone, a tf.data PNG segmentation pipeline mapped in
 parallel with no cache, a Python generator of resampled, trimmed MFCC clips, arrays read with cv2 a chunk at a time
 and fitted per chunk, a DCGAN's train_on_batch loop over augmented images), its truth measured before any doctor
-run and kept in its own file. ``heldout6/`` is a sixth fresh held-out half, of two more repositories' scripts (an AlexNet fitted
+run and kept in its own file. ``heldout6/`` is a sixth fresh held-out half, of four more repositories' scripts (an AlexNet fitted
 on image_dataset_from_directory's JPEG pipeline with no cache, a CNN fitted on NumPy arrays of MFCCs computed before the
-fit), to have its truth measured before any doctor run and kept in its own file.
+fit, a Sequence reading each batch's video frames with PIL into a frozen InceptionV3, a Python generator reading three
+camera JPEGs per line with cv2 and adding flips), to have its truth measured before any doctor run and kept in its own file.
 ``fixes/NAME.py`` is NAME with the one fix that matters applied. ``truth.py`` measures each script against its fix and the compute ceiling with plain Keras (no kit
 import); ``score.py`` runs ``python -m kit doctor run`` on each script and scores its verdict and top three
 findings against ``CORPUS``.
