@@ -263,6 +263,25 @@ def test_watch_diagnoses_the_fit_in_the_block_and_leaves_the_model(tmp_path):
     assert type(history).__name__ == "History" and "kit doctor" in str(seen)
 
 
+def test_watch_over_budget_says_what_it_measured_and_does_not_raise(tmp_path, monkeypatch):
+    """A source still delivering when watch()'s budget ends is slow, not stuck: the cell gets what was
+    measured by then and what was left out (as `doctor run` prints), not an exception."""
+    from kit.doctor import cli, progress
+
+    def slow(call, *, max_seconds):
+        progress.SO_FAR["verdict"] = "input-bound"
+        raise cli.OverBudget("the input of cell.py:3: the budget ended", "verdict: input-bound (measured before the budget ended)")
+
+    monkeypatch.setattr(run, "diagnose_fit", slow)
+    ns: dict = {}
+    exec(compile(HEAD + GENERATOR.split("print(")[0], str(tmp_path / "cell.py"), "exec"), ns)
+    model = ns["make_model"]()
+    with run.watch(max_seconds=3, show=False) as seen:
+        result = model.fit(ns["batches"](8, 16), steps_per_epoch=8, epochs=2, verbose=0)
+    assert result is None and seen.diagnosis is None and seen.verdict == "input-bound"
+    assert "the budget ended" in str(seen) and "measured before the budget ended" in str(seen)
+
+
 def test_remake_calls_a_method_generator_again_on_a_copy():
     class Gen:
         def __init__(self):

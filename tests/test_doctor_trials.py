@@ -251,3 +251,40 @@ def test_compare_fits_times_each_source_as_keras_reads_it_and_the_wait_apart(mon
     assert (df["steps"] >= 2 * 3).all()  # min_steps in each of the two rounds
     row = df.set_index("variant").loc["slow"]
     assert row["x_slow"] == pytest.approx(1.0) and row["x_slow_min"] == pytest.approx(1.0)
+
+
+def test_compare_fits_and_the_head_read_a_finite_dataset_epoch_by_epoch(monkeypatch):
+    """``model.fit(ds, epochs=N)`` reads a finite dataset with a new iterator every epoch: compare_fits fits it
+    so (each epoch's start paid, as the doctor's own fits do), an infinite one repeated; the frozen head's
+    prediction is timed in epochs as long as the source's, so that the cache it predicts pays them too."""
+    from kit.doctor import measure
+
+    seen = []
+    plain = measure.plain_fit
+
+    def recording(model, source, **k):
+        seen.append((int(source.cardinality()), k.get("per_epoch"), k.get("epoch_start")))
+        return plain(model, source, **k)
+
+    monkeypatch.setattr(measure, "plain_fit", recording)
+    x = np.random.default_rng(0).standard_normal((64, 8)).astype("float32")
+    y = (np.arange(64) % 2).astype("int64")
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, trainable=False), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    finite = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+    measure.compare_fits({"finite": (finite, model), "endless": (finite.repeat(), model)}, baseline="finite",
+                         max_seconds=1.0, rounds=1, min_steps=3)
+    assert seen[0][:2] == (4, True) and seen[0][2] > 0  # four batches an epoch, read epoch by epoch
+    assert seen[1][1] is False and seen[1][2] == 0.0  # infinite: repeated, no epochs
+    assert measure.epoch_batches(finite, True) == 4 and measure.epoch_batches(finite, False) is None
+    assert measure.epoch_batches(finite.repeat(), True) is None
+
+    seen.clear()
+    copy = measure.compiled_copy(model, next(iter(finite)), "the model")
+    prefix, rest = measure.frozen_prefix(copy)
+    rate, why = measure.head_rate(copy, prefix, rest, next(iter(finite)), max_seconds=0.5, plain=True, epoch_batches=4)
+    assert rate and rate > 0 and why == ""
+    assert seen == [(4, True, measure.EPOCH_START_ROUNDS * 0.5)]  # the head's epochs as long as the source's
+    # a longer epoch from the batches the predicted cache holds, read again: every batch whole
+    long = measure.cache_of(next(iter(finite)), 16, measure.CACHE_BATCHES + 5)
+    assert int(long.cardinality()) == measure.CACHE_BATCHES + 5 and all(b[0].shape[0] == 16 for b in long)

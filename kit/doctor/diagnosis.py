@@ -34,6 +34,7 @@ from kit.doctor.graph import (
 from kit.doctor.loader import batching_rate, load_average, measure_loader
 from kit.doctor.measure import (
     compiled_copy,
+    epoch_batches,
     fit_rate,
     frozen_prefix,
     head_rate,
@@ -158,7 +159,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
                f"(batch latency p50 {loader['loader_latency_p50_ms']:.1f} ms)")
     # A frozen backbone's head timed before the fits (cheap, and what the kit's lesson rests on): the fits
     # may run on to whole epochs and leave little of the budget after them.
-    head = _head(copy, batch, source, budget, max_seconds) if copy is not None else None
+    head = _head(copy, batch, source, budget, max_seconds, per_epoch=bool(per_epoch)) if copy is not None else None
     if copy is not None:
         progress.step("the compute ceiling and the real fit", loader=summary.replace("no model given: ", ""))
         seconds = budget.take(FITS_SHARE * max_seconds, "the compute ceiling and the real fit", least=0.0)
@@ -250,24 +251,28 @@ def _measured(batch_size, example_bytes, n_cores, load, loader, fits) -> Measure
                     batching_rate=loader.get("batching_examples_per_s", math.nan))
 
 
-def _head(copy, batch, source, budget: Budget, max_seconds: float):
-    """Where the model starts with frozen layers: ``(prefix, head rate or None, why)``, the head timed on
-    features computed once (``head_rate``, as Keras reads what the fits read); None without a frozen prefix."""
+def _head(copy, batch, source, budget: Budget, max_seconds: float, *, per_epoch: bool = False):
+    """Where the model starts with frozen layers: ``(prefix, head rate or None, why, epoch batches)``, the head
+    timed on features computed once (``head_rate``, as Keras reads what the fits read: in epochs as long as
+    the source's where the user's fit reads it epoch by epoch); None without a frozen prefix."""
     prefix, rest = frozen_prefix(copy)
     if not prefix:
         return None
     seconds = budget.take(HEAD_SHARE * max_seconds, "the frozen backbone's head on cached features")
     rate, why = None, "skipped to keep to the budget"
+    plain = not isinstance(source, list)
+    epochs = epoch_batches(source, per_epoch) if plain else None
     if seconds:
-        rate, why = head_rate(copy, prefix, rest, batch, max_seconds=seconds, plain=not isinstance(source, list))
-    return prefix, rate, why
+        rate, why = head_rate(copy, prefix, rest, batch, max_seconds=seconds, plain=plain, epoch_batches=epochs)
+    return prefix, rate, why, epochs
 
 
 def _frozen(head, fits, graph) -> list[Finding]:
     if head is None:
         return []
-    prefix, rate, why = head
-    return [rules.frozen_backbone(prefix, fits, head_rate=rate, why=why, augmented=_augmented(prefix, graph))]
+    prefix, rate, why, epochs = head
+    return [rules.frozen_backbone(prefix, fits, head_rate=rate, why=why, augmented=_augmented(prefix, graph),
+                                  epoch_batches=epochs)]
 
 
 def _memory_growth(source, fits, budget: Budget, max_seconds: float) -> list[Finding]:

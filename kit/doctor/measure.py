@@ -14,6 +14,7 @@ import pandas as pd
 import tensorflow as tf
 
 from kit import timing
+from kit.doctor.graph import INFINITE
 from kit.doctor.loader import cpu_seconds
 from kit.doctor.sources import (
     PROGRESS,
@@ -25,6 +26,7 @@ from kit.doctor.sources import (
     first_batch,
     is_dataset,
     is_pydataset,
+    nbytes,
     shapes,
 )
 from kit.timing.batches import batch_size_of
@@ -459,6 +461,28 @@ def steps_per_execution_gain(model, batch, *, seconds: float, per_execution: int
     return (float(np.median(gains)), gains) if gains else (math.nan, [])
 
 
+def epoch_batches(source, per_epoch: bool) -> int | None:
+    """The batches of one epoch as the user's fit reads ``source`` epoch by epoch (a PyDataset's
+    length; a finite dataset's known cardinality, read ``per_epoch``); None where it has no epochs of its
+    own or their length is not known before reading it."""
+    if is_pydataset(source):
+        try:
+            n = len(source)
+        except (TypeError, NotImplementedError, ValueError):
+            return None
+        return n if n > 0 else None
+    if per_epoch and is_dataset(source):
+        n = int(source.cardinality())
+        return n if n > 0 else None
+    return None
+
+
+def reads_per_epoch(source) -> bool:
+    """Whether ``model.fit(source, epochs=N)`` reads ``source`` with a new iterator every epoch: a finite
+    (or unknown-length) ``tf.data`` dataset given without ``steps_per_epoch``."""
+    return is_dataset(source) and int(source.cardinality()) != INFINITE
+
+
 def fit_rate(copy, batch_size: int, *, per_epoch: bool = False):
     """``rate(source, seconds)`` for ``trial.ab``: examples/s of ``copy`` trained on it (``fit_once``), a
     dataset epoch after epoch with ``per_epoch``, as the user's fit reads it."""
@@ -499,10 +523,33 @@ def _chain(layers, shape):
     return keras.Model(inp, h)
 
 
-def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = False) -> tuple[float | None, str]:
+#: Batches of features a predicted feature cache holds in memory (tiled from one batch; at most
+#: ``CACHE_BYTES``), read again to make longer epochs.
+CACHE_BATCHES, CACHE_BYTES = 32, 256e6
+
+
+def cache_of(batch, batch_size: int, epoch_batches: int | None):
+    """A feature cache as a user keeps one in memory: ``batch`` (features and targets) tiled to
+    ``CACHE_BATCHES`` batches (fewer where they would pass ``CACHE_BYTES``), read through
+    ``from_tensor_slices``, ``batch`` and ``prefetch``; epochs of ``epoch_batches`` batches where given (else
+    one pass of what it holds, which the fit repeats)."""
+    fit_in = max(1, int(CACHE_BYTES // max(1, nbytes(batch))))
+    held = min(CACHE_BATCHES, fit_in, epoch_batches or CACHE_BATCHES)
+    tiled = tf.nest.map_structure(lambda a: np.concatenate([np.asarray(a)] * held), batch)
+    ds = tf.data.Dataset.from_tensor_slices(tiled).batch(batch_size)
+    if epoch_batches:
+        ds = ds.repeat(-(-epoch_batches // held)).take(epoch_batches)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = False,
+              epoch_batches: int | None = None) -> tuple[float | None, str]:
     """Examples/s of the layers after the frozen prefix trained on its output replayed from memory
-    (with ``plain_fit`` where ``plain``, as the real fit was): ``(rate, "")``, or ``(None, why)`` where
-    the model does not split into frozen part + head giving the whole model's output."""
+    (with ``plain_fit`` where ``plain``, as the real fit was, through an in-memory ``tf.data`` cache,
+    ``cache_of``; in epochs of ``epoch_batches`` batches where the real fit reads its source epoch by epoch,
+    each epoch's start paid as a cache's would be):
+    ``(rate, "")``, or ``(None, why)`` where the model does not split into frozen part + head giving the
+    whole model's output."""
     x, ys = as_xy(batch)
     whole = np.asarray(copy(x, training=False))
     try:
@@ -518,8 +565,11 @@ def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = Fa
     compile_like(head, copy)
     if plain:
         size = batch_size_of(batch)
-        replayed = tf.data.Dataset.from_tensors((features, *ys))
-        return plain_fit(head, replayed, batch_size=size, max_seconds=max_seconds)["examples_per_s"], ""
+        cached = cache_of((features, *ys), size, epoch_batches)
+        if epoch_batches:
+            return plain_fit(head, cached, batch_size=size, max_seconds=max_seconds,
+                             per_epoch=True, epoch_start=EPOCH_START_ROUNDS * max_seconds)["examples_per_s"], ""
+        return plain_fit(head, cached, batch_size=size, max_seconds=max_seconds)["examples_per_s"], ""
     return pooled([timed_fit(head, replay((features, *ys)), max_seconds=max_seconds)]), ""
 
 
@@ -546,8 +596,9 @@ def record_trace(model, source, trace_dir, *, steps: int = 5) -> Path:
 def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float = 10.0,
                  rounds: int = 2, min_steps: int = 3) -> pd.DataFrame:
     """Training rates of several (source, model) pairs measured interleaved, side by side, each fitted as
-    Keras reads its source (``fit_once``: a ``tf.data`` source repeated, a PyDataset epoch after epoch),
-    as the doctor's verdict times the real fit; then one short fit of each through the step timer gives
+    ``model.fit(source, epochs=N)`` reads it (``fit_once``: a finite ``tf.data`` dataset or a PyDataset epoch
+    after epoch, each epoch's start paid; an infinite dataset repeated), as the doctor's verdict times the
+    real fit; then one short fit of each through the step timer gives
     the share of its steps spent waiting for input (a pull per step serialises reading and the step, so
     it would understate a fast source's rate: it gives the share only).
 
@@ -577,8 +628,10 @@ def compare_fits(runs: dict, *, baseline: str | None = None, max_seconds: float 
     results: dict[str, list[dict]] = {name: [] for name in runs}
     for _ in range(rounds):
         for name, (source, copy) in copies.items():
-            results[name].append(fit_once(copy, source, batch_size=sizes[name], max_seconds=each,
-                                          min_steps=min_steps))
+            epochs = reads_per_epoch(source) or is_pydataset(source)  # each epoch's start paid, as in the user's fit
+            results[name].append(fit_once(copy, source, batch_size=sizes[name], max_seconds=each, min_steps=min_steps,
+                                          per_epoch=reads_per_epoch(source),
+                                          epoch_start=EPOCH_START_ROUNDS * each if epochs else 0.0))
     shares = {name: pooled_share([timed_fit(copy, source, max_seconds=0.2 * max_seconds / len(runs),
                                             min_steps=min_steps)])
               for name, (source, copy) in copies.items()}

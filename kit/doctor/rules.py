@@ -154,9 +154,10 @@ def verdict_basis(fits: dict) -> str:
 
 
 def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: str,
-                    augmented: str = "") -> Finding:
+                    augmented: str = "", epoch_batches: int | None = None) -> Finding:
     """The frozen ``prefix``'s finding: ``head_rate``, the rest trained on the prefix's output, over the
-    real fit (None: not measured, ``why``); ``augmented`` says what draws random numbers ahead of it."""
+    real fit (None: not measured, ``why``); ``augmented`` says what draws random numbers ahead of it;
+    ``epoch_batches``: the head was timed in epochs that long, each start paid, as the real fit reads its source."""
     params = sum(int(np.prod(w.shape)) for layer in prefix for w in layer.weights)
     names = f"{prefix[0].name}" + (f" .. {prefix[-1].name}" if len(prefix) > 1 else "")
     evidence = f"{len(prefix)} frozen layer(s) ({names}, {params:,} weights) run on every step"
@@ -174,8 +175,9 @@ def frozen_backbone(prefix: list, fits: dict, *, head_rate: float | None, why: s
         f"{evidence}; the rest trains at {head_rate:,.1f} examples/s on their cached output, the whole model "
         f"at {fits['ceiling_examples_per_s']:,.1f}/s on the same batch",
         gain,
-        "predicted: the layers after the frozen part trained on its output replayed from memory (a feature "
-        f"cache's ceiling), over the real fit{caveat}; the one-off extraction pass is not counted",
+        "predicted: the layers after the frozen part trained on its output held in memory (a feature cache read "
+        f"through from_tensor_slices, batch and prefetch{f', in epochs of {epoch_batches:,} batches as your fit reads its source, each start paid' if epoch_batches else ''}), "
+        f"over the real fit{caveat}; the one-off extraction pass is not counted",
         status="predicted", gain_low=min(gain, headroom(fits)), gain_high=gain)
 
 

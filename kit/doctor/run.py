@@ -326,12 +326,13 @@ class Watch:
     diagnosis: Any = None
     note: str = ""
     seconds: float = 0.0
+    verdict: str = ""  # the diagnosis's verdict; where the budget ended first, the one measured by then (or "")
 
     def __str__(self) -> str:
         if self.fit is None:
             return "kit.doctor.watch: no model.fit was called inside the with block"
         head = f"kit doctor: {self.fit.describe()}" + (f"\n{self.note}" if self.note else "")
-        return f"{head}\n{self.diagnosis}"
+        return head if self.diagnosis is None else f"{head}\n{self.diagnosis}"
 
     __repr__ = __str__
 
@@ -353,14 +354,23 @@ def watch(max_seconds: float = 60.0, *, run_fit: bool = False, show: bool = True
 
     The fit's input and model are measured on a copy (the model's weights untouched) and the report is
     shown in the cell (``show``); then the fit runs as written only with ``run_fit=True`` (else ``fit``
-    returns None). ``seen.diagnosis`` is the ``Diagnosis``.
+    returns None). ``seen.diagnosis`` is the ``Diagnosis``. A source still delivering batches when the budget
+    (and its margin) ends is slow, not stuck: ``seen.diagnosis`` is then None and ``seen.note`` says what was
+    measured by then and what was left out (``seen.verdict`` the verdict, where the fits were measured).
     """
+    from kit.doctor import progress  # noqa: PLC0415
+    from kit.doctor.cli import OverBudget  # noqa: PLC0415
+
     seen = Watch()
 
     def on_fit(call: Fit, run):
         t0 = time.perf_counter()
         seen.fit = call
-        seen.diagnosis, seen.note = diagnose_fit(call, max_seconds=max_seconds)
+        try:
+            seen.diagnosis, seen.note = diagnose_fit(call, max_seconds=max_seconds)
+            seen.verdict = seen.diagnosis.verdict
+        except OverBudget as e:  # slow, not stuck: what was measured, and what was left out
+            seen.note, seen.verdict = f"{e}\n{e.partial}", str(progress.SO_FAR.get("verdict", ""))
         seen.seconds = time.perf_counter() - t0
         if show:
             try:
