@@ -288,3 +288,29 @@ def test_compare_fits_and_the_head_read_a_finite_dataset_epoch_by_epoch(monkeypa
     # a longer epoch from the batches the predicted cache holds, read again: every batch whole
     long = measure.cache_of(next(iter(finite)), 16, measure.CACHE_BATCHES + 5)
     assert int(long.cardinality()) == measure.CACHE_BATCHES + 5 and all(b[0].shape[0] == 16 for b in long)
+
+
+def test_a_functional_model_over_a_branching_frozen_backbone_splits_after_its_join():
+    """The transfer pattern real scripts write: ``Model(base.input, Dense(GAP(base.output)))`` with the base's
+    layers frozen, flattened into the model's own layers. The backbone ends in branches joined by a
+    weightless layer: the frozen part is the graph up to the join, the head the chain after it."""
+    from kit.doctor import measure
+
+    inp = keras.Input((8, 8, 3))
+    stem = keras.layers.Conv2D(4, 3, padding="same", name="stem")(inp)
+    a = keras.layers.Conv2D(4, 1, name="branch_a")(stem)
+    b = keras.layers.Conv2D(4, 3, padding="same", name="branch_b")(stem)
+    joined = keras.layers.Concatenate(name="join")([a, b])
+    h = keras.layers.Activation("relu", name="act")(joined)
+    h = keras.layers.GlobalAveragePooling2D(name="gap")(h)
+    model = keras.Model(inp, keras.layers.Dense(3, name="head")(h))
+    for layer in model.layers[:5]:
+        layer.trainable = False
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    batch = (np.random.default_rng(0).random((16, 8, 8, 3)).astype("float32"), np.arange(16) % 3)
+    copy = measure.compiled_copy(model, batch, "the model")
+    prefix, rest = measure.frozen_prefix(copy)
+    assert [layer.name for layer in prefix] == ["stem", "branch_a", "branch_b", "join"]
+    assert [layer.name for layer in rest] == ["act", "gap", "head"]
+    rate, why = measure.head_rate(copy, prefix, rest, batch, max_seconds=0.3, plain=True)
+    assert why == "" and rate and rate > 0  # the head on the join's output gives the whole model's output

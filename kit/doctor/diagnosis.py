@@ -163,9 +163,11 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     if copy is not None:
         progress.step("the compute ceiling and the real fit", loader=summary.replace("no model given: ", ""))
         seconds = budget.take(FITS_SHARE * max_seconds, "the compute ceiling and the real fit", least=0.0)
+        # Their run-on past their share (epoch starts, a PyDataset's memory) only from what the budget has left
+        # beyond it: copying and compiling a large model may have taken much of it.
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,
                             thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM),
-                            per_epoch=bool(per_epoch))
+                            per_epoch=bool(per_epoch), run_on=budget.left() - seconds)
         rates.update(fits)
         verdict, summary, symptom = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         found += symptom

@@ -337,7 +337,7 @@ MEMORY_MIN_S = 1.0
 
 
 def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
-                 thresholds: tuple = (), per_epoch: bool = False) -> dict:
+                 thresholds: tuple = (), per_epoch: bool = False, run_on: float | None = None) -> dict:
     """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved,
     each run ``max_seconds / (2 * rounds)``; up to ``more`` rounds more while the rounds' headrooms
     straddle one of ``thresholds``. A source Keras reads itself (tf.data, a PyDataset, a function
@@ -346,7 +346,8 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     PyDataset's real-fit rounds, and a dataset's read ``per_epoch`` (a finite one the user's fit reads
     without ``steps_per_epoch``), go on (each up to ``EPOCH_START_ROUNDS`` times its share, and all of them
     together at most ``max_seconds`` past their shares) until they include an epoch's start, which the
-    user's fit pays every epoch; where they span whole epochs, only those are timed.
+    user's fit pays every epoch; where they span whole epochs, only those are timed. ``run_on``: the most
+    all of that, and the memory fit's run past its share, may take (what the caller's budget has left).
 
     Returns:
         ``ceiling_examples_per_s``, ``fit_examples_per_s`` (pooled), ``ceiling_rounds``,
@@ -370,28 +371,37 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
                   if r["examples_per_s"] > 0]
         return any(ratios and min(ratios) < t <= max(ratios) for t in thresholds)
 
-    spare = max_seconds  # what the real rounds may run on past their shares, in all: the fits take at most twice theirs
+    # What the real rounds (and the memory fit) may run on past their shares, in all: at most the fits' own
+    # share (they take at most twice it), or ``run_on`` where the caller's budget has less left.
+    allowance = math.inf if run_on is None else max(0.0, run_on)
+    spare = min(max_seconds, allowance)
 
     def one_round() -> None:
-        nonlocal cpu, wall, spare
+        nonlocal cpu, wall, spare, allowance
         c0, t0 = cpu_seconds(), time.perf_counter()
         ceiling_runs.append(fit_once(copy, ceiling, batch_size=size, max_seconds=each))
         cpu, wall = cpu + cpu_seconds() - c0, wall + time.perf_counter() - t0
         t1 = time.perf_counter()
         real_runs.append(fit_once(copy, source, batch_size=size, max_seconds=each,
                                   epoch_start=min(EPOCH_START_ROUNDS * each, each + spare), per_epoch=per_epoch))
-        spare = max(0.0, spare - max(0.0, time.perf_counter() - t1 - each))
+        over = max(0.0, time.perf_counter() - t1 - each)
+        spare, allowance = max(0.0, spare - over), max(0.0, allowance - over)
 
+    t_rounds = time.perf_counter()
     for _ in range(rounds):
         one_round()
     extra = 0
-    while extra < more and straddles():
+    # An extra round where the last one's time fits in what the caller's budget has left past the shares
+    # (without run_on: as the shares allow; these rounds were budgeted in the fits' share).
+    while extra < more and straddles() and (run_on is None or allowance >= (time.perf_counter() - t_rounds) / (rounds + extra)):
+        t0, before = time.perf_counter(), allowance
         one_round()
+        allowance = max(0.0, before - (time.perf_counter() - t0))  # an extra round is all past the shares
         extra += 1
     # A PyDataset's timed fit goes on (up to three times its share) to MEMORY_EPOCHS whole epochs, which memory growth
     # within one fit needs (rules.memory_growth): short epochs get there, long ones cannot in the budget.
     wrapped = ([timed_fit(copy, source, max_seconds=each, min_epochs=MEMORY_EPOCHS if is_pydataset(source) else 0,
-                          limit=max(3 * each, MEMORY_MIN_S))] if plain else real_runs)
+                          limit=max(each, min(max(3 * each, MEMORY_MIN_S), each + allowance)))] if plain else real_runs)
     starts, steady, epoch_steps = epoch_starts(wrapped)
     c_rounds = [float(r["examples_per_s"]) for r in ceiling_runs]
     f_rounds = [float(r["examples_per_s"]) for r in real_runs]
@@ -500,7 +510,9 @@ def frozen_prefix(model):
         prefix.append(layer)
     if len(prefix) == len(layers):
         return [], layers  # nothing trains
-    while prefix and not prefix[-1].weights:  # weightless layers just before the head stay in it
+    # Weightless layers just before the head stay in it, while the head stays one chain of layers (a functional
+    # model's backbone ends in branches joined by weightless layers: the split is after the join).
+    while prefix and not prefix[-1].weights and _chained(layers[len(prefix) - 1:], prefix[-2] if len(prefix) > 1 else None):
         prefix.pop()
     if not any(layer.weights and not is_preprocessing(layer) for layer in prefix):
         return [], layers  # only preprocessing (Normalization's statistics, Resizing): no backbone
@@ -512,6 +524,30 @@ def is_preprocessing(layer) -> bool:
     frozen backbone."""
     return any(".preprocessing." in c.__module__ or ".preprocessing" == c.__module__[-14:]
                for c in type(layer).__mro__ if c.__module__.startswith("keras"))
+
+
+def _chained(layers, before) -> bool:
+    """Whether each of ``layers`` takes one tensor, the output of the layer before it (``before`` for the
+    first; None: the model's input); True where the graph cannot be read (a subclassed model's layers)."""
+    try:
+        for layer in layers:
+            inp = layer.input
+            if isinstance(inp, (list, tuple, dict)) or (before is not None and inp is not before.output):
+                return False
+            before = layer
+    except (AttributeError, ValueError):
+        return True
+    return True
+
+
+def _features(copy, prefix, shape):
+    """The frozen ``prefix`` as a model: a functional model's own graph up to its last layer's output (a
+    backbone of branches), else its layers applied one after the other."""
+    try:
+        inputs = copy.inputs
+        return keras.Model(inputs[0] if len(inputs) == 1 else inputs, prefix[-1].output)
+    except (AttributeError, ValueError, TypeError):
+        return _chain(prefix, shape)
 
 
 def _chain(layers, shape):
@@ -553,7 +589,7 @@ def head_rate(copy, prefix, rest, batch, *, max_seconds: float, plain: bool = Fa
     x, ys = as_xy(batch)
     whole = np.asarray(copy(x, training=False))
     try:
-        features = np.asarray(_chain(prefix, np.shape(x)[1:])(x, training=False))
+        features = np.asarray(_features(copy, prefix, np.shape(x)[1:])(x, training=False))
         head = _chain(rest, features.shape[1:])
         chained = np.asarray(head(features, training=False))
     except (ValueError, TypeError) as e:
