@@ -156,7 +156,7 @@ def test_what_tensorflow_already_does_is_checked_with_no_gain():
 def test_preprocessing_layers_are_no_frozen_backbone():
     import keras
 
-    from kit.doctor.measure import frozen_prefix
+    from kit.doctor.frozen import frozen_prefix
 
     norm = keras.layers.Normalization()
     norm.adapt(X)

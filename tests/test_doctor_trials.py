@@ -257,7 +257,7 @@ def test_compare_fits_and_the_head_read_a_finite_dataset_epoch_by_epoch(monkeypa
     """``model.fit(ds, epochs=N)`` reads a finite dataset with a new iterator every epoch: compare_fits fits it
     so (each epoch's start paid, as the doctor's own fits do), an infinite one repeated; the frozen head's
     prediction is timed in epochs as long as the source's, so that the cache it predicts pays them too."""
-    from kit.doctor import measure
+    from kit.doctor import frozen, measure
 
     seen = []
     plain = measure.plain_fit
@@ -267,6 +267,7 @@ def test_compare_fits_and_the_head_read_a_finite_dataset_epoch_by_epoch(monkeypa
         return plain(model, source, **k)
 
     monkeypatch.setattr(measure, "plain_fit", recording)
+    monkeypatch.setattr(frozen, "plain_fit", recording)  # the head's fits
     x = np.random.default_rng(0).standard_normal((64, 8)).astype("float32")
     y = (np.arange(64) % 2).astype("int64")
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, trainable=False), keras.layers.Dense(2)])
@@ -281,20 +282,20 @@ def test_compare_fits_and_the_head_read_a_finite_dataset_epoch_by_epoch(monkeypa
 
     seen.clear()
     copy = measure.compiled_copy(model, next(iter(finite)), "the model")
-    prefix, rest = measure.frozen_prefix(copy)
-    rate, why = measure.head_rate(copy, prefix, rest, next(iter(finite)), max_seconds=0.5, plain=True, epoch_batches=4)
+    prefix, rest = frozen.frozen_prefix(copy)
+    rate, why = frozen.head_rate(copy, prefix, rest, next(iter(finite)), max_seconds=0.5, plain=True, epoch_batches=4)
     assert rate and rate > 0 and why == ""
     assert seen == [(4, True, measure.EPOCH_START_ROUNDS * 0.5)]  # the head's epochs as long as the source's
     # a longer epoch from the batches the predicted cache holds, read again: every batch whole
-    long = measure.cache_of(next(iter(finite)), 16, measure.CACHE_BATCHES + 5)
-    assert int(long.cardinality()) == measure.CACHE_BATCHES + 5 and all(b[0].shape[0] == 16 for b in long)
+    long = frozen.cache_of(next(iter(finite)), 16, frozen.CACHE_BATCHES + 5)
+    assert int(long.cardinality()) == frozen.CACHE_BATCHES + 5 and all(b[0].shape[0] == 16 for b in long)
 
 
 def test_a_functional_model_over_a_branching_frozen_backbone_splits_after_its_join():
     """The transfer pattern real scripts write: ``Model(base.input, Dense(GAP(base.output)))`` with the base's
     layers frozen, flattened into the model's own layers. The backbone ends in branches joined by a
     weightless layer: the frozen part is the graph up to the join, the head the chain after it."""
-    from kit.doctor import measure
+    from kit.doctor import frozen, measure
 
     inp = keras.Input((8, 8, 3))
     stem = keras.layers.Conv2D(4, 3, padding="same", name="stem")(inp)
@@ -309,8 +310,8 @@ def test_a_functional_model_over_a_branching_frozen_backbone_splits_after_its_jo
     model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     batch = (np.random.default_rng(0).random((16, 8, 8, 3)).astype("float32"), np.arange(16) % 3)
     copy = measure.compiled_copy(model, batch, "the model")
-    prefix, rest = measure.frozen_prefix(copy)
+    prefix, rest = frozen.frozen_prefix(copy)
     assert [layer.name for layer in prefix] == ["stem", "branch_a", "branch_b", "join"]
     assert [layer.name for layer in rest] == ["act", "gap", "head"]
-    rate, why = measure.head_rate(copy, prefix, rest, batch, max_seconds=0.3, plain=True)
+    rate, why = frozen.head_rate(copy, prefix, rest, batch, max_seconds=0.3, plain=True)
     assert why == "" and rate and rate > 0  # the head on the join's output gives the whole model's output

@@ -19,6 +19,7 @@ from kit.doctor.candidates import (
     too_big_to_cache,
 )
 from kit.doctor.findings import NOISE, Finding, Measured, table
+from kit.doctor.frozen import frozen_prefix, head_rate
 from kit.doctor.graph import (
     _BATCH_OPS,
     _SHUFFLE_OPS,
@@ -36,9 +37,8 @@ from kit.doctor.measure import (
     compiled_copy,
     epoch_batches,
     fit_rate,
-    frozen_prefix,
-    head_rate,
     measure_fits,
+    reads_per_epoch,
     record_trace,
     steps_per_execution_gain,
 )
@@ -137,7 +137,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     batch, batch_size = first_batch(source, name)
     example_bytes = nbytes(batch) / batch_size
     if per_epoch is None:
-        per_epoch = is_dataset(source) and int(source.cardinality()) != INFINITE
+        per_epoch = reads_per_epoch(source)
     n_cores, load = usable_cpus(), load_average()
     graph = pipeline_graph(source) if is_dataset(source) else None
     compile_start = time.perf_counter()
