@@ -5,6 +5,7 @@ per process and shared."""
 import gc
 import os
 import shutil
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -28,6 +29,16 @@ def _collect_garbage():
 def pytest_collection_finish(session):
     """What the session has imported by now (TensorFlow, Keras) is out of the collector's sight too."""
     gc.freeze()
+
+
+@pytest.fixture(autouse=True)
+def _doctor_progress():
+    """A test that ends a doctor run over its budget leaves kit.doctor.progress cancelled: cleared after each
+    test, so that a later test's Budget in the same worker is not given no time."""
+    yield
+    progress = sys.modules.get("kit.doctor.progress")
+    if progress is not None:
+        progress.start()
 
 
 @pytest.fixture(autouse=True)

@@ -315,3 +315,13 @@ def test_a_functional_model_over_a_branching_frozen_backbone_splits_after_its_jo
     assert [layer.name for layer in rest] == ["act", "gap", "head"]
     rate, why = frozen.head_rate(copy, prefix, rest, batch, max_seconds=0.3, plain=True)
     assert why == "" and rate and rate > 0  # the head on the join's output gives the whole model's output
+
+
+def test_a_diagnosis_after_one_its_caller_stopped_waiting_for_gets_its_whole_budget():
+    """watch() over its budget cancels that diagnosis; the next one in the same kernel starts afresh (notebook
+    08's diagnoses after an over-budget watch() had skipped everything for budget)."""
+    from kit.doctor import progress
+
+    progress.cancel()
+    d = diagnosis.diagnose(tf.data.Dataset.range(64).batch(8), max_seconds=1.0)
+    assert not progress.cancelled() and d.rates["loader_examples"] > 0, str(d)

@@ -131,6 +131,9 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     """
     if not (isinstance(max_seconds, (int, float)) and max_seconds > 0):
         raise ValueError(f"max_seconds must be positive, got {max_seconds!r}")
+    # A new diagnosis: an earlier one whose caller stopped waiting (a watch() over its budget) left the
+    # cancel flag up, which would give this one no time at all.
+    progress.start()
     budget = Budget(float(max_seconds))
     check_source(source, name)
     progress.step("the first batch")
