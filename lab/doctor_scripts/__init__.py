@@ -23,7 +23,7 @@ camera JPEGs per line with cv2 and adding flips), to have its truth measured bef
 import); ``score.py`` runs ``python -m kit doctor run`` on each script and scores its verdict and top three
 findings against ``CORPUS``.
 
-``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5, heldout6), ``source`` (the repository file), ``kind``, ``changed``
+``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7), ``source`` (the repository file), ``kind``, ``changed``
 (one line; the script's docstring has every change), ``fix`` (one line), ``codes`` (the finding codes that
 name that fix: any one in the top three counts as right), ``tolerated`` (true but minor: neither right nor
 wrong). A script with no fix file has ``fix`` "none" and no codes.
@@ -303,6 +303,6 @@ VOCABULARY = ("python_in_pipeline", "pydataset_single_worker", "serial_map", "ma
               "frozen_backbone_recomputed", "augment_before_frozen_backbone", "small_shuffle_buffer",
               "compute_once", "steps_per_execution", "validation_input", "epoch_start_stall", "memory_growth",
               "predict_per_step", "frozen_layer_trains")
-HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
+HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
 #: custom loops: training steps per epoch (the timer sees train_on_batch calls, not epochs)
 LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41, "squeezenet_faces": 10, "pokemon_gan": 24}
