@@ -107,7 +107,7 @@ class Tried:
 
 
 def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
-             name: str = "source", per_epoch: bool | None = None) -> Diagnosis:
+             name: str = "source", per_epoch: bool | None = None, pipeline: bool = True) -> Diagnosis:
     """Measures a batch source (and a model training on it), tries the fixes it can apply, and
     ranks what it found.
 
@@ -121,6 +121,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         per_epoch: whether the user's fit reads a ``tf.data`` source with a new iterator every epoch, as
             ``model.fit(ds, epochs=N)`` does (each epoch starts with an empty prefetch buffer); not with
             ``steps_per_epoch`` given. None: a finite dataset is, an infinite one is not.
+        pipeline: whether a ``tf.data`` source's pipeline is the user's own, its structure read and its
+            fixes tried; False for one Keras made (``fit`` on arrays reads them through Keras's adapter).
 
     Returns:
         A ``Diagnosis``; ``Diagnosis.fixed`` is the best measured pipeline (tf.data sources).
@@ -142,7 +144,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     if per_epoch is None:
         per_epoch = reads_per_epoch(source)
     n_cores, load = usable_cpus(), load_average()
-    graph = pipeline_graph(source) if is_dataset(source) else None
+    graph = pipeline_graph(source) if is_dataset(source) and pipeline else None
     compile_start = time.perf_counter()
     copy = compiled_copy(model, batch, name) if model is not None else None
     untrue = rules.frozen_layers_that_train(model) if model is not None else []  # read on the user's own model

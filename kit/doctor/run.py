@@ -25,7 +25,7 @@ from kit.doctor.sources import is_dataset, is_library, is_pydataset
 
 #: The ``fit`` arguments the report names (the rest are passed on as they are).
 FIT_ARGS = ("batch_size", "epochs", "steps_per_epoch", "validation_data", "validation_steps", "class_weight",
-            "callbacks", "validation_split", "initial_epoch")
+            "callbacks", "validation_split", "initial_epoch", "shuffle", "sample_weight")
 
 _KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -149,12 +149,27 @@ class Fit:
             return _Live(x, steps or 64), (
                 f"the generator is one-shot and the doctor could not call {getattr(x, '__qualname__', 'it')}() "
                 "again: it read the script's own generator (its A/B trials read later batches)")
+        return self.arrays()
+
+    def arrays(self) -> tuple[Any, str]:
+        """Arrays as Keras's ``fit`` reads them: its array adapter's ``tf.data`` pipeline (shuffled indices,
+        a parallel gather, prefetch; its threads share the cores with the step), one pass an epoch. Where
+        that adapter is not found (another Keras), ``from_tensor_slices(...).batch(...)``."""
         import tensorflow as tf  # noqa: PLC0415
 
-        batch = self.kwargs.get("batch_size") or 32
-        data = (x, self.y) if self.y is not None else x
-        return tf.data.Dataset.from_tensor_slices(data).batch(batch), (
-            f"arrays: read as tf.data.Dataset.from_tensor_slices(...).batch({batch})")
+        k, batch = self.kwargs, self.kwargs.get("batch_size") or 32
+        try:
+            from keras.src.trainers.data_adapters import get_data_adapter  # noqa: PLC0415
+
+            adapter = get_data_adapter(x=self.x, y=self.y, sample_weight=k.get("sample_weight"), batch_size=batch,
+                                       shuffle=k.get("shuffle", True), class_weight=k.get("class_weight"))
+            return adapter.get_tf_dataset(), (
+                f"arrays: read as Keras's fit reads them (its array adapter: batches of {batch} gathered from the "
+                "arrays in parallel, a new pass every epoch)")
+        except (ImportError, AttributeError, TypeError):
+            data = (self.x, self.y) if self.y is not None else self.x
+            return tf.data.Dataset.from_tensor_slices(data).batch(batch), (
+                f"arrays: read as tf.data.Dataset.from_tensor_slices(...).batch({batch})")
 
     def describe(self) -> str:
         """One line: the fit, its model, input and arguments."""
@@ -231,11 +246,12 @@ def diagnose_fit(call: Fit, *, max_seconds: float):
             f"batch" + (f"; on {replicas} devices the compute ceiling is up to {replicas}x higher, so the "
                         "headroom is a lower bound" if replicas > 1 else ""))]))
     # Keras reads a finite dataset with a new iterator every epoch unless steps_per_epoch is given (then one
-    # iterator runs on across epochs, as through a trailing repeat()). Arrays are read here through a
-    # dataset of the doctor's own making, not Keras's adapter: what its epochs' starts cost is not the user's.
-    per_epoch = False if call.kwargs.get("steps_per_epoch") or not is_dataset(call.x) else None
-    return bounded(lambda: diagnose(source, call.model, max_seconds=max_seconds, name=name, per_epoch=per_epoch),
-                   max_seconds, name), note
+    # iterator runs on across epochs, as through a trailing repeat()). Arrays: Keras's adapter starts a new
+    # pass whenever one ends, steps_per_epoch or not; its pipeline is Keras's, not the user's to change.
+    arrays = call.kind == "arrays in memory"
+    per_epoch = True if arrays else False if call.kwargs.get("steps_per_epoch") or not is_dataset(call.x) else None
+    return bounded(lambda: diagnose(source, call.model, max_seconds=max_seconds, name=name, per_epoch=per_epoch,
+                                    pipeline=not arrays), max_seconds, name), note
 
 
 #: The least share of an epoch validation must take to be a finding: its input slow while training's
