@@ -150,6 +150,12 @@ make_model().fit(xs, (xs[:, 0] > 0.5).astype("float32"), batch_size=64, epochs=2
     assert "Keras's fit reads them" in report["note"] and "batches of 64" in report["note"]
     assert not report["pipeline"]
     assert not {f["code"] for f in report["findings"]} & {"options_off", "no_cache", "serial_map", "no_prefetch"}
+    # no batch_size, steps_per_epoch given: Keras sizes each batch to fill the steps (256 / 4), and so does the doctor
+    code, report = doctor(tmp_path, write(tmp_path, '''
+xs = np.stack([example(i)[0] for i in range(256)])
+make_model().fit(xs, (xs[:, 0] > 0.5).astype("float32"), steps_per_epoch=4, epochs=2, verbose=0)
+''', "arrays_steps.py"))
+    assert code == 0 and "batches of 64" in report["note"] and report["rates"]["batch_size"] == 64
 
 
 def test_fit_positional_arguments_and_a_mirrored_strategy(tmp_path):

@@ -161,11 +161,16 @@ class Fit:
         try:
             from keras.src.trainers.data_adapters import get_data_adapter  # noqa: PLC0415
 
-            adapter = get_data_adapter(x=self.x, y=self.y, sample_weight=k.get("sample_weight"), batch_size=batch,
+            # batch_size left out with steps_per_epoch given: Keras makes each batch len(x) / steps examples
+            adapter = get_data_adapter(x=self.x, y=self.y, sample_weight=k.get("sample_weight"),
+                                       batch_size=k.get("batch_size"), steps_per_epoch=k.get("steps_per_epoch"),
                                        shuffle=k.get("shuffle", True), class_weight=k.get("class_weight"))
+            batch = adapter.batch_size or batch
+            why = (f" (no batch_size given: Keras sizes batches to fill steps_per_epoch={k['steps_per_epoch']})"
+                   if not k.get("batch_size") and k.get("steps_per_epoch") else "")
             return adapter.get_tf_dataset(), (
-                f"arrays: read as Keras's fit reads them (its array adapter: batches of {batch} gathered from the "
-                "arrays in parallel, a new pass every epoch)")
+                f"arrays: read as Keras's fit reads them (its array adapter: batches of {batch}{why} gathered from "
+                "the arrays in parallel, a new pass every epoch)")
         except (ImportError, AttributeError, TypeError):
             data = (self.x, self.y) if self.y is not None else self.x
             return tf.data.Dataset.from_tensor_slices(data).batch(batch), (

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import runpy
 import sys
@@ -62,6 +63,13 @@ def _dynamic_batch(x) -> bool:
         specs = tf.nest.flatten(x.element_spec)
         return any(len(s.shape) == 0 or s.shape[0] is None for s in specs if hasattr(s, "shape"))
     return True
+
+
+def _array_batch(x, kwargs) -> int:
+    """The batch Keras's fit makes of arrays: batch_size, else len(x) / steps_per_epoch rounded up where
+    steps_per_epoch is given (Keras 3's array adapter), else 32."""
+    steps = kwargs.get("steps_per_epoch")
+    return int(kwargs.get("batch_size") or (math.ceil(len(x) / steps) if steps else 32))
 
 
 def _size(batch) -> int:
@@ -119,8 +127,7 @@ def main(argv=None) -> int:
 
     def fit(self, x=None, y=None, *args, **kwargs):
         if a.ceiling:
-            batch = _first_batch(x) if y is None else (x[: kwargs.get("batch_size") or 32],
-                                                       y[: kwargs.get("batch_size") or 32])
+            batch = _first_batch(x) if y is None else (x[: _array_batch(x, kwargs)], y[: _array_batch(x, kwargs)])
             steps = a.steps or kwargs.get("steps_per_epoch") or _length(x) or 20
             replay(self, batch, int(steps), dynamic=_dynamic_batch(x))
             raise _Stop
