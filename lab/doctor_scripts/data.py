@@ -894,6 +894,155 @@ def _csv_rows(path: Path, rows) -> None:
     os.replace(tmp, path)
 
 
+ODIR_CLASSES = ["Normal", "Diabetes", "Glaucoma", "Cataract", "Age related Macular Degeneration",
+                "Hypertension", "Pathological Myopia", "Other diseases/abnormalities"]
+
+
+def odir_fundus(d: Path, rng) -> None:
+    # Tumbler-3/Diploma-project's ODIR-5K data as model.py reads it: df_proc.csv (ID, filename, class, class_name,
+    # target: the one-hot list as text, written by data_preprocess.py) and "Training Images/<filename>" (128x128 RGB
+    # JPEGs, cropped, CLAHE'd and resized by "image preprocessing.py"); 640 images here for 6393, about a quarter
+    # Normal as in ODIR; a fundus is an orange disc on black with an optic disc, and a class adds its own lesion
+    # (dots, cupping, haze, a pale macula, narrowed vessels, a stretched disc, a dark patch).
+    (d / "Training Images").mkdir(parents=True)
+    yy, xx = np.mgrid[0:128, 0:128]
+    r = np.hypot(yy - 64, xx - 64)
+    rows = []
+    for i in range(640):
+        cls = 0 if rng.random() < 0.25 else int(rng.integers(1, 8))
+        img = np.zeros((128, 128, 3), np.float32)
+        fundus = r < 60
+        img[fundus] = (rng.uniform(150, 190), rng.uniform(70, 100), rng.uniform(30, 50))
+        img += rng.normal(0, 8, img.shape)
+        oy, ox = 64 + rng.integers(-6, 7), 40 + rng.integers(-6, 7)
+        disc_r = 9 if cls != 2 else 14  # glaucoma: a larger, paler cup
+        disc = np.hypot(yy - oy, xx - ox) < disc_r
+        img[disc] = (240, 220, 170) if cls != 2 else (250, 245, 230)
+        for k in range(4):  # vessels leaving the disc
+            ang = k * np.pi / 2 + rng.uniform(-0.3, 0.3)
+            t = np.linspace(0, 55, 80)
+            vy = np.clip((oy + t * np.sin(ang)).astype(int), 0, 127)
+            vx = np.clip((ox + t * np.cos(ang)).astype(int), 0, 127)
+            w = 1 if cls == 5 else 2  # hypertension: narrow vessels
+            for dy in range(w):
+                img[np.clip(vy + dy, 0, 127), vx] = (120, 20, 20)
+        if cls == 1:  # diabetes: scattered bright exudates and red dots
+            for _ in range(14):
+                cy, cx = rng.integers(30, 98, 2)
+                img[cy - 1:cy + 2, cx - 1:cx + 2] = (255, 250, 120) if rng.random() < 0.5 else (90, 0, 0)
+        elif cls == 3:  # cataract: a milky haze
+            img = 0.45 * img + 0.55 * 200
+        elif cls == 4:  # AMD: a pale macula
+            mac = np.hypot(yy - 64, xx - 86) < 10
+            img[mac] = (230, 200, 120)
+        elif cls == 6:  # myopia: a stretched, tilted disc crescent
+            cres = (np.hypot((yy - oy) / 1.0, (xx - ox - 8) / 2.2) < 10) & ~disc
+            img[cres] = (245, 235, 210)
+        elif cls == 7:  # other: a dark patch
+            cy, cx = rng.integers(40, 88, 2)
+            img[np.hypot(yy - cy, xx - cx) < 7] = (40, 20, 10)
+        img[~fundus] = rng.normal(4, 2, (int((~fundus).sum()), 3))
+        name = f"{i // 2}_{'left' if i % 2 else 'right'}.jpg"
+        _jpg(d / "Training Images" / name, np.clip(img, 0, 255).astype(np.uint8))
+        onehot = [int(k == cls) for k in range(8)]
+        rows.append([i, name, cls, ODIR_CLASSES[cls], "[" + ", ".join(map(str, onehot)) + "]"])
+    _csv(d / "df_proc.csv", ["ID", "filename", "class", "class_name", "target"], rows)
+
+
+def realness_discriminator(d: Path, rng) -> None:
+    # less-lab-uva/perception_fuzzing's mutation images as discriminator_keras.py globs them:
+    # src/images/<run>/*_edit.png (a Cityscapes frame with a mutation pasted in) and *_orig.png (the frame unchanged),
+    # 2048x1024 PNGs there; 256x128 here, 240 frames of each kind in two run folders. A frame is sky, buildings and a
+    # grey road with lane marks; an edit pastes a car-like box of a new colour, with hard edges and no shading.
+    yy, xx = np.mgrid[0:128, 0:256]
+    for run in ("fri_run1", "fri_run2"):
+        (d / "images" / run).mkdir(parents=True)
+    for i in range(240):
+        img = np.zeros((128, 256, 3), np.float32)
+        horizon = int(rng.integers(50, 66))
+        img[:horizon] = (rng.uniform(150, 210), rng.uniform(170, 220), rng.uniform(200, 240))  # sky (BGR-agnostic)
+        x = 0
+        while x < 256:  # buildings
+            w, h = int(rng.integers(16, 48)), int(rng.integers(15, horizon))
+            img[horizon - h:horizon, x:x + w] = rng.uniform(60, 140, 3)
+            x += w
+        road = yy >= horizon
+        img[road] = (rng.uniform(80, 110),) * 3
+        lane = road & (np.abs(xx - 128 - (yy - horizon) * 1.2) < 2) & ((yy // 6) % 2 == 0)
+        img[lane] = (230, 230, 230)
+        img += rng.normal(0, 6, img.shape)
+        img += (yy / 128.0)[..., None] * rng.uniform(-20, 20)  # soft lighting gradient
+        run = "fri_run1" if i % 2 == 0 else "fri_run2"
+        orig = np.clip(img, 0, 255).astype(np.uint8)
+        _png(d / "images" / run / f"mut{i:04d}_orig.png", orig)
+        edit = img.copy()
+        cy, cx = int(rng.integers(horizon + 10, 118)), int(rng.integers(30, 226))
+        h, w = int(rng.integers(10, 22)), int(rng.integers(20, 44))
+        edit[cy - h // 2:cy + h // 2, cx - w // 2:cx + w // 2] = rng.uniform(0, 255, 3)
+        _png(d / "images" / run / f"mut{i:04d}_edit.png", np.clip(edit, 0, 255).astype(np.uint8))
+
+
+def kitti_road_fcn(d: Path, rng) -> None:
+    # sigmaai/self-driving-golf-cart's data_road/training (the KITTI road benchmark): image_2/{um,umm,uu}_0000NN.png
+    # (375x1242 RGB camera frames) and gt_image_2/{cat}_road_0000NN.png (red background, magenta road, black other
+    # road), plus the um_lane_*.png ground truths the script's glob skips; 24 frames here (8 a category): sky over
+    # grass and a grey road whose vanishing point and width vary, the gt's road region the same trapezoid.
+    (d / "data_road" / "training" / "image_2").mkdir(parents=True)
+    (d / "data_road" / "training" / "gt_image_2").mkdir(parents=True)
+    h, w = 375, 1242
+    yy, xx = np.mgrid[0:h, 0:w]
+    for cat in ("um", "umm", "uu"):
+        for j in range(8):
+            horizon = int(rng.integers(150, 200))
+            vx = rng.uniform(0.35, 0.65) * w
+            half_bottom = rng.uniform(0.3, 0.55) * w
+            t = np.clip((yy - horizon) / (h - horizon), 0, None)
+            road = (yy > horizon) & (np.abs(xx - vx) < 8 + t * half_bottom)
+            img = np.empty((h, w, 3), np.float32)
+            img[:] = (150, 180, 220)                                   # sky
+            img[yy > horizon] = (70, 120, 50)                           # grass, trees
+            img[road] = (105, 105, 110)                                 # asphalt
+            img += rng.normal(0, 10, (h, w, 1)) + rng.normal(0, 4, (h, w, 3))
+            img *= rng.uniform(0.8, 1.2)
+            _png(d / "data_road" / "training" / "image_2" / f"{cat}_{j:06d}.png",
+                 np.clip(img, 0, 255).astype(np.uint8))
+            gt = np.zeros((h, w, 3), np.uint8)
+            gt[:] = (255, 0, 0)
+            gt[road] = (255, 0, 255)
+            _png(d / "data_road" / "training" / "gt_image_2" / f"{cat}_road_{j:06d}.png", gt)
+            if cat == "um":
+                lane = np.zeros((h, w, 3), np.uint8)
+                lane[:] = (255, 0, 0)
+                lane[road & (xx > vx)] = (255, 0, 255)
+                _png(d / "data_road" / "training" / "gt_image_2" / f"um_lane_{j:06d}.png", lane)
+
+
+def srgan_celeba(d: Path, rng) -> None:
+    # aurelio-amerio/Keras-SRGAN's dataset/img_align_celeba/*.jpg (CelebA's aligned faces, 178x218 JPEGs named
+    # 000001.jpg ...); 320 here: a skin-toned face ellipse with hair, eyes and mouth on a plain background, placed,
+    # sized and coloured at random, with fine texture for the super-resolution to recover.
+    from PIL import Image, ImageDraw
+
+    (d / "dataset" / "img_align_celeba").mkdir(parents=True)
+    for j in range(320):
+        bg = tuple(int(c) for c in rng.integers(40, 220, 3))
+        im = Image.new("RGB", (178, 218), bg)
+        draw = ImageDraw.Draw(im)
+        cx, cy = 89 + int(rng.integers(-8, 9)), 118 + int(rng.integers(-8, 9))
+        fw, fh = int(rng.integers(44, 58)), int(rng.integers(60, 74))
+        hair = tuple(int(c) for c in rng.integers(10, 120, 3))
+        draw.ellipse((cx - fw - 6, cy - fh - 10, cx + fw + 6, cy + fh // 3), fill=hair)
+        skin = (int(rng.integers(170, 240)), int(rng.integers(120, 190)), int(rng.integers(90, 160)))
+        draw.ellipse((cx - fw, cy - fh, cx + fw, cy + fh), fill=skin)
+        for ex in (cx - fw // 2, cx + fw // 2):
+            draw.ellipse((ex - 7, cy - 18, ex + 7, cy - 10), fill=(250, 250, 250))
+            draw.ellipse((ex - 3, cy - 17, ex + 3, cy - 11), fill=(40, 30, 20))
+        draw.line((cx, cy - 8, cx - 4, cy + 14), fill=tuple(int(c * 0.8) for c in skin), width=3)
+        draw.arc((cx - 18, cy + 18, cx + 18, cy + 40), 10, 170, fill=(150, 40, 50), width=4)
+        img = np.asarray(im).astype(np.int16) + rng.integers(-10, 11, (218, 178, 3))
+        _jpg(d / "dataset" / "img_align_celeba" / f"{j + 1:06d}.jpg", np.clip(img, 0, 255).astype(np.uint8))
+
+
 MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, kws_streaming, delft_text,
                                   fakenews_from_generator, audio_tagging, keras_segmentation, protein_kaggle,
                                   spectrogram_user, segmentation_user, lstm_timeseries, sigmoid_classifier,
@@ -902,7 +1051,8 @@ MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, k
                                   denoise_autoencoder, speech_attrnn, glucose_lag, imdb_lstm,
                                   squeezenet_faces, muography_unet, plankton_siamese, skin_cancer,
                                   cityscapes_unet, kashmir_asr, deepdriving, pokemon_gan, alexnet_dataset,
-                                  genre_mfcc, libras_frames, carnd_cloning)}
+                                  genre_mfcc, libras_frames, carnd_cloning, odir_fundus,
+                                  realness_discriminator, kitti_road_fcn, srgan_celeba)}
 
 
 
