@@ -1043,6 +1043,66 @@ def srgan_celeba(d: Path, rng) -> None:
         _jpg(d / "dataset" / "img_align_celeba" / f"{j + 1:06d}.jpg", np.clip(img, 0, 255).astype(np.uint8))
 
 
+XCEPTION_WORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go",
+                "bed", "bird", "cat", "dog", "eight", "five", "four", "happy", "house", "marvin",
+                "nine", "one", "seven", "sheila", "six", "three", "tree", "two", "wow", "zero"]
+
+
+def speech_xception(d: Path, rng) -> None:
+    # 3v1l91l/speech's layout of the Kaggle TensorFlow Speech Recognition Challenge data: input/train/audio/<word>/
+    # <hash>_nohash_<i>.wav (16 kHz mono 16-bit, up to 1 s), input/train/valid/<word>/ (moved there by
+    # move_validation_files.py), input/train/audio/silence/ (1 s cuts of the background noise, written by
+    # generate_silence_audio.py) and input/train/audio/_background_noise_/ (long noise files, dropped by the
+    # script); the 30 words of Speech Commands v0.01, 36 training and 5 validation clips each, 20 silence clips, 2
+    # noise files of 3 s. A word is a tone of its own pitch (200 + 150 k Hz and a harmonic) in a Hann envelope at a
+    # random place in the clip, over faint noise; a clip is 0.8-1 s long (the script left-pads it).
+    sr = 16000
+    for split, count in (("audio", 36), ("valid", 5)):
+        for k, word in enumerate(XCEPTION_WORDS):
+            (d / "input" / "train" / split / word).mkdir(parents=True)
+            for i in range(count):
+                n = int(sr * rng.uniform(0.8, 1.0))
+                m = int(n * rng.uniform(0.4, 0.7))
+                start = int(rng.integers(0, n - m))
+                x = 0.01 * rng.standard_normal(n)
+                x[start:start + m] += _tone(rng, m, sr, k, len(XCEPTION_WORDS)) * np.hanning(m)
+                name = f"{zlib.crc32(f'{split}{word}{i}'.encode()):08x}_nohash_{i}.wav"
+                _wav(d / "input" / "train" / split / word / name, x.astype(np.float32), sr)
+    (d / "input" / "train" / "audio" / "silence").mkdir(parents=True)
+    for i in range(20):
+        x = rng.uniform(0.005, 0.05) * rng.standard_normal(sr)
+        _wav(d / "input" / "train" / "audio" / "silence" / f"silence_{i}.wav", x.astype(np.float32), sr)
+    (d / "input" / "train" / "audio" / "_background_noise_").mkdir(parents=True)
+    for name in ("white_noise", "running_tap"):
+        x = 0.1 * rng.standard_normal(3 * sr)
+        _wav(d / "input" / "train" / "audio" / "_background_noise_" / f"{name}.wav", x.astype(np.float32), sr)
+
+
+def bracs_mobilenet(d: Path, rng) -> None:
+    # ahmetenesatas/Classification-of-Breast-Cancer-Subtypes-Using-Deep-Learning-Methods's new_dataset_3_128:
+    # <train|test>/<0_B|1_A|2_M>/<RoI name>.<x><y>.png, 128x128 tiles cut from BRACS H&E RoIs by kmeans_3_128.py and
+    # saved with plt.imsave (RGBA PNGs); 320 training and 64 test tiles here. A tile is pink stroma with purple
+    # nuclei: benign few, small and round; atypical more and larger; malignant crowded, large, dark and irregular.
+    yy, xx = np.mgrid[0:128, 0:128]
+    names = ("0_B", "1_A", "2_M")
+    for split, n in (("train", 320), ("test", 64)):
+        for c in names:
+            (d / "new_dataset_3_128" / split / c).mkdir(parents=True)
+        for i in range(n):
+            k = i % 3
+            img = np.empty((128, 128, 3), np.float32)
+            img[:] = (rng.uniform(215, 240), rng.uniform(150, 180), rng.uniform(190, 215))
+            img += rng.normal(0, 10, (128, 128, 1)) * np.array([1.0, 1.2, 0.8])
+            count, radius, dark = ((12, 3.0, 0.55), (28, 4.5, 0.45), (55, 6.0, 0.3))[k]
+            for _ in range(int(count * rng.uniform(0.8, 1.2))):
+                cy, cx = rng.uniform(0, 128, 2)
+                ry, rx = radius * rng.uniform(0.7, 1.3 + 0.4 * k, 2)
+                nucleus = ((yy - cy) / ry) ** 2 + ((xx - cx) / rx) ** 2 < 1
+                img[nucleus] = np.array([120, 60, 160]) * dark * rng.uniform(0.8, 1.2)
+            rgba = np.concatenate([np.clip(img, 0, 255).astype(np.uint8), np.full((128, 128, 1), 255, np.uint8)], -1)
+            _png(d / "new_dataset_3_128" / split / names[k] / f"BRACS_{1000 + i}_{names[k][2:]}_{i % 5}.{i % 4 * 128}{i % 3 * 128}.png", rgba)
+
+
 MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, kws_streaming, delft_text,
                                   fakenews_from_generator, audio_tagging, keras_segmentation, protein_kaggle,
                                   spectrogram_user, segmentation_user, lstm_timeseries, sigmoid_classifier,
@@ -1052,7 +1112,8 @@ MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, k
                                   squeezenet_faces, muography_unet, plankton_siamese, skin_cancer,
                                   cityscapes_unet, kashmir_asr, deepdriving, pokemon_gan, alexnet_dataset,
                                   genre_mfcc, libras_frames, carnd_cloning, odir_fundus,
-                                  realness_discriminator, kitti_road_fcn, srgan_celeba)}
+                                  realness_discriminator, kitti_road_fcn, srgan_celeba, speech_xception,
+                                  bracs_mobilenet)}
 
 
 
