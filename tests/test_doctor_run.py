@@ -158,6 +158,21 @@ make_model().fit(xs, (xs[:, 0] > 0.5).astype("float32"), steps_per_epoch=4, epoc
     assert code == 0 and "batches of 64" in report["note"] and report["rates"]["batch_size"] == 64
 
 
+def test_fit_on_an_image_data_generator_flow(tmp_path):
+    """ImageDataGenerator's flows (a legacy Keras Iterator: a PyDataset with __next__) are read as the
+    PyDatasets they are, not refused as one-shot iterators."""
+    code, report = doctor(tmp_path, write(tmp_path, '''
+from tensorflow.keras.preprocessing.image import ImageDataGenerator
+xs = np.stack([example(i)[0] for i in range(128)]).reshape(128, 4, -1, 1)
+flow = ImageDataGenerator(horizontal_flip=True).flow(xs, (xs[:, 0, 0, 0] > 0.5).astype("float32"), batch_size=16)
+model = keras.Sequential([keras.Input(xs.shape[1:]), keras.layers.Flatten(), keras.layers.Dense(1)])
+model.compile(optimizer="adam", loss="mse")
+model.fit(x=flow, epochs=2, verbose=0)
+''', "flow.py"))
+    assert code == 0 and report["ended"] == "diagnosed", report
+    assert report["input"].startswith("a NumpyArrayIterator (PyDataset")
+
+
 def test_fit_positional_arguments_and_a_mirrored_strategy(tmp_path):
     code, report = doctor(tmp_path, write(tmp_path, '''
 import tensorflow as tf

@@ -33,7 +33,7 @@ def is_model(obj) -> bool:
 
 def check_source(source, name: str = "source"):
     """Raises ``ValueError`` (naming ``name``) unless ``source`` is a re-readable batch source."""
-    if isinstance(source, Iterator):
+    if isinstance(source, Iterator) and not is_pydataset(source):  # ImageDataGenerator's flows are PyDatasets too
         raise ValueError(f"{name} is a one-shot iterator ({type(source).__name__}); the doctor reads it "
                          f"several times: pass a tf.data.Dataset, a PyDataset or a function returning "
                          f"a fresh generator")
