@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import keras
@@ -385,6 +386,36 @@ print("loop ended")
     if report["verdict"] == "input-bound":  # the profile of the waits names the user's function
         assert {f["code"] for f in report["findings"]} == {"compute_once", "python_in_pipeline"}
         assert all(f["where"].startswith("train.py:") and "features" in f["where"] for f in report["findings"]), report
+
+
+def test_a_loop_begun_within_the_wait_is_timed_past_it_and_one_too_slow_ends_in_one_line(tmp_path, monkeypatch, capsys):
+    """A loop whose first steps outlast --wait-seconds (a large model's first trace) has begun: the budget
+    is for timing it. One whose steps are slower than the budget and its margin allow ends in one line."""
+    import kit.doctor.script as script_mod
+
+    path = write(tmp_path, '''
+model = make_model()
+for step in range(400):
+    if step == 1:
+        time.sleep(3)  # the second step long after the first: past the 1 s wait
+    xs, ys = zip(*(example(step * 8 + k) for k in range(8)))
+    model.train_on_batch(np.stack(xs), np.array(ys))
+''')
+    code, report = doctor(tmp_path, path, "--wait-seconds", "1")
+    assert code == 0 and report["ended"] == "custom loop" and report["steps"] >= 10, report
+    monkeypatch.setattr(script_mod, "LOOP_GRACE_S", 1.0)
+    path = write(tmp_path, '''
+model = make_model()
+for step in range(400):
+    for _ in range(300 if step else 0):  # every step after the first far slower than the budget
+        time.sleep(0.1)  # (short sleeps: the watchdog's interrupt lands between them)
+    xs, ys = zip(*(example(step * 8 + k) for k in range(8)))
+    model.train_on_batch(np.stack(xs), np.array(ys))
+''', "slow.py")
+    t0 = time.perf_counter()
+    code, report = doctor(tmp_path, path, "--wait-seconds", "1")
+    assert code == 2 and report["ended"] == "over budget" and time.perf_counter() - t0 < 20
+    assert "training loop at slow.py:" in capsys.readouterr().err
 
 
 def test_a_loop_calling_predict_every_step_is_told_predict_on_batch(tmp_path):

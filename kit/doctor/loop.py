@@ -324,9 +324,9 @@ class LoopHooks:
                     loop.waits.append(gap)
             return loop
 
-        def end(loop: Loop, t0: float) -> None:
+        def end(loop: Loop, t0: float, traced: bool = False) -> None:
             state["n"] += 1
-            if state["n"] > 1:
+            if state["n"] > 1 and not traced:  # a step that traced its model's train function is start-up, not work
                 loop.work.append(time.perf_counter() - t0)
             hooks.check(loop, None)
             state["last"] = time.perf_counter()
@@ -334,12 +334,13 @@ class LoopHooks:
             if not hooks.reported:
                 state["profile"].enable()
 
-        def timed(call, frame, t0: float | None = None):
-            """``call()`` timed as (the end of) one training step of the loop at ``frame``, begun at ``t0``."""
+        def timed(call, frame, t0: float | None = None, traced: bool = False):
+            """``call()`` timed as (the end of) one training step of the loop at ``frame``, begun at ``t0``;
+            ``traced``: the step traces its model's train function first (its time left out of the work)."""
             t0 = time.perf_counter() if t0 is None else t0
             loop = begin(frame, t0)
             result = call()
-            end(loop, t0)
+            end(loop, t0, traced)
             return result
 
         self._step_original = train_original = keras.Model.train_on_batch
@@ -348,7 +349,10 @@ class LoopHooks:
             if not ours():
                 return train_original(model, *args, **kwargs)
             hooks.model = model
-            return timed(lambda: train_original(model, *args, **kwargs), sys._getframe(1))
+            # a model's first train_on_batch builds and traces its train function (a GAN's adversarial model:
+            # tens of seconds), start-up like the loop's first step
+            traced = getattr(model, "train_function", None) is None
+            return timed(lambda: train_original(model, *args, **kwargs), sys._getframe(1), traced=traced)
 
         self._apply_original = apply_original = keras.optimizers.Optimizer.apply
 

@@ -26,6 +26,9 @@ from kit.util import OneLineParser, positive_float
 
 #: Seconds the doctor waits, past its budget, for a script stopped in C code to end before it exits anyway.
 EXIT_GRACE_S = 5.0
+#: What a custom loop that began within the wait may take past the budget to be timed (its report, a
+#: dataset's diagnosis, included) before the watchdog stops the script.
+LOOP_GRACE_S = 15.0
 
 
 class _End(BaseException):
@@ -77,6 +80,7 @@ class Session:
         self.done = threading.Event()  # set once the script trained (fit or loop) or ended
         self.finished = threading.Event()  # set once main() has ended the script
         self.wait = a.wait_seconds or a.max_seconds
+        self.loops = None  # the custom-loop hooks (loop.LoopHooks), once installed
         self.report: dict = {"script": self.name, "argv": a.args, "max_seconds": a.max_seconds}
 
     # --- fit -------------------------------------------------------------------------------------
@@ -166,6 +170,11 @@ class Session:
         """Stops a script that has neither fitted nor looped within the budget, naming where it was."""
         if self.done.wait(self.wait):
             return
+        loop = getattr(self.loops, "loop", None)
+        if loop is not None and self.done.wait(self.a.max_seconds + LOOP_GRACE_S):
+            # A custom loop had begun (its first steps may trace a large model for longer than the wait):
+            # the budget is for timing it, and it reported within the budget and a margin.
+            return
         frame = sys._current_frames().get(threading.main_thread().ident or 0)
         mine = None
         while frame is not None and mine is None:  # the innermost user frame of the main thread
@@ -174,11 +183,19 @@ class Session:
                 mine = frame
             frame = frame.f_back
         at = f"; it was at {place(mine)}" if mine is not None else ""
-        line = (f"{self.name} did not call model.fit or iterate a tf.data.Dataset in its first "
-                f"{self.wait:g} s (--wait-seconds){at}: the doctor waited for a fit or a "
-                f"training loop, and stopped the script (a loop inside a tf.function is not measurable)")
+        if loop is not None:  # begun, but too few steps ended within the budget to time it
+            from kit.doctor.loop import MIN_STEPS  # noqa: PLC0415
+
+            line = (f"{self.name}'s training loop at {loop.where} began, and {len(loop.waits) + 1} of its steps ended "
+                    f"within the budget ({self.a.max_seconds:g} s and {LOOP_GRACE_S:g} s more; the loop is timed over "
+                    f"at least {MIN_STEPS}){at}: its steps are slower than the budget allows; a larger --max-seconds "
+                    "times them. The doctor stopped the script")
+        else:
+            line = (f"{self.name} did not call model.fit or iterate a tf.data.Dataset in its first "
+                    f"{self.wait:g} s (--wait-seconds){at}: the doctor waited for a fit or a "
+                    f"training loop, and stopped the script (a loop inside a tf.function is not measurable)")
         print(f"kit: error: {line}", file=sys.stderr, flush=True)
-        self.report.update({"ended": "no training", "error": line})
+        self.report.update({"ended": "over budget" if loop is not None else "no training", "error": line})
         self.write()
         self.done.set()
         _thread.interrupt_main()  # KeyboardInterrupt in the script, which main() below turns into exit 2
@@ -203,7 +220,7 @@ def main(argv=None) -> int:
     from kit.doctor.loop import LoopHooks  # noqa: PLC0415  (imports TensorFlow)
 
     hooks = Hooks(session.on_fit).install()
-    loops = LoopHooks(session.on_loop, max_seconds=a.max_seconds).install().install_steps()
+    loops = session.loops = LoopHooks(session.on_loop, max_seconds=a.max_seconds).install().install_steps()
     threading.Thread(target=session.watchdog, name="kit-doctor-watchdog", daemon=True).start()
     argv0 = sys.argv
     path0 = list(sys.path)
@@ -221,7 +238,7 @@ def main(argv=None) -> int:
     except _End as e:
         return e.code
     except KeyboardInterrupt:
-        return 2 if session.report.get("ended") == "no training" else 130
+        return 2 if session.report.get("ended") in ("no training", "over budget") else 130
     except SystemExit as e:  # the script's own exit
         if not session.done.is_set() and e.code in (0, None):
             print(f"kit: error: {session.name} exited before it called model.fit or iterated a dataset",
