@@ -191,13 +191,15 @@ def test_a_finite_dataset_is_fitted_epoch_by_epoch_as_the_users_fit_reads_it(mon
     assert seen == [True, False, False]
     # doctor run: the script's fit with steps_per_epoch keeps one iterator, so per_epoch=False
     given = []
-    monkeypatch.setattr(diagnosis, "diagnose", lambda *a, **k: given.append(k["per_epoch"]))
+    monkeypatch.setattr(diagnosis, "diagnose", lambda *a, **k: given.append((k["per_epoch"], k["pipeline"])))
     for kwargs in ({"epochs": 3}, {"epochs": 3, "steps_per_epoch": 4}):
         run.diagnose_fit(run.Fit(model, ds, kwargs=kwargs), max_seconds=5)
-    # arrays are read through the doctor's own dataset, not Keras's adapter: its epoch starts are not the user's
-    run.diagnose_fit(run.Fit(model, np.ones((8, 3), "float32"), np.ones((8, 1), "float32"), kwargs={"epochs": 3}),
-                     max_seconds=5)
-    assert given == [None, False, False]
+    # arrays are read through Keras's own adapter, which starts a new pass whenever one ends (steps_per_epoch
+    # or not), as the user's fit does; its pipeline is Keras's, not the user's: its structure is not read
+    for kwargs in ({"epochs": 3}, {"epochs": 3, "steps_per_epoch": 2}):
+        run.diagnose_fit(run.Fit(model, np.ones((8, 3), "float32"), np.ones((8, 1), "float32"), kwargs=kwargs),
+                         max_seconds=5)
+    assert given == [(None, True), (False, True), (True, False), (True, False)]
 
 
 def test_a_dataset_of_unknown_length_is_counted_to_size_a_cache_and_a_repeated_one_is_not():
