@@ -117,6 +117,12 @@ class Fit:
     strategy: str = ""
 
     @property
+    def in_memory(self) -> bool:
+        """Whether ``fit`` was given arrays (not a dataset, a PyDataset, a generator or an iterator)."""
+        x = self.x
+        return not (is_dataset(x) or is_pydataset(x) or inspect.isgenerator(x) or hasattr(x, "__next__"))
+
+    @property
     def kind(self) -> str:
         x = self.x
         if is_dataset(x):
@@ -149,9 +155,9 @@ class Fit:
             return _Live(x, steps or 64), (
                 f"the generator is one-shot and the doctor could not call {getattr(x, '__qualname__', 'it')}() "
                 "again: it read the script's own generator (its A/B trials read later batches)")
-        return self.arrays()
+        return self._arrays()
 
-    def arrays(self) -> tuple[Any, str]:
+    def _arrays(self) -> tuple[Any, str]:
         """Arrays as Keras's ``fit`` reads them: its array adapter's ``tf.data`` pipeline (shuffled indices,
         a parallel gather, prefetch; its threads share the cores with the step), one pass an epoch. Where
         that adapter is not found (another Keras), ``from_tensor_slices(...).batch(...)``."""
@@ -253,7 +259,7 @@ def diagnose_fit(call: Fit, *, max_seconds: float):
     # Keras reads a finite dataset with a new iterator every epoch unless steps_per_epoch is given (then one
     # iterator runs on across epochs, as through a trailing repeat()). Arrays: Keras's adapter starts a new
     # pass whenever one ends, steps_per_epoch or not; its pipeline is Keras's, not the user's to change.
-    arrays = call.kind == "arrays in memory"
+    arrays = call.in_memory
     per_epoch = True if arrays else False if call.kwargs.get("steps_per_epoch") or not is_dataset(call.x) else None
     return bounded(lambda: diagnose(source, call.model, max_seconds=max_seconds, name=name, per_epoch=per_epoch,
                                     pipeline=not arrays), max_seconds, name), note
