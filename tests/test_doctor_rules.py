@@ -441,12 +441,21 @@ def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
 
     monkeypatch.setattr(measure, "plain_fit", plain_fit)
     monkeypatch.setattr(measure, "timed_fit", timed_fit)
+    # The user's fit reads a generator (both sources here): the ceiling runs with a process's own malloc
+    # thresholds, the real fit with those TensorFlow's generator op sets (kit.system.malloc).
+    monkeypatch.setattr(measure.malloc, "use", lambda state: calls.append(("malloc", state)))
+    own, gen = ("malloc", measure.malloc.OWN), ("malloc", measure.malloc.GENERATOR)
     batch = Batches()[0]
     for source in (Batches(), lambda: iter([batch])):
         calls.clear()
         fits = measure.measure_fits(None, source, batch, max_seconds=1.0, rounds=2)
         real = type(source).__name__
         assert calls == [("plain", "_TensorDataset", 4), ("plain", real, 4)] * 2 + [("timed", real, 0)], calls
+        calls.clear()
+        measure.measure_fits(None, source, batch, max_seconds=1.0, rounds=2, generator=True)
+        assert calls == [own, ("plain", "_TensorDataset", 4), gen, ("plain", real, 4)] * 2 + [("timed", real, 0)], calls
+        calls.clear()
+        fits = measure.measure_fits(None, source, batch, max_seconds=1.0, rounds=2)
         assert fits["plain"] and fits["input_share"] == pytest.approx(0.5)
         assert fits["fit_epoch_starts"] == (2 if real == "Batches" else None)  # counted where epochs are the source's
 

@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from kit.doctor import progress, python, rules, trial
 from kit.doctor import rewrite as rw
 from kit.doctor.candidates import (
@@ -36,6 +38,7 @@ from kit.doctor.loader import batching_rate, load_average, measure_loader
 from kit.doctor.measure import (
     compiled_copy,
     epoch_batches,
+    fit_once,
     fit_rate,
     measure_fits,
     reads_per_epoch,
@@ -43,12 +46,23 @@ from kit.doctor.measure import (
     steps_per_execution_gain,
 )
 from kit.doctor.report import Diagnosis
-from kit.doctor.sources import check_source, describe_error, first_batch, is_dataset, is_pydataset, nbytes
+from kit.doctor.sources import (
+    check_source,
+    describe_error,
+    feeds_generator,
+    first_batch,
+    is_dataset,
+    is_pydataset,
+    nbytes,
+)
+from kit.system import malloc
 from kit.util import usable_cpus
 
 #: Shares of the budget: the loader alone, the fits (ceiling and real), the frozen head; the rest
 #: goes to the fixes.
 LOADER_SHARE, FITS_SHARE, HEAD_SHARE, PROFILE_SHARE, SPE_SHARE = 0.08, 0.22, 0.05, 0.03, 0.05
+#: The share of the budget for the real fit's A/B of the malloc thresholds (a source read through a generator).
+MALLOC_SHARE = 0.1
 #: Steps per execution the doctor tries on a small step.
 SPE = 16
 TRIAL_ROUNDS = 3
@@ -144,6 +158,11 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     if per_epoch is None:
         per_epoch = reads_per_epoch(source)
     n_cores, load = usable_cpus(), load_average()
+    # The user's fit reads a generator: TensorFlow's generator op sets the malloc thresholds of their
+    # process (kit.system.malloc), which the doctor's fits each get as their own process would.
+    generator = malloc.available() and feeds_generator(source)
+    if generator:
+        malloc.use(malloc.GENERATOR)
     graph = pipeline_graph(source) if is_dataset(source) and pipeline else None
     compile_start = time.perf_counter()
     copy = compiled_copy(model, batch, name) if model is not None else None
@@ -172,7 +191,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         # beyond it: copying and compiling a large model may have taken much of it.
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,
                             thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM),
-                            per_epoch=bool(per_epoch), run_on=budget.left() - seconds)
+                            per_epoch=bool(per_epoch), run_on=budget.left() - seconds, generator=generator)
         rates.update(fits)
         verdict, summary, symptom = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         found += symptom
@@ -183,6 +202,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         m = replace(m, transfer_s=python.transfer_seconds(batch))
     rates["cores_available"] = m.free_cores() if fits else rules.cores_available(n_cores, m.cores_busy, load)
     if copy is not None:
+        if generator:  # first of the findings on the fit: what makes the step itself slower beside a generator
+            found += _generator_malloc(copy, source, batch_size, budget, max_seconds, per_epoch=bool(per_epoch))
         found += _frozen(head, fits, graph)
         found += rules.epoch_start_stall({**fits, "batch_size": batch_size})
         found += _memory_growth(source, fits, budget, max_seconds)
@@ -227,7 +248,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
                                f"workers={getattr(source, 'workers', 1)}: one thread reads every batch while "
                                f"the loader alone keeps {m.cores_busy:.2f} cores busy", ordered=True, random=False))
     progress.step("the A/B trials of the fixes", findings=[f"{f.code}: {f.evidence}" for f in found])
-    rate = fit_rate(copy, batch_size, per_epoch=bool(per_epoch)) if copy is not None else None
+    rate = fit_rate(copy, batch_size, per_epoch=bool(per_epoch), generator=generator) if copy is not None else None
     tried = _try_all(cands, source, copy, m, budget, examples=examples, rate=rate)
     found += [f for t in tried for f in _findings(t, m, where)]
     if not any(f.code == "pydataset_single_worker" and f.applied for f in found):
@@ -242,6 +263,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         rates["fixed_fit_gain" if copy is not None else "fixed_loader_gain"] = fixed_gain.median
     if trace_dir is not None:
         trace_dir = str(record_trace(copy, source, trace_dir))
+    if generator:
+        malloc.use(malloc.GENERATOR)  # as the user's own fit leaves the process
     return Diagnosis(verdict=verdict, summary=summary, rates=rates, findings=table(found),
                      pipeline=labels(graph) if graph is not None else [], trace_dir=trace_dir,
                      fixed=fixed, changes=changes, tried=[t.row() for t in tried], skipped=budget.skipped)
@@ -302,6 +325,56 @@ def _memory_growth(source, fits, budget: Budget, max_seconds: float) -> list[Fin
     where, mb = line
     return [replace(f, where=where, evidence=f"{f.evidence}; traced: the memory allocated at {where} and still held "
                                              f"grew {mb:,.0f} MB an epoch") for f in found]
+
+
+def _largest_output_bytes(model, batch_size: int) -> int | None:
+    """The largest layer output of ``model`` on a batch of ``batch_size``, in bytes; None where a layer's
+    output or its shape is unknown (a subclassed model)."""
+    largest = 0
+    for layer in getattr(model, "layers", None) or []:
+        try:
+            outputs = layer.output if isinstance(layer.output, (list, tuple)) else [layer.output]
+            for o in outputs:
+                dims = [int(d) for d in o.shape[1:]]  # None: unknown, raises
+                largest = max(largest, batch_size * math.prod(dims) * np.dtype(o.dtype).itemsize)
+        except (AttributeError, TypeError, ValueError):
+            return None
+    return largest if getattr(model, "layers", None) else None
+
+
+def _generator_malloc(copy, source, batch_size: int, budget: Budget, max_seconds: float, *,
+                      per_epoch: bool = False) -> list[Finding]:
+    """The real fit with TensorFlow's malloc thresholds (what its generator op leaves the process in)
+    against a process's own (``kit.system.malloc``), interleaved: ``generator_malloc`` where the second
+    gains beyond the noise. Not run where the model's largest layer output is under the mapping
+    threshold (none of the step's tensors is mapped on its own)."""
+    largest = _largest_output_bytes(copy, batch_size)
+    if largest is not None and largest < malloc.GENERATOR.mmap:
+        return []  # no tensor of the step is mapped on its own, whatever the thresholds
+    what = "the A/B of the malloc thresholds TensorFlow's generator sets"
+    seconds = budget.take(MALLOC_SHARE * max_seconds, what, least=0.6)
+    if not seconds:
+        return []
+
+    def rate(state, s):
+        malloc.use(state)
+        return fit_once(copy, source, batch_size=batch_size, max_seconds=s, per_epoch=per_epoch)["examples_per_s"]
+
+    rounds = TRIAL_ROUNDS - 1
+    try:
+        gain = trial.ab(malloc.GENERATOR, malloc.OWN, seconds=seconds / (2 * rounds), rounds=rounds, rate=rate)
+    finally:
+        malloc.use(malloc.GENERATOR)
+    if not gain.real:
+        return []
+    reader = "your PyDataset" if is_pydataset(source) else "your generator" if not is_dataset(source) else "from_generator"
+    return [Finding(
+        "generator_malloc",
+        f"Keras reads {reader} through TensorFlow's generator op, which sets glibc's malloc thresholds for the "
+        f"whole process (128 KB): the training step's larger tensors are then mapped and unmapped every step",
+        gain.median, f"measured: the real fit with the thresholds a process without a generator keeps, against "
+                     f"TensorFlow's, interleaved, {gain.text()}",
+        gain_low=gain.low, gain_high=gain.high)]
 
 
 def _per_step(model, batch, batch_size, fits, loader_rate, budget: Budget, max_seconds: float, *,

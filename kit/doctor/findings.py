@@ -64,6 +64,14 @@ CODES = {
         "Keep one iterator across epochs (ds.repeat() with steps_per_epoch), shuffle ids rather than filling "
         "a large example buffer at each epoch's start, and keep PyDataset workers' start-up out of short epochs.",
     ),
+    "generator_malloc": (
+        "TensorFlow's generator op (Keras's reader of a PyDataset or a generator) set the process's malloc "
+        "thresholds, and the training step's own tensors pay page faults every step", "speed",
+        "Train from tf.data without a Python generator (a converted store, np.load'ed arrays, tf.data's own "
+        "reading ops), which never sets them; or give glibc its thresholds back once fit has read its first "
+        "batch: a callback whose on_train_batch_end calls kit.system.malloc.use(kit.system.malloc.OWN) "
+        "(the process then keeps more freed memory; docs/doctor.md).",
+    ),
     "validation_input": (
         "validation_data read as slowly as the training input: its share of each epoch", "speed",
         "Give validation the same input fixes as training (it is read every epoch), or validate every few "

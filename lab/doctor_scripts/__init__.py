@@ -367,7 +367,7 @@ VOCABULARY = ("python_in_pipeline", "pydataset_single_worker", "serial_map", "ma
               "serial_interleave", "no_prefetch", "options_off", "no_cache", "read_amplification",
               "frozen_backbone_recomputed", "augment_before_frozen_backbone", "small_shuffle_buffer",
               "compute_once", "steps_per_execution", "validation_input", "epoch_start_stall", "memory_growth",
-              "predict_per_step", "frozen_layer_trains")
+              "predict_per_step", "frozen_layer_trains", "generator_malloc")
 HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
 #: custom loops: training steps per epoch (the timer sees train_on_batch calls, not epochs)
 LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41, "squeezenet_faces": 10, "pokemon_gan": 24,

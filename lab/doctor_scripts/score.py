@@ -94,9 +94,14 @@ def band(truth_row: dict | None) -> list[str]:
     return [v for v in order if v in seen or v == verdict]
 
 
+#: Codes true wherever the doctor lists them, and no script's one fix: ``generator_malloc`` is itself an A/B
+#: of the real fit (TensorFlow's malloc thresholds against the process's own), listed only where it gained.
+ALWAYS_TOLERATED = ("generator_malloc",)
+
+
 def score(report: dict | None, entry: dict, true_verdict: str | None, truth_band: list[str] | None = None) -> dict:
     """Scores one doctor report (None: the run failed) against a CORPUS entry, the true verdict and its band."""
-    codes, tolerated = set(entry["codes"]), set(entry["tolerated"])
+    codes, tolerated = set(entry["codes"]), set(entry["tolerated"]) | set(ALWAYS_TOLERATED)
     truth_band = truth_band or ([true_verdict] if true_verdict else [])
     if report is None:
         return {"verdict": None, "verdict_right": False, "band_right": False, "top": [], "precision": None,
