@@ -82,7 +82,8 @@ def test_module_table_lists_the_kits_modules_at_two_commits(capsys):
     assert "### before:" in out and "### after:" in out and "| `kit/bench/__init__.py` |" in out
 
 
-@pytest.mark.parametrize("name", ["first_touch", "read_ahead_pairs", "plain_vs_timed_fit", "doctor_gains"])
+@pytest.mark.parametrize("name", ["first_touch", "read_ahead_pairs", "plain_vs_timed_fit", "doctor_gains",
+                                  "generator_malloc"])
 def test_the_experiments_import(name):
     assert callable(importlib.import_module(f"lab.experiments.{name}").main)
 
