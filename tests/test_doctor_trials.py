@@ -351,3 +351,27 @@ def test_the_malloc_thresholds_a_generator_sets_are_measured_on_the_real_fit(mon
     assert diagnosis._generator_malloc(small, [], 4, budget, 30.0) == [] and not state and budget.left() > 29.0
     large = keras.Sequential([keras.Input((64, 64, 3)), keras.layers.Conv2D(16, 3, padding="same")])
     assert diagnosis._largest_output_bytes(large, 4) == 4 * 64 * 64 * 16 * 4
+
+
+def test_the_user_s_fit_after_the_doctor_s_gets_tensorflow_s_thresholds_where_it_reads_a_generator(monkeypatch):
+    """diagnose leaves the process with its own malloc thresholds; the user's fit the doctor then runs
+    (--continue, watch(run_fit=True)) gets TensorFlow's where it reads a generator, as it would have."""
+    from kit.doctor import run
+    from kit.system import malloc
+
+    state = []
+    monkeypatch.setattr(malloc, "use", lambda s: state.append(s) or True)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    x, y = np.ones((8, 3), "float32"), np.ones((8, 1), "float32")
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return x[:4], y[:4]
+
+    for given, expected in ((run.Fit(model, Batches(), kwargs={}), [malloc.GENERATOR]),
+                            (run.Fit(model, x, y, kwargs={}), [])):
+        state.clear()
+        assert run.run_as_written(given, lambda: "ran") == "ran" and state == expected

@@ -264,7 +264,10 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     if trace_dir is not None:
         trace_dir = str(record_trace(copy, source, trace_dir))
     if generator:
-        malloc.use(malloc.GENERATOR)  # as the user's own fit leaves the process
+        # A process's own, not TensorFlow's 128 KB: what the process had before is unknown, and TensorFlow's
+        # would slow every step after this one (a notebook's cells). The user's fit, where the doctor runs it
+        # after this, gets TensorFlow's (run.run_as_written).
+        malloc.use(malloc.OWN)
     return Diagnosis(verdict=verdict, summary=summary, rates=rates, findings=table(found),
                      pipeline=labels(graph) if graph is not None else [], trace_dir=trace_dir,
                      fixed=fixed, changes=changes, tried=[t.row() for t in tried], skipped=budget.skipped)
