@@ -339,8 +339,9 @@ def test_the_malloc_thresholds_a_generator_sets_are_measured_on_the_real_fit(mon
     monkeypatch.setattr(malloc, "use", lambda s: state.append(s) or True)
     monkeypatch.setattr(diagnosis, "fit_once", lambda copy, source, **k: {
         "examples_per_s": own_rate if state[-1] == malloc.OWN else 10.0})
-    out = diagnosis._generator_malloc(None, [], 4, diagnosis.Budget(30.0), 30.0)
+    out, gain = diagnosis._generator_malloc(None, [], 4, diagnosis.Budget(30.0), 30.0)
     assert [f.code for f in out] == (["generator_malloc"] if found else [])
+    assert gain == pytest.approx(2.0 if found else 1.0)
     if found:
         assert out[0].expected_gain == pytest.approx(2.0) and out[0].status == "measured"
     assert state.count(malloc.OWN) == diagnosis.TRIAL_ROUNDS - 1 and state[-1] == malloc.GENERATOR
@@ -348,7 +349,7 @@ def test_the_malloc_thresholds_a_generator_sets_are_measured_on_the_real_fit(mon
     small = keras.Sequential([keras.Input((16,)), keras.layers.Dense(4)])
     budget = diagnosis.Budget(30.0)
     state.clear()
-    assert diagnosis._generator_malloc(small, [], 4, budget, 30.0) == [] and not state and budget.left() > 29.0
+    assert diagnosis._generator_malloc(small, [], 4, budget, 30.0) == ([], 1.0) and not state and budget.left() > 29.0
     large = keras.Sequential([keras.Input((64, 64, 3)), keras.layers.Conv2D(16, 3, padding="same")])
     assert diagnosis._largest_output_bytes(large, 4) == 4 * 64 * 64 * 16 * 4
 

@@ -193,6 +193,10 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
                             thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM),
                             per_epoch=bool(per_epoch), run_on=budget.left() - seconds, generator=generator)
         rates.update(fits)
+        if generator:  # before the verdict: what the generator's reader costs the step explains headroom too
+            malloc_found, fits["malloc_gain"] = _generator_malloc(copy, source, batch_size, budget, max_seconds,
+                                                                  per_epoch=bool(per_epoch))
+            found += malloc_found
         verdict, summary, symptom = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         found += symptom
         rates["verdict_basis"] = rules.verdict_basis(fits)
@@ -202,8 +206,6 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         m = replace(m, transfer_s=python.transfer_seconds(batch))
     rates["cores_available"] = m.free_cores() if fits else rules.cores_available(n_cores, m.cores_busy, load)
     if copy is not None:
-        if generator:  # first of the findings on the fit: what makes the step itself slower beside a generator
-            found += _generator_malloc(copy, source, batch_size, budget, max_seconds, per_epoch=bool(per_epoch))
         found += _frozen(head, fits, graph)
         found += rules.epoch_start_stall({**fits, "batch_size": batch_size})
         found += _memory_growth(source, fits, budget, max_seconds)
@@ -346,18 +348,19 @@ def _largest_output_bytes(model, batch_size: int) -> int | None:
 
 
 def _generator_malloc(copy, source, batch_size: int, budget: Budget, max_seconds: float, *,
-                      per_epoch: bool = False) -> list[Finding]:
+                      per_epoch: bool = False) -> tuple[list[Finding], float]:
     """The real fit with TensorFlow's malloc thresholds (what its generator op leaves the process in)
     against a process's own (``kit.system.malloc``), interleaved: ``generator_malloc`` where the second
     gains beyond the noise. Not run where the model's largest layer output is under the mapping
-    threshold (none of the step's tensors is mapped on its own)."""
+    threshold (none of the step's tensors is mapped on its own). Returns ``(findings, gain)``: the
+    median gain where it is real, else 1.0."""
     largest = _largest_output_bytes(copy, batch_size)
     if largest is not None and largest < malloc.GENERATOR.mmap:
-        return []  # no tensor of the step is mapped on its own, whatever the thresholds
+        return [], 1.0  # no tensor of the step is mapped on its own, whatever the thresholds
     what = "the A/B of the malloc thresholds TensorFlow's generator sets"
     seconds = budget.take(MALLOC_SHARE * max_seconds, what, least=0.6)
     if not seconds:
-        return []
+        return [], 1.0
 
     def rate(state, s):
         malloc.use(state)
@@ -369,7 +372,7 @@ def _generator_malloc(copy, source, batch_size: int, budget: Budget, max_seconds
     finally:
         malloc.use(malloc.GENERATOR)
     if not gain.real:
-        return []
+        return [], 1.0
     reader = "your PyDataset" if is_pydataset(source) else "your generator" if not is_dataset(source) else "from_generator"
     return [Finding(
         "generator_malloc",
@@ -377,7 +380,7 @@ def _generator_malloc(copy, source, batch_size: int, budget: Budget, max_seconds
         f"whole process (128 KB): the training step's larger tensors are then mapped and unmapped every step",
         gain.median, f"measured: the real fit with the thresholds a process without a generator keeps, against "
                      f"TensorFlow's, interleaved, {gain.text()}",
-        gain_low=gain.low, gain_high=gain.high)]
+        gain_low=gain.low, gain_high=gain.high)], gain.median
 
 
 def _per_step(model, batch, batch_size, fits, loader_rate, budget: Budget, max_seconds: float, *,
