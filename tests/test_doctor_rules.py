@@ -446,9 +446,9 @@ def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
     monkeypatch.setattr(measure, "plain_fit", plain_fit)
     monkeypatch.setattr(measure, "timed_fit", timed_fit)
     # The user's fit reads a generator (both sources here): the ceiling runs with a process's own malloc
-    # thresholds, the real fit with those TensorFlow's generator op sets (kit.system.malloc).
-    monkeypatch.setattr(measure.malloc, "use", lambda state: calls.append(("malloc", state)))
-    own, gen = ("malloc", measure.malloc.OWN), ("malloc", measure.malloc.GENERATOR)
+    # thresholds, the real fit with those TensorFlow's generator op sets (kit.doctor.allocator).
+    monkeypatch.setattr(measure.allocator, "use", lambda state: calls.append(("malloc", state)))
+    own, gen = ("malloc", measure.allocator.OWN), ("malloc", measure.allocator.GENERATOR)
     batch = Batches()[0]
     for source in (Batches(), lambda: iter([batch])):
         calls.clear()

@@ -333,32 +333,33 @@ def test_a_diagnosis_after_one_its_caller_stopped_waiting_for_gets_its_whole_bud
 def test_the_malloc_thresholds_a_generator_sets_are_measured_on_the_real_fit(monkeypatch, own_rate, found):
     """generator_malloc: the real fit with TensorFlow's thresholds (what its generator op leaves) against a
     process's own, interleaved; a finding only where the second gains, and TensorFlow's state left after."""
-    from kit.system import malloc
+    from kit.doctor import allocator as malloc
+    from kit.doctor import measure
 
     state = []
     monkeypatch.setattr(malloc, "use", lambda s: state.append(s) or True)
-    monkeypatch.setattr(diagnosis, "fit_once", lambda copy, source, **k: {
+    monkeypatch.setattr(measure, "fit_once", lambda copy, source, **k: {
         "examples_per_s": own_rate if state[-1] == malloc.OWN else 10.0})
-    out, gain = diagnosis._generator_malloc(None, [], 4, diagnosis.Budget(30.0), 30.0)
+    out, gain = malloc.generator_malloc(None, [], 4, diagnosis.Budget(30.0), 30.0)
     assert [f.code for f in out] == (["generator_malloc"] if found else [])
     assert gain == pytest.approx(2.0 if found else 1.0)
     if found:
         assert out[0].expected_gain == pytest.approx(2.0) and out[0].status == "measured"
-    assert state.count(malloc.OWN) == diagnosis.TRIAL_ROUNDS - 1 and state[-1] == malloc.GENERATOR
+    assert state.count(malloc.OWN) == malloc.ROUNDS and state[-1] == malloc.GENERATOR
     # A model none of whose layer outputs reaches the mapping threshold: nothing to measure, no time taken.
     small = keras.Sequential([keras.Input((16,)), keras.layers.Dense(4)])
     budget = diagnosis.Budget(30.0)
     state.clear()
-    assert diagnosis._generator_malloc(small, [], 4, budget, 30.0) == ([], 1.0) and not state and budget.left() > 29.0
+    assert malloc.generator_malloc(small, [], 4, budget, 30.0) == ([], 1.0) and not state and budget.left() > 29.0
     large = keras.Sequential([keras.Input((64, 64, 3)), keras.layers.Conv2D(16, 3, padding="same")])
-    assert diagnosis._largest_output_bytes(large, 4) == 4 * 64 * 64 * 16 * 4
+    assert malloc.largest_output_bytes(large, 4) == 4 * 64 * 64 * 16 * 4
 
 
 def test_the_user_s_fit_after_the_doctor_s_gets_tensorflow_s_thresholds_where_it_reads_a_generator(monkeypatch):
     """diagnose leaves the process with its own malloc thresholds; the user's fit the doctor then runs
     (--continue, watch(run_fit=True)) gets TensorFlow's where it reads a generator, as it would have."""
+    from kit.doctor import allocator as malloc
     from kit.doctor import run
-    from kit.system import malloc
 
     state = []
     monkeypatch.setattr(malloc, "use", lambda s: state.append(s) or True)

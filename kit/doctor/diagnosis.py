@@ -7,9 +7,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
-from kit.doctor import progress, python, rules, trial
+from kit.doctor import allocator, progress, python, rules, trial
 from kit.doctor import rewrite as rw
 from kit.doctor.candidates import (
     Candidate,
@@ -38,7 +36,6 @@ from kit.doctor.loader import batching_rate, load_average, measure_loader
 from kit.doctor.measure import (
     compiled_copy,
     epoch_batches,
-    fit_once,
     fit_rate,
     measure_fits,
     reads_per_epoch,
@@ -55,14 +52,11 @@ from kit.doctor.sources import (
     is_pydataset,
     nbytes,
 )
-from kit.system import malloc
 from kit.util import usable_cpus
 
 #: Shares of the budget: the loader alone, the fits (ceiling and real), the frozen head; the rest
 #: goes to the fixes.
 LOADER_SHARE, FITS_SHARE, HEAD_SHARE, PROFILE_SHARE, SPE_SHARE = 0.08, 0.22, 0.05, 0.03, 0.05
-#: The share of the budget for the real fit's A/B of the malloc thresholds (a source read through a generator).
-MALLOC_SHARE = 0.1
 #: Steps per execution the doctor tries on a small step.
 SPE = 16
 TRIAL_ROUNDS = 3
@@ -159,10 +153,10 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         per_epoch = reads_per_epoch(source)
     n_cores, load = usable_cpus(), load_average()
     # The user's fit reads a generator: TensorFlow's generator op sets the malloc thresholds of their
-    # process (kit.system.malloc), which the doctor's fits each get as their own process would.
-    generator = malloc.available() and feeds_generator(source)
+    # process (kit.doctor.allocator), which the doctor's fits each get as their own process would.
+    generator = allocator.available() and feeds_generator(source)
     if generator:
-        malloc.use(malloc.GENERATOR)
+        allocator.use(allocator.GENERATOR)
     graph = pipeline_graph(source) if is_dataset(source) and pipeline else None
     compile_start = time.perf_counter()
     copy = compiled_copy(model, batch, name) if model is not None else None
@@ -194,7 +188,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
                             per_epoch=bool(per_epoch), run_on=budget.left() - seconds, generator=generator)
         rates.update(fits)
         if generator:  # before the verdict: what the generator's reader costs the step explains headroom too
-            malloc_found, fits["malloc_gain"] = _generator_malloc(copy, source, batch_size, budget, max_seconds,
+            malloc_found, fits["malloc_gain"] = allocator.generator_malloc(copy, source, batch_size, budget, max_seconds,
                                                                   per_epoch=bool(per_epoch))
             found += malloc_found
         verdict, summary, symptom = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
@@ -269,7 +263,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         # A process's own, not TensorFlow's 128 KB: what the process had before is unknown, and TensorFlow's
         # would slow every step after this one (a notebook's cells). The user's fit, where the doctor runs it
         # after this, gets TensorFlow's (run.run_as_written).
-        malloc.use(malloc.OWN)
+        allocator.use(allocator.OWN)
     return Diagnosis(verdict=verdict, summary=summary, rates=rates, findings=table(found),
                      pipeline=labels(graph) if graph is not None else [], trace_dir=trace_dir,
                      fixed=fixed, changes=changes, tried=[t.row() for t in tried], skipped=budget.skipped)
@@ -330,57 +324,6 @@ def _memory_growth(source, fits, budget: Budget, max_seconds: float) -> list[Fin
     where, mb = line
     return [replace(f, where=where, evidence=f"{f.evidence}; traced: the memory allocated at {where} and still held "
                                              f"grew {mb:,.0f} MB an epoch") for f in found]
-
-
-def _largest_output_bytes(model, batch_size: int) -> int | None:
-    """The largest layer output of ``model`` on a batch of ``batch_size``, in bytes; None where a layer's
-    output or its shape is unknown (a subclassed model)."""
-    largest = 0
-    for layer in getattr(model, "layers", None) or []:
-        try:
-            outputs = layer.output if isinstance(layer.output, (list, tuple)) else [layer.output]
-            for o in outputs:
-                dims = [int(d) for d in o.shape[1:]]  # None: unknown, raises
-                largest = max(largest, batch_size * math.prod(dims) * np.dtype(o.dtype).itemsize)
-        except (AttributeError, TypeError, ValueError):
-            return None
-    return largest if getattr(model, "layers", None) else None
-
-
-def _generator_malloc(copy, source, batch_size: int, budget: Budget, max_seconds: float, *,
-                      per_epoch: bool = False) -> tuple[list[Finding], float]:
-    """The real fit with TensorFlow's malloc thresholds (what its generator op leaves the process in)
-    against a process's own (``kit.system.malloc``), interleaved: ``generator_malloc`` where the second
-    gains beyond the noise. Not run where the model's largest layer output is under the mapping
-    threshold (none of the step's tensors is mapped on its own). Returns ``(findings, gain)``: the
-    median gain where it is real, else 1.0."""
-    largest = _largest_output_bytes(copy, batch_size)
-    if largest is not None and largest < malloc.GENERATOR.mmap:
-        return [], 1.0  # no tensor of the step is mapped on its own, whatever the thresholds
-    what = "the A/B of the malloc thresholds TensorFlow's generator sets"
-    seconds = budget.take(MALLOC_SHARE * max_seconds, what, least=0.6)
-    if not seconds:
-        return [], 1.0
-
-    def rate(state, s):
-        malloc.use(state)
-        return fit_once(copy, source, batch_size=batch_size, max_seconds=s, per_epoch=per_epoch)["examples_per_s"]
-
-    rounds = TRIAL_ROUNDS - 1
-    try:
-        gain = trial.ab(malloc.GENERATOR, malloc.OWN, seconds=seconds / (2 * rounds), rounds=rounds, rate=rate)
-    finally:
-        malloc.use(malloc.GENERATOR)
-    if not gain.real:
-        return [], 1.0
-    reader = "your PyDataset" if is_pydataset(source) else "your generator" if not is_dataset(source) else "from_generator"
-    return [Finding(
-        "generator_malloc",
-        f"Keras reads {reader} through TensorFlow's generator op, which sets glibc's malloc thresholds for the "
-        f"whole process (128 KB): the training step's larger tensors are then mapped and unmapped every step",
-        gain.median, f"measured: the real fit with the thresholds a process without a generator keeps, against "
-                     f"TensorFlow's, interleaved, {gain.text()}",
-        gain_low=gain.low, gain_high=gain.high)], gain.median
 
 
 def _per_step(model, batch, batch_size, fits, loader_rate, budget: Budget, max_seconds: float, *,

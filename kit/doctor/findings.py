@@ -68,9 +68,7 @@ CODES = {
         "TensorFlow's generator op (Keras's reader of a PyDataset or a generator) set the process's malloc "
         "thresholds, and the training step's own tensors pay page faults every step", "speed",
         "Train from tf.data without a Python generator (a converted store, np.load'ed arrays, tf.data's own "
-        "reading ops), which never sets them; or give glibc its thresholds back once fit has read its first "
-        "batch: a callback whose on_train_batch_end calls kit.system.malloc.use(kit.system.malloc.OWN) "
-        "(the process then keeps more freed memory; docs/doctor.md).",
+        "reading ops), which never sets them (docs/doctor.md).",
     ),
     "validation_input": (
         "validation_data read as slowly as the training input: its share of each epoch", "speed",

@@ -14,6 +14,7 @@ import pandas as pd
 import tensorflow as tf
 
 from kit import timing
+from kit.doctor import allocator
 from kit.doctor.graph import INFINITE
 from kit.doctor.loader import cpu_seconds
 from kit.doctor.sources import (
@@ -23,13 +24,11 @@ from kit.doctor.sources import (
     as_xy,
     check_source,
     describe_error,
-    feeds_generator,
     first_batch,
     is_dataset,
     is_pydataset,
     shapes,
 )
-from kit.system import malloc
 from kit.timing.batches import batch_size_of
 from kit.timing.rates import add_ratios, rss_mb
 
@@ -337,15 +336,6 @@ MEMORY_EPOCHS = 4
 MEMORY_MIN_S = 1.0
 
 
-def as_own_process(source, generator: bool) -> None:
-    """With ``generator`` (the user's fit reads a generator, ``feeds_generator``): the malloc thresholds a
-    process fitting on ``source`` alone would run with (``kit.system.malloc``): TensorFlow's after its
-    generator op, or a process's own without one. The doctor fits several sources in one process, where
-    the first generator read would set them for all."""
-    if generator:
-        malloc.use(malloc.GENERATOR if feeds_generator(source) else malloc.OWN)
-
-
 def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
                  thresholds: tuple = (), per_epoch: bool = False, run_on: float | None = None,
                  generator: bool = False) -> dict:
@@ -392,11 +382,11 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     def one_round() -> None:
         nonlocal cpu, wall, spare, allowance
         if generator:
-            malloc.use(malloc.OWN)  # the ceiling: batches from memory, as with no generator in the process
+            allocator.use(allocator.OWN)  # the ceiling: batches from memory, as with no generator in the process
         c0, t0 = cpu_seconds(), time.perf_counter()
         ceiling_runs.append(fit_once(copy, ceiling, batch_size=size, max_seconds=each))
         cpu, wall = cpu + cpu_seconds() - c0, wall + time.perf_counter() - t0
-        as_own_process(source, generator)
+        allocator.as_own_process(source, generator)
         t1 = time.perf_counter()
         real_runs.append(fit_once(copy, source, batch_size=size, max_seconds=each,
                                   epoch_start=min(EPOCH_START_ROUNDS * each, each + spare), per_epoch=per_epoch))
@@ -514,7 +504,7 @@ def fit_rate(copy, batch_size: int, *, per_epoch: bool = False, generator: bool 
     dataset epoch after epoch with ``per_epoch``, as the user's fit reads it; ``generator``: with the
     malloc thresholds a process fitting on it alone would have (``as_own_process``)."""
     def rate(source, seconds):
-        as_own_process(source, generator)
+        allocator.as_own_process(source, generator)
         return fit_once(copy, source, batch_size=batch_size, max_seconds=seconds, per_epoch=per_epoch,
                         epoch_start=EPOCH_START_ROUNDS * seconds if per_epoch else 0.0)["examples_per_s"]
     return rate

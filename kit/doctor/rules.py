@@ -102,7 +102,7 @@ def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> t
                f"model's step kept {fits.get('model_cores', math.nan):.1f} cores busy")
     waiting = (f"pulling each batch in turn, steps waited {share:.0%} of the time" if fits.get("plain")
                else f"waiting {share:.0%} of each step")
-    # The generator's reader slows the step itself (kit.system.malloc): its measured share explains the headroom too.
+    # The generator's reader slows the step itself (kit.doctor.allocator): its measured share explains the headroom too.
     explained = input_explains(fits, L, loader_cores) * max(1.0, fits.get("malloc_gain") or 1.0)
     if H >= COMPUTE_BOUND_HEADROOM and explained < COMPUTE_BOUND_HEADROOM:
         return "compute-bound", summary, [Finding(

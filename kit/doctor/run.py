@@ -244,12 +244,12 @@ class Hooks:
 def run_as_written(call: Fit, run):
     """The user's fit (``run``) after the doctor's, with the malloc thresholds it would have had: TensorFlow's
     where it reads a generator, whose op sets them at its first batch once per process (the doctor's own
-    reads used that up; ``kit.system.malloc``)."""
+    reads used that up; ``kit.doctor.allocator``)."""
+    from kit.doctor import allocator  # noqa: PLC0415
     from kit.doctor.sources import feeds_generator  # noqa: PLC0415
-    from kit.system import malloc  # noqa: PLC0415
 
     if not call.in_memory and feeds_generator(call.x):
-        malloc.use(malloc.GENERATOR)
+        allocator.use(allocator.GENERATOR)
     return run()
 
 

@@ -28,7 +28,7 @@ def is_pydataset(obj) -> bool:
 
 def feeds_generator(source) -> bool:
     """Whether ``model.fit`` on ``source`` runs TensorFlow's generator op, which changes the process's
-    malloc thresholds (``kit.system.malloc``): a ``tf.data`` pipeline with ``from_generator`` in it, and
+    malloc thresholds (``kit.doctor.allocator``): a ``tf.data`` pipeline with ``from_generator`` in it, and
     everything else the doctor fits on (a PyDataset, a Python generator, a function or list of batches),
     which Keras reads through it; not arrays (given here as their ``tf.data`` dataset)."""
     if not is_dataset(source):

@@ -1,6 +1,5 @@
 """What the operating system does under a loader: the page cache (``kit.system.pagecache``:
-evicting a file's pages for cold reads, residency, warming) and glibc's malloc thresholds, which
-TensorFlow's generator op changes for the whole process (``kit.system.malloc``)."""
+evicting a file's pages for cold reads, residency, warming)."""
 
 from kit.system.pagecache import evict, warm_page_cache
 

@@ -1,13 +1,13 @@
 """What TensorFlow's generator op costs a training step that never reads a generator (issue 55).
 
 ``from_generator`` (and so Keras's fit on a PyDataset or a generator) sets glibc's malloc trim threshold
-at its first batch, which freezes the thresholds for the whole process (``kit.system.malloc``). This
+at its first batch, which freezes the thresholds for the whole process (``kit.doctor.allocator``). This
 times the segmentation user's U-Net (``lab/doctor_scripts/users/segmentation_user.py``: 128x128, batch 3)
 on one batch replayed from memory in three fresh processes a round, the order rotated each round:
 
 * ``own``: nothing else read (glibc's dynamic thresholds);
 * ``generator``: a one-element ``from_generator`` read first, as the user's fit does before its steps;
-* ``generator+own``: the same, then ``kit.system.malloc.use(OWN)`` (the doctor's ``generator_malloc`` fix).
+* ``generator+own``: the same, then ``allocator.use(OWN)`` (the doctor's ``generator_malloc`` fix).
 
 Prints each state's median step (ms) and system CPU per step (ms) over the rounds.
 
@@ -28,7 +28,7 @@ CHILD = """
 import json, os, sys, time
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np, tensorflow as tf
-from kit.system import malloc
+from kit.doctor import allocator as malloc
 from lab.doctor_scripts.users import segmentation_user as su
 state, steps = sys.argv[1], int(sys.argv[2])
 if state != "own":
