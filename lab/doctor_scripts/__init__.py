@@ -23,11 +23,16 @@ camera JPEGs per line with cv2 and adding flips), to have its truth measured bef
 numpy_function with a whole-set shuffle and a take/skip split, a Sequence reading PNG frames with cv2 for a discriminator,
 a Python generator reading and masking road frames with PIL, an SRGAN's train_on_batch loop calling predict per
 batch, a generator of augmented log-mel speech clips, ImageDataGenerator tiles into a frozen MobileNetV2), its truth measured before any doctor run and kept in its own file.
+``heldout8/`` is an eighth fresh held-out half, of six more repositories' scripts ported by three helpers who ran no kit tool
+on them (a TFRecord pipeline parsed serially into an InceptionV3, a Sequence of per-window EEG .npy files in six
+worker processes, image_dataset_from_directory with augmentation layers before a frozen ResNet50V2, a generator of
+augmented log-mel speech clips, ImageDataGenerator.flow over in-memory CIFAR-style arrays, a Sequence over a CSV's
+rows reading poster JPEGs), its fixes chosen by reading the code, its truth measured before any doctor run and kept in its own file.
 ``fixes/NAME.py`` is NAME with the one fix that matters applied. ``truth.py`` measures each script against its fix and the compute ceiling with plain Keras (no kit
 import); ``score.py`` runs ``python -m kit doctor run`` on each script and scores its verdict and top three
 findings against ``CORPUS``.
 
-``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7), ``source`` (the repository file), ``kind``, ``changed``
+``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8), ``source`` (the repository file), ``kind``, ``changed``
 (one line; the script's docstring has every change), ``fix`` (one line), ``codes`` (the finding codes that
 name that fix: any one in the top three counts as right), ``tolerated`` (true but minor: neither right nor
 wrong). A script with no fix file has ``fix`` "none" and no codes.
@@ -360,6 +365,74 @@ CORPUS = {
             "memory and the Dense head fitted on them",
         codes=("frozen_backbone_recomputed", "augment_before_frozen_backbone", "compute_once"),
         tolerated=("python_in_pipeline", "pydataset_single_worker", "no_cache", "validation_input")),
+    "firecam_inception": dict(
+        half="heldout8", kind="tf.data (TFRecord JPEGs, serial parse map, no cache or prefetch)",
+        source="https://github.com/fuego-dev/firecam/blob/ce30ee30c5753b55aacf86947d7bb058d4ca34a6/"
+               "train/train_classifier_keras.py",
+        changed="720/80 generated camera crops (most 96x96 JPEGs, some rectangular) in one shard each for shards of "
+                "9000 299px crops, image size 96 for 299, InceptionV3 re-written with filters / 8 (weights=None in "
+                "both), 30 steps for 250, val_steps 8 for 100, epochs 3 for 1000, collect_args paths replaced, "
+                "checkpoint as best_model.keras in a temporary folder",
+        fix="none: decided by reading, the InceptionV3 step (94 conv + BN units, even at an eighth of the filters) "
+            "dominates; the serial parse decodes 32 small JPEGs a batch (a few ms against a step of 100+ ms)",
+        codes=(), tolerated=("serial_map", "no_prefetch", "no_cache", "compute_once", "validation_input",
+                             "small_shuffle_buffer")),
+    "sleep_eeg_cnn": dict(
+        half="heldout8", kind="sequence (np.load of per-epoch EEG .npy files, six process workers)",
+        source="https://github.com/Tommo56700/EEG-Sleep-Classifier/blob/ba76538120be570ca708a1d15c7c6f1ff867e47f/"
+               "test_model.py",
+        changed="592/48/16 generated 30-s epochs of 960 samples (32 Hz) x 12 channels for 6000 (200 Hz), model 'cnn' "
+                "for sys.argv[1], epochs 3 for 80, fit_generator/evaluate_generator -> fit/evaluate with "
+                "workers=6, use_multiprocessing=True moved to the PyDataset, checkpoint .keras on val_accuracy",
+        fix="the PyDataset's six workers as threads (use_multiprocessing=False): no process pool forked for every "
+            "epoch's training and validation passes and no float64 batch pickled through a pipe every step",
+        codes=("pydataset_single_worker", "epoch_start_stall"),
+        tolerated=("python_in_pipeline", "compute_once", "no_cache", "validation_input", "steps_per_execution",
+                   "generator_malloc")),
+    "tb_resnet50v2": dict(
+        half="heldout8", kind="tf.data (image_dataset_from_directory, PNG, augmentation layers before a frozen backbone)",
+        source="https://github.com/AndryRafam/Tuberculosis/blob/a36d3f4d7c47cfc370a0f8dc29fcd1c3fbd6974d/ResNet50V2/"
+               "resnet50v2.py",
+        changed="600/120 generated 256x256 grayscale chest X-ray PNGs for 3500/700 at 512x512, image_size 64x64 for "
+                "224x224, ResNet50V2 weights=None for imagenet, epochs 3 for 10, api.py inlined, no unzip or figure, "
+                "checkpoint to a temporary .keras",
+        fix="the frozen ResNet50V2 run once per image (no random zoom/rotation in front of it), its features kept in "
+            "memory and the pooling/Dropout/Dense head fitted on them (validation and test features taken once too)",
+        codes=("frozen_backbone_recomputed", "augment_before_frozen_backbone", "compute_once"),
+        tolerated=("no_cache", "validation_input")),
+    "speech_flow_mel": dict(
+        half="heldout8", kind="generator (librosa.load WAV reads, random augmentation, log mel spectrogram per clip)",
+        source="https://github.com/chrisakroyd/kaggle-speech-recognition/blob/64ed0f0e1afd72939ddb61be7e9862a334707f4e/"
+               "main.py",
+        changed="36 generated 1 s WAVs of each of 10 words and 14 of 8 others, six 30 s noise files, CNN filters and "
+                "Dense / 8, epochs 3 for 50, librosa 0.6 load/melspectrogram and LabelBinarizer in NumPy, "
+                "fit_generator -> fit, no TensorBoard or submission",
+        fix="train on the author's own flow_in_mem (each clip loaded, augmented once and its log mel spectrogram "
+            "computed once before the fit, kept in memory; batches still drawn at random per step)",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline", "read_amplification")),
+    "cifar_datagen": dict(
+        half="heldout8", kind="ImageDataGenerator.flow (in-memory .npy arrays, rotation/shift/flip and featurewise "
+                            "standardisation per image, 4 thread workers)",
+        source="https://github.com/PacktPublishing/Python-Deep-Learning-Second-Edition/blob/"
+               "e8f305bedbbdcce5236287c589ac134f0b698015/Chapter04/chapter_04_003.py",
+        changed="2000/500 generated CIFAR-style .npy arrays for keras.datasets' 50000/10000, epochs 3 for 100, "
+                "fit_generator(workers=4) -> fit with workers=4 set on the flow's iterator, rotation and shift by "
+                "cv2.warpAffine for scipy.ndimage",
+        fix="none: the six-convolution ELU/BatchNormalization step (about 200-360 ms a batch of 50 here, under load) "
+            "dominates; the flow's per-image rotation, shift, flip and standardisation (about 10-17 ms a batch) "
+            "already run in 4 worker threads behind it, and the augmentation is random per epoch (nothing to compute once)",
+        codes=(), tolerated=("python_in_pipeline",)),
+    "movie_poster_genres": dict(
+        half="heldout8", kind="sequence (rows of a pandas DataFrame from train.csv, keras load_img of each poster "
+                              "JPEG per batch, multi-label sigmoid)",
+        source="https://github.com/hieudo-dev/movie-genre-detection/blob/"
+               "4a3ab2a9c60856ee8202747bc4aa16d0b6dc7735/src/model.py",
+        changed="1000 generated 182x268 poster JPEGs for 7254, target_size 128x128 for 400x400, epochs 3 for 5, "
+                "sklearn train_test_split in NumPy, fit_generator -> fit, super().__init__() added to the Sequence",
+        fix="none: the four 5x5 convolutions' step (about 560 ms a batch of 50 here, under load) dominates; a batch's "
+            "50 poster reads and resizes (about 35-42 ms) run behind it in Keras's prefetch of the PyDataset, so "
+            "each poster read once and kept would gain under 1.1x",
+        codes=(), tolerated=("python_in_pipeline", "pydataset_single_worker", "compute_once", "no_cache")),
 }
 
 #: The doctor's finding codes a CORPUS entry may name (kit/doctor/findings.py CODES and the new ones).
@@ -368,7 +441,7 @@ VOCABULARY = ("python_in_pipeline", "pydataset_single_worker", "serial_map", "ma
               "frozen_backbone_recomputed", "augment_before_frozen_backbone", "small_shuffle_buffer",
               "compute_once", "steps_per_execution", "validation_input", "epoch_start_stall", "memory_growth",
               "predict_per_step", "frozen_layer_trains", "generator_malloc")
-HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
+HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
 #: custom loops: training steps per epoch (the timer sees train_on_batch calls, not epochs)
 LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41, "squeezenet_faces": 10, "pokemon_gan": 24,
                         "srgan_celeba": 18}

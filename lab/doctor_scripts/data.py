@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -1103,6 +1104,291 @@ def bracs_mobilenet(d: Path, rng) -> None:
             _png(d / "new_dataset_3_128" / split / names[k] / f"BRACS_{1000 + i}_{names[k][2:]}_{i % 5}.{i % 4 * 128}{i % 3 * 128}.png", rgba)
 
 
+def _jpeg_bytes(img: np.ndarray) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, format="JPEG", quality=90)
+    return buf.getvalue()
+
+
+def firecam_inception(d: Path, rng) -> None:
+    # fuego-dev/firecam's TFRecords as train/prepare_trainset.py writes them: firecam_<split>_<shard>-of-<n>.tfrecord
+    # (shards of up to 9000 crops, so one shard each here), tf.train.Examples of image/encoded (the crop's JPEG file
+    # bytes), image/format b'jpg', image/class/label (0 nonSmoke, 1 smoke), image/height, image/width; 720 training
+    # and 80 validation crops (90% / 10% as the source splits), about a fifth of them rectangular (the parse resizes
+    # those). A crop is a sky gradient over a ridge line with scrub texture; a smoke crop adds a soft grey plume
+    # rising from the ridge, drifting with the wind.
+    import tensorflow as tf
+
+    def example(jpg, h, w, label):
+        def b(v):
+            return tf.train.Feature(bytes_list=tf.train.BytesList(value=[v]))
+
+        def i(v):
+            return tf.train.Feature(int64_list=tf.train.Int64List(value=[v]))
+
+        return tf.train.Example(features=tf.train.Features(feature={
+            "image/encoded": b(jpg), "image/format": b(b"jpg"), "image/class/label": i(label),
+            "image/height": i(h), "image/width": i(w)})).SerializeToString(deterministic=True)
+
+    shapes = [(96, 96)] * 8 + [(96, 128), (120, 160)]
+    for split, n in (("train", 720), ("validation", 80)):
+        tmp = d / f".firecam_{split}.tmp"
+        with tf.io.TFRecordWriter(str(tmp)) as w:
+            for _ in range(n):
+                h, wd = shapes[int(rng.integers(0, len(shapes)))]
+                label = int(rng.random() < 0.5)
+                yy, xx = np.mgrid[0:h, 0:wd] / np.array([h, wd])[:, None, None]
+                img = np.empty((h, wd, 3), np.float32)
+                sky = np.array([rng.uniform(120, 170), rng.uniform(160, 200), rng.uniform(200, 240)])
+                img[:] = sky * (0.8 + 0.2 * yy[..., None])
+                ridge = 0.5 + 0.12 * np.sin(xx * rng.uniform(4, 9) + rng.uniform(0, 6)) + rng.uniform(-0.1, 0.1)
+                ground = yy > ridge
+                img[ground] = np.array([rng.uniform(60, 110), rng.uniform(70, 110), rng.uniform(40, 70)])
+                img[ground] += rng.normal(0, 14, (int(ground.sum()), 3))
+                if label:
+                    cx, drift = rng.uniform(0.2, 0.8), rng.uniform(-0.4, 0.4)
+                    top = ridge.mean()
+                    t = np.clip((top - yy) / max(top, 0.1), 0, 1)  # 0 at the ridge, 1 at the top
+                    px = cx + drift * t
+                    width = 0.04 + 0.18 * t
+                    plume = np.exp(-((xx - px) / width) ** 2) * (yy < top + 0.05) * rng.uniform(0.4, 0.8)
+                    grey = rng.uniform(170, 220)
+                    img = img * (1 - plume[..., None]) + grey * plume[..., None]
+                img += rng.normal(0, 4, img.shape)
+                jpg = _jpeg_bytes(np.clip(img, 0, 255).astype(np.uint8))
+                w.write(example(jpg, h, wd, label))
+        os.replace(tmp, d / f"firecam_{split}_00000-of-00001.tfrecord")
+
+
+SLEEP_STAGES = ("W", "N1", "N2", "N3", "REM")
+
+
+def sleep_eeg_cnn(d: Path, rng) -> None:
+    # Tommo56700/EEG-Sleep-Classifier's /scratch/c.c1673374/ layout: data/<ID>.npy, one 30-s scoring epoch of
+    # (samples, 12) channels each (10 EEG, then EMG, then EOG: CNN_Multi splits them so), and obj/sampleLabels.pkl
+    # (dict ID -> stage 0..4: W, N1, N2, N3, REM) with obj/trainIDs2.pkl, valIDs2.pkl, testIDs2.pkl (lists of IDs),
+    # pickled with HIGHEST_PROTOCOL as the source's save_obj does. 960 float32 samples (32 Hz) for 6000 (200 Hz);
+    # 592 / 48 / 16 epochs from 8 nights, N2 the most common stage as in real hypnograms. A stage sets the EEG's
+    # rhythm (alpha in W, theta in N1, spindles and K-complexes in N2, large delta in N3, low mixed theta and
+    # sawtooth waves in REM), the EMG's tone (high awake, lowest in REM) and the EOG's eye movements (blinks awake,
+    # slow rolling in N1, rapid in REM).
+    (d / "data").mkdir(parents=True)
+    (d / "obj").mkdir()
+    sr, n = 32, 960
+    t = np.arange(n) / sr
+    probs = np.array([0.15, 0.08, 0.45, 0.15, 0.17])
+    labels, ids = {}, []
+    for k in range(656):
+        ID = f"night{k % 8 + 1:02d}_epoch{k // 8:04d}"
+        stage = int(rng.choice(5, p=probs))
+
+        def osc(f_lo, f_hi, amp):
+            f = rng.uniform(f_lo, f_hi, (1, 10))
+            ph = rng.uniform(0, 2 * np.pi, (1, 10))
+            env = 1 + 0.3 * np.sin(2 * np.pi * rng.uniform(0.05, 0.3) * t[:, None] + ph)
+            return amp * env * np.sin(2 * np.pi * f * t[:, None] + ph)
+
+        eeg = rng.normal(0, 6, (n, 10))
+        if stage == 0:
+            eeg += osc(8, 12, 20) + osc(13, 15, 6)
+        elif stage == 1:
+            eeg += osc(4, 7, 18)
+        elif stage == 2:
+            eeg += osc(4, 7, 12)
+            for _ in range(int(rng.integers(2, 5))):  # spindles
+                c, w = rng.uniform(2, 28), rng.uniform(0.3, 0.8)
+                eeg += (30 * np.exp(-((t - c) / w) ** 2) * np.sin(2 * np.pi * rng.uniform(12, 14) * t))[:, None]
+            if rng.random() < 0.7:  # a K-complex
+                c = rng.uniform(3, 27)
+                eeg += (-90 * np.exp(-((t - c) / 0.25) ** 2) + 50 * np.exp(-((t - c - 0.5) / 0.3) ** 2))[:, None]
+        elif stage == 3:
+            eeg += osc(0.5, 2, 70)
+        else:
+            eeg += osc(4, 7, 10)
+            for _ in range(int(rng.integers(1, 4))):  # sawtooth bursts
+                c = rng.uniform(2, 28)
+                saw = 2 * ((t * rng.uniform(2, 3)) % 1) - 1
+                eeg += (20 * saw * (np.abs(t - c) < 1.0))[:, None]
+        emg = rng.normal(0, (25, 12, 8, 7, 2)[stage], n)
+        eog = rng.normal(0, 5, n)
+        if stage == 0:
+            for c in rng.uniform(1, 29, int(rng.integers(2, 6))):  # blinks
+                eog += 150 * np.exp(-((t - c) / 0.15) ** 2)
+        elif stage == 1:
+            eog += 60 * np.sin(2 * np.pi * rng.uniform(0.1, 0.3) * t + rng.uniform(0, 6))
+        elif stage == 4:
+            for c in rng.uniform(1, 29, int(rng.integers(4, 12))):  # rapid eye movements
+                eog += rng.choice([-1, 1]) * 120 * np.tanh((t - c) / 0.05) * (np.abs(t - c) < 0.4)
+        x = np.concatenate([eeg, emg[:, None], eog[:, None]], axis=1).astype(np.float32)
+        tmp = d / "data" / f".{ID}.tmp.npy"
+        np.save(tmp, x)
+        os.replace(tmp, d / "data" / f"{ID}.npy")
+        labels[ID] = stage
+        ids.append(ID)
+    order = [ids[i] for i in rng.permutation(len(ids))]
+    for name, obj in (("sampleLabels", labels), ("trainIDs2", order[:592]), ("valIDs2", order[592:640]),
+                      ("testIDs2", order[640:])):
+        tmp = d / "obj" / f".{name}.tmp"
+        with open(tmp, "wb") as f:
+            pickle.dump(obj, f, pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, d / "obj" / f"{name}.pkl")
+
+def tb_resnet50v2(d: Path, rng) -> None:
+    # AndryRafam/Tuberculosis's TB_Chest_Radiography_Database (Kaggle's Tuberculosis (TB) Chest X-ray Database, as
+    # archive.zip unpacks it): Normal/Normal-<i>.png and Tuberculosis/Tuberculosis-<i>.png, 512x512 grayscale PNG
+    # chest X-rays (3500 and 700), and README.md.txt beside the two folders; 600 and 120 generated 256x256 here (the
+    # same 5:1 balance). A film is a bright chest on a dark background, two dark lung fields crossed by faint ribs,
+    # the heart and spine bright between them; a TB film adds bright patchy opacities to the upper lung fields.
+    root = d / "TB_Chest_Radiography_Database"
+    yy, xx = (np.mgrid[0:256, 0:256] / 256.0).astype(np.float32)
+    ribs = 0.5 + 0.5 * np.cos(2 * np.pi * 9 * yy)
+    for cls, n in (("Normal", 600), ("Tuberculosis", 120)):
+        (root / cls).mkdir(parents=True)
+        for i in range(1, n + 1):
+            cx, cy = 0.5 + rng.normal(0, 0.02), 0.52 + rng.normal(0, 0.02)
+            body = np.exp(-(((xx - cx) / 0.4) ** 2 + ((yy - cy) / 0.55) ** 2) ** 3)
+            img = 40 + 150 * body
+            lungs = np.zeros_like(xx)
+            for side in (-1, 1):
+                lx, ly = cx + side * rng.uniform(0.16, 0.2), cy - rng.uniform(0.02, 0.06)
+                rx, ry = rng.uniform(0.11, 0.14), rng.uniform(0.26, 0.32)
+                lungs = np.maximum(lungs, np.exp(-(((xx - lx) / rx) ** 2 + ((yy - ly) / ry) ** 2) ** 2))
+            img -= lungs * (80 - 12 * ribs) * rng.uniform(0.85, 1.1)
+            img += 50 * np.exp(-(((xx - cx - 0.04) / 0.1) ** 2 + ((yy - cy - 0.12) / 0.12) ** 2))  # heart
+            img += 40 * np.exp(-((xx - cx) / 0.03) ** 2) * body  # spine
+            if cls == "Tuberculosis":
+                for _ in range(int(rng.integers(3, 8))):
+                    side = rng.choice((-1, 1))
+                    px, py = cx + side * rng.uniform(0.1, 0.25), cy - rng.uniform(0.05, 0.28)
+                    r = rng.uniform(0.02, 0.06)
+                    img += rng.uniform(30, 60) * lungs * np.exp(-(((xx - px) ** 2 + (yy - py) ** 2) / r ** 2))
+            img += rng.normal(0, 2.0, img.shape).astype(np.float32)
+            _png(root / cls / f"{cls}-{i}.png", np.clip(img, 0, 255).astype(np.uint8))
+    _text(root / "README.md.txt", "Tuberculosis (TB) Chest X-ray Database: Normal and Tuberculosis PNG images.\n")
+
+
+SPEECH_FLOW_WORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go",
+                     "bed", "bird", "cat", "dog", "eight", "five", "happy", "house"]
+
+
+def speech_flow_mel(d: Path, rng) -> None:
+    # chrisakroyd/kaggle-speech-recognition's ./input/train/ (the Kaggle TensorFlow Speech Recognition Challenge's
+    # train.7z, Speech Commands v0.01): audio/<word>/<hash>_nohash_<i>.wav (16 kHz mono 16-bit clips of up to 1 s),
+    # audio/_background_noise_/ (six long noise recordings, about a minute each), validation_list.txt and
+    # testing_list.txt (one "<word>/<file>.wav" a line); here the 10 command words with 36 clips each and 8 other
+    # words with 14 each, the six noise files 30 s long, about a tenth of the clips listed for validation and another
+    # tenth for testing (by the file's hash, as the dataset's lists are). A word is a tone of its own pitch (200 + 150 k
+    # Hz and a harmonic) in a Hann envelope at a random place in a 0.8-1 s clip, over faint noise.
+    sr = 16000
+    audio = d / "input" / "train" / "audio"
+    val, test = [], []
+    for k, word in enumerate(SPEECH_FLOW_WORDS):
+        (audio / word).mkdir(parents=True)
+        for i in range(36 if k < 10 else 14):
+            n = int(sr * rng.uniform(0.8, 1.0))
+            m = int(n * rng.uniform(0.4, 0.7))
+            start = int(rng.integers(0, n - m))
+            x = 0.01 * rng.standard_normal(n)
+            x[start:start + m] += _tone(rng, m, sr, k, len(SPEECH_FLOW_WORDS)) * np.hanning(m)
+            h = zlib.crc32(f"{word}{i}".encode())
+            name = f"{h:08x}_nohash_{i % 3}.wav"
+            _wav(audio / word / name, x.astype(np.float32), sr)
+            (val if h % 10 == 0 else test if h % 10 == 1 else []).append(f"{word}/{name}")
+    (audio / "_background_noise_").mkdir(parents=True)
+    for j, name in enumerate(("doing_the_dishes", "dude_miaowing", "exercise_bike", "pink_noise", "running_tap",
+                              "white_noise")):
+        x = rng.standard_normal(30 * sr)
+        if j != 5:  # coloured: a running mean of the white noise
+            x = np.convolve(x, np.ones(2 + 3 * j) / (2 + 3 * j), mode="same")
+        _wav(audio / "_background_noise_" / f"{name}.wav", (0.2 * x / x.std()).astype(np.float32), sr)
+    _text(d / "input" / "train" / "validation_list.txt", "".join(p + "\n" for p in val))
+    _text(d / "input" / "train" / "testing_list.txt", "".join(p + "\n" for p in test))
+
+def cifar_datagen(d: Path, rng) -> None:
+    # PacktPublishing/Python-Deep-Learning-Second-Edition's chapter_04_003.py reads keras.datasets.cifar10.load_data():
+    # here x_train.npy / x_test.npy (uint8 N x 32 x 32 x 3) and y_train.npy / y_test.npy (uint8 N x 1, classes 0-9),
+    # 2000 training and 500 test images. An image is a sky-to-ground gradient with noise and one object whose
+    # colour, shape (disc, square, bar, ring, cross) and size follow its class, its position jittered.
+    yy, xx = np.mgrid[0:32, 0:32].astype(np.float32)
+    hues = np.array([[200, 60, 50], [60, 170, 60], [60, 80, 200], [210, 190, 60], [170, 70, 190],
+                     [60, 190, 190], [230, 130, 40], [120, 120, 120], [240, 240, 240], [30, 30, 30]], np.float32)
+    for split, n in (("train", 2000), ("test", 500)):
+        y = rng.integers(0, 10, n).astype(np.uint8)
+        x = np.empty((n, 32, 32, 3), np.float32)
+        top = rng.uniform(60, 200, (n, 1, 1, 3)).astype(np.float32)
+        bottom = rng.uniform(40, 160, (n, 1, 1, 3)).astype(np.float32)
+        t = (yy / 31)[None, :, :, None]
+        x[:] = top * (1 - t) + bottom * t
+        cy, cx = rng.uniform(10, 22, (2, n))
+        r = rng.uniform(4, 8, n)
+        for i in range(n):
+            k = int(y[i])
+            dy, dx = yy - cy[i], xx - cx[i]
+            shape = k % 5
+            if shape == 0:
+                m = dy ** 2 + dx ** 2 < r[i] ** 2
+            elif shape == 1:
+                m = (np.abs(dy) < r[i]) & (np.abs(dx) < r[i])
+            elif shape == 2:
+                m = (np.abs(dy) < r[i] / 3) & (np.abs(dx) < r[i] * 1.5)
+            elif shape == 3:
+                m = np.abs(np.sqrt(dy ** 2 + dx ** 2) - r[i]) < 1.5
+            else:
+                m = ((np.abs(dy) < 1.5) | (np.abs(dx) < 1.5)) & (np.abs(dy) < r[i]) & (np.abs(dx) < r[i])
+            x[i][m] = hues[k] * rng.uniform(0.8, 1.1)
+        x += rng.normal(0, 8, x.shape).astype(np.float32)
+        _npy(d / f"x_{split}.npy", np.clip(x, 0, 255).astype(np.uint8))
+        _npy(d / f"y_{split}.npy", y[:, None])
+
+
+MOVIE_GENRES = ["Action", "Adventure", "Animation", "Biography", "Comedy", "Crime", "Documentary", "Drama", "Family",
+                "Fantasy", "History", "Horror", "Music", "Musical", "Mystery", "N/A", "News", "Reality-TV", "Romance",
+                "Sci-Fi", "Short", "Sport", "Thriller", "War", "Western"]
+
+
+def movie_poster_genres(d: Path, rng) -> None:
+    # hieudo-dev/movie-genre-detection's src/Movies_Poster/Multi_Label_dataset (the Kaggle movie-poster set):
+    # train.csv (Id, Genre "['Drama', 'Romance']", then a 0/1 column for each of the 25 genres) and Images/<Id>.jpg,
+    # IMDb poster thumbnails of 182x268; 1000 posters here for 7254. One to three genres a poster, Drama and Comedy
+    # the most common; a poster is a vertical gradient in its first genre's palette with a title band, a figure
+    # and a stripe per genre at that genre's height, plus noise.
+    root = d / "src" / "Movies_Poster" / "Multi_Label_dataset"
+    (root / "Images").mkdir(parents=True)
+    g = len(MOVIE_GENRES)
+    weight = np.ones(g)
+    weight[[MOVIE_GENRES.index("Drama"), MOVIE_GENRES.index("Comedy")]] = 8
+    weight[[MOVIE_GENRES.index(n) for n in ("Action", "Romance", "Crime", "Thriller", "Adventure")]] = 3
+    weight /= weight.sum()
+    palette = rng.uniform(20, 235, (g, 2, 3))
+    h, w = 268, 182
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    t = (yy / (h - 1))[..., None]
+    rows, seen = [], set()
+    for _ in range(1000):
+        ident = f"tt{int(rng.integers(100000, 9999999)):07d}"
+        while ident in seen:
+            ident = f"tt{int(rng.integers(100000, 9999999)):07d}"
+        seen.add(ident)
+        labels = sorted(rng.choice(g, size=int(rng.integers(1, 4)), replace=False, p=weight).tolist())
+        top, bottom = palette[labels[0]]
+        img = top * (1 - t) + bottom * t
+        for lab in labels:
+            row = 20 + lab * 9
+            img[row:row + 6] = palette[lab][0] * 0.5 + 120
+        cy, cx, r = rng.uniform(110, 200), rng.uniform(50, 130), rng.uniform(25, 50)
+        img[((yy - cy) / (1.6 * r)) ** 2 + ((xx - cx) / r) ** 2 < 1] *= 0.35
+        img[225:250, 15:167] = rng.uniform(150, 255, 3)
+        img += rng.normal(0, 12, (h, w, 1))
+        _jpg(root / "Images" / f"{ident}.jpg", np.clip(img, 0, 255).astype(np.uint8))
+        onehot = [int(k in labels) for k in range(g)]
+        rows.append([ident, str([MOVIE_GENRES[k] for k in labels])] + onehot)
+    _csv(root / "train.csv", ["Id", "Genre"] + MOVIE_GENRES, rows)
+
+
 MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, kws_streaming, delft_text,
                                   fakenews_from_generator, audio_tagging, keras_segmentation, protein_kaggle,
                                   spectrogram_user, segmentation_user, lstm_timeseries, sigmoid_classifier,
@@ -1113,7 +1399,7 @@ MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, k
                                   cityscapes_unet, kashmir_asr, deepdriving, pokemon_gan, alexnet_dataset,
                                   genre_mfcc, libras_frames, carnd_cloning, odir_fundus,
                                   realness_discriminator, kitti_road_fcn, srgan_celeba, speech_xception,
-                                  bracs_mobilenet)}
+                                  bracs_mobilenet, firecam_inception, sleep_eeg_cnn, tb_resnet50v2, speech_flow_mel, cifar_datagen, movie_poster_genres)}
 
 
 
