@@ -341,7 +341,7 @@ def test_a_slow_source_is_not_a_stuck_one(monkeypatch):
     import time
 
     from kit.doctor import cli, progress
-    from kit.doctor.sources import PROGRESS
+    from kit.doctor.sources import CEILING, PROGRESS
 
     monkeypatch.setattr(cli, "margin", lambda s: 0.5)
     stop = threading.Event()
@@ -369,6 +369,22 @@ def test_a_slow_source_is_not_a_stuck_one(monkeypatch):
         cli.bounded(stuck, 0.3, "the input of train.py:9")
     stop.set()
     assert not isinstance(e.value, cli.OverBudget) and "no batch arrived in time" in str(e.value)
+    time.sleep(0.2)
+
+    def tracing():  # the compute ceiling's first step, on a batch in memory, outlasting the budget
+        PROGRESS.start(CEILING)
+        stop.clear()
+        stop.wait(5)
+
+    with pytest.raises(cli.OverBudget) as e:  # the model's trace, not a stuck input
+        cli.bounded(tracing, 0.3, "the input of train.py:9")
+    stop.set()
+    assert "the model's first training step" in str(e.value) and "not waiting on the input" in str(e.value), e.value
+    assert "no batch arrived" not in str(e.value)
+    time.sleep(0.2)
+    PROGRESS.start(CEILING)
+    PROGRESS.arrived()  # a later ceiling batch stuck is the old case: no claim about the trace
+    assert "batch 2 of the compute ceiling" in PROGRESS.waiting()
 
 
 def test_a_train_on_batch_loop_names_the_function_preparing_its_batches(tmp_path):

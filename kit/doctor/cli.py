@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from kit.cases import registry
-from kit.doctor.sources import PROGRESS, ModelError, describe_error, is_dataset, is_model, is_pydataset
+from kit.doctor.sources import CEILING, PROGRESS, ModelError, describe_error, is_dataset, is_model, is_pydataset
 from kit.util import positive_float, positive_int
 
 #: What every error line about the user's code ends with.
@@ -60,6 +60,12 @@ def bounded(run, max_seconds: float, name: str):
     t.join(max_seconds + margin(max_seconds))
     if t.is_alive():
         progress.cancel()
+        if PROGRESS.what == CEILING and not PROGRESS.batches:  # one batch replayed from memory: no input to wait on
+            raise OverBudget(f"{name}: the budget ended (--max-seconds {max_seconds:g} plus {margin(max_seconds):.0f} s) "
+                             f"while the model's first training step, on a batch replayed from memory for the "
+                             f"compute ceiling, had run for {PROGRESS.waited():,.0f} s: tracing and compiling the "
+                             f"model, not waiting on the input. Each fit the doctor times traces its own copy of "
+                             f"the model: a budget several times that first step measures it", progress.partial())
         if PROGRESS.waited() < margin(max_seconds):
             raise OverBudget(f"{name}: the budget ended (--max-seconds {max_seconds:g} plus "
                              f"{margin(max_seconds):.0f} s) while the doctor measured {PROGRESS.what}; its last batch "

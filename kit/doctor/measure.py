@@ -18,6 +18,7 @@ from kit.doctor import allocator
 from kit.doctor.graph import INFINITE
 from kit.doctor.loader import cpu_seconds
 from kit.doctor.sources import (
+    CEILING,
     PROGRESS,
     Counted,
     ModelError,
@@ -176,7 +177,8 @@ def timed_fit(model, source, *, max_seconds: float, min_steps: int = 3, trace: b
     """Trains ``model`` on ``source`` through a ``StepTimer`` until ``max_seconds``: examples/s over the
     step times, the input-wait share and the steps table, the first step left out. ``min_epochs``: go on
     past ``max_seconds`` (up to ``limit`` seconds in all) until that many epochs have ended."""
-    PROGRESS.start("the training fit" if not isinstance(source, list) else "the compute ceiling")
+    PROGRESS.start("the training fit" if not isinstance(source, list) else CEILING)
+
     def once() -> dict:
         return _timed_fit(model, source, max_seconds=max_seconds, min_steps=min_steps, trace=trace,
                           min_epochs=min_epochs, limit=limit)

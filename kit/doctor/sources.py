@@ -92,6 +92,8 @@ class Progress:
 
 #: The doctor's one record of what it reads (one diagnosis runs at a time in a process).
 PROGRESS = Progress()
+#: What ``PROGRESS`` reads while the compute ceiling replays a batch from memory to a copy of the model.
+CEILING = "the compute ceiling"
 
 
 def first_batch(source, name: str):
