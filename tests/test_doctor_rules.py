@@ -485,3 +485,23 @@ def test_a_layer_marked_frozen_whose_weights_still_train_is_a_correctness_findin
     assert f.fix.startswith(f"{backbone.name}.trainable = False once its layers are built")
     frozen, _ = model(freeze_after=True)
     assert len(frozen.trainable_weights) == 2 and rules.frozen_layers_that_train(frozen) == []
+
+
+def test_random_work_is_a_compute_once_candidate_only_beside_reading():
+    """Two reads of a batch differ (random augmentation): the deterministic part (reading, decoding) may be
+    computed once where the loader reads files; over arrays in memory its work is the random part itself."""
+    from kit.doctor import python
+
+    def gen():
+        while True:
+            yield np.zeros((B, 4), np.float32), np.zeros(B, np.int32)
+
+    hot, fits = python.Hot(cpu=1.0), {"fit_rate": 100.0, "ceiling_rate": 400.0}
+    found = python.findings(gen, _m(), fits, hot=hot, same=False, reads_files=True)
+    assert [f.code for f in found if f.code == "compute_once"] == ["compute_once"], found
+    assert "random work" in next(f for f in found if f.code == "compute_once").evidence
+    found = python.findings(gen, _m(), fits, hot=hot, same=False, reads_files=False)
+    assert "compute_once" not in [f.code for f in found] and "python_in_pipeline" in [f.code for f in found], found
+    # the same batches every epoch: computing them once holds whatever the loader reads
+    found = python.findings(gen, _m(), fits, hot=hot, same=True, reads_files=False)
+    assert "compute_once" in [f.code for f in found], found

@@ -32,7 +32,7 @@ from kit.doctor.graph import (
     random_nodes,
     small_shuffle,
 )
-from kit.doctor.loader import batching_rate, load_average, measure_loader
+from kit.doctor.loader import READS_FILE_BYTES, batching_rate, load_average, measure_loader
 from kit.doctor.measure import (
     compiled_copy,
     epoch_batches,
@@ -216,7 +216,10 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         rates["read_amplification"] = amplification
     found += more + rules.python_source(graph, m, where) + rules.pydataset_gil(source, m)
     if python.is_python_source(source):
-        own = python.findings(source, m, fits, hot=hot, same=python.same_batches(source))
+        # A PyDataset's worker processes read where this process's counters do not see
+        unseen = "rchar_per_example" not in loader or is_pydataset(source) and getattr(source, "use_multiprocessing", False)
+        own = python.findings(source, m, fits, hot=hot, same=python.same_batches(source),
+                              reads_files=unseen or loader["rchar_per_example"] >= READS_FILE_BYTES)
         if any(f.code == "python_in_pipeline" for f in found):  # named already (thread workers and the GIL)
             own = [f for f in own if f.code != "python_in_pipeline"]
         found += own

@@ -16,6 +16,9 @@ from kit.doctor.sources import loop
 from kit.timing.batches import batch_size_of
 from kit.util import process_io, usable_cpus
 
+#: Bytes read per example (``rchar``) from which a loader counts as reading files.
+READS_FILE_BYTES = 4096
+
 
 def cpu_seconds() -> float:
     """CPU seconds this process has used, user and system."""
@@ -115,7 +118,7 @@ def measure_loader(source, *, max_seconds: float, warmup: int = 1) -> dict:
         out["rchar_per_example"] = (io1.get("rchar", 0) - io0.get("rchar", 0)) / examples
         out["read_bytes_per_example"] = (io1.get("read_bytes", 0) - io0.get("read_bytes", 0)) / examples
         out["window_examples"] = examples
-        if out["rchar_per_example"] >= 4096:
+        if out["rchar_per_example"] >= READS_FILE_BYTES:
             out["read_s_per_example"] = read_seconds(int(out["rchar_per_example"]))
     return out
 

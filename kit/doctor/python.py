@@ -208,9 +208,11 @@ def ops_for(text: str) -> str:
     return next((ops for words, ops in TF_OPS if any(w in text for w in words)), "")
 
 
-def findings(source, m: Measured, fits: dict, *, hot: Hot, same: bool | None) -> list[Finding]:
+def findings(source, m: Measured, fits: dict, *, hot: Hot, same: bool | None,
+             reads_files: bool = True) -> list[Finding]:
     """The user's Python as the loader: ``python_in_pipeline`` (named with its line) and ``compute_once``.
-    Only with a model whose fit waits on this loader (headroom over ``NOISE``), the loader computing."""
+    Only with a model whose fit waits on this loader (headroom over ``NOISE``), the loader computing.
+    ``reads_files``: the loader reads files (where batches differ, only reading and decoding can be kept)."""
     where, share, text = hot.where, hot.share, hot.text
     headroom = m.headroom
     if not fits or not headroom >= 1.1:
@@ -239,15 +241,18 @@ def findings(source, m: Measured, fits: dict, *, hot: Hot, same: bool | None) ->
         status="predicted", gain_low=lo, gain_high=hi, where=where,
         fix=(f"do {where.split(' in ')[-1] if where else 'its work'} in TensorFlow ops: {ops}" if ops else
              "do its work in TensorFlow ops (a tf.data map)") + f"; or {fix_workers}")]
-    if same is False and fits and math.isfinite(headroom):
-        gain, lo, hi = predicted(m, 1.0, headroom)
-        out.append(Finding(
-            "compute_once", f"two reads of the first batch differ: random work (augmentation) in the {what}, "
-            "beside work that may be the same every epoch (reading, decoding)", gain,
-            m.cap.explain("predicted: the deterministic part computed once, the random part each epoch: from "
-                          "nothing (the random part is the cost) to the whole headroom (it costs nothing)"),
-            status="predicted", gain_low=lo, gain_high=hi, where=where,
-            fix="compute the deterministic part once (decode into a store or np.save), and augment after it"))
+    # Random work beside reading and decoding: the deterministic part may be cached. A loader that reads no
+    # file (arrays in memory) has no reading or decoding to keep: its work is the random part, new each epoch.
+    if same is False:
+        if reads_files and fits and math.isfinite(headroom):
+            gain, lo, hi = predicted(m, 1.0, headroom)
+            out.append(Finding(
+                "compute_once", f"two reads of the first batch differ: random work (augmentation) in the {what}, "
+                "beside work that may be the same every epoch (reading, decoding)", gain,
+                m.cap.explain("predicted: the deterministic part computed once, the random part each epoch: from "
+                              "nothing (the random part is the cost) to the whole headroom (it costs nothing)"),
+                status="predicted", gain_low=lo, gain_high=hi, where=where,
+                fix="compute the deterministic part once (decode into a store or np.save), and augment after it"))
     elif fits and math.isfinite(headroom):
         rounds = [c / f for c, f in zip(fits.get("ceiling_rounds") or [], fits.get("fit_rounds") or []) if f > 0]
         basis = ("measured: the model trained on batches computed once and replayed from memory, against the "
