@@ -232,6 +232,26 @@ def test_pydataset_single_worker():
     assert "pydataset_single_worker" not in doctor.diagnose(_pydataset(2), max_seconds=SECONDS).codes
 
 
+@pytest.mark.slow
+def test_a_pydataset_read_by_processes_gets_threads_tried():
+    """Worker processes pickle every batch back and start again each epoch: the same number of threads is
+    timed against them (an A/B of the applied change), whatever it finds."""
+    import keras
+
+    class Slices(keras.utils.PyDataset):
+        def __len__(self):
+            return N // B
+
+        def __getitem__(self, i):
+            return X[i * B:(i + 1) * B] * 2.0, Y[i * B:(i + 1) * B]
+
+    d = doctor.diagnose(Slices(workers=2, use_multiprocessing=True), _model(), max_seconds=10)
+    assert [t["code"] for t in d.tried] == ["pydataset_single_worker"], str(d)
+    row = d.findings.set_index("code").loc["pydataset_single_worker"]
+    assert "use_multiprocessing=False" in row["fix"] and "use_multiprocessing=True" in row["evidence"], str(d)
+    assert row["status"] in ("measured", "no gain", "unmeasured") or row["measured_on"], str(d)
+
+
 def _waiting_pydataset():
     import keras
 

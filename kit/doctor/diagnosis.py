@@ -242,15 +242,24 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         if memory:
             rates["memory"] = f"memory: {memory}"
         rates["random_ops"] = len(random_nodes(graph))
-    if is_pydataset(source) and (getattr(source, "workers", 1) or 1) <= 1:
+    single_worker = is_pydataset(source) and (getattr(source, "workers", 1) or 1) <= 1
+    if single_worker:
         cands.append(Candidate(rw.pydataset_workers(rules.IO_WORKERS if m.io_wait else max(2, n_cores)),
                                f"workers={getattr(source, 'workers', 1)}: one thread reads every batch while "
                                f"the loader alone keeps {m.cores_busy:.2f} cores busy", ordered=True, random=False))
+    elif is_pydataset(source) and getattr(source, "use_multiprocessing", False):
+        # Processes pickle every batch back to this process and start again each epoch: the same number of
+        # threads, timed, where __getitem__ leaves the GIL (files, NumPy) is the cheaper choice.
+        workers = getattr(source, "workers", 1) or 1
+        cands.append(Candidate(rw.pydataset_workers(workers),
+                               f"workers={workers}, use_multiprocessing=True: every batch is pickled back to the "
+                               f"training process, and the worker processes start again each epoch",
+                               ordered=True, random=False))
     progress.step("the A/B trials of the fixes", findings=[f"{f.code}: {f.evidence}" for f in found])
     rate = fit_rate(copy, batch_size, per_epoch=bool(per_epoch), generator=generator) if copy is not None else None
     tried = _try_all(cands, source, copy, m, budget, examples=examples, rate=rate)
     found += [f for t in tried for f in _findings(t, m, where)]
-    if not any(f.code == "pydataset_single_worker" and f.applied for f in found):
+    if single_worker and not any(f.code == "pydataset_single_worker" and f.applied for f in found):
         # Threads measured no gain (or were not tried): processes predicted.
         found = [f for f in found if f.code != "pydataset_single_worker"] + rules.pydataset_workers(source, m)
     rates["time_split"] = rules.time_split(loader, m, graph, source)

@@ -109,7 +109,7 @@ CODES = {
         "mmap_mode='r'), or convert it once (notebooks 01 and 03).",
     ),
     "pydataset_single_worker": (
-        "a keras.utils.PyDataset with one worker", "speed",
+        "a keras.utils.PyDataset with one worker, or worker processes where threads would do", "speed",
         "super().__init__(workers=N, use_multiprocessing=...) in your PyDataset: threads when it waits "
         "on files, processes when __getitem__ is Python-bound (notebook 06).",
     ),
