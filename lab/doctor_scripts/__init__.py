@@ -28,11 +28,15 @@ on them (a TFRecord pipeline parsed serially into an InceptionV3, a Sequence of 
 worker processes, image_dataset_from_directory with augmentation layers before a frozen ResNet50V2, a generator of
 augmented log-mel speech clips, ImageDataGenerator.flow over in-memory CIFAR-style arrays, a Sequence over a CSV's
 rows reading poster JPEGs), its fixes chosen by reading the code, its truth measured before any doctor run and kept in its own file.
+``heldout9/`` is a ninth fresh held-out half, ported the same way once heldout8 had been scored and seen (a tf.data
+U-Net over PNG paths cached in memory, a Sequence decoding JPEGs with PIL into a MobileNet, a train_on_batch loop
+one-hot encoding text per batch, a generator of h5py reads, from_generator building YOLO targets in Python, a
+train_on_batch loop calling predict per mini-batch), its truth measured before any doctor run and kept in its own file.
 ``fixes/NAME.py`` is NAME with the one fix that matters applied. ``truth.py`` measures each script against its fix and the compute ceiling with plain Keras (no kit
 import); ``score.py`` runs ``python -m kit doctor run`` on each script and scores its verdict and top three
 findings against ``CORPUS``.
 
-``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8), ``source`` (the repository file), ``kind``, ``changed``
+``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8, heldout9), ``source`` (the repository file), ``kind``, ``changed``
 (one line; the script's docstring has every change), ``fix`` (one line), ``codes`` (the finding codes that
 name that fix: any one in the top three counts as right), ``tolerated`` (true but minor: neither right nor
 wrong). A script with no fix file has ``fix`` "none" and no codes.
@@ -433,6 +437,72 @@ CORPUS = {
             "50 poster reads and resizes (about 35-42 ms) run behind it in Keras's prefetch of the PyDataset, so "
             "each poster read once and kept would gain under 1.1x",
         codes=(), tolerated=("python_in_pipeline", "pydataset_single_worker", "compute_once", "no_cache")),
+    "carla_unet": dict(
+        half="heldout9", kind="tf.data (from_tensor_slices of PNG paths, serial read/decode and resize maps, cache, "
+                             "shuffle, batch, no prefetch)",
+        source="https://github.com/OmarRAbdelkafi/Machine_Learning/blob/152e88e291d76d8ed4b50b55792deb18026e9dff/"
+               "Deep_Learning/Self_driving_car/Perception/Image_Segmentation_UNet/main.py",
+        changed="320 generated 150x200 CARLA-style frames and class masks for 1000 at 600x800, U-Net n_filters 4 for "
+                "32, epochs 3 for 1, modules inlined, matplotlib/imageio figures left out",
+        fix="none: the author already caches after the deterministic decode/resize maps (read once, in the first "
+            "epoch), the shuffle buffer holds the whole set and the U-Net's step dominates every epoch",
+        codes=(), tolerated=("no_prefetch", "serial_map")),
+    "nima_mobilenet": dict(
+        half="heldout9", kind="sequence (keras load_img (PIL) of each JPEG per batch, random crop and flip, one "
+                             "thread worker, frozen then fine-tuned MobileNet)",
+        source="https://github.com/idealo/image-quality-assessment/blob/dceaf7c2d218bc6e80b21d6e147e3b56a21b7f31/"
+               "src/trainer/train.py",
+        changed="600 generated 320x240 JPEG photos for AVA's 255000, loaded at 96x96 and cropped to 80x80 for 256/224, "
+                "MobileNet alpha 0.25 and weights=None, epochs 1+2 for 5+9, sklearn split in NumPy, fit_generator -> "
+                "fit with workers/use_multiprocessing/max_queue_size set on the Sequences, Adam decay as "
+                "InverseTimeDecay, no TensorBoard, checkpoint to a temporary .weights.h5",
+        fix="read, decode and resize each photo once, keep it in memory (random crop, flip and preprocess_input "
+            "still per batch; validation photos too)",
+        codes=("compute_once", "no_cache"),
+        tolerated=("python_in_pipeline", "pydataset_single_worker", "validation_input",
+                   "frozen_backbone_recomputed", "augment_before_frozen_backbone")),
+    "crepe_agnews": dict(
+        half="heldout9", kind="custom loop (train_on_batch, a Python generator one-hot encoding each batch's raw texts "
+                              "character by character)",
+        source="https://github.com/johnb30/py_crepe/blob/5d9a17cb78fcb8653df24fcffa1cd219fc2faf89/main.py",
+        changed="1440/240 generated AG's News rows for 120000/7600, Conv1D filters 32 for 256 and Dense 128 for 1024, "
+                "epochs 3 for 10, Python 2 (xrange, octal seed, np.int) and Keras 1 names ported, the shuffled labels "
+                "cast to float32",
+        fix="one-hot encode each text once before the epochs and keep it (uint8 rows by text); the per-epoch shuffle "
+            "unchanged, each batch stacked from the kept rows (training and test passes)",
+        codes=("compute_once", "no_cache"), tolerated=("python_in_pipeline", "validation_input")),
+    "so2sat_lcz": dict(
+        half="heldout9", kind="generator (h5py reads of 32 sorted random indices per batch from an open HDF5 file)",
+        source="https://github.com/ChunpingQiu/benchmark-on-So2SatLCZ42-dataset-a-simple-tour/blob/"
+               "4d28ac48c7b226f79ea792cda6c6a6a58f79c04e/train.py",
+        changed="320/64 generated 32x32x10 float64 patches for 352366/24119 (no sen1), epochs 3 for 100, TF1 session "
+                "dropped, fit_generator -> fit without max_queue_size, checkpoint on val_accuracy to a temporary "
+                ".weights.h5",
+        fix="none: decided by reading, the Sen2LCZ-Net step (16 3x3 convolutions with BatchNormalization from 32x32 "
+            "down to 4x4, four softmax heads, batch 32) dominates; a batch's h5py read of 32 sorted indices (2.6 MB of "
+            "float64, a few ms) runs behind it in Keras's prefetch of the generator, and each pass draws a new order",
+        codes=(), tolerated=("python_in_pipeline", "compute_once", "no_cache", "validation_input")),
+    "captcha_yolo": dict(
+        half="heldout9", kind="from_generator (cv2 PNG reads and a YOLO grid target built in Python loops per example, "
+                            "batch 10, no cache or prefetch)",
+        source="https://github.com/aiguy110/captcha-breaker/blob/d9bc4889f9b5b3c5c20daa332c6763d8a429844d/train.py",
+        changed="200 generated 160x60 CAPTCHAs with JSON rects, CNN filters / 8 (67 outputs kept), epochs 3 for 5, "
+                "model.py inlined, Keras 3 ResBlock init and variable dtype size, outputs to a temporary folder",
+        fix="cache() after from_generator in both splits (each CAPTCHA read, normalised and its 7x20x70 grid target "
+            "built in Python once, not every epoch)",
+        codes=("compute_once", "no_cache"),
+        tolerated=("python_in_pipeline", "no_prefetch", "validation_input", "epoch_start_stall", "generator_malloc")),
+    "sednn_dnn": dict(
+        half="heldout9", kind="custom loop (train_on_batch over a generator of in-memory mini-batches, predict-based "
+                             "evaluation every pass)",
+        source="https://github.com/yongxuUSTC/sednn/blob/819502d27c1f1214aabce2ae4c9fd49e40c0f094/"
+               "mixture2clean_dnn/main_dnn.py",
+        changed="3000/500 generated 7x257 log-spectrogram segments in data.h5 for TIMIT's, iterations 6/18/18 for "
+                "1000/5000/10001 (3 passes of 6), sklearn StandardScaler as a NumPy stand-in, Keras 3 Adam",
+        fix="the evaluation's model.predict(batch_x) -> model.predict_on_batch(batch_x) (one forward of the 500 "
+            "rows per call, not a data adapter, callbacks, a progress bar and 16 forwards of Keras's default batch of "
+            "32 that each stream the DNN's 50 MB of weights; the evaluation runs every pass, 7 calls against 6 steps)",
+        codes=("predict_per_step",), tolerated=("python_in_pipeline", "steps_per_execution", "validation_input")),
 }
 
 #: The doctor's finding codes a CORPUS entry may name (kit/doctor/findings.py CODES and the new ones).
@@ -441,7 +511,8 @@ VOCABULARY = ("python_in_pipeline", "pydataset_single_worker", "serial_map", "ma
               "frozen_backbone_recomputed", "augment_before_frozen_backbone", "small_shuffle_buffer",
               "compute_once", "steps_per_execution", "validation_input", "epoch_start_stall", "memory_growth",
               "predict_per_step", "frozen_layer_trains", "generator_malloc")
-HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
+HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9")
 #: custom loops: training steps per epoch (the timer sees train_on_batch calls, not epochs)
 LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41, "squeezenet_faces": 10, "pokemon_gan": 24,
-                        "srgan_celeba": 18}
+                        "srgan_celeba": 18,
+                        "crepe_agnews": 18, "sednn_dnn": 6}
