@@ -109,18 +109,3 @@ def test_candidates_name_the_users_functions():
             "serial_map"]
     assert c.rewrite.snippet == ".map(decode, num_parallel_calls=tf.data.AUTOTUNE)"
     assert "calls Python" in c.evidence
-
-
-def test_generator_malloc_ranks_after_the_fixes_that_also_give_it():
-    """Its measured gain comes with any fix that trains without a Python generator: after them, not ahead of
-    every prediction; where none of them is listed, it keeps its place."""
-    malloc = Finding("generator_malloc", "", 1.3, "")
-    frozen = Finding("frozen_backbone_recomputed", "", 4.2, "", status="predicted")
-    cache = Finding("no_cache", "", 2.1, "", status="predicted", measured_on="the loader alone")
-    df = table([malloc, frozen, cache, Finding("no_prefetch", "", 1.0, "", status="no gain")])
-    assert list(df["code"]) == ["no_cache", "frozen_backbone_recomputed", "generator_malloc", "no_prefetch"]
-    assert list(table([malloc, cache])["code"]) == ["generator_malloc", "no_cache"]
-    # a giver checked with no gain gives nothing: the measured finding keeps its place
-    unlisted = dataclasses.replace(frozen, status="no gain")
-    assert list(table([malloc, cache, unlisted])["code"]) == ["generator_malloc", "no_cache",
-                                                               "frozen_backbone_recomputed"]

@@ -389,10 +389,6 @@ def test_a_headroom_the_input_cannot_explain_is_no_input_bound_verdict():
     waiting = {"fit_examples_per_s": 600.0, "ceiling_examples_per_s": 1_200.0, "input_share": 0.45}
     assert rules.verdict(waiting, 650.0, 0.9)[0] == "input-bound"
     assert rules.verdict({**fits, "input_share": 0.12}, 70_000.0, 0.8)[0] == "balanced"  # explains 1.15x
-    # A generator's reader that slows the step itself (the real fit measured 1.8x faster with a process's own
-    # malloc thresholds): the same 2x headroom is then the input's, not noise.
-    doubled = {**fits, "ceiling_examples_per_s": 1_200.0}
-    assert rules.verdict({**doubled, "malloc_gain": 1.8}, 70_000.0, 0.8)[0] == "input-bound"
 
 
 def test_a_fit_read_as_keras_reads_states_the_time_beyond_the_step_from_its_headroom():
@@ -445,19 +441,12 @@ def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
 
     monkeypatch.setattr(measure, "plain_fit", plain_fit)
     monkeypatch.setattr(measure, "timed_fit", timed_fit)
-    # The user's fit reads a generator (both sources here): the ceiling runs with a process's own malloc
-    # thresholds, the real fit with those TensorFlow's generator op sets (kit.doctor.allocator).
-    monkeypatch.setattr(measure.allocator, "use", lambda state: calls.append(("malloc", state)))
-    own, gen = ("malloc", measure.allocator.OWN), ("malloc", measure.allocator.GENERATOR)
     batch = Batches()[0]
     for source in (Batches(), lambda: iter([batch])):
         calls.clear()
         fits = measure.measure_fits(None, source, batch, max_seconds=1.0, rounds=2)
         real = type(source).__name__
         assert calls == [("plain", "_TensorDataset", 4), ("plain", real, 4)] * 2 + [("timed", real, 0)], calls
-        calls.clear()
-        measure.measure_fits(None, source, batch, max_seconds=1.0, rounds=2, generator=True)
-        assert calls == [own, ("plain", "_TensorDataset", 4), gen, ("plain", real, 4)] * 2 + [("timed", real, 0)], calls
         calls.clear()
         fits = measure.measure_fits(None, source, batch, max_seconds=1.0, rounds=2)
         assert fits["plain"] and fits["input_share"] == pytest.approx(0.5)

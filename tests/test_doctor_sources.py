@@ -70,21 +70,3 @@ def test_known_length_of_every_source(make, expected):
         assert _known_length(counted) is None
     else:
         assert len(counted) == expected == _known_length(counted)
-
-
-def test_feeds_generator_tells_the_sources_keras_reads_through_tensorflow_s_generator_op():
-    import tensorflow as tf
-
-    from kit.doctor.sources import feeds_generator
-
-    gen = tf.data.Dataset.from_generator(lambda: iter([X[:8]]), output_signature=tf.TensorSpec((8, 4), tf.float32))
-    assert feeds_generator(gen.map(lambda x: x * 2).prefetch(1))  # found behind the maps
-    inner = tf.data.Dataset.range(2).interleave(  # made inside an interleave's function
-        lambda _: tf.data.Dataset.from_generator(lambda: iter([1]), output_signature=tf.TensorSpec((), tf.int32)))
-    assert feeds_generator(inner)
-    assert not feeds_generator(tf.data.Dataset.from_tensor_slices(X).map(lambda x: x + 1).batch(8))
-    assert feeds_generator(_pydataset("len")) and feeds_generator(lambda: iter([X[:8]]))
-    # arrays given to fit: the doctor reads Keras's adapter's dataset, which is no generator
-    from keras.src.trainers.data_adapters import get_data_adapter
-
-    assert not feeds_generator(get_data_adapter(x=X, y=X[:, 0], batch_size=8).get_tf_dataset())

@@ -1,4 +1,4 @@
-"""kit.doctor.allocator: glibc's thresholds, and what TensorFlow's generator op does to them (in a fresh
+"""lab.allocator: glibc's thresholds, and what TensorFlow's generator op does to them (in a fresh
 process, where nothing else has set them)."""
 
 import subprocess
@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from kit.doctor import allocator as malloc
+from lab import allocator as malloc
 
 pytestmark = pytest.mark.skipif(not malloc.available(), reason="glibc's malloc only")
 

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kit.doctor import allocator, progress, python, rules, trial
+from kit.doctor import progress, python, rules, trial
 from kit.doctor import rewrite as rw
 from kit.doctor.candidates import (
     Candidate,
@@ -46,7 +46,6 @@ from kit.doctor.report import Diagnosis
 from kit.doctor.sources import (
     check_source,
     describe_error,
-    feeds_generator,
     first_batch,
     is_dataset,
     is_pydataset,
@@ -152,11 +151,6 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     if per_epoch is None:
         per_epoch = reads_per_epoch(source)
     n_cores, load = usable_cpus(), load_average()
-    # The user's fit reads a generator: TensorFlow's generator op sets the malloc thresholds of their
-    # process (kit.doctor.allocator), which the doctor's fits each get as their own process would.
-    generator = allocator.available() and feeds_generator(source)
-    if generator:
-        allocator.use(allocator.GENERATOR)
     graph = pipeline_graph(source) if is_dataset(source) and pipeline else None
     compile_start = time.perf_counter()
     copy = compiled_copy(model, batch, name) if model is not None else None
@@ -185,12 +179,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         # beyond it: copying and compiling a large model may have taken much of it.
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,
                             thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM),
-                            per_epoch=bool(per_epoch), run_on=budget.left() - seconds, generator=generator)
+                            per_epoch=bool(per_epoch), run_on=budget.left() - seconds)
         rates.update(fits)
-        if generator:  # before the verdict: what the generator's reader costs the step explains headroom too
-            malloc_found, fits["malloc_gain"] = allocator.generator_malloc(copy, source, batch_size, budget, max_seconds,
-                                                                  per_epoch=bool(per_epoch))
-            found += malloc_found
         verdict, summary, symptom = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         found += symptom
         rates["verdict_basis"] = rules.verdict_basis(fits)
@@ -256,7 +246,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
                                f"training process, and the worker processes start again each epoch",
                                ordered=True, random=False))
     progress.step("the A/B trials of the fixes", findings=[f"{f.code}: {f.evidence}" for f in found])
-    rate = fit_rate(copy, batch_size, per_epoch=bool(per_epoch), generator=generator) if copy is not None else None
+    rate = fit_rate(copy, batch_size, per_epoch=bool(per_epoch)) if copy is not None else None
     tried = _try_all(cands, source, copy, m, budget, examples=examples, rate=rate)
     found += [f for t in tried for f in _findings(t, m, where)]
     if single_worker and not any(f.code == "pydataset_single_worker" and f.applied for f in found):
@@ -271,11 +261,6 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         rates["fixed_fit_gain" if copy is not None else "fixed_loader_gain"] = fixed_gain.median
     if trace_dir is not None:
         trace_dir = str(record_trace(copy, source, trace_dir))
-    if generator:
-        # A process's own, not TensorFlow's 128 KB: what the process had before is unknown, and TensorFlow's
-        # would slow every step after this one (a notebook's cells). The user's fit, where the doctor runs it
-        # after this, gets TensorFlow's (run.run_as_written).
-        allocator.use(allocator.OWN)
     return Diagnosis(verdict=verdict, summary=summary, rates=rates, findings=table(found),
                      pipeline=labels(graph) if graph is not None else [], trace_dir=trace_dir,
                      fixed=fixed, changes=changes, tried=[t.row() for t in tried], skipped=budget.skipped)

@@ -64,12 +64,6 @@ CODES = {
         "Keep one iterator across epochs (ds.repeat() with steps_per_epoch), shuffle ids rather than filling "
         "a large example buffer at each epoch's start, and keep PyDataset workers' start-up out of short epochs.",
     ),
-    "generator_malloc": (
-        "TensorFlow's generator op (Keras's reader of a PyDataset or a generator) set the process's malloc "
-        "thresholds, and the training step's own tensors pay page faults every step", "speed",
-        "Train from tf.data without a Python generator (a converted store, np.load'ed arrays, tf.data's own "
-        "reading ops), which never sets them (docs/doctor.md).",
-    ),
     "validation_input": (
         "validation_data read as slowly as the training input: its share of each epoch", "speed",
         "Give validation the same input fixes as training (it is read every epoch), or validate every few "
@@ -301,8 +295,7 @@ class Measured:
 
 def table(findings: list[Finding]) -> pd.DataFrame:
     """The findings as a DataFrame (``COLUMNS``): the symptom, correctness, speed measured, then measured on
-    a part and predicted for the fit, then predicted (each by its gain), order, then 'no gain' and 'not measured'; ties in the order of ``CODES``;
-    ``generator_malloc`` after the fixes that also give it (``GENERATOR_FREE``)."""
+    a part and predicted for the fit, then predicted (each by its gain), order, then 'no gain' and 'not measured'; ties in the order of ``CODES``."""
     return rank(pd.DataFrame([f.row() for f in findings], columns=list(COLUMNS)))
 
 
@@ -319,26 +312,7 @@ def rank(df: pd.DataFrame) -> pd.DataFrame:
         df["_gain"] = df["expected_gain"].fillna(-1.0)
         df = df.sort_values(["_group", "_gain", "_rank"], ascending=[True, False, True])
         df = df.drop(columns=["_group", "_rank", "_gain"]).reset_index(drop=True)
-        df = _after_what_gives_it(df, "generator_malloc", GENERATOR_FREE)
     return df
-
-
-#: Fixes that train without a Python generator, so they also give ``generator_malloc``'s gain: it ranks
-#: after them, rather than taking a place of its own among the fixes to try.
-GENERATOR_FREE = ("python_in_pipeline", "compute_once", "frozen_backbone_recomputed")
-
-
-def _after_what_gives_it(df: pd.DataFrame, code: str, givers: tuple[str, ...]) -> pd.DataFrame:
-    """``df`` with ``code``'s row moved after the last listed finding in ``givers`` (those whose fix
-    gives its gain too); unchanged where it has none of them, or ``code`` is not a listed finding."""
-    listed = df["status"].isin(("measured", "predicted"))
-    at = df.index[(df["code"] == code) & listed]
-    after = df.index[df["code"].isin(givers) & listed]
-    if not len(at) or not len(after) or after.max() < at[0]:
-        return df
-    order = [i for i in df.index if i != at[0]]
-    order.insert(order.index(after.max()) + 1, at[0])
-    return df.loc[order].reset_index(drop=True)
 
 
 def fmt_gain(g: float) -> str:

@@ -14,7 +14,6 @@ import pandas as pd
 import tensorflow as tf
 
 from kit import timing
-from kit.doctor import allocator
 from kit.doctor.graph import INFINITE
 from kit.doctor.loader import cpu_seconds
 from kit.doctor.sources import (
@@ -339,8 +338,7 @@ MEMORY_MIN_S = 1.0
 
 
 def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
-                 thresholds: tuple = (), per_epoch: bool = False, run_on: float | None = None,
-                 generator: bool = False) -> dict:
+                 thresholds: tuple = (), per_epoch: bool = False, run_on: float | None = None) -> dict:
     """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved,
     each run ``max_seconds / (2 * rounds)``; up to ``more`` rounds more while the rounds' headrooms
     straddle one of ``thresholds``. A source Keras reads itself (tf.data, a PyDataset, a function
@@ -351,8 +349,6 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     together at most ``max_seconds`` past their shares) until they include an epoch's start, which the
     user's fit pays every epoch; where they span whole epochs, only those are timed. ``run_on``: the most
     all of that, and the memory fit's run past its share, may take (what the caller's budget has left).
-    ``generator``: the user's fit reads a generator: the ceiling runs with the malloc thresholds of a
-    process without one, the real fit with TensorFlow's (``as_own_process``).
 
     Returns:
         ``ceiling_examples_per_s``, ``fit_examples_per_s`` (pooled), ``ceiling_rounds``,
@@ -383,12 +379,9 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
 
     def one_round() -> None:
         nonlocal cpu, wall, spare, allowance
-        if generator:
-            allocator.use(allocator.OWN)  # the ceiling: batches from memory, as with no generator in the process
         c0, t0 = cpu_seconds(), time.perf_counter()
         ceiling_runs.append(fit_once(copy, ceiling, batch_size=size, max_seconds=each))
         cpu, wall = cpu + cpu_seconds() - c0, wall + time.perf_counter() - t0
-        allocator.as_own_process(source, generator)
         t1 = time.perf_counter()
         real_runs.append(fit_once(copy, source, batch_size=size, max_seconds=each,
                                   epoch_start=min(EPOCH_START_ROUNDS * each, each + spare), per_epoch=per_epoch))
@@ -501,12 +494,10 @@ def reads_per_epoch(source) -> bool:
     return is_dataset(source) and int(source.cardinality()) != INFINITE
 
 
-def fit_rate(copy, batch_size: int, *, per_epoch: bool = False, generator: bool = False):
+def fit_rate(copy, batch_size: int, *, per_epoch: bool = False):
     """``rate(source, seconds)`` for ``trial.ab``: examples/s of ``copy`` trained on it (``fit_once``), a
-    dataset epoch after epoch with ``per_epoch``, as the user's fit reads it; ``generator``: with the
-    malloc thresholds a process fitting on it alone would have (``as_own_process``)."""
+    dataset epoch after epoch with ``per_epoch``, as the user's fit reads it."""
     def rate(source, seconds):
-        allocator.as_own_process(source, generator)
         return fit_once(copy, source, batch_size=batch_size, max_seconds=seconds, per_epoch=per_epoch,
                         epoch_start=EPOCH_START_ROUNDS * seconds if per_epoch else 0.0)["examples_per_s"]
     return rate

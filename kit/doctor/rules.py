@@ -83,9 +83,7 @@ def input_explains(fits: dict, loader_rate: float, loader_cores: float) -> float
 def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> tuple[str, str, list[Finding]]:
     """The verdict from the headroom in ``fits`` (``measure.measure_fits``): ``(verdict, summary,
     findings)``. Where the input can explain under ``COMPUTE_BOUND_HEADROOM`` of it (``input_explains``,
-    from the loader alone's rate and cores, times ``fits["malloc_gain"]``: the real fit's gain with a
-    process's own malloc thresholds, where a generator's reader set TensorFlow's), a larger headroom is
-    noise or load: compute-bound, said so."""
+    from the loader alone's rate and cores), a larger headroom is noise or load: compute-bound, said so."""
     F, C, share, L = (fits["fit_examples_per_s"], fits["ceiling_examples_per_s"], fits["input_share"],
                       loader_rate)
     H = headroom(fits)
@@ -102,8 +100,7 @@ def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> t
                f"model's step kept {fits.get('model_cores', math.nan):.1f} cores busy")
     waiting = (f"pulling each batch in turn, steps waited {share:.0%} of the time" if fits.get("plain")
                else f"waiting {share:.0%} of each step")
-    # The generator's reader slows the step itself (kit.doctor.allocator): its measured share explains the headroom too.
-    explained = input_explains(fits, L, loader_cores) * max(1.0, fits.get("malloc_gain") or 1.0)
+    explained = input_explains(fits, L, loader_cores)
     if H >= COMPUTE_BOUND_HEADROOM and explained < COMPUTE_BOUND_HEADROOM:
         return "compute-bound", summary, [Finding(
             "compute_bound", f"{waiting[0].upper() + waiting[1:]} and the loader needs "

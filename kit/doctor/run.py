@@ -241,18 +241,6 @@ class Hooks:
             self._original = None
 
 
-def run_as_written(call: Fit, run):
-    """The user's fit (``run``) after the doctor's, with the malloc thresholds it would have had: TensorFlow's
-    where it reads a generator, whose op sets them at its first batch once per process (the doctor's own
-    reads used that up; ``kit.doctor.allocator``)."""
-    from kit.doctor import allocator  # noqa: PLC0415
-    from kit.doctor.sources import feeds_generator  # noqa: PLC0415
-
-    if not call.in_memory and feeds_generator(call.x):
-        allocator.use(allocator.GENERATOR)
-    return run()
-
-
 def diagnose_fit(call: Fit, *, max_seconds: float):
     """Diagnoses what ``call`` was given, on a copy of its model; bounded (``cli.bounded``). Returns
     ``(Diagnosis, note)``. A model built under a distribution strategy is copied outside it: Keras stops
@@ -418,7 +406,7 @@ def watch(max_seconds: float = 60.0, *, run_fit: bool = False, show: bool = True
                 display(seen)
             except ImportError:
                 print(seen)
-        return run_as_written(call, run) if run_fit else None
+        return run() if run_fit else None
 
     hooks = Hooks(on_fit).install()
     try:

@@ -21,7 +21,7 @@ import time
 import traceback
 from pathlib import Path
 
-from kit.doctor.run import Fit, Hooks, diagnose_fit, place, run_as_written, validation
+from kit.doctor.run import Fit, Hooks, diagnose_fit, place, validation
 from kit.util import OneLineParser, positive_float
 
 #: Seconds the doctor waits, past its budget, for a script stopped in C code to end before it exits anyway.
@@ -135,7 +135,7 @@ class Session:
         if not self.a.cont:
             raise _End(0)
         print("kit doctor: --continue: the script's own fit runs now", flush=True)
-        return run_as_written(call, run)
+        return run()
 
     # --- custom loops ----------------------------------------------------------------------------
     def on_loop(self, loop) -> None:

@@ -26,29 +26,6 @@ def is_pydataset(obj) -> bool:
     return any(c.__name__ == "PyDataset" for c in type(obj).__mro__)
 
 
-def feeds_generator(source) -> bool:
-    """Whether ``model.fit`` on ``source`` runs TensorFlow's generator op, which changes the process's
-    malloc thresholds (``kit.doctor.allocator``): a ``tf.data`` pipeline with ``from_generator`` in it, and
-    everything else the doctor fits on (a PyDataset, a Python generator, a function or list of batches),
-    which Keras reads through it; not arrays (given here as their ``tf.data`` dataset)."""
-    if not is_dataset(source):
-        return True
-    seen: set = set()
-    todo = [source]
-    while todo:
-        ds = todo.pop()
-        if id(ds) in seen:
-            continue
-        seen.add(id(ds))
-        for f in ds._functions():  # from_generator is a flat_map whose function makes a GeneratorDataset
-            graph = f.function.graph.as_graph_def()  # its functions' own, with those they call in its library
-            if any(n.op == "GeneratorDataset" for n in graph.node) or any(
-                    n.op == "GeneratorDataset" for g in graph.library.function for n in g.node_def):
-                return True
-        todo.extend(ds._inputs())
-    return False  # (a generator's dataset captured by a function, built outside it, is not seen)
-
-
 def is_model(obj) -> bool:
     """Whether ``obj`` is a Keras model."""
     return any(c.__name__ == "Model" and c.__module__.startswith("keras") for c in type(obj).__mro__)

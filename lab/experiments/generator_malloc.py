@@ -1,7 +1,7 @@
 """What TensorFlow's generator op costs a training step that never reads a generator (issue 55).
 
 ``from_generator`` (and so Keras's fit on a PyDataset or a generator) sets glibc's malloc trim threshold
-at its first batch, which freezes the thresholds for the whole process (``kit.doctor.allocator``). This
+at its first batch, which freezes the thresholds for the whole process (``lab.allocator``). This
 times the segmentation user's U-Net (``lab/doctor_scripts/users/segmentation_user.py``: 128x128, batch 3)
 on one batch replayed from memory in three fresh processes a round, the order rotated each round:
 
@@ -28,7 +28,7 @@ CHILD = """
 import json, os, sys, time
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np, tensorflow as tf
-from kit.doctor import allocator as malloc
+from lab import allocator as malloc
 from lab.doctor_scripts.users import segmentation_user as su
 state, steps = sys.argv[1], int(sys.argv[2])
 if state != "own":
