@@ -271,14 +271,11 @@ def _one_error_line(err: str) -> str:
      ["model '{m}:wrong_model': Keras model 'sequential", "does not take the batches of source '{m}:dataset' "
       "(batches of 8x4, 8)"]),
     (["{m}:dataset", "--model", "{m}:uncompiled"], ["model '{m}:uncompiled': Keras model", "is not compiled"]),
-    (["{m}:dataset", "--model", "{m}:subclassed_wrapping"],
-     ["model '{m}:subclassed_wrapping': Keras model", "is a subclassed model (Wrapped)",
-      "give Wrapped a get_config()", "or pass a Functional or Sequential model"]),
     (["{m}:autograph_error"], ["source '{m}:autograph_error' raised NameError: name 'undefined_name' is not "
                                "defined, at {m}.py:", " in parse; --debug shows the traceback"]),
     (["{m}:py_raises"], ["source '{m}:py_raises' raised ValueError: bad file 0, at {m}.py:", " in load; --debug"]),
 ], ids=["not-a-jpeg", "empty-jpeg", "pydataset-batch-5", "model-raises", "model-refuses-batches",
-        "uncompiled", "subclassed-without-config", "autograph-name-error", "numpy-function-raises"])
+        "uncompiled", "autograph-name-error", "numpy-function-raises"])
 def test_what_raises_gets_one_line_naming_the_function(user, capsys, argv, says):
     rc, out, err = run_doctor(capsys, *[a.format(m=user) for a in argv], "--max-seconds", SECONDS)
     assert rc == 2
@@ -367,14 +364,57 @@ def test_debug_and_the_budget_options(capsys):
     ("dataset", "lambdas"),
     ("dataset", "subclassed"),
     ("dataset", "subclassed_unbuilt"),
+    ("dataset", "subclassed_wrapping"),
     ("two_dict", "two_inputs"),
     ("two_tuple", "two_inputs_list"),
     ("weighted", "model"),
-], ids=["lambda-layers", "subclassed", "subclassed-unbuilt", "dict-inputs", "tuple-inputs", "sample-weights"])
+], ids=["lambda-layers", "subclassed", "subclassed-unbuilt", "subclassed-without-config", "dict-inputs",
+        "tuple-inputs", "sample-weights"])
 def test_diagnosed(user, capsys, source, model):
     rc, out, err = run_doctor(capsys, f"{user}:{source}", "--model", f"{user}:{model}", "--max-seconds", SECONDS)
     assert rc == 0, err
     assert out.startswith("verdict: ")
+    # Only the model without a config to rebuild from is trained in place (issue 55 item 5), and says so.
+    assert ("(Wrapped is a subclassed model" in out and "trained it in place" in out) == (model == "subclassed_wrapping"), out
+
+
+def _variables(m) -> list:
+    return [np.array(v.numpy()) for v in [*m.variables, *m.optimizer.variables]]
+
+
+@pytest.mark.parametrize("trained", [True, False], ids=["trained-before", "unbuilt"])
+def test_a_model_that_cannot_be_copied_is_trained_in_place_and_put_back(user, trained):
+    """Issue 55 item 5: a subclassed model without a config is trained itself, then its weights and its
+    optimizer's state (slots, step) are put back as they were: a model the user trained before, or one not
+    yet built (its optimizer's state then as a first step finds it: step 0, zero slots)."""
+    import importlib
+
+    import keras
+
+    from kit.doctor import diagnose
+    from kit.doctor.measure import Uncopyable, clone
+
+    mod = importlib.import_module(user)
+    m = mod._subclassed()[1](keras.layers.Dense(5))
+    m.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    if trained:
+        m.fit(mod.X[:32], mod.Y[:32], batch_size=8, epochs=2, verbose=0)
+        assert int(m.optimizer.iterations.numpy()) == 8
+        with pytest.raises(Uncopyable):
+            clone(m, (mod.X[:8], mod.Y[:8]))  # outside a diagnosis, nothing would put it back: it stays an error
+    else:
+        assert not m.weights
+    before = _variables(m) if trained else None
+    d = diagnose(mod.dataset(), m, max_seconds=float(SECONDS))
+    assert "trained_in_place" in d.rates and "trained it in place" in d.summary
+    after = _variables(m)
+    if trained:
+        assert len(after) == len(before) and all(np.array_equal(a, b) for a, b in zip(after, before))
+    else:
+        assert int(m.optimizer.iterations.numpy()) == 0
+        slots = [v for v in m.optimizer.variables if "momentum" in v.path or "velocity" in v.path]
+        assert slots and all(not np.any(v.numpy()) for v in slots)
+    m.fit(mod.X[:16], mod.Y[:16], batch_size=8, epochs=1, verbose=0)  # and the user's own fit still runs
 
 
 def test_a_copy_has_the_weights_and_leaves_the_model_alone(user):

@@ -37,6 +37,8 @@ from kit.doctor.measure import (
     compiled_copy,
     epoch_batches,
     fit_rate,
+    lending,
+    lent,
     measure_fits,
     reads_per_epoch,
     record_trace,
@@ -138,6 +140,14 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         ValueError: the source is not a re-readable batch source, or the model does not take its
             batches (the message names which).
     """
+    with lending():  # a model that cannot be copied is trained in place, and put back as it was
+        return _diagnose(source, model, max_seconds=max_seconds, trace_dir=trace_dir, name=name,
+                         per_epoch=per_epoch, pipeline=pipeline)
+
+
+def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_epoch: bool | None,
+              pipeline: bool) -> Diagnosis:
+    """``diagnose``'s work, inside ``measure.lending``."""
     if not (isinstance(max_seconds, (int, float)) and max_seconds > 0):
         raise ValueError(f"max_seconds must be positive, got {max_seconds!r}")
     # A new diagnosis: an earlier one whose caller stopped waiting (a watch() over its budget) left the
@@ -184,6 +194,11 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
         verdict, summary, symptom = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         found += symptom
         rates["verdict_basis"] = rules.verdict_basis(fits)
+        why = lent(copy)
+        if why:
+            rates["trained_in_place"] = why
+            summary += (f"; the model cannot be copied ({why}): the doctor trained it in place and put its "
+                        f"weights and optimizer state back afterwards")
     progress.step("the findings", verdict=verdict, summary=summary)
     m = _measured(batch_size, example_bytes, n_cores, load, loader, fits)
     if is_pydataset(source):
@@ -336,6 +351,9 @@ def _per_step(model, batch, batch_size, fits, loader_rate, budget: Budget, max_s
     least = 2 * compile_s + 6 * SPE * batch_size / C
     if least > 2 * min(SPE_SHARE * max_seconds, budget.left()):
         budget.skipped.append(f"{what} (about {least:.0f} s at least)")
+        return []
+    if lent(model):  # trained in place (measure.borrow): compiling it twice more would change the user's model
+        budget.skipped.append(f"{what} (the model cannot be copied, and it is not compiled again in place)")
         return []
     seconds = budget.take(SPE_SHARE * max_seconds, what, least=0.3)
     if not seconds:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import time
@@ -33,9 +34,18 @@ from kit.timing.batches import batch_size_of
 from kit.timing.rates import add_ratios, rss_mb
 
 
+class Uncopyable(ModelError):
+    """The model is compiled but cannot be copied (``clone``): the doctor trains it in place (``borrow``);
+    ``short`` says why in a clause."""
+
+    def __init__(self, message: str, short: str = ""):
+        super().__init__(message)
+        self.short = short or message
+
+
 def clone(model, batch=None):
     """A compiled copy of ``model`` with its weights, and its compile config; ``ModelError`` where the
-    model is not compiled or cannot be copied. Functional and Sequential models go through
+    model is not compiled, ``Uncopyable`` where it cannot be copied. Functional and Sequential models go through
     ``keras.models.clone_model`` (sharing weightless layers that do not rebuild from their config); a
     subclassed model is rebuilt from its config, built on ``batch`` where needed. The copy is compiled
     with the user's own loss and metrics (``compile_like``): plain functions, as training scripts
@@ -68,25 +78,28 @@ def clone(model, batch=None):
         model.compiled = True
     if copy is None:
         if graph:
-            raise ModelError(f"Keras model {model.name!r} cannot be copied (keras.models.clone_model: "
-                             f"{describe_error(failed)})") from failed
-        raise ModelError(f"Keras model {model.name!r} is a subclassed model ({kind}) that the doctor cannot "
+            raise Uncopyable(f"Keras model {model.name!r} cannot be copied (keras.models.clone_model: "
+                             f"{describe_error(failed)})", f"keras.models.clone_model raised {type(failed).__name__}") from failed
+        raise Uncopyable(f"Keras model {model.name!r} is a subclassed model ({kind}) that the doctor cannot "
                          f"copy: {kind}.from_config(model.get_config()) failed ({describe_error(failed)}); "
                          f"give {kind} a get_config() returning its __init__ arguments, or pass a "
-                         f"Functional or Sequential model") from failed
+                         f"Functional or Sequential model", f"{kind} is a subclassed model that does not rebuild "
+                         f"from its get_config()") from failed
     weights = model.get_weights()
     if len(copy.weights) != len(weights) and batch is not None:
         try:
             copy(as_xy(batch)[0], training=False)  # builds a subclassed copy's layers
         except Exception as e:  # noqa: BLE001  (Keras raises many types; all mean the same here)
-            raise ModelError(f"Keras model {model.name!r} ({kind}) rebuilt from its config does not run "
-                             f"on the batches ({describe_error(e)})") from e
+            raise Uncopyable(f"Keras model {model.name!r} ({kind}) rebuilt from its config does not run "
+                             f"on the batches ({describe_error(e)})", f"{kind} rebuilt from its get_config() does "
+                             f"not run on the batches") from e
     try:
         copy.set_weights(weights)
     except ValueError as e:
-        raise ModelError(f"Keras model {model.name!r} ({kind}) rebuilt from its config does not take its "
+        raise Uncopyable(f"Keras model {model.name!r} ({kind}) rebuilt from its config does not take its "
                          f"weights ({describe_error(e)}); its get_config() leaves something out, or pass "
-                         f"a Functional or Sequential model") from e
+                         f"a Functional or Sequential model", f"{kind} rebuilt from its get_config() does not take "
+                         f"its weights") from e
     compile_like(copy, model)
     return copy, config
 
@@ -122,10 +135,65 @@ def compile_like(copy, model, **override) -> None:
     copy.compile(**args)
 
 
+#: The models trained in place (``borrow``), each with what puts it back, newest last: ``lending`` runs them.
+_LENT: list = []
+#: How many ``lending`` blocks are open: outside one, nothing would put a model back, so none is lent.
+_OPEN = [0]
+
+
+def borrow(model, batch, why: str):
+    """``model`` itself, to train where it cannot be copied (``why``: ``clone``'s reason), as the issue's
+    "train the original and restore its weights and optimizer state afterwards": built on ``batch`` where
+    it is not yet, its optimizer built, and every variable of both (weights, seed states, the optimizer's
+    slots, step and learning rate) saved; ``lending()`` assigns them back when the diagnosis ends."""
+    if not getattr(model, "built", False) or not model.weights:
+        try:
+            model(as_xy(batch)[0], training=False)  # builds it, as its first fit would
+        except Exception as e:  # noqa: BLE001  (Keras raises many types; all mean the same here)
+            raise ModelError(f"Keras model {model.name!r} cannot be copied ({why}), and it does not run on "
+                             f"the batches ({describe_error(e)})") from e
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None and not getattr(optimizer, "built", True):
+        optimizer.build(model.trainable_variables)  # its slots exist now, zero as the user's first step finds them
+    saved = [(v, np.array(v.numpy())) for v in [*model.variables, *getattr(optimizer, "variables", [])]]
+
+    def restore() -> None:
+        for v, value in saved:
+            v.assign(value)
+        model.stop_training = False
+
+    _LENT.append((model, why, restore))
+    return model
+
+
+def lent(model) -> str | None:
+    """Why ``model`` is trained in place (``borrow``), or None where the doctor trains a copy."""
+    return next((why for m, why, _ in reversed(_LENT) if m is model), None)
+
+
+@contextlib.contextmanager
+def lending():
+    """Puts back, on leaving, every model ``borrow`` lent inside: its variables and its optimizer's as saved."""
+    start = len(_LENT)
+    _OPEN[0] += 1
+    try:
+        yield
+    finally:
+        _OPEN[0] -= 1
+        while len(_LENT) > start:
+            _LENT.pop()[2]()
+
+
 def compiled_copy(model, batch, name: str):
-    """A copy of ``model`` trained one step on ``batch``, which compiles the step the timings reuse.
-    Raises ``ModelError`` as ``clone`` does, or where the model does not take the batches of ``name``."""
-    copy, _ = clone(model, batch)
+    """A copy of ``model`` trained one step on ``batch``, which compiles the step the timings reuse; the
+    model itself (``borrow``, inside ``lending``) where it cannot be copied. Raises ``ModelError`` where
+    the model is not compiled or does not take the batches of ``name``."""
+    try:
+        copy, _ = clone(model, batch)
+    except Uncopyable as e:
+        if not _OPEN[0]:
+            raise
+        copy = borrow(model, batch, e.short)
     try:
         timed_fit(copy, replay(batch, 2), max_seconds=0.0, min_steps=1)
     except Exception as e:  # noqa: BLE001  (Keras raises many types; all mean the same here)
