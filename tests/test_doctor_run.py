@@ -460,6 +460,35 @@ print("loop ended")
     assert "compute_once" not in found, report  # no function of the user's prepares the batch: nothing to cache
 
 
+def test_a_loops_evaluation_between_steps_is_work_not_input_and_its_step_is_replayed(tmp_path):
+    """A train_on_batch loop over batches held in memory that evaluates every third step (``test_on_batch``,
+    and ``Model.predict`` on 256 rows, eight of predict's batches): the Keras calls between the steps are not
+    the input's wait (issue 55's heldout9 sednn_dnn read as input-bound on them); ``predict`` on an input in
+    memory, of more than one batch too, is timed against ``predict_on_batch``; and the loop's verdict has a
+    compute ceiling, its last batch replayed to a copy of the model, as the fits' verdicts do."""
+    path = write(tmp_path, '''
+model = make_model()
+rng = np.random.default_rng(0)
+data = [(rng.random((16, 32)).astype("float32"), (rng.random(16) > 0.5).astype("float32")) for _ in range(8)]
+x_val = rng.random((256, 32)).astype("float32")
+for step in range(4000):
+    x, y = data[step % 8]
+    model.train_on_batch(x, y)
+    if step % 3 == 2:
+        model.test_on_batch(x, y)
+        model.predict(x_val, verbose=0)  # every third step, on 256 rows in memory
+print("loop ended")
+''')
+    code, report = doctor(tmp_path, path)
+    assert code == 0 and report["ended"] == "custom loop", report
+    assert report["between_share"] > 0.2, report  # predict of 256 rows dwarfs a 16-row step
+    assert report["input_wait_share"] < 0.5, report  # the evaluation is not the input's wait (it was about 0.9)
+    assert report["headroom"] > 0 and report["ceiling_step_ms"] > 0, report
+    assert "replayed from memory to a copy of the model" in report["summary"], report
+    found = {f["code"]: f for f in report["findings"]}
+    assert "predict_per_step" in found and found["predict_per_step"]["where"] == line_of(path, "model.predict("), report
+
+
 TAPE = '''
 import tensorflow as tf
 model = make_model()
@@ -497,5 +526,6 @@ def test_a_gradient_tape_loop_fed_by_a_generator_has_its_input_wait_timed(tmp_pa
     assert report["loop"] == line_of(path, where), report
     assert 0 < report["input_wait_share"] < 1 and report["steps"] >= 10, report
     assert report["verdict"] == "input-bound", report  # 20 FFTs an example against a one-layer step
+    assert report["headroom"] is None and "from the wait's share alone" in report["summary"], report  # not replayed
     assert {f["code"] for f in report["findings"]} == {"compute_once", "python_in_pipeline"}, report
     assert all(f["where"].startswith("train.py:") and "features" in f["where"] for f in report["findings"]), report

@@ -28,6 +28,11 @@ HOT_SHARE = 0.25
 #: ``Model.predict`` calls between timed steps that make a ``predict_per_step`` finding, and the trials of
 #: ``predict_on_batch`` it is timed against.
 PREDICT_CALLS, PREDICT_TRIALS = 3, 5
+#: ``predict_on_batch`` is tried on a ``predict`` input of at most this many bytes (one forward of it all).
+PREDICT_MAX_BYTES = 64 * 2**20
+#: A train_on_batch loop's compute ceiling: its last batch replayed from memory to a copy of the model, at
+#: least ``CEILING_STEPS`` steps after one that traces, for up to this share of the budget.
+CEILING_SHARE, CEILING_STEPS = 0.15, 3
 
 
 @dataclass
@@ -49,27 +54,52 @@ class Loop:
     predict_where: str = ""  # the user's line calling it
     predict_call: Any = None  # (model, x) of the last such call, for predict_on_batch's A/B
     on_batch: float = math.nan  # predict_on_batch on that input, seconds (median of PREDICT_TRIALS after one)
+    between: list[float] = field(default_factory=list)  # per steady step: seconds in Keras model calls between steps
+    replays: list[float] = field(default_factory=list)  # the step on the last batch replayed (a copy), after its trace
+    ceiling_left_out: str = ""  # why the replayed step was not timed
 
     @property
     def wait_share(self) -> float:
-        total = sum(self.waits) + sum(self.work)
+        total = sum(self.waits) + sum(self.work) + sum(self.between)
         return sum(self.waits) / total if total > 0 else math.nan
 
     @property
+    def headroom(self) -> float:
+        """The loop's median step and wait for input over its step on one batch replayed from memory (as the
+        doctor's fits measure theirs): what the loop would gain were every batch ready and as cheap to train
+        on as one already in memory; NaN where the step was not replayed."""
+        if not self.replays or not self.waits or not self.work:
+            return math.nan
+        return (statistics.median(self.waits) + statistics.median(self.work)) / max(1e-9, statistics.median(self.replays))
+
+    @property
     def verdict(self) -> str:
-        w = self.wait_share
-        if not math.isfinite(w):
-            return "not measured"
-        gain = 1 / max(1e-9, 1 - w)  # the loop's speed-up were every batch ready when asked for
-        if gain >= rules.INPUT_BOUND_HEADROOM:
+        h = self.headroom
+        if not math.isfinite(h):  # no replay (a GradientTape or tf.function step): from the wait's share
+            w = self.wait_share
+            if not math.isfinite(w):
+                return "not measured"
+            h = 1 / max(1e-9, 1 - w)  # the loop's speed-up were every batch ready when asked for
+        if h >= rules.INPUT_BOUND_HEADROOM:
             return "input-bound"
-        return "compute-bound" if gain < rules.COMPUTE_BOUND_HEADROOM else "balanced"
+        return "compute-bound" if h < rules.COMPUTE_BOUND_HEADROOM else "balanced"
 
     def summary(self) -> str:
         steps = len(self.waits)
         text = (f"custom loop at {self.where}: input wait {self.wait_share:.0%} of {steps} steps "
                 f"({1e3 * statistics.median(self.waits):,.1f} ms median wait, "
-                f"{1e3 * statistics.median(self.work):,.1f} ms median work per step): {self.verdict}")
+                f"{1e3 * statistics.median(self.work):,.1f} ms median work per step)")
+        if self.replays:
+            text += (f"; the step on its last batch replayed from memory to a copy of the model: "
+                     f"{1e3 * statistics.median(self.replays):,.1f} ms (median of {len(self.replays)}), headroom "
+                     f"{self.headroom:,.2f}x (the median wait and step over it)")
+        elif self.ceiling_left_out:
+            text += f"; the verdict from the wait's share alone: {self.ceiling_left_out}"
+        text += f": {self.verdict}"
+        if sum(self.between) > 0:
+            text += (f"; Keras model calls between the steps (predict, evaluate, test_on_batch) took "
+                     f"{sum(self.between) / (sum(self.waits) + sum(self.work) + sum(self.between)):.0%} of the "
+                     f"time, not counted as input wait")
         text += f"; the first step (start-up and tracing) waited {1e3 * self.first:,.0f} ms for its batch, left out"
         if self.starts:
             text += (f"; each later epoch's first batch waited {1e3 * statistics.median(self.starts):,.0f} ms "
@@ -85,7 +115,7 @@ class Loop:
             return []
         from kit.doctor.findings import NOISE, Finding  # noqa: PLC0415
 
-        total = sum(self.waits) + sum(self.work)
+        total = sum(self.waits) + sum(self.work) + sum(self.between)
         per_call = statistics.median(self.predicts)
         saved = len(self.predicts) * max(0.0, per_call - self.on_batch)
         gain = total / max(1e-9, total - min(saved, 0.95 * total))
@@ -93,14 +123,15 @@ class Loop:
             return []
         return [Finding(
             "predict_per_step",
-            f"Model.predict called {len(self.predicts) / steps:,.1f} times a step on one batch, "
+            f"Model.predict called {len(self.predicts) / steps:,.1f} times a step on one input in memory, "
             f"{1e3 * per_call:,.1f} ms a call (median of {len(self.predicts)}), {saved / total:.0%} of the loop's time; "
             f"predict_on_batch on the same input here: {1e3 * self.on_batch:,.1f} ms",
             gain, "predicted: the loop's timed steps less each call's difference from predict_on_batch, timed on "
             "the loop's own input", status="predicted", gain_low=1 + (gain - 1) / 2, gain_high=gain,
             where=self.predict_where,
-            fix="call model.predict_on_batch(x) (or model(x, training=False)) for one batch: Model.predict builds "
-                "a data adapter, callbacks and a progress bar on every call")]
+            fix="call model.predict_on_batch(x) (or model(x, training=False)) on an input held in memory: "
+                "Model.predict builds a data adapter, callbacks and a progress bar on every call, and splits the "
+                "input into batches of 32")]
 
     def findings(self) -> list:
         """From the profile of the loop's input (a train_on_batch loop): the user's function that prepares
@@ -115,13 +146,16 @@ class Loop:
 
         share = hot.share * self.wait_share  # of the loop's time, in the function that prepares the batches
         gain = 1 / max(0.05, 1 - share)
+        # up to the headroom: a batch prepared once is read from memory, as the replayed step's batch was
+        high = max(gain, self.headroom) if math.isfinite(self.headroom) else gain
         ops = python.ops_for(hot.text)
         what = hot.where.split(" in ")[-1]
         return found + [
             Finding("compute_once", f"the loop waits {self.wait_share:.0%} of each step, {hot.share:.0%} of that wait "
                     f"profiled in {what}, which prepares its batch", gain,
                     "predicted: batches prepared once (saved, or cached in memory) and read back, the wait gone: "
-                    "the loop's steps alone", status="predicted", gain_low=1 + (gain - 1) / 2, gain_high=gain,
+                    "the loop's steps alone (at most the headroom over its step replayed from memory)", status="predicted",
+                    gain_low=1 + (gain - 1) / 2, gain_high=high,
                     where=hot.where, fix="compute the batches' deterministic work once (np.save the features, read them "
                     "back with np.load(mmap_mode='r')), or feed the loop from a tf.data pipeline that caches it"),
             Finding("python_in_pipeline", f"{what} is Python on the training thread: the step waits while it runs",
@@ -162,6 +196,10 @@ class Loop:
              "wait_ms_median": 1e3 * statistics.median(self.waits) if self.waits else None,
              "work_ms_median": 1e3 * statistics.median(self.work) if self.work else None,
              "first_batch_ms": 1e3 * self.first, "epoch_start_ms": [1e3 * s for s in self.starts],
+             "headroom": self.headroom if self.replays else None,
+             "ceiling_step_ms": 1e3 * statistics.median(self.replays) if self.replays else None,
+             "between_share": (sum(self.between) / (sum(self.waits) + sum(self.work) + sum(self.between))
+                               if self.between and (self.waits or self.work) else 0.0),
              "summary": self.summary()}
         if self.diagnosis is not None:
             d.update(self.diagnosis.as_dict())
@@ -184,14 +222,16 @@ def _user_caller(frame, depth: int = 4):
     return None
 
 
-def _one_batch(x, batch_size) -> bool:
-    """``x`` (an array, a tensor, or a list or dict of them) holds at most one batch of ``Model.predict``'s
-    (``batch_size``, 32 by default): what ``predict_on_batch`` takes as it is."""
-    first = x
-    while isinstance(first, (list, tuple, dict)) and first:
-        first = next(iter(first.values())) if isinstance(first, dict) else first[0]
-    shape = tuple(getattr(first, "shape", None) or ())
-    return bool(shape) and shape[0] is not None and int(shape[0]) <= int(batch_size or 32)
+def _in_memory(x) -> bool:
+    """``x`` is an array or tensor (or a list or dict of them) of at most ``PREDICT_MAX_BYTES`` in all, not a
+    dataset or a generator: what ``predict_on_batch`` takes as it is, in one forward."""
+    parts = list(x.values()) if isinstance(x, dict) else list(x) if isinstance(x, (list, tuple)) else [x]
+    if not parts or not all(getattr(a, "shape", None) is not None and hasattr(a, "dtype") for a in parts):
+        return False
+    shapes = [tuple(a.shape) for a in parts]
+    if not all(shape and shape[0] is not None for shape in shapes):
+        return False
+    return sum(int(getattr(a, "nbytes", 0) or math.prod(a.shape) * a.dtype.size) for a in parts) <= PREDICT_MAX_BYTES
 
 
 class _Timed:
@@ -274,6 +314,7 @@ class LoopHooks:
         loop.time_on_batch()
         if ds is None:  # a train_on_batch loop: its input is the user's Python, profiled between the steps
             loop.hot = python.hot_from(loop.profile, sum(loop.waits) + (0 if math.isnan(loop.first) else loop.first))
+            self.replay(loop)
             self.on_loop(loop)
             return
         left = max(1.0, self.max_seconds - (time.perf_counter() - loop.t0))
@@ -288,6 +329,39 @@ class LoopHooks:
 
             loop.left_out = f"its dataset was not diagnosed: {describe_error(e)}"
         self.on_loop(loop)
+
+    def replay(self, loop: Loop) -> None:
+        """The loop's compute ceiling: its last ``train_on_batch`` call replayed on a copy of the model (one
+        call to trace, then at least ``CEILING_STEPS`` for up to ``CEILING_SHARE`` of the budget), as the fits'
+        ceiling replays a batch; a model that cannot be copied is trained in place and put back
+        (``measure.borrow``). Only for train_on_batch loops: a GradientTape step is the user's own function."""
+        call = getattr(self, "last_call", None)
+        if call is None:
+            loop.ceiling_left_out = "the step is the script's own function (a GradientTape), not replayed"
+            return
+        from kit.doctor.measure import Uncopyable, borrow, clone, lending  # noqa: PLC0415
+        from kit.doctor.sources import ModelError, describe_error  # noqa: PLC0415
+
+        model, args, kwargs = call
+        train = getattr(self, "_step_original", None) or type(model).train_on_batch
+        batch = (args[0], args[1] if len(args) > 1 else kwargs.get("y")) if args else (kwargs.get("x"), kwargs.get("y"))
+        try:
+            with lending():
+                try:
+                    copy = clone(model, batch)[0]
+                except Uncopyable as e:
+                    copy = borrow(model, batch, e.short)
+                train(copy, *args, **kwargs)  # traces its step
+                t_end = time.perf_counter() + CEILING_SHARE * self.max_seconds
+                while len(loop.replays) < CEILING_STEPS or time.perf_counter() < t_end:
+                    t0 = time.perf_counter()
+                    train(copy, *args, **kwargs)
+                    loop.replays.append(time.perf_counter() - t0)
+                    if len(loop.replays) >= 10 * CEILING_STEPS:
+                        break
+        except (ModelError, ValueError, TypeError, RuntimeError) as e:
+            loop.replays = []
+            loop.ceiling_left_out = f"the step was not replayed ({describe_error(e)})"
 
     def install_steps(self) -> LoopHooks:
         """The training steps of a loop that feeds them batches from its own Python (a generator, a reader)
@@ -315,13 +389,15 @@ class LoopHooks:
                 hooks.loop = Loop(place(frame))
                 hooks.loop.profile = state["profile"]
             loop = hooks.loop
+            keras_s = state.pop("keras", 0.0)  # Keras model calls between the steps: work, not input
             if state["last"] is not None:
                 state["profile"].disable()
-                gap = t0 - state["last"]
+                gap = max(0.0, t0 - state["last"] - keras_s)
                 if state["n"] == 1:
                     loop.first = gap
                 else:
                     loop.waits.append(gap)
+                    loop.between.append(keras_s)
             return loop
 
         def end(loop: Loop, t0: float, traced: bool = False) -> None:
@@ -349,6 +425,7 @@ class LoopHooks:
             if not ours():
                 return train_original(model, *args, **kwargs)
             hooks.model = model
+            hooks.last_call = (model, args, kwargs)  # the batch the loop's ceiling replays
             # a model's first train_on_batch builds and traces its train function (a GAN's adversarial model:
             # tens of seconds), start-up like the loop's first step
             traced = getattr(model, "train_function", None) is None
@@ -394,18 +471,44 @@ class LoopHooks:
 
         self._predict_original = predict_original = keras.Model.predict
 
+        def between(caller) -> bool:
+            """A Keras model call from the user's code between two timed steps (not the doctor's own)."""
+            return (ours() and hooks.loop is not None and state["last"] is not None and hooks.timing
+                    and python._user(caller.f_code.co_filename))
+
+        def counted(original):
+            """``original`` (a Keras model method) timed as work between the steps where ``between``."""
+            def call(model, *args, **kwargs):
+                if not between(sys._getframe(1)):
+                    return original(model, *args, **kwargs)
+                t0 = time.perf_counter()
+                try:
+                    return original(model, *args, **kwargs)
+                finally:
+                    state["keras"] = state.get("keras", 0.0) + time.perf_counter() - t0
+            return call
+
         def predict(model, x, *args, **kwargs):
-            """Timed where the user's code calls it between two timed steps on at most one batch."""
+            """Timed where the user's code calls it between two timed steps: work, not input; on an input held
+            in memory, also for ``predict_per_step``."""
             caller = sys._getframe(1)
-            if (not ours() or hooks.loop is None or state["last"] is None or not hooks.timing
-                    or not python._user(caller.f_code.co_filename) or not _one_batch(x, kwargs.get("batch_size"))):
+            if not between(caller):
                 return predict_original(model, x, *args, **kwargs)
             t0 = time.perf_counter()
-            result = predict_original(model, x, *args, **kwargs)
-            hooks.loop.predicts.append(time.perf_counter() - t0)
-            hooks.loop.predict_where = hooks.loop.predict_where or place(caller)
-            hooks.loop.predict_call = (model, x)
+            try:
+                result = predict_original(model, x, *args, **kwargs)
+            finally:
+                state["keras"] = state.get("keras", 0.0) + time.perf_counter() - t0
+            if _in_memory(x):
+                hooks.loop.predicts.append(time.perf_counter() - t0)
+                hooks.loop.predict_where = hooks.loop.predict_where or place(caller)
+                hooks.loop.predict_call = (model, x)
             return result
+
+        self._between_originals = {name: getattr(keras.Model, name)
+                                   for name in ("evaluate", "test_on_batch", "predict_on_batch")}
+        for name, original in self._between_originals.items():
+            setattr(keras.Model, name, counted(original))
 
         keras.Model.train_on_batch = train_on_batch
         keras.Model.predict = predict
@@ -426,6 +529,8 @@ class LoopHooks:
 
             keras.Model.train_on_batch = self._step_original
             keras.Model.predict = self._predict_original
+            for name, original in self._between_originals.items():
+                setattr(keras.Model, name, original)
             keras.optimizers.Optimizer.apply = self._apply_original
             polymorphic_function.Function.__call__ = self._call_original
             tf.GradientTape.__enter__ = self._tape_original
