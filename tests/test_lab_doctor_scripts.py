@@ -195,3 +195,53 @@ def test_the_ceiling_replays_the_step_traced_as_the_scripts_fit_traces_it():
     assert _dynamic_batch(tf.data.Dataset.from_tensor_slices(x).batch(4))
     assert not _dynamic_batch(tf.data.Dataset.from_tensor_slices(x).batch(4, drop_remainder=True))
     assert _dynamic_batch(iter([(x, x)])) and _dynamic_batch([x])
+
+
+TAPE_LOOP = '''
+import numpy as np, tensorflow as tf, keras
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+optimizer, loss_fn = keras.optimizers.Adam(), keras.losses.MeanSquaredError()
+ds = tf.data.Dataset.from_tensor_slices((np.random.rand(112, 8).astype("float32"),
+                                         np.random.rand(112, 4).astype("float32"))).repeat(3).batch(16)
+
+{decorator}
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+for x, y in ds:
+    train_step(x, y)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("decorator", ["@tf.function", ""], ids=["tf.function", "eager"])
+def test_the_timer_times_a_gradient_tape_loop_and_replays_its_step(tmp_path, decorator):
+    """A GradientTape loop's steps are timed as a train_on_batch loop's are: a tf.function step (found by the
+    optimizer its trace applies) at each call, its first call replayed for the ceiling (3 epochs of --steps
+    calls); an eager step at each optimizer apply, its dataset's first batch given again for the ceiling."""
+    import json
+    import subprocess
+    import sys
+
+    from lab.doctor_scripts.truth import ceiling_step
+
+    script = tmp_path / "tape.py"
+    script.write_text(TAPE_LOOP.format(decorator=decorator))
+    timer = HERE / "epoch_timer.py"
+    for flags in ([], ["--ceiling", "--steps", "5"]):
+        out = tmp_path / f"out{len(flags)}.json"
+        subprocess.run([sys.executable, str(timer), "--out", str(out), *flags, str(script)], check=True,
+                       capture_output=True, timeout=240)
+        rec = json.loads(out.read_text())
+        if not flags:
+            assert len(rec["loop_steps"]) == 21 and rec["fits"] == []  # 3 passes of 7 batches
+        elif decorator:
+            assert rec["loop_steps"] == [] and [(len(f["steps"]), len(f["epochs"])) for f in rec["fits"]] == [(15, 3)]
+        else:
+            assert len(rec["loop_steps"]) == 16 and rec["fits"] == []  # past 3 * 5 steps on the first batch
+        if flags:
+            assert ceiling_step(rec)["step_s"] > 0

@@ -11,6 +11,10 @@ steps per epoch (default: the script's steps per epoch) for 3 epochs; then the s
 the script's fit traces its step with the batch dimension unknown (everything but a tf.data dataset
 batched with drop_remainder), one step on the batch re-batched traces that step first, and the replay
 runs it: a step traced with the batch size known can be faster, which no input fix gives.
+A GradientTape loop's steps are timed as train_on_batch's are: a ``tf.function`` step (whose trace applied an
+optimizer) called from the script, its first call's arguments replayed for the ceiling; an eager step at each
+optimizer apply, the first dataset the script iterates giving its first batch from memory for the ceiling
+(``loop_steps`` then, with ``ceiling``: truth.ceiling_step takes their median interval).
 Writes TIMES.json: ``fits`` (one per fit call: ``epochs`` [[start, end, train_end]], ``steps`` [end of each
 step], ``batch_size``), ``loop_steps`` (train_on_batch ends and batch sizes), ``ceiling`` (bool).
 """
@@ -145,8 +149,88 @@ def main(argv=None) -> int:
         record["loop_batch"].append(int(len(x)))
         return out
 
+    # A GradientTape loop, called from the script's own file: a tf.function step (found by the optimizer its
+    # trace applies) has each call timed as train_on_batch's are, and for the ceiling its first call's
+    # arguments replayed (its first call traced it) in 3 epochs of --steps calls (default 20); an eager step
+    # (the optimizer applied outside any tf.function) has each apply timed, and for the ceiling the first
+    # tf.data dataset the script iterates gives its first batch again and again, from memory, for 3 * --steps
+    # steps after the first.
+    from tensorflow.python.data.ops import dataset_ops
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function
+
+    original_call = polymorphic_function.Function.__call__
+    original_apply = keras.optimizers.Optimizer.apply
+    original_iter = dataset_ops.DatasetV2.__iter__
+    script_file = os.path.abspath(a.script)
+    step_fns: set = set()
+    calling: list = []
+    replaced: list = []
+
+    def from_script(depth: int) -> bool:
+        frame = sys._getframe(2)
+        for _ in range(depth):
+            if frame is None:
+                return False
+            if os.path.abspath(frame.f_code.co_filename) == script_file:
+                return True
+            frame = frame.f_back
+        return False
+
+    def apply(optimizer, *args, **kwargs):
+        if tf.inside_function():
+            if calling:
+                step_fns.add(id(calling[0]))
+            return original_apply(optimizer, *args, **kwargs)
+        out = original_apply(optimizer, *args, **kwargs)
+        if not calling and from_script(4):  # an eager step, ending here
+            record["loop_steps"].append(time.perf_counter())
+            if a.ceiling and len(record["loop_steps"]) > 3 * (a.steps or 20):
+                raise _Stop
+        return out
+
+    def iterate(ds):
+        if a.ceiling and not replaced and not tf.inside_function() and from_script(1):
+            first = next(original_iter(ds))
+            replaced.append(first)
+
+            def again():
+                while True:
+                    yield first
+            return again()
+        return original_iter(ds)
+
+    def call(fn, *args, **kwargs):
+        if tf.inside_function() or calling or not from_script(1):
+            return original_call(fn, *args, **kwargs)
+        calling.append(fn)
+        try:
+            out = original_call(fn, *args, **kwargs)
+        finally:
+            calling.pop()
+        if id(fn) not in step_fns:
+            return out
+        if a.ceiling:
+            steps = a.steps or 20
+            fit = {"epochs": [], "steps": [], "batch_size": _size(args[0]) if args else None, "tape_step": True}
+            record["fits"].append(fit)
+            for _ in range(3):
+                fit["epochs"].append([time.perf_counter(), None, None])
+                for _ in range(steps):
+                    original_call(fn, *args, **kwargs)
+                    fit["steps"].append(time.perf_counter())
+                fit["epochs"][-1][1] = fit["epochs"][-1][2] = time.perf_counter()
+            raise _Stop
+        record["loop_steps"].append(time.perf_counter())
+        record["loop_batch"].append(_size(args[0]) if args else 0)
+        return out
+
+    keras.optimizers.Optimizer.apply = apply
+    polymorphic_function.Function.__call__ = call
+    dataset_ops.DatasetV2.__iter__ = iterate
     keras.Model.fit = fit
     keras.Model.train_on_batch = train_on_batch
+    keras.optimizers.Optimizer.apply = apply
+    polymorphic_function.Function.__call__ = call
     sys.argv = [a.script]
     sys.path.insert(0, os.path.dirname(os.path.abspath(a.script)))
     t0 = time.perf_counter()

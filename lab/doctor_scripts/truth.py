@@ -125,6 +125,9 @@ def steady(rec: dict, loop_steps: int | None) -> dict:
 
 
 def ceiling_step(rec: dict) -> dict:
+    if not rec["fits"] and len(rec.get("loop_steps", [])) > 2:  # an eager GradientTape loop fed its first batch again
+        t = rec["loop_steps"][1:]  # the first step traced and built
+        return {"step_s": statistics.median(b - a for a, b in zip(t, t[1:])), "batch_size": None}
     steps = [step for _, step in epochs_of(rec)[1:]]
     if not steps:
         return {"error": "no ceiling steps recorded"}
