@@ -344,7 +344,7 @@ def _verdict_follows_headroom(d):
     h = d.rates["headroom"]
     expected = ("input-bound" if h >= INPUT_BOUND_HEADROOM else
                 "compute-bound" if h < COMPUTE_BOUND_HEADROOM else "balanced")
-    if h >= COMPUTE_BOUND_HEADROOM and input_explains(
+    if COMPUTE_BOUND_HEADROOM <= h < INPUT_BOUND_HEADROOM and input_explains(
             d.rates, d.rates["loader_examples_per_s"], d.rates["cores_busy"]) < COMPUTE_BOUND_HEADROOM:
         expected = "compute-bound"  # a headroom the input cannot explain: the rounds' noise
     assert d.verdict == expected, str(d)
