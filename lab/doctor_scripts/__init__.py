@@ -32,11 +32,15 @@ rows reading poster JPEGs), its fixes chosen by reading the code, its truth meas
 U-Net over PNG paths cached in memory, a Sequence decoding JPEGs with PIL into a MobileNet, a train_on_batch loop
 one-hot encoding text per batch, a generator of h5py reads, from_generator building YOLO targets in Python, a
 train_on_batch loop calling predict per mini-batch), its truth measured before any doctor run and kept in its own file.
+``heldout10/`` is a tenth fresh held-out half, ported the same way by four helpers once heldout9 had been scored and seen
+(a tf.data py_function of NumPy audio features, a Sequence of cv2 TIFF reads in two worker processes, a generator class
+of WAV spectrograms into a CTC model, an eager GradientTape loop over TFRecords, flow_from_directory in eight worker
+processes, from_generator of cv2/np.load depth captures), its truth measured before any doctor run and kept in its own file.
 ``fixes/NAME.py`` is NAME with the one fix that matters applied. ``truth.py`` measures each script against its fix and the compute ceiling with plain Keras (no kit
 import); ``score.py`` runs ``python -m kit doctor run`` on each script and scores its verdict and top three
 findings against ``CORPUS``.
 
-``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8, heldout9), ``source`` (the repository file), ``kind``, ``changed``
+``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8, heldout9, heldout10), ``source`` (the repository file), ``kind``, ``changed``
 (one line; the script's docstring has every change), ``fix`` (one line), ``codes`` (the finding codes that
 name that fix: any one in the top three counts as right), ``tolerated`` (true but minor: neither right nor
 wrong). A script with no fix file has ``fix`` "none" and no codes.
@@ -506,6 +510,87 @@ CORPUS = {
             "rows per call, not a data adapter, callbacks, a progress bar and 16 forwards of Keras's default batch of "
             "32 that each stream the DNN's 50 MB of weights; the evaluation runs every pass, 7 calls against 6 steps)",
         codes=("predict_per_step",), tolerated=("python_in_pipeline", "steps_per_execution", "validation_input")),
+
+    "histo_pcam": dict(
+        half="heldout10", kind="sequence (cv2.imread of 32 TIFF tiles per batch, BGR->RGB by split/merge, float64 "
+                                "batches, two worker processes, no augmentation)",
+        source="https://github.com/cmpatino/Histopathological-Cancer-Detection/blob/"
+               "06dac016b4c4e5ec6454a0ce7b41a61c3dc12f49/cancer_detection/model.py",
+        changed="900 generated 96x96 uncompressed TIFF tiles for 220025, a small CNN (Conv2D 8/16/32) for "
+                "NASNetMobile under the same pooled head, epochs 3 for 2, fit_generator -> fit with workers=2 and "
+                "use_multiprocessing=True moved to the PyDataset, TF1 AUC as keras.metrics.AUC, stdin prompt as 'T'",
+        # decided by reading, before any doctor run: a batch's 32 cv2 reads of 27 KB tiles (about 12 ms in one
+        # check under load) against the CNN's step of a few hundred ms; no candidate fix timed
+        fix="none: the model's step dominates; a batch is 32 small TIFF reads and a BGR->RGB swap (a few ms), made "
+            "ahead of the step by two worker processes; reading each tile once and keeping it would save little",
+        codes=(),
+        tolerated=("python_in_pipeline", "pydataset_single_worker", "compute_once", "no_cache", "epoch_start_stall",
+                   "validation_input")),
+    "ravdess_ser": dict(
+        half="heldout10", kind="tf.data (py_function librosa features per clip: load, MFCC, mel, chroma_stft, "
+                                "spectral_contrast, tonnetz over a CQT; parallel map, batch, prefetch, no cache)",
+        source="https://github.com/shreyanshtandon4/ser/blob/12566cb80f034028aca17b731f1de57851dc5b50/train.py",
+        changed="120 generated 2.5-3.5 s RAVDESS-named clips at 22050 Hz for 1440 at 48 kHz, epochs 3 for 15, "
+                "librosa 0.10 features and sklearn's split re-written in NumPy, utils/SpeechModel inlined, the "
+                "final model.save (a NameError in the source) left out",
+        fix="cache() after the deterministic py_function map (each clip's 193 librosa features computed once, in "
+            "the first epoch; the author's own get_dataset(cache=True) path, which train.py leaves off)",
+        codes=("no_cache", "compute_once"), tolerated=("python_in_pipeline", "serial_map", "validation_input")),
+
+    "vui_ctc": dict(
+        half="heldout10", kind="generator (next_train: soundfile WAV reads and a NumPy log spectrogram per clip, "
+                               "CTC, batch 100)",
+        source="https://github.com/CalebEverett/AIND-VUI-Capstone/blob/88943ecdc12a625fc8eb86fddc3a2128519fde3b/"
+               "train_utils.py",
+        changed="500/150 generated 1-3 s LibriSpeech-style WAVs for 2703/2620 of up to 10 s, Conv1D/GRU/Dense 25 "
+                "for 200, epochs 3 for 20, soundfile via wave, fit_generator -> fit, SGD decay as InverseTimeDecay, "
+                "K.ctc_batch_cost from tf.keras.backend, outputs to a temporary folder",
+        fix="none: decided by reading, the two bidirectional relu GRUs' step over 100-300 frames with the CTC loss "
+            "(about 2 s a batch of 100 here, under load) dominates; a batch's 100 WAV reads and NumPy spectrograms "
+            "(about 0.2 s) run behind it in Keras's prefetch of the generator, so each clip's features kept in memory "
+            "would gain about 1.1x at most",
+        codes=(), tolerated=("python_in_pipeline", "compute_once", "no_cache", "validation_input")),
+
+    "urbansound_tape": dict(
+        half="heldout10", kind="custom loop (eager tf.GradientTape over a TFRecord pipeline: serial parse map, "
+                               "shuffle, repeat, batch, prefetch; a test pass and a model save every 200 batches)",
+        source="https://github.com/yeyupiaoling/AudioClassification-Tensorflow/blob/"
+               "ab60bef91592fe920d826a6fa104697be5b80213/train.py",
+        changed="640/64 generated 64x64 mel-spectrogram records for UrbanSound8K's ~7200/~70 at 128x128, conv "
+                "filters halved (10/25 for 20/50), EPOCHS 3 for 500, test pass every 18 batches for 200, reader.py "
+                "inlined, cnn.h5 to a temporary folder",
+        # decided by reading, before any doctor run
+        fix="none: decided by reading, the CNN's step (two 5x5 convolutions over 32 64x64 spectrograms and a 2.5M-weight "
+            "Dense, run eagerly) dominates; the input is a serial parse of 32 records of 4096 floats a step behind a "
+            "prefetch, and the test pass parses 64 records every 18 steps (the step's eager execution, not tf.function, "
+            "is the loop's other cost, but not an input fix)",
+        codes=(), tolerated=("serial_map", "no_cache", "compute_once", "validation_input")),
+    "tinyimagenet_mp": dict(
+        half="heldout10", kind="sequence (ImageDataGenerator.flow_from_directory: PIL load_img of every JPEG and a "
+                               "random rotation/shift/shear/zoom/flip per batch, 8 process workers, batch 512)",
+        source="https://github.com/blupig/recognizer/blob/0a3e4040dbf607bed54776d854f7f7ba5de43b48/"
+               "tiny-imagenet/train.py",
+        changed="6/1 generated 64x64 JPEGs of each of 200 classes for Tiny ImageNet's 500/50, filters and Dense widths "
+                "/ 16, epochs 3 for 200, fit_generator(workers=8, use_multiprocessing=True) -> fit with both set on "
+                "the train and val iterators, affine step by cv2.warpAffine for scipy.ndimage, no TensorBoard",
+        fix="the flow iterators' eight workers as threads (use_multiprocessing=False): no pool of eight processes "
+            "forked from the TensorFlow process for every training and validation pass, no 25 MB float32 batch "
+            "pickled through a pipe every step",
+        codes=("pydataset_single_worker", "epoch_start_stall"),
+        tolerated=("python_in_pipeline", "compute_once", "no_cache", "validation_input", "generator_malloc")),
+
+    "moonyard_depth": dict(
+        half="heldout10", kind="from_generator (cv2.imread frame and horizon-mask JPEGs, np.load depth .npy, NumPy "
+                                "masking/normalising and an eager tf.image.resize per example; batch, prefetch, no "
+                                "cache; validation built from the same training generator)",
+        source="https://github.com/alexispascual/monocular-depth-mapping/blob/"
+               "fb4613d7b8558d63213b0ec741a1213ea1cb12f0/datasets/moonyard.py",
+        changed="100 generated 180x320 ZED-style captures (frame JPEG, depth .npy, horizon-mask JPEG) for 720x1280, "
+                "48x64 for 768x1024, U-Net filters 4..64 for 16..256, epochs 3 for 50, YAML config inlined, "
+                "sklearn.utils.shuffle in NumPy, checkpoint to a temporary .weights.h5, final model.save left out",
+        fix="cache() after each from_generator, before batch (every example read, masked and resized once, in the "
+            "first epoch; the training and the validation dataset both)",
+        codes=("no_cache", "compute_once"), tolerated=("python_in_pipeline", "validation_input")),
 }
 
 #: The doctor's finding codes a CORPUS entry may name (kit/doctor/findings.py CODES and the new ones).
@@ -514,8 +599,10 @@ VOCABULARY = ("python_in_pipeline", "pydataset_single_worker", "serial_map", "ma
               "frozen_backbone_recomputed", "augment_before_frozen_backbone", "small_shuffle_buffer",
               "compute_once", "steps_per_execution", "validation_input", "epoch_start_stall", "memory_growth",
               "predict_per_step", "frozen_layer_trains", "generator_malloc")
-HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9")
+HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9",
+          "heldout10")
 #: custom loops: training steps per epoch (the timer sees train_on_batch calls, not epochs)
 LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41, "squeezenet_faces": 10, "pokemon_gan": 24,
                         "srgan_celeba": 18,
-                        "crepe_agnews": 18, "sednn_dnn": 6}
+                        "crepe_agnews": 18, "sednn_dnn": 6,
+                        "urbansound_tape": 20}  # a GradientTape loop: the timer counts its optimizer's applies

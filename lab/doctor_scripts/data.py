@@ -1720,6 +1720,238 @@ def sednn_dnn(d: Path, rng) -> None:
             os.replace(tmp, out / "scaler.p")
 
 
+# heldout10 (ported by helpers A-D)
+
+def _tif(path: Path, img: np.ndarray) -> None:
+    from PIL import Image
+
+    tmp = path.with_name("." + path.name + ".tmp.tif")
+    Image.fromarray(img).save(tmp, format="TIFF")  # uncompressed, as the competition's tiles are
+    tmp.replace(path)
+
+
+def ravdess_ser(d: Path, rng) -> None:
+    # shreyanshtandon4/ser's ./training/: RAVDESS speech clips, all in one folder, named
+    # modality-channel-emotion-intensity-statement-repetition-actor.wav (03-01-EE-II-SS-RR-AA.wav: audio-only,
+    # speech, emotion 01..08, intensity 01/02, statement 01/02, repetition 01/02, actor 01..24); here 15 clips of
+    # each of the 8 emotions from 10 actors, 16-bit mono at 22050 Hz (RAVDESS: 48 kHz, about 3.5 s), 2.5-3.5 s long:
+    # a voiced "utterance" (a harmonic tone whose pitch and vibrato depend on the emotion and the actor) between
+    # short silences, over faint noise.
+    sr = 22050
+    folder = d / "training"
+    folder.mkdir(parents=True)
+    combos = [("01", "01", "01"), ("02", "01", "02"), ("01", "02", "01")]
+    for e in range(8):
+        for i in range(15):
+            actor = i % 10 + 1
+            intensity, statement, repetition = combos[i // 10]
+            if e == 0:
+                intensity = "01"  # RAVDESS has no strong-intensity neutral
+            n = int(sr * rng.uniform(2.5, 3.5))
+            t = np.arange(n) / sr
+            f0 = 110 + 25 * e + 8 * actor + rng.uniform(-5, 5)
+            vibrato = 1 + (0.01 + 0.01 * e) * np.sin(2 * np.pi * (3 + e) * t)
+            phase = 2 * np.pi * np.cumsum(f0 * vibrato) / sr
+            voice = sum(np.sin(h * phase) / h for h in range(1, 6))
+            start, stop = int(0.4 * sr), n - int(0.3 * sr)
+            env = np.zeros(n)
+            env[start:stop] = np.hanning(stop - start) ** 0.5
+            x = 0.3 * (0.6 + 0.1 * e) * env * voice / 2.3 + 0.005 * rng.standard_normal(n)
+            name = f"03-01-{e + 1:02d}-{intensity}-{statement}-{repetition}-{actor:02d}.wav"
+            _wav(folder / name, x.astype(np.float32), sr)
+
+
+def histo_pcam(d: Path, rng) -> None:
+    # cmpatino/Histopathological-Cancer-Detection's ../input/: train/<id>.tif (the Kaggle Histopathologic Cancer
+    # Detection tiles: 96x96 RGB, uncompressed TIFF, named by a 40-hex id) and train_labels.csv (id,label: 1 when
+    # the centre 32x32 holds tumour tissue); here 900 tiles, about 40 % positive. A tile is pink stroma (smoothed
+    # noise) with purple nuclei; a positive one has a cluster of larger, darker nuclei in its centre.
+    train = d / "input" / "train"
+    train.mkdir(parents=True)
+    yy, xx = np.mgrid[0:96, 0:96]
+    rows = []
+    for _i in range(900):
+        label = int(rng.random() < 0.4)
+        noise = rng.standard_normal((24, 24, 3))
+        base = np.kron(noise, np.ones((4, 4, 1)))
+        img = np.array([235, 180, 205], float) + 12 * base
+        n_nuclei = int(rng.integers(8, 20))
+        for j in range(n_nuclei + (12 if label else 0)):
+            if label and j >= n_nuclei:
+                cy, cx, r = rng.uniform(32, 64), rng.uniform(32, 64), rng.uniform(3.5, 6)
+            else:
+                cy, cx, r = rng.uniform(0, 96), rng.uniform(0, 96), rng.uniform(2, 4)
+            m = (yy - cy) ** 2 + (xx - cx) ** 2 < r * r
+            img[m] = np.array([120, 60, 150]) - (30 if label else 0) + 10 * rng.standard_normal(3)
+        tid = "".join(f"{v:02x}" for v in rng.integers(0, 256, 20))
+        _tif(train / f"{tid}.tif", np.clip(img, 0, 255).astype(np.uint8))
+        rows.append([tid, label])
+    _csv(d / "input" / "train_labels.csv", ["id", "label"], rows)
+
+
+VUI_WORDS = ["the", "and", "of", "to", "a", "in", "he", "was", "that", "it", "his", "her", "you", "had", "with",
+             "said", "not", "but", "for", "she", "on", "is", "as", "at", "him", "be", "my", "so", "me", "all"]
+
+
+VUI_ALPHABET = "'abcdefghijklmnopqrstuvwxyz"
+
+
+def vui_ctc(d: Path, rng) -> None:
+    # CalebEverett/AIND-VUI-Capstone's data as the Udacity README makes it: LibriSpeech/dev-clean/ and test-clean/
+    # (flac_to_wav.sh converts each flac to a 16 kHz mono 16-bit .wav beside it): <speaker>/<chapter>/
+    # <speaker>-<chapter>-<nnnn>.wav and <speaker>-<chapter>.trans.txt ("<id> UPPER CASE TEXT" a line), and
+    # create_desc_json.py's train_corpus.json (dev-clean) and valid_corpus.json (test-clean): JSON lines of key (the
+    # WAV's path relative to the repository), duration (s) and text (lower case). Here 10 speakers x 50 utterances for
+    # training and 6 x 25 for validation, each 1-3 s (about 1.27 s on average) of short words, 6-11 characters a second (so
+    # CTC has time for them); a character is a tone of its own pitch with a harmonic in a Hann envelope, over faint noise.
+    sr = 16000
+    # each speaker's own tail of durations (s over 1 s): the second batch in file order (a training pass starts
+    # unshuffled) must hold longer clips and texts than the first, as Keras 3 takes a generator's shapes from its
+    # first two batches and fixes every dimension that did not differ between them
+    for split, corpus, n_utt, spk0, tails in (
+            ("dev-clean", "train_corpus.json", 50, 84, (0.15, 0.15, 0.4, 0.4, 0.25, 0.2, 0.3, 0.25, 0.2, 0.3)),
+            ("test-clean", "valid_corpus.json", 25, 1089, (0.1, 0.1, 0.1, 0.1, 0.6, 0.6))):
+        lines = []
+        for s, tail in enumerate(tails):
+            spk, chap = spk0 + 37 * s, 121123 + 1009 * s
+            folder = d / "LibriSpeech" / split / str(spk) / str(chap)
+            folder.mkdir(parents=True)
+            trans = []
+            for u in range(n_utt):
+                # durations long-tailed as LibriSpeech's, the text's length in proportion
+                n = int(sr * min(1.0 + rng.exponential(tail), 3.0))
+                words, budget = [], n / sr * rng.uniform(6, 11)
+                while not words or len(" ".join(words)) < budget:
+                    words.append(VUI_WORDS[int(rng.integers(len(VUI_WORDS)))])
+                text = " ".join(words)
+                x = 0.01 * rng.standard_normal(n)
+                lead = int(rng.integers(0, n // 8))
+                seg = (n - lead - n // 8) // len(text)
+                t = np.arange(seg) / sr
+                for k, c in enumerate(text):
+                    if c != " ":
+                        f0 = 120 + 45 * VUI_ALPHABET.index(c)
+                        tone = 0.3 * np.sin(2 * np.pi * f0 * t) + 0.15 * np.sin(2 * np.pi * 2.7 * f0 * t)
+                        x[lead + k * seg:lead + (k + 1) * seg] += tone * np.hanning(seg) * rng.uniform(0.6, 1.0)
+                file_id = f"{spk}-{chap}-{u:04d}"
+                _wav(folder / f"{file_id}.wav", x.astype(np.float32), sr)
+                trans.append(f"{file_id} {text.upper()}\n")
+                key = f"LibriSpeech/{split}/{spk}/{chap}/{file_id}.wav"
+                lines.append(json.dumps({"key": key, "duration": n / sr, "text": text}) + "\n")
+            _text(folder / f"{spk}-{chap}.trans.txt", "".join(trans))
+        _text(d / corpus, "".join(lines))
+
+
+URBANSOUND_CLASSES = 10
+
+
+def urbansound_tape(d: Path, rng) -> None:
+    # yeyupiaoling/AudioClassification-Tensorflow's dataset/train.tfrecord and test.tfrecord as create_data.py writes
+    # them: one tf.train.Example a clip, 'data' a float_list of the flattened librosa mel power spectrogram (64 mels x
+    # 64 frames here for 128 x 128) and 'label' an int64 UrbanSound8K class (0-9). Each class has its own band of mels
+    # and its own rhythm (a tone, a hum, pulses) over a pink-ish noise floor; power values as librosa gives them
+    # (non-negative, heavy-tailed, up to a few hundred).
+    import tensorflow as tf
+
+    n_mels, n_frames = 64, 64
+    mel = np.arange(n_mels)[:, None]
+    frame = np.arange(n_frames)[None, :]
+    (d / "dataset").mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", 640), ("test", 64)):
+        tmp = d / "dataset" / f".{split}.tfrecord.tmp"
+        with tf.io.TFRecordWriter(str(tmp)) as w:
+            for _ in range(n):
+                label = int(rng.integers(0, URBANSOUND_CLASSES))
+                floor = rng.exponential(1.0, (n_mels, n_frames)) * 0.05 / (1 + mel / 8)
+                centre = 4 + 5.5 * label + rng.uniform(-1.5, 1.5)
+                band = np.exp(-0.5 * ((mel - centre) / rng.uniform(1.5, 4.0)) ** 2)
+                period = 3 + label + int(rng.integers(0, 3))
+                rhythm = 0.3 + (((frame + int(rng.integers(0, period))) % period) < max(1, period // 2))
+                loud = rng.uniform(5, 300)
+                spec = floor + loud * band * rhythm * rng.exponential(1.0, (n_mels, n_frames))
+                ex = tf.train.Example(features=tf.train.Features(feature={
+                    "data": tf.train.Feature(float_list=tf.train.FloatList(
+                        value=spec.astype(np.float32).reshape(-1).tolist())),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}))
+                w.write(ex.SerializeToString())
+        os.replace(tmp, d / "dataset" / f"{split}.tfrecord")
+
+
+def tinyimagenet_mp(d: Path, rng) -> None:
+    # blupig/recognizer's tiny-imagenet-200/ as Stanford CS231N's Tiny ImageNet unpacks and organize_validation_data.py
+    # rearranges it: train/<wnid>/images/<wnid>_<n>.JPEG with train/<wnid>/<wnid>_boxes.txt, and val/<wnid>/val_<n>.JPEG
+    # (the original val/images/ folder gone). 200 wnids, 6 training and 1 validation 64x64 JPEG a class here: each
+    # class a background hue and an object (ellipse or box) of its own colour, placed, sized and lit at random, with
+    # grain.
+    from PIL import Image, ImageDraw
+
+    base = d / "tiny-imagenet-200"
+    wnids = [f"n{1440764 + 37 * k:08d}" for k in range(200)]
+    for k, wnid in enumerate(wnids):
+        hue = rng.integers(30, 226, 3)
+        obj = tuple(int(c) for c in (255 - hue + rng.integers(-30, 31, 3)).clip(0, 255))
+        (base / "train" / wnid / "images").mkdir(parents=True, exist_ok=True)
+        (base / "val" / wnid).mkdir(parents=True, exist_ok=True)
+        boxes = []
+        for split, n in (("train", 6), ("val", 1)):
+            for j in range(n):
+                bg = tuple(int(c) for c in (hue * rng.uniform(0.7, 1.2)).clip(0, 255))
+                im = Image.new("RGB", (64, 64), bg)
+                draw = ImageDraw.Draw(im)
+                x0, y0 = int(rng.integers(2, 28)), int(rng.integers(2, 28))
+                x1, y1 = x0 + int(rng.integers(18, 34)), y0 + int(rng.integers(18, 34))
+                (draw.ellipse if k % 2 else draw.rectangle)((x0, y0, x1, y1), fill=obj)
+                img = np.asarray(im).astype(np.int16) + rng.integers(-12, 13, (64, 64, 3))
+                img = np.clip(img, 0, 255).astype(np.uint8)
+                if split == "train":
+                    name = f"{wnid}_{j}.JPEG"
+                    _jpg(base / "train" / wnid / "images" / name, img)
+                    boxes.append(f"{name}\t{x0}\t{y0}\t{min(x1, 63)}\t{min(y1, 63)}\n")
+                else:
+                    _jpg(base / "val" / wnid / f"val_{k * n + j}.JPEG", img)
+        (base / "train" / wnid / f"{wnid}_boxes.txt").write_text("".join(boxes))
+
+
+def moonyard_depth(d: Path, rng) -> None:
+    # alexispascual/monocular-depth-mapping's ./data/moon_yard/<name>/zed_image_left_<name>.jpg (a ZED stereo
+    # camera's left frame) and depth_map_<name>.npy (its float32 depth in metres, +inf where too far: the ZED
+    # SDK's TOO_FAR), and ./data/horizons/horizon_<name>.jpg (a hand-drawn horizon mask: white ground, black sky, saved as
+    # a 3-channel JPEG); here 100 captures at 180x320 (a quarter of the ZED's 720x1280) of a grey "moon yard": a
+    # wavy horizon, ground whose depth grows towards it (about 0.5 m at the bottom row to 20+ m), a few rocks
+    # nearer than the ground behind them, +inf above the horizon. No NaN (the SDK's occlusions): mask_depth_map's
+    # np.log(..., where=~invalid_mask) leaves those pixels uninitialised, which can turn the targets and loss NaN.
+    h, w = 180, 320
+    root = d / "data" / "moon_yard"
+    horizons = d / "data" / "horizons"
+    horizons.mkdir(parents=True)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    for i in range(100):
+        name = f"{1656000000 + 37 * i}"
+        folder = root / name
+        folder.mkdir(parents=True)
+        base = rng.uniform(0.3, 0.45) * h
+        horizon = base + 6 * np.sin(xx[0] / w * 2 * np.pi * rng.uniform(1, 3) + rng.uniform(0, 6)) \
+            + 3 * np.sin(xx[0] / w * 2 * np.pi * rng.uniform(4, 8))
+        ground = yy > horizon[None, :]
+        below = np.maximum(yy - horizon[None, :], 0.5)
+        depth = (0.5 * (h - horizon[None, :]) / below).astype(np.float32)
+        shade = 90 + 60 * np.clip(1 - depth / 20, 0, 1) + rng.normal(0, 8, (h, w))
+        for _ in range(rng.integers(3, 8)):
+            cy, cx = rng.uniform(base + 10, h - 5), rng.uniform(0, w)
+            r = rng.uniform(4, 18)
+            rock = (yy - cy) ** 2 + ((xx - cx) * 0.8) ** 2 < r * r
+            depth = np.where(rock & ground, depth * 0.9, depth)
+            shade = np.where(rock & ground, shade + 40 - (yy - cy) * 2, shade)
+        depth = np.where(ground, depth, np.inf).astype(np.float32)
+        image = np.where(ground, shade, 5 + rng.normal(0, 2, (h, w)))
+        image = np.clip(image[..., None] * np.array([1.0, 0.98, 0.95]), 0, 255).astype(np.uint8)
+        mask = np.repeat(np.where(ground, 255, 0).astype(np.uint8)[..., None], 3, axis=2)
+        _jpg(folder / f"zed_image_left_{name}.jpg", image)
+        _npy(folder / f"depth_map_{name}.npy", depth)
+        _jpg(horizons / f"horizon_{name}.jpg", mask)
+
+
+
 MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, kws_streaming, delft_text,
                                   fakenews_from_generator, audio_tagging, keras_segmentation, protein_kaggle,
                                   spectrogram_user, segmentation_user, lstm_timeseries, sigmoid_classifier,
@@ -1731,7 +1963,8 @@ MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, k
                                   genre_mfcc, libras_frames, carnd_cloning, odir_fundus,
                                   realness_discriminator, kitti_road_fcn, srgan_celeba, speech_xception,
                                   bracs_mobilenet, firecam_inception, sleep_eeg_cnn, tb_resnet50v2, speech_flow_mel, cifar_datagen, movie_poster_genres,
-                                  carla_unet, nima_mobilenet, crepe_agnews, so2sat_lcz, captcha_yolo, sednn_dnn)}
+                                  carla_unet, nima_mobilenet, crepe_agnews, so2sat_lcz, captcha_yolo, sednn_dnn,
+                                  ravdess_ser, histo_pcam, vui_ctc, urbansound_tape, tinyimagenet_mp, moonyard_depth)}
 
 
 
