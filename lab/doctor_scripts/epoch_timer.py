@@ -137,7 +137,9 @@ def main(argv=None) -> int:
             raise _Stop
         fit = {"epochs": [], "steps": [], "batch_size": None}
         record["fits"].append(fit)
-        callbacks = list(kwargs.pop("callbacks", None) or []) + [Clock(fit)]
+        given = kwargs.pop("callbacks", None) or []
+        # Keras takes one callback given alone too (it flattens the argument)
+        callbacks = (list(given) if isinstance(given, (list, tuple)) else [given]) + [Clock(fit)]
         return original_fit(self, x, y, *args, callbacks=callbacks, **kwargs)
 
     def train_on_batch(self, x=None, y=None, *args, **kwargs):
