@@ -327,37 +327,3 @@ def test_a_diagnosis_after_one_its_caller_stopped_waiting_for_gets_its_whole_bud
     progress.cancel()
     d = diagnosis.diagnose(tf.data.Dataset.range(64).batch(8), max_seconds=1.0)
     assert not progress.cancelled() and d.rates["loader_examples"] > 0, str(d)
-
-
-def test_a_source_read_through_the_generator_op_has_every_ceiling_round_timed_before_its_real_fit(monkeypatch):
-    """TensorFlow's generator op (Keras's way to read a PyDataset or a Python generator) sets glibc's malloc
-    thresholds for the whole process at its first batch: the ceiling rounds run first there (interleaved, a
-    held-out generator's second ceiling round ran under them), and the basis line says so; a tf.data source
-    keeps its rounds interleaved."""
-    import pandas as pd
-
-    from kit.doctor import measure, rules
-
-    order = []
-    ceiling_kind = type(tf.data.Dataset.from_tensors(0))
-
-    def fit_once(copy, source, **kwargs):
-        order.append("ceiling" if isinstance(source, ceiling_kind) else "real")
-        return {"examples_per_s": 2.0 if order[-1] == "ceiling" else 1.0, "examples": 2, "seconds": 1.0}
-
-    steps = pd.DataFrame({"wait_s": [0.0, 0.1], "step_s": [1.0, 1.0], "epoch": [0, 0], "step": [0, 1]})
-    monkeypatch.setattr(measure, "fit_once", fit_once)
-    monkeypatch.setattr(measure, "timed_fit", lambda *a, **k: {"steps": steps, "examples": 2, "seconds": 1.0})
-    batch = (np.ones((4, 3), "float32"), np.ones((4, 1), "float32"))
-
-    def gen():
-        yield batch
-
-    for first, source in ((True, gen), (False, tf.data.Dataset.from_tensors(batch).repeat())):
-        order.clear()
-        assert diagnosis.reads_generator_op(source) is first
-        fits = measure.measure_fits(None, source, batch, max_seconds=1.0, rounds=2, more=2, thresholds=(1.1, 1.3),
-                                    ceiling_first=diagnosis.reads_generator_op(source))
-        assert order == (["ceiling", "ceiling", "real", "real"] if first else ["ceiling", "real", "ceiling", "real"])
-        assert fits["headroom"] == 2.0 and fits["ceiling_first"] is first
-        assert ("every ceiling round ran before the real fit's first batch" in rules.verdict_basis(fits)) is first

@@ -189,8 +189,7 @@ def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_ep
         # beyond it: copying and compiling a large model may have taken much of it.
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,
                             thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM),
-                            per_epoch=bool(per_epoch), run_on=budget.left() - seconds,
-                            ceiling_first=reads_generator_op(source))
+                            per_epoch=bool(per_epoch), run_on=budget.left() - seconds)
         rates.update(fits)
         verdict, summary, symptom = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         found += symptom
@@ -280,14 +279,6 @@ def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_ep
     return Diagnosis(verdict=verdict, summary=summary, rates=rates, findings=table(found),
                      pipeline=labels(graph) if graph is not None else [], trace_dir=trace_dir,
                      fixed=fixed, changes=changes, tried=[t.row() for t in tried], skipped=budget.skipped)
-
-
-def reads_generator_op(source) -> bool:
-    """Whether Keras's fit reads ``source`` through TensorFlow's generator op, which the doctor's own reads
-    (in Python) did not: a PyDataset, a function returning a generator. Its first batch sets glibc's malloc
-    thresholds for the whole process (``measure.measure_fits``'s ``ceiling_first``). A ``tf.data`` pipeline
-    with ``from_generator`` went through the op at its first batch, before any fit."""
-    return not is_dataset(source) and not isinstance(source, list)
 
 
 def _measured(batch_size, example_bytes, n_cores, load, loader, fits) -> Measured:

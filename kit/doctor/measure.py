@@ -406,8 +406,7 @@ MEMORY_MIN_S = 1.0
 
 
 def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
-                 thresholds: tuple = (), per_epoch: bool = False, run_on: float | None = None,
-                 ceiling_first: bool = False) -> dict:
+                 thresholds: tuple = (), per_epoch: bool = False, run_on: float | None = None) -> dict:
     """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved,
     each run ``max_seconds / (2 * rounds)``; up to ``more`` rounds more while the rounds' headrooms
     straddle one of ``thresholds``. A source Keras reads itself (tf.data, a PyDataset, a function
@@ -418,10 +417,6 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     together at most ``max_seconds`` past their shares) until they include an epoch's start, which the
     user's fit pays every epoch; where they span whole epochs, only those are timed. ``run_on``: the most
     all of that, and the memory fit's run past its share, may take (what the caller's budget has left).
-    ``ceiling_first``: a source Keras reads through TensorFlow's generator op (a PyDataset, a Python
-    generator, a ``from_generator`` pipeline), whose first batch sets glibc's malloc thresholds for the whole
-    process (the step of every later fit then pays page faults): every ceiling round runs before the first
-    real fit, as the user's fix, tf.data without a generator, runs in a process of its own; no extra rounds.
 
     Returns:
         ``ceiling_examples_per_s``, ``fit_examples_per_s`` (pooled), ``ceiling_rounds``,
@@ -450,34 +445,20 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     allowance = math.inf if run_on is None else max(0.0, run_on)
     spare = min(max_seconds, allowance)
 
-    def ceiling_run() -> None:
-        nonlocal cpu, wall
+    def one_round() -> None:
+        nonlocal cpu, wall, spare, allowance
         c0, t0 = cpu_seconds(), time.perf_counter()
         ceiling_runs.append(fit_once(copy, ceiling, batch_size=size, max_seconds=each))
         cpu, wall = cpu + cpu_seconds() - c0, wall + time.perf_counter() - t0
-
-    def real_run() -> None:
-        nonlocal spare, allowance
         t1 = time.perf_counter()
         real_runs.append(fit_once(copy, source, batch_size=size, max_seconds=each,
                                   epoch_start=min(EPOCH_START_ROUNDS * each, each + spare), per_epoch=per_epoch))
         over = max(0.0, time.perf_counter() - t1 - each)
         spare, allowance = max(0.0, spare - over), max(0.0, allowance - over)
 
-    def one_round() -> None:
-        ceiling_run()
-        real_run()
-
     t_rounds = time.perf_counter()
-    if ceiling_first:
-        for _ in range(rounds):
-            ceiling_run()
-        for _ in range(rounds):
-            real_run()
-        more = 0
-    else:
-        for _ in range(rounds):
-            one_round()
+    for _ in range(rounds):
+        one_round()
     extra = 0
     # An extra round where the last one's time fits in what the caller's budget has left past the shares
     # (without run_on: as the shares allow; these rounds were budgeted in the fits' share).
@@ -494,8 +475,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     c_rounds = [float(r["examples_per_s"]) for r in ceiling_runs]
     f_rounds = [float(r["examples_per_s"]) for r in real_runs]
     ratios = [c / f for c, f in zip(c_rounds, f_rounds) if f > 0]
-    return {"plain": plain, "ceiling_first": ceiling_first,
-            "ceiling_examples_per_s": pooled(ceiling_runs), "fit_examples_per_s": pooled(real_runs),
+    return {"plain": plain, "ceiling_examples_per_s": pooled(ceiling_runs), "fit_examples_per_s": pooled(real_runs),
             "ceiling_rounds": c_rounds, "fit_rounds": f_rounds, "extra_rounds": extra,
             "fit_epoch_starts": (sum(r.get("epoch_starts", 0) for r in real_runs)
                                  if is_pydataset(source) or (per_epoch and plain) else None),

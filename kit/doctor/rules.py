@@ -146,10 +146,6 @@ def verdict_basis(fits: dict) -> str:
     if fits.get("plain") and math.isfinite(fits.get("input_share", math.nan)):
         text += (f"; the step timer, pulling each batch in turn (no overlap), saw the steps wait "
                  f"{fits['input_share']:.0%} of the time")
-    if fits.get("ceiling_first"):
-        text += ("; every ceiling round ran before the real fit's first batch through TensorFlow's generator op, "
-                 "which sets glibc's malloc thresholds for the whole process (each later step pays page faults), "
-                 "as tf.data without a generator runs in a process of its own")
     starts = fits.get("fit_epoch_starts")
     if starts:
         text += f"; the real fit's rounds include {starts} epoch start(s), which your fit pays every epoch"
