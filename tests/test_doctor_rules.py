@@ -497,3 +497,26 @@ def test_random_work_is_a_compute_once_candidate_only_beside_reading():
     # the same batches every epoch: computing them once holds whatever the loader reads
     found = python.findings(gen, _m(), fits, hot=hot, same=True, reads_files=False)
     assert "compute_once" in [f.code for f in found], found
+
+
+def test_a_source_far_slower_than_the_ceiling_gets_its_verdict_when_the_budget_ends_in_the_real_fit():
+    """heldout10's ravdess_ser (a librosa py_function map, 38x input-bound in its truth) ended its budget inside
+    the real fit's first round: the loader alone (9 examples/s) and the ceiling were measured by then, and a
+    loader that far under the ceiling is the fit's limit: input-bound, said to be from those two; a loader near
+    the ceiling makes no verdict."""
+    from kit.doctor import progress
+
+    progress.start()
+    progress.step("the loader alone")
+    assert progress.verdict_so_far() is None and "nothing measured" in progress.partial()
+    progress.step("the compute ceiling and the real fit", loader="the loader alone delivers 9.3 examples/s",
+                  loader_rate=9.3)
+    assert progress.verdict_so_far() is None and "the fits were not measured" in progress.partial()
+    progress.SO_FAR["ceiling_rate"] = 280.0
+    verdict, summary = progress.verdict_so_far()
+    assert verdict == "input-bound" and "30.1x under the ceiling" in summary and "cut short" in summary
+    assert progress.partial().startswith("verdict: input-bound (measured before the budget ended)")
+    assert "left out: the compute ceiling and the real fit (cut short)" in progress.partial()
+    progress.SO_FAR["ceiling_rate"] = 11.0  # within 1.3x of the loader: the fit's own rounds would decide
+    assert progress.verdict_so_far() is None
+    progress.start()

@@ -183,7 +183,8 @@ def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_ep
     # may run on to whole epochs and leave little of the budget after them.
     head = _head(copy, batch, source, budget, max_seconds, per_epoch=bool(per_epoch)) if copy is not None else None
     if copy is not None:
-        progress.step("the compute ceiling and the real fit", loader=summary.replace("no model given: ", ""))
+        progress.step("the compute ceiling and the real fit", loader=summary.replace("no model given: ", ""),
+                      loader_rate=loader["loader_examples_per_s"])
         seconds = budget.take(FITS_SHARE * max_seconds, "the compute ceiling and the real fit", least=0.0)
         # Their run-on past their share (epoch starts, a PyDataset's memory) only from what the budget has left
         # beyond it: copying and compiling a large model may have taken much of it.

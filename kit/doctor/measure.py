@@ -15,6 +15,7 @@ import pandas as pd
 import tensorflow as tf
 
 from kit import timing
+from kit.doctor import progress
 from kit.doctor.graph import INFINITE
 from kit.doctor.loader import cpu_seconds
 from kit.doctor.sources import (
@@ -450,6 +451,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
         c0, t0 = cpu_seconds(), time.perf_counter()
         ceiling_runs.append(fit_once(copy, ceiling, batch_size=size, max_seconds=each))
         cpu, wall = cpu + cpu_seconds() - c0, wall + time.perf_counter() - t0
+        progress.SO_FAR["ceiling_rate"] = pooled(ceiling_runs)  # for a verdict where the budget ends in the real fit
         t1 = time.perf_counter()
         real_runs.append(fit_once(copy, source, batch_size=size, max_seconds=each,
                                   epoch_start=min(EPOCH_START_ROUNDS * each, each + spare), per_epoch=per_epoch))

@@ -30,11 +30,33 @@ def cancelled() -> bool:
     return _STATE["cancelled"]
 
 
+#: A loader alone this many times slower than the compute ceiling makes a verdict without the real fit
+#: (rules.INPUT_BOUND_HEADROOM: the fit cannot run faster than its input).
+SLOW_LOADER = 1.3
+
+
+def verdict_so_far() -> tuple[str, str] | None:
+    """``(verdict, summary)`` from what was measured: the verdict where the fits were, else input-bound where
+    the loader alone (its rate in ``loader_rate``) ran ``SLOW_LOADER`` times or more slower than the compute
+    ceiling's first rounds (``ceiling_rate``): a source that slow is what limits the fit, whose own rounds the
+    budget cut short. None where neither was measured."""
+    if "verdict" in SO_FAR:
+        return SO_FAR["verdict"], SO_FAR.get("summary", "")
+    loader, ceiling = SO_FAR.get("loader_rate"), SO_FAR.get("ceiling_rate")
+    if loader and ceiling and loader * SLOW_LOADER <= ceiling:
+        return "input-bound", (f"the loader alone delivers {loader:,.1f} examples/s, the model alone (one batch "
+                               f"replayed from memory) trains {ceiling:,.1f}/s: the fit cannot run faster than its "
+                               f"input, {ceiling / loader:,.1f}x under the ceiling at best; the real fit's own rounds "
+                               f"were cut short by the budget")
+    return None
+
+
 def partial() -> str:
     """What was measured (the verdict and summary, the loader's rate) and what was left out, as lines."""
     lines = []
-    if "verdict" in SO_FAR:
-        lines += [f"verdict: {SO_FAR['verdict']} (measured before the budget ended)", f"  {SO_FAR['summary']}"]
+    so_far = verdict_so_far()
+    if so_far is not None:
+        lines += [f"verdict: {so_far[0]} (measured before the budget ended)", f"  {so_far[1]}"]
     elif "loader" in SO_FAR:
         lines.append(f"measured before the budget ended: {SO_FAR['loader']}; the fits were not measured")
     else:

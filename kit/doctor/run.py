@@ -397,7 +397,7 @@ def watch(max_seconds: float = 60.0, *, run_fit: bool = False, show: bool = True
             seen.diagnosis, seen.note = diagnose_fit(call, max_seconds=max_seconds)
             seen.verdict = seen.diagnosis.verdict
         except OverBudget as e:  # slow, not stuck: what was measured, and what was left out
-            seen.note, seen.verdict = f"{e}\n{e.partial}", str(progress.SO_FAR.get("verdict", ""))
+            seen.note, seen.verdict = f"{e}\n{e.partial}", str((progress.verdict_so_far() or ("",))[0])
         seen.seconds = time.perf_counter() - t0
         if show:
             try:
