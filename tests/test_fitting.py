@@ -80,6 +80,45 @@ def test_step_timer_delivers_tf_data_with_partial_last_batch():
     assert list(timer.epochs()["steps"]) == [3, 3, 3]
 
 
+def test_step_timer_delivers_batches_padded_to_their_own_longest_sequence():
+    """Sequences padded to each batch's longest (a CTC model's spectrograms): a dimension past the batch's
+    that differs between the first two batches is left unknown, as Keras leaves a generator's; every batch
+    reaches the step, one-shot generator and re-iterable source alike (heldout10's vui_ctc stopped at the third
+    batch's length)."""
+    import keras
+    import tensorflow as tf
+
+    lengths = [5, 7, 3, 9]
+
+    def batches():
+        for n in lengths:
+            yield np.ones((2, n, 3), np.float32), np.zeros((2, 1), np.float32)
+
+    class Counted(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+            self.steps = tf.Variable(0, trainable=False, dtype=tf.int64)
+
+        def call(self, x):
+            return self.dense(tf.reduce_mean(x, axis=1))
+
+        def train_step(self, data):
+            self.steps.assign_add(1)
+            return {"steps": self.steps}
+
+    class Again:
+        def __iter__(self):
+            return batches()
+
+    for source in (batches(), Again()):
+        model = Counted()
+        model.compile("sgd")
+        timer = timing.StepTimer()
+        model.fit(timer.wrap(source), epochs=1, callbacks=[timer], verbose=0)  # before: InvalidArgumentError
+        assert len(timer.steps()) == len(lengths) and int(model.steps.numpy()) >= len(lengths)
+
+
 def test_step_timer_without_wrap_records_steps_only():
     import tensorflow as tf
 

@@ -59,12 +59,21 @@ class StepTimer(keras.callbacks.Callback):
         ``tf.data.Dataset`` whose batch pulls this timer times. The pulled batch reaches the step
         through a variable the dataset reads: no Python function on the step's path. Needs
         ``steps_per_execution=1`` and one device."""
-        if isinstance(data, Iterator):  # one-shot: peek, then put the batch back
-            head = next(data)
-            data = itertools.chain([head], data)
+        # The first two batches, as Keras reads a generator's: a dimension past the batch's that differs between
+        # them (sequences padded to each batch's longest) is left unknown in the spec.
+        if isinstance(data, Iterator):  # one-shot: peek, then put the batches back
+            heads = [next(data)]
+            heads += [b for b in itertools.islice(data, 1)]
+            data = itertools.chain(heads, data)
         else:
-            head = next(iterate(data))
-        first = tf.nest.map_structure(tf.convert_to_tensor, head)
+            it = iterate(data)
+            try:
+                heads = [next(it)] + list(itertools.islice(it, 1))
+            finally:
+                close = getattr(it, "close", None)
+                if close is not None:
+                    close()
+        first, *more = [tf.nest.map_structure(tf.convert_to_tensor, h) for h in heads]
         self._source = data
         self._slots = tf.nest.map_structure(
             lambda t: tf.Variable(t, trainable=False, shape=tf.TensorShape(None)), first)
@@ -72,8 +81,12 @@ class StepTimer(keras.callbacks.Callback):
         slots, has_batch = self._slots, self._has_batch
         ds = tf.data.Dataset.from_tensors(0).repeat()
         ds = ds.take_while(lambda _: has_batch.read_value())
-        specs = tf.nest.map_structure(
-            lambda t: tf.TensorSpec((None,) + tuple(t.shape[1:]), t.dtype), first)
+        def spec(t, *others):
+            dims = [d if all(len(o.shape) == len(t.shape) and o.shape[i] == d for o in others) else None
+                    for i, d in enumerate(t.shape) if i > 0]
+            return tf.TensorSpec((None, *dims), t.dtype)
+
+        specs = tf.nest.map_structure(spec, first, *more)
 
         def read(_):
             has_batch.assign(False)
