@@ -392,7 +392,7 @@ def test_a_model_that_cannot_be_copied_is_trained_in_place_and_put_back(user, tr
     import keras
 
     from kit.doctor import diagnose
-    from kit.doctor.measure import Uncopyable, clone
+    from kit.doctor.copying import Uncopyable, clone
 
     mod = importlib.import_module(user)
     m = mod._subclassed()[1](keras.layers.Dense(5))
@@ -420,7 +420,7 @@ def test_a_model_that_cannot_be_copied_is_trained_in_place_and_put_back(user, tr
 def test_a_copy_has_the_weights_and_leaves_the_model_alone(user):
     import importlib
 
-    from kit.doctor.measure import clone
+    from kit.doctor.copying import clone
 
     mod = importlib.import_module(user)
     batch = (mod.X[:8], mod.Y[:8])

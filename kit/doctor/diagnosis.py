@@ -18,6 +18,7 @@ from kit.doctor.candidates import (
     split_to_cache,
     too_big_to_cache,
 )
+from kit.doctor.copying import lending, lent
 from kit.doctor.findings import NOISE, Finding, Measured, table
 from kit.doctor.frozen import frozen_prefix, head_rate
 from kit.doctor.graph import (
@@ -37,8 +38,6 @@ from kit.doctor.measure import (
     compiled_copy,
     epoch_batches,
     fit_rate,
-    lending,
-    lent,
     measure_fits,
     reads_per_epoch,
     record_trace,
@@ -147,7 +146,7 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
 
 def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_epoch: bool | None,
               pipeline: bool) -> Diagnosis:
-    """``diagnose``'s work, inside ``measure.lending``."""
+    """``diagnose``'s work, inside ``copying.lending``."""
     if not (isinstance(max_seconds, (int, float)) and max_seconds > 0):
         raise ValueError(f"max_seconds must be positive, got {max_seconds!r}")
     # A new diagnosis: an earlier one whose caller stopped waiting (a watch() over its budget) left the
@@ -353,7 +352,7 @@ def _per_step(model, batch, batch_size, fits, loader_rate, budget: Budget, max_s
     if least > 2 * min(SPE_SHARE * max_seconds, budget.left()):
         budget.skipped.append(f"{what} (about {least:.0f} s at least)")
         return []
-    if lent(model):  # trained in place (measure.borrow): compiling it twice more would change the user's model
+    if lent(model):  # trained in place (copying.borrow): compiling it twice more would change the user's model
         budget.skipped.append(f"{what} (the model cannot be copied, and it is not compiled again in place)")
         return []
     seconds = budget.take(SPE_SHARE * max_seconds, what, least=0.3)

@@ -7,7 +7,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kit.doctor.measure import EPOCH_START_ROUNDS, compile_like, plain_fit, pooled, replay, timed_fit
+from kit.doctor.copying import compile_like
+from kit.doctor.measure import EPOCH_START_ROUNDS, plain_fit, pooled, replay, timed_fit
 from kit.doctor.sources import as_xy, describe_error, nbytes
 from kit.timing.batches import batch_size_of
 

@@ -59,9 +59,13 @@ class Loop:
     ceiling_left_out: str = ""  # why the replayed step was not timed
 
     @property
+    def total(self) -> float:
+        """The loop's timed seconds: the waits, the steps' work and the Keras calls between them."""
+        return sum(self.waits) + sum(self.work) + sum(self.between)
+
+    @property
     def wait_share(self) -> float:
-        total = sum(self.waits) + sum(self.work) + sum(self.between)
-        return sum(self.waits) / total if total > 0 else math.nan
+        return sum(self.waits) / self.total if self.total > 0 else math.nan
 
     @property
     def headroom(self) -> float:
@@ -98,7 +102,7 @@ class Loop:
         text += f": {self.verdict}"
         if sum(self.between) > 0:
             text += (f"; Keras model calls between the steps (predict, evaluate, test_on_batch) took "
-                     f"{sum(self.between) / (sum(self.waits) + sum(self.work) + sum(self.between)):.0%} of the "
+                     f"{sum(self.between) / self.total:.0%} of the "
                      f"time, not counted as input wait")
         text += f"; the first step (start-up and tracing) waited {1e3 * self.first:,.0f} ms for its batch, left out"
         if self.starts:
@@ -115,7 +119,7 @@ class Loop:
             return []
         from kit.doctor.findings import NOISE, Finding  # noqa: PLC0415
 
-        total = sum(self.waits) + sum(self.work) + sum(self.between)
+        total = self.total
         per_call = statistics.median(self.predicts)
         saved = len(self.predicts) * max(0.0, per_call - self.on_batch)
         gain = total / max(1e-9, total - min(saved, 0.95 * total))
@@ -198,8 +202,7 @@ class Loop:
              "first_batch_ms": 1e3 * self.first, "epoch_start_ms": [1e3 * s for s in self.starts],
              "headroom": self.headroom if self.replays else None,
              "ceiling_step_ms": 1e3 * statistics.median(self.replays) if self.replays else None,
-             "between_share": (sum(self.between) / (sum(self.waits) + sum(self.work) + sum(self.between))
-                               if self.between and (self.waits or self.work) else 0.0),
+             "between_share": sum(self.between) / self.total if self.between and self.total > 0 else 0.0,
              "summary": self.summary()}
         if self.diagnosis is not None:
             d.update(self.diagnosis.as_dict())
@@ -334,12 +337,12 @@ class LoopHooks:
         """The loop's compute ceiling: its last ``train_on_batch`` call replayed on a copy of the model (one
         call to trace, then at least ``CEILING_STEPS`` for up to ``CEILING_SHARE`` of the budget), as the fits'
         ceiling replays a batch; a model that cannot be copied is trained in place and put back
-        (``measure.borrow``). Only for train_on_batch loops: a GradientTape step is the user's own function."""
+        (``copying.borrow``). Only for train_on_batch loops: a GradientTape step is the user's own function."""
         call = getattr(self, "last_call", None)
         if call is None:
             loop.ceiling_left_out = "the step is the script's own function (a GradientTape), not replayed"
             return
-        from kit.doctor.measure import Uncopyable, borrow, clone, lending  # noqa: PLC0415
+        from kit.doctor.copying import copy_or_borrow, lending  # noqa: PLC0415
         from kit.doctor.sources import ModelError, describe_error  # noqa: PLC0415
 
         model, args, kwargs = call
@@ -347,10 +350,7 @@ class LoopHooks:
         batch = (args[0], args[1] if len(args) > 1 else kwargs.get("y")) if args else (kwargs.get("x"), kwargs.get("y"))
         try:
             with lending():
-                try:
-                    copy = clone(model, batch)[0]
-                except Uncopyable as e:
-                    copy = borrow(model, batch, e.short)
+                copy = copy_or_borrow(model, batch)
                 train(copy, *args, **kwargs)  # traces its step
                 t_end = time.perf_counter() + CEILING_SHARE * self.max_seconds
                 while len(loop.replays) < CEILING_STEPS or time.perf_counter() < t_end:
