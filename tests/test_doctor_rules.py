@@ -519,4 +519,30 @@ def test_a_source_far_slower_than_the_ceiling_gets_its_verdict_when_the_budget_e
     assert "left out: the compute ceiling and the real fit (cut short)" in progress.partial()
     progress.SO_FAR["ceiling_rate"] = 11.0  # within 1.3x of the loader: the fit's own rounds would decide
     assert progress.verdict_so_far() is None
+    progress.SO_FAR["fresh_ceiling_rate"] = 40.0  # ... unless a fresh process's ceiling is that far over it
+    verdict, summary = progress.verdict_so_far()
+    assert verdict == "input-bound" and "in a fresh process" in summary and "4.3x under" in summary
     progress.start()
+
+
+def test_a_fresh_process_s_ceiling_sets_the_headroom_only_where_it_is_faster():
+    """kit.doctor.fresh: the ceiling timed where no generator was read replaces this process's where it is
+    1.1x or more faster (the headroom over the real fit, and generator_malloc's gain capped by the loader
+    alone); otherwise it is kept beside the one timed here, and no finding."""
+    fits = {"fit_examples_per_s": 10.0, "ceiling_examples_per_s": 11.0, "ceiling_rounds": [11.0, 11.0],
+            "fit_rounds": [10.0, 10.0], "headroom": 1.1, "input_share": 0.05, "plain": True}
+    out, found = rules.fresh_ceiling(fits, {"ceiling_examples_per_s": 22.0, "ceiling_rounds": [21.0, 23.0]},
+                                     loader_rate=200.0)
+    assert out["ceiling_examples_per_s"] == 22.0 and out["ceiling_here_examples_per_s"] == 11.0
+    assert out["headroom"] == pytest.approx(2.2) and out["ceiling_rounds"] == [21.0, 23.0]
+    assert [f.code for f in found] == ["generator_malloc"] and found[0].expected_gain == pytest.approx(2.2)
+    assert found[0].gain_low == pytest.approx(2.0)  # the step's own gain, fresh over here
+    assert rules.verdict(out, 200.0, 1.0)[0] == "input-bound"
+    assert "timed in a fresh process" in rules.verdict_basis(out)
+    # the loader alone slower than the fresh ceiling: the fix gains only up to it
+    _, capped = rules.fresh_ceiling(fits, {"ceiling_examples_per_s": 22.0}, loader_rate=15.0)
+    assert capped[0].expected_gain == pytest.approx(1.5)
+    # not faster by 1.1x: this process's ceiling stands, said in the basis
+    same, none = rules.fresh_ceiling(fits, {"ceiling_examples_per_s": 11.5, "ceiling_rounds": [11.5]}, 200.0)
+    assert none == [] and same["ceiling_examples_per_s"] == 11.0 and same["headroom"] == 1.1
+    assert "not faster than here" in rules.verdict_basis(same)

@@ -64,7 +64,11 @@ def line_of(path: Path, text: str) -> str:
 
 def doctor(tmp_path, path: Path, *flags: str, args=()) -> tuple[int, dict]:
     out = tmp_path / "report.json"
-    code = script.main(["--max-seconds", "3", "--wait-seconds", "120", "--json", str(out), *flags, str(path), *args])
+    # --no-rerun: the fresh process's ceiling (kit.doctor.fresh) is the subject of its own tests below
+    rerun = () if "--rerun" in flags else ("--no-rerun",)
+    flags = tuple(f for f in flags if f != "--rerun")
+    code = script.main(["--max-seconds", "3", "--wait-seconds", "120", "--json", str(out), *rerun, *flags, str(path),
+                        *args])
     return code, json.loads(out.read_text()) if out.exists() else {}
 
 
@@ -529,3 +533,48 @@ def test_a_gradient_tape_loop_fed_by_a_generator_has_its_input_wait_timed(tmp_pa
     assert report["headroom"] is None and "from the wait's share alone" in report["summary"], report  # not replayed
     assert {f["code"] for f in report["findings"]} == {"compute_once", "python_in_pipeline"}, report
     assert all(f["where"].startswith("train.py:") and "features" in f["where"] for f in report["findings"]), report
+
+
+PYDATASET = '''
+class Frames(keras.utils.PyDataset):
+    def __init__(self, n, batch, **kwargs):
+        super().__init__(**kwargs)
+        self.n, self.batch = n, batch
+    def __len__(self):
+        return self.n // self.batch
+    def __getitem__(self, i):
+        xs, ys = zip(*(example(i * self.batch + k) for k in range(self.batch)))
+        return np.stack(xs), np.array(ys)
+
+import os
+if os.environ.get("KIT_DOCTOR_FRESH") and {fail}:
+    raise RuntimeError("only in the script run again")
+print("set-up ran")
+make_model().fit(Frames(128, 16), epochs=2, verbose=0)
+'''
+
+
+def test_a_generator_op_fit_has_its_ceiling_timed_in_a_fresh_process(tmp_path, capsys):
+    """Keras reads a PyDataset through TensorFlow's generator op: the script runs again in a child (its
+    set-up twice, its fit's ceiling timed there), and the report keeps both ceilings."""
+    from kit.doctor import fresh
+
+    assert fresh.reads_generator(iter([1])) and not fresh.reads_generator(np.zeros(3))
+    code, report = doctor(tmp_path, write(tmp_path, PYDATASET.replace("{fail}", "False")), "--rerun")
+    out = capsys.readouterr().out
+    assert code == 0 and report["ended"] == "diagnosed", report
+    assert out.count("set-up ran") == 1  # the child's output is its own, not the report's
+    rates = report["rates"]
+    assert report["fresh_s"] > 0 and rates["fresh_ceiling_examples_per_s"] > 0 and rates["ceiling_here_examples_per_s"] > 0
+    assert "fresh process" in out and "timed in this process only" not in report["note"]
+    # the verdict's ceiling is the fresh one where it is 1.1x faster or more, else this process's
+    fresh_used = rates["fresh_ceiling_examples_per_s"] >= 1.1 * rates["ceiling_here_examples_per_s"]
+    assert rates["ceiling_examples_per_s"] == (rates["fresh_ceiling_examples_per_s"] if fresh_used
+                                               else rates["ceiling_here_examples_per_s"])
+
+
+def test_where_the_script_run_again_fails_the_ceiling_is_this_process_s_said_so(tmp_path):
+    code, report = doctor(tmp_path, write(tmp_path, PYDATASET.replace("{fail}", "True")), "--rerun")
+    assert code == 0 and report["ended"] == "diagnosed"
+    assert "timed in this process only" in report["note"] and "only in the script run again" in report["note"]
+    assert "fresh_ceiling_examples_per_s" not in report["rates"]

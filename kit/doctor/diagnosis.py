@@ -115,7 +115,8 @@ class Tried:
 
 
 def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
-             name: str = "source", per_epoch: bool | None = None, pipeline: bool = True) -> Diagnosis:
+             name: str = "source", per_epoch: bool | None = None, pipeline: bool = True,
+             fresh: dict | None = None) -> Diagnosis:
     """Measures a batch source (and a model training on it), tries the fixes it can apply, and
     ranks what it found.
 
@@ -131,6 +132,8 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
             ``steps_per_epoch`` given. None: a finite dataset is, an infinite one is not.
         pipeline: whether a ``tf.data`` source's pipeline is the user's own, its structure read and its
             fixes tried; False for one Keras made (``fit`` on arrays reads them through Keras's adapter).
+        fresh: the compute ceiling timed in a fresh process (``kit.doctor.fresh``: ``kit doctor run`` on a fit
+            read through TensorFlow's generator op), which the verdict uses where it is faster than this one's.
 
     Returns:
         A ``Diagnosis``; ``Diagnosis.fixed`` is the best measured pipeline (tf.data sources).
@@ -141,17 +144,19 @@ def diagnose(source, model=None, *, max_seconds: float = 120.0, trace_dir=None,
     """
     with lending():  # a model that cannot be copied is trained in place, and put back as it was
         return _diagnose(source, model, max_seconds=max_seconds, trace_dir=trace_dir, name=name,
-                         per_epoch=per_epoch, pipeline=pipeline)
+                         per_epoch=per_epoch, pipeline=pipeline, fresh=fresh)
 
 
 def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_epoch: bool | None,
-              pipeline: bool) -> Diagnosis:
+              pipeline: bool, fresh: dict | None = None) -> Diagnosis:
     """``diagnose``'s work, inside ``copying.lending``."""
     if not (isinstance(max_seconds, (int, float)) and max_seconds > 0):
         raise ValueError(f"max_seconds must be positive, got {max_seconds!r}")
     # A new diagnosis: an earlier one whose caller stopped waiting (a watch() over its budget) left the
     # cancel flag up, which would give this one no time at all.
     progress.start()
+    if fresh:
+        progress.SO_FAR["fresh_ceiling_rate"] = fresh["ceiling_examples_per_s"]
     budget = Budget(float(max_seconds))
     check_source(source, name)
     progress.step("the first batch")
@@ -190,6 +195,9 @@ def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_ep
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,
                             thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM),
                             per_epoch=bool(per_epoch), run_on=budget.left() - seconds)
+        if fresh:
+            fits, malloc = rules.fresh_ceiling(fits, fresh, loader["loader_examples_per_s"])
+            found += malloc
         rates.update(fits)
         verdict, summary, symptom = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         found += symptom

@@ -64,6 +64,14 @@ CODES = {
         "Keep one iterator across epochs (ds.repeat() with steps_per_epoch), shuffle ids rather than filling "
         "a large example buffer at each epoch's start, and keep PyDataset workers' start-up out of short epochs.",
     ),
+    "generator_malloc": (
+        "TensorFlow's generator op (how Keras reads a PyDataset or a Python generator) set the process's "
+        "malloc thresholds at the fit's first batch: the training step's own large tensors pay page faults "
+        "every step", "speed",
+        "Train from tf.data without a Python generator: arrays (model.fit(x, y)), a converted store "
+        "(python -m kit convert, notebook 03), or tf.data's own reading and decoding ops in a map "
+        "(tf.io.read_file, tf.io.decode_png); no from_generator or PyDataset in the process (docs/doctor.md).",
+    ),
     "validation_input": (
         "validation_data read as slowly as the training input: its share of each epoch", "speed",
         "Give validation the same input fixes as training (it is read every epoch), or validate every few "

@@ -39,13 +39,16 @@ def verdict_so_far() -> tuple[str, str] | None:
     """``(verdict, summary)`` from what was measured: the verdict where the fits were, else input-bound where
     the loader alone (its rate in ``loader_rate``) ran ``SLOW_LOADER`` times or more slower than the compute
     ceiling's first rounds (``ceiling_rate``): a source that slow is what limits the fit, whose own rounds the
-    budget cut short. None where neither was measured."""
+    budget cut short (or the ceiling timed in a fresh process, ``fresh_ceiling_rate``, where faster). None where
+    neither was measured."""
     if "verdict" in SO_FAR:
         return SO_FAR["verdict"], SO_FAR.get("summary", "")
-    loader, ceiling = SO_FAR.get("loader_rate"), SO_FAR.get("ceiling_rate")
+    loader, here, fresh = SO_FAR.get("loader_rate"), SO_FAR.get("ceiling_rate"), SO_FAR.get("fresh_ceiling_rate")
+    ceiling = max(here or 0.0, fresh or 0.0)
+    where = " in a fresh process (kit.doctor.fresh)" if fresh and ceiling == fresh else ""
     if loader and ceiling and loader * SLOW_LOADER <= ceiling:
         return "input-bound", (f"the loader alone delivers {loader:,.1f} examples/s, the model alone (one batch "
-                               f"replayed from memory) trains {ceiling:,.1f}/s: the fit cannot run faster than its "
+                               f"replayed from memory{where}) trains {ceiling:,.1f}/s: the fit cannot run faster than its "
                                f"input, {ceiling / loader:,.1f}x under the ceiling at best; the real fit's own rounds "
                                f"were cut short by the budget")
     return None

@@ -260,11 +260,16 @@ def findings(source, m: Measured, fits: dict, *, hot: Hot, same: bool | None,
                  + "; read back from a store on disk, a little less")
         if same is None:
             basis += "; not checked that the batches are the same each read (a one-shot generator)"
+        fresh = bool(fits.get("ceiling_fresh"))  # the ceiling timed in a process that never read a generator
+        if fresh:
+            basis += ("; the replay timed in a fresh process that never read a Python generator: the gain needs the "
+                      "result read through tf.data (arrays, a store), not a PyDataset or a generator")
         out.append(Finding(
             "compute_once", f"the {what} {'waits for' if waits else 'computes'} the same batches every epoch"
             + (" (two reads of the first batch are equal)" if same else ""),
             headroom, basis, status="measured" if same else "predicted", where=where,
             gain_low=min(rounds) if len(rounds) > 1 else math.nan, gain_high=max(rounds) if len(rounds) > 1 else math.nan,
             fix="compute it once: save the features (np.save, then np.load(mmap_mode='r')), or convert to a store "
-                "(python -m kit convert), or tf.data's .cache() after the deterministic work; then train from it"))
+                "(python -m kit convert), or tf.data's .cache() after the deterministic work; then train from it"
+                + (" through tf.data (model.fit(x, y) on the arrays, or the store's dataset), not a PyDataset" if fresh else "")))
     return out

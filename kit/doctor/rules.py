@@ -129,6 +129,30 @@ def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> t
     return "balanced", summary, []
 
 
+def fresh_ceiling(fits: dict, fresh: dict, loader_rate: float) -> tuple[dict, list[Finding]]:
+    """``fits`` with the compute ceiling timed in a fresh process (``kit.doctor.fresh``), where it is
+    ``COMPUTE_BOUND_HEADROOM`` or more faster than the one timed here, after TensorFlow's generator op set
+    the thresholds: the headroom is then the fresh ceiling over the real fit, and ``generator_malloc`` says
+    what the op costs the step (its fix gains up to the fresh ceiling, capped by the loader alone's rate).
+    The ceiling timed here stays in ``ceiling_here_examples_per_s``."""
+    here, there, F = fits["ceiling_examples_per_s"], fresh["ceiling_examples_per_s"], fits["fit_examples_per_s"]
+    fits = {**fits, "ceiling_here_examples_per_s": here, "fresh_ceiling_examples_per_s": there,
+            "fresh_ceiling_rounds": list(fresh.get("ceiling_rounds", []))}
+    if not (math.isfinite(there) and math.isfinite(here) and there >= COMPUTE_BOUND_HEADROOM * here and F > 0):
+        return fits, []
+    fits.update(ceiling_examples_per_s=there, ceiling_rounds=list(fresh.get("ceiling_rounds") or [there]),
+                headroom=there / F, ceiling_fresh=True)
+    reach = min(there, loader_rate) if loader_rate > 0 else there
+    gain = max(1.0, reach / F)
+    return fits, [Finding(
+        "generator_malloc",
+        f"the model's step on one batch replayed from memory runs at {there:,.1f} examples/s in a fresh process "
+        f"that never read a Python generator, at {here:,.1f}/s in this one once TensorFlow's generator op set "
+        f"glibc's malloc thresholds ({there / here:.2f}x); the real fit runs at {F:,.1f}/s", gain,
+        f"predicted: the fresh process's compute ceiling, capped by the loader alone ({loader_rate:,.1f}/s), over "
+        f"the real fit", status="predicted", gain_low=min(gain, there / here), gain_high=gain)]
+
+
 def verdict_basis(fits: dict) -> str:
     """The verdict's basis in a line: the ceiling and the fit with their rounds' spread, each round's
     headroom, and a warning where the rounds straddle a threshold."""
@@ -152,6 +176,12 @@ def verdict_basis(fits: dict) -> str:
     elif starts == 0:
         text += ("; no round of the real fit reached an epoch's start (an epoch is longer than a round): what "
                  "each epoch's start costs is not in the headroom")
+    if fits.get("ceiling_fresh"):
+        text += (f"; the compute ceiling was timed in a fresh process (the script run again to its fit, no generator "
+                 f"read there); in this one, after TensorFlow's generator op, {fits['ceiling_here_examples_per_s']:,.1f}/s")
+    elif "fresh_ceiling_examples_per_s" in fits:
+        text += (f"; in a fresh process (no generator read) the compute ceiling ran at "
+                 f"{fits['fresh_ceiling_examples_per_s']:,.1f}/s, not faster than here")
     if fits.get("extra_rounds"):
         text += f"; {fits['extra_rounds']} of the {len(ratios)} rounds run because the first ones straddled a threshold"
     for t in (INPUT_BOUND_HEADROOM, COMPUTE_BOUND_HEADROOM):

@@ -241,9 +241,10 @@ class Hooks:
             self._original = None
 
 
-def diagnose_fit(call: Fit, *, max_seconds: float):
+def diagnose_fit(call: Fit, *, max_seconds: float, fresh: dict | None = None):
     """Diagnoses what ``call`` was given, on a copy of its model; bounded (``cli.bounded``). Returns
-    ``(Diagnosis, note)``. A model built under a distribution strategy is copied outside it: Keras stops
+    ``(Diagnosis, note)``; ``fresh``: the compute ceiling timed in a fresh process (``kit.doctor.fresh``).
+    A model built under a distribution strategy is copied outside it: Keras stops
     a generator-fed fit under ``MirroredStrategy`` with an error, not an epoch's end."""
     from kit.doctor.cli import bounded  # noqa: PLC0415
     from kit.doctor.diagnosis import diagnose  # noqa: PLC0415
@@ -262,7 +263,7 @@ def diagnose_fit(call: Fit, *, max_seconds: float):
     arrays = call.in_memory
     per_epoch = True if arrays else False if call.kwargs.get("steps_per_epoch") or not is_dataset(call.x) else None
     return bounded(lambda: diagnose(source, call.model, max_seconds=max_seconds, name=name, per_epoch=per_epoch,
-                                    pipeline=not arrays), max_seconds, name), note
+                                    pipeline=not arrays, fresh=fresh), max_seconds, name), note
 
 
 #: The least share of an epoch validation must take to be a finding: its input slow while training's

@@ -21,6 +21,7 @@ import time
 import traceback
 from pathlib import Path
 
+from kit.doctor import fresh
 from kit.doctor.run import Fit, Hooks, diagnose_fit, place, validation
 from kit.util import OneLineParser, positive_float
 
@@ -47,13 +48,18 @@ def parse(argv):
                     "input waits of its custom loop). The doctor's flags come before SCRIPT; the rest is the script's.")
     p.add_argument("--max-seconds", type=positive_float, default=120.0,
                    help="the measuring budget in seconds (default 120); the script's own set-up before its "
-                        "first fit is not counted (--wait-seconds bounds it)")
+                        "first fit is not counted (--wait-seconds bounds it), nor its run again in a fresh process "
+                        "(see --no-rerun)")
     p.add_argument("--wait-seconds", type=positive_float, default=None,
                    help="how long the script may run before its first fit or training loop (default: the "
                         "--max-seconds budget); past it the doctor stops the script and says where it was")
     p.add_argument("--json", default=None, help="write the report as JSON to FILE (- for stdout)")
     p.add_argument("--continue", dest="cont", action="store_true",
                    help="after the report, let the script's own fit run as written (default: end the script)")
+    p.add_argument("--no-rerun", dest="rerun", action="store_false",
+                   help="where Keras reads the fit's input through TensorFlow's generator op (a PyDataset, a "
+                        "generator), do not run the script again in a fresh process to time the model's step "
+                        "there: the compute ceiling is timed in this process only")
     p.add_argument("--details", action="store_true", help="print each finding's evidence and basis")
     p.add_argument("--debug", action="store_true", help="on an error, show the full traceback")
     p.add_argument("-m", dest="module", default=None, help="run a module as `python -m MODULE` does")
@@ -81,6 +87,8 @@ class Session:
         self.finished = threading.Event()  # set once main() has ended the script
         self.wait = a.wait_seconds or a.max_seconds
         self.loops = None  # the custom-loop hooks (loop.LoopHooks), once installed
+        self.cwd = os.getcwd()
+        self.child = bool(os.environ.get(fresh.ENV))  # the child that times the ceiling in a fresh process
         self.report: dict = {"script": self.name, "argv": a.args, "max_seconds": a.max_seconds}
 
     # --- fit -------------------------------------------------------------------------------------
@@ -88,10 +96,28 @@ class Session:
         self.done.set()
         from kit.doctor.cli import OverBudget, Stuck  # noqa: PLC0415
 
+        if self.child:  # the script run again by fresh.ceiling_in_child: the ceiling, then the end
+            self.report.update({"ended": "fresh ceiling", "fresh": fresh.child_ceiling(call, self.a.max_seconds)})
+            self.write()
+            raise _End(0)
         print(f"kit doctor: {call.describe()}; diagnosing a copy for up to {self.a.max_seconds:g} s", flush=True)
+        budget, ceiling, why = self.a.max_seconds, None, ""
+        if self.a.rerun and fresh.reads_generator(call.x) and fresh.glibc():
+            setup_s = time.monotonic() - self.started
+            fresh.as_the_fit_would()
+            print("kit doctor: Keras reads this input through TensorFlow's generator op, which sets the process's "
+                  "malloc thresholds: the script runs again in a fresh process to time the model's step there", flush=True)
+            t_child = time.perf_counter()
+            ceiling, why = fresh.ceiling_in_child(self.a.script, self.a.module, self.a.args, max_seconds=budget,
+                                                  setup_s=setup_s, cwd=self.cwd)
+            self.report["fresh_s"] = time.perf_counter() - t_child
+            print(f"kit doctor: the fresh process ran for {self.report['fresh_s']:,.1f} s (the script's set-up "
+                  f"{setup_s:,.1f} s here)" + (f"; {why}" if why else ""), flush=True)
         t0 = time.perf_counter()
         try:
-            d, note = diagnose_fit(call, max_seconds=self.a.max_seconds)
+            d, note = diagnose_fit(call, max_seconds=budget, fresh=ceiling)
+            if why:
+                note = "; ".join(filter(None, [note, f"the compute ceiling was timed in this process only: {why}"]))
         except OverBudget as e:  # slow, not stuck: what was measured, and what was left out
             print(f"kit doctor: {e}\n{e.partial}", flush=True)
             from kit.doctor import progress  # noqa: PLC0415
