@@ -428,7 +428,7 @@ def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
 
     calls = []
 
-    def plain_fit(copy, source, *, batch_size, max_seconds, min_steps=3, epoch_start=0.0, per_epoch=False):
+    def plain_fit(copy, source, *, batch_size, max_seconds, min_steps=3, epoch_start=0.0, per_epoch=False, ends=None):
         calls.append(("plain", type(source).__name__, batch_size))
         assert not per_epoch  # measure_fits was not told the source is read epoch by epoch
         # the real fit's rounds may go on to an epoch's start (used on a PyDataset), the ceiling's do not
@@ -522,6 +522,18 @@ def test_a_source_far_slower_than_the_ceiling_gets_its_verdict_when_the_budget_e
     progress.SO_FAR["fresh_ceiling_rate"] = 40.0  # ... unless a fresh process's ceiling is that far over it
     verdict, summary = progress.verdict_so_far()
     assert verdict == "input-bound" and "in a fresh process" in summary and "4.3x under" in summary
+    # A fast loader, and the budget ended inside the real fit: its steps timed so far give the verdict,
+    # past the steps a round skips, on the full verdict's thresholds; too few steps give none.
+    progress.start()
+    progress.SO_FAR.update(loader_rate=1000.0, ceiling_rate=100.0)
+    ends = [0.0, 5.0]  # the first step (a trace) is skipped
+    progress.SO_FAR["fit_ends"] = [(ends, 4, 2)]
+    assert progress.verdict_so_far() is None
+    ends += [5.1, 5.2, 5.3]  # 3 steps of 4 examples in 0.3 s after the skipped ones: 40/s
+    verdict, summary = progress.verdict_so_far()
+    assert verdict == "input-bound" and "3 steps" in summary and "40.0 examples/s" in summary and "2.50x" in summary
+    progress.SO_FAR["ceiling_rate"] = 42.0
+    assert progress.verdict_so_far()[0] == "compute-bound"
     progress.start()
 
 

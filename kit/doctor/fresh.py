@@ -35,8 +35,10 @@ ENV = "KIT_DOCTOR_FRESH"
 #: The share of the doctor's budget the child's ceiling rounds take (two rounds), at least ``LEAST_S``. The
 #: child's run is reported apart (``fresh_s``), beside the budget, as the script's own set-up is.
 SHARE, LEAST_S = 0.1, 1.0
-#: What the child may take past the script's own set-up (measured in this process) and its rounds.
-GRACE_S = 20.0
+#: What the child may take past twice the script's own set-up (measured in this process) and four times its
+#: rounds: TensorFlow's start and the model's trace and compile, which a large model makes long (so2sat_lcz's
+#: child, at 20 s, timed out).
+GRACE_S = 60.0
 
 
 def reads_generator(x) -> bool:
@@ -76,7 +78,7 @@ def ceiling_in_child(script: str | None, module: str | None, args: list[str], *,
     script's set-up time ``setup_s`` (as measured in this process) and the rounds, plus ``GRACE_S``.
     Returns ``(result, why)``: the child's ``child_ceiling`` result and its wall time, or None and why not."""
     seconds = child_seconds(max_seconds)
-    timeout = 1.5 * setup_s + 3 * seconds + GRACE_S
+    timeout = 2 * setup_s + 4 * seconds + GRACE_S
     with tempfile.TemporaryDirectory(prefix="kit-doctor-fresh-") as tmp:
         out = Path(tmp) / "ceiling.json"
         target = ["-m", module] if module else [os.path.abspath(script or "")]

@@ -140,7 +140,7 @@ PLAIN_SKIP = 2
 
 
 def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: int = 3,
-              epoch_start: float = 0.0, per_epoch: bool = False) -> dict:
+              epoch_start: float = 0.0, per_epoch: bool = False, ends: list | None = None) -> dict:
     """Trains ``model`` on ``source`` as Keras reads it (a ``tf.data`` source repeated, or epoch after
     epoch with ``per_epoch``; a PyDataset epoch after epoch; a function's generators one after another)
     until ``max_seconds`` and ``min_steps``
@@ -154,8 +154,9 @@ def plain_fit(model, source, *, batch_size: int, max_seconds: float, min_steps: 
     the steps run span whole epochs after the first, only those are timed, each start paid once): Keras
     makes a finite dataset given without ``steps_per_epoch``, and a PyDataset, a new iterator each epoch,
     and its first batch can take many steady steps' time (an empty prefetch buffer, a parallel map
-    starting again). ``epoch_starts`` in the result counts the epoch starts inside the timed steps."""
-    ends: list[float] = []
+    starting again). ``epoch_starts`` in the result counts the epoch starts inside the timed steps. ``ends``:
+    the list the steps' ends go into as they end (a caller's, read while the fit runs)."""
+    ends = [] if ends is None else ends
     rss: list[float] = []
     begins: list[int] = []  # the steps done when each epoch began
 
@@ -225,13 +226,14 @@ def pooled(runs) -> float:
 
 
 def fit_once(copy, source, *, batch_size: int, max_seconds: float, epoch_start: float = 0.0,
-             min_steps: int = 3, per_epoch: bool = False) -> dict:
+             min_steps: int = 3, per_epoch: bool = False, ends: list | None = None) -> dict:
     """One fit of ``copy`` on ``source``: ``plain_fit`` on what Keras reads itself (a ``tf.data`` source, a
-    PyDataset, a function returning a generator), ``timed_fit`` on a list of batches."""
+    PyDataset, a function returning a generator; ``ends`` as there), ``timed_fit`` on a list of batches."""
     if isinstance(source, list):
         return timed_fit(copy, source, max_seconds=max_seconds, min_steps=min_steps)
     return plain_fit(copy, source, batch_size=batch_size or first_batch(source, "the source")[1],
-                     max_seconds=max_seconds, epoch_start=epoch_start, min_steps=min_steps, per_epoch=per_epoch)
+                     max_seconds=max_seconds, epoch_start=epoch_start, min_steps=min_steps, per_epoch=per_epoch,
+                     ends=ends)
 
 
 def pooled_share(runs) -> float:
@@ -297,8 +299,12 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
         cpu, wall = cpu + cpu_seconds() - c0, wall + time.perf_counter() - t0
         progress.SO_FAR["ceiling_rate"] = pooled(ceiling_runs)  # for a verdict where the budget ends in the real fit
         t1 = time.perf_counter()
+        live: list[float] = []  # the real fit's steps as they end: a verdict where the budget ends inside it
+        if plain:
+            progress.SO_FAR.setdefault("fit_ends", []).append((live, size, PLAIN_SKIP))
         real_runs.append(fit_once(copy, source, batch_size=size, max_seconds=each,
-                                  epoch_start=min(EPOCH_START_ROUNDS * each, each + spare), per_epoch=per_epoch))
+                                  epoch_start=min(EPOCH_START_ROUNDS * each, each + spare), per_epoch=per_epoch,
+                                  ends=live))
         over = max(0.0, time.perf_counter() - t1 - each)
         spare, allowance = max(0.0, spare - over), max(0.0, allowance - over)
 

@@ -33,24 +33,56 @@ def cancelled() -> bool:
 #: A loader alone this many times slower than the compute ceiling makes a verdict without the real fit
 #: (rules.INPUT_BOUND_HEADROOM: the fit cannot run faster than its input).
 SLOW_LOADER = 1.3
+#: The real fit's steps (past those it skips) a verdict from a fit the budget cut short needs.
+CUT_STEPS = 3
+
+
+def _ceiling() -> tuple[float, str]:
+    """The compute ceiling measured so far: this process's (``ceiling_rate``), or the fresh process's
+    (``fresh_ceiling_rate``, ``kit.doctor.fresh``) where it is 1.1x faster or more, as ``rules.fresh_ceiling``
+    takes it; and where it was timed."""
+    here, fresh = SO_FAR.get("ceiling_rate") or 0.0, SO_FAR.get("fresh_ceiling_rate") or 0.0
+    if fresh >= 1.1 * here and fresh > 0:
+        return fresh, " in a fresh process (kit.doctor.fresh)"
+    return here, ""
+
+
+def _fit_so_far() -> tuple[float, int]:
+    """Examples/s of the real fit's steps timed so far (``fit_ends``: each round's step ends, batch size and
+    the steps it skips), and how many steps that rate rests on."""
+    examples, seconds, steps = 0, 0.0, 0
+    for ends, size, skip in SO_FAR.get("fit_ends", []):
+        kept = list(ends)[max(0, skip - 1):]
+        if len(kept) > 1:
+            examples, seconds, steps = examples + size * (len(kept) - 1), seconds + kept[-1] - kept[0], steps + len(kept) - 1
+    return (examples / seconds if seconds > 0 else 0.0), steps
 
 
 def verdict_so_far() -> tuple[str, str] | None:
     """``(verdict, summary)`` from what was measured: the verdict where the fits were, else input-bound where
     the loader alone (its rate in ``loader_rate``) ran ``SLOW_LOADER`` times or more slower than the compute
-    ceiling's first rounds (``ceiling_rate``): a source that slow is what limits the fit, whose own rounds the
-    budget cut short (or the ceiling timed in a fresh process, ``fresh_ceiling_rate``, where faster). None where
-    neither was measured."""
+    ceiling (``_ceiling``): a source that slow is what limits the fit, whose own rounds the budget cut short;
+    else, where ``CUT_STEPS`` steps or more of the real fit were timed before the budget ended, the verdict
+    from their rate against the ceiling, on the thresholds the full one uses. None where neither was measured."""
     if "verdict" in SO_FAR:
         return SO_FAR["verdict"], SO_FAR.get("summary", "")
-    loader, here, fresh = SO_FAR.get("loader_rate"), SO_FAR.get("ceiling_rate"), SO_FAR.get("fresh_ceiling_rate")
-    ceiling = max(here or 0.0, fresh or 0.0)
-    where = " in a fresh process (kit.doctor.fresh)" if fresh and ceiling == fresh else ""
+    loader = SO_FAR.get("loader_rate")
+    ceiling, where = _ceiling()
     if loader and ceiling and loader * SLOW_LOADER <= ceiling:
         return "input-bound", (f"the loader alone delivers {loader:,.1f} examples/s, the model alone (one batch "
                                f"replayed from memory{where}) trains {ceiling:,.1f}/s: the fit cannot run faster than its "
                                f"input, {ceiling / loader:,.1f}x under the ceiling at best; the real fit's own rounds "
                                f"were cut short by the budget")
+    fit, steps = _fit_so_far()
+    if ceiling and fit and steps >= CUT_STEPS:
+        from kit.doctor.rules import COMPUTE_BOUND_HEADROOM, INPUT_BOUND_HEADROOM  # noqa: PLC0415
+
+        h = ceiling / fit
+        verdict = ("input-bound" if h >= INPUT_BOUND_HEADROOM else "compute-bound" if h < COMPUTE_BOUND_HEADROOM
+                   else "balanced")
+        return verdict, (f"the real fit's {steps} steps timed before the budget ended ran at {fit:,.1f} examples/s, "
+                         f"the model alone (one batch replayed from memory{where}) at {ceiling:,.1f}/s: headroom "
+                         f"{h:,.2f}x from those steps alone (one round, cut short)")
     return None
 
 
