@@ -50,6 +50,20 @@ def example(i):
 '''
 
 
+#: A PyDataset as users write one: examples computed in __getitem__.
+FRAMES = '''
+class Frames(keras.utils.PyDataset):
+    def __init__(self, n, batch, **kwargs):
+        super().__init__(**kwargs)
+        self.n, self.batch = n, batch
+    def __len__(self):
+        return self.n // self.batch
+    def __getitem__(self, i):
+        xs, ys = zip(*(example(i * self.batch + k) for k in range(self.batch)))
+        return np.stack(xs), np.array(ys)
+'''
+
+
 def write(tmp_path, body: str, name: str = "train.py") -> Path:
     path = tmp_path / name
     path.write_text(HEAD + textwrap.dedent(body))
@@ -116,17 +130,7 @@ model2_weights = model.get_weights()
 
 
 def test_fit_on_a_pydataset_names_its_getitem(tmp_path):
-    code, report = doctor(tmp_path, write(tmp_path, '''
-class Frames(keras.utils.PyDataset):
-    def __init__(self, n, batch, **kwargs):
-        super().__init__(**kwargs)
-        self.n, self.batch = n, batch
-    def __len__(self):
-        return self.n // self.batch
-    def __getitem__(self, i):
-        xs, ys = zip(*(example(i * self.batch + k) for k in range(self.batch)))
-        return np.stack(xs), np.array(ys)
-
+    code, report = doctor(tmp_path, write(tmp_path, FRAMES + '''
 make_model().fit(Frames(128, 16), epochs=2, verbose=0, validation_data=Frames(32, 16))
 '''))
     assert code == 0 and report["ended"] == "diagnosed"
@@ -535,17 +539,7 @@ def test_a_gradient_tape_loop_fed_by_a_generator_has_its_input_wait_timed(tmp_pa
     assert all(f["where"].startswith("train.py:") and "features" in f["where"] for f in report["findings"]), report
 
 
-PYDATASET = '''
-class Frames(keras.utils.PyDataset):
-    def __init__(self, n, batch, **kwargs):
-        super().__init__(**kwargs)
-        self.n, self.batch = n, batch
-    def __len__(self):
-        return self.n // self.batch
-    def __getitem__(self, i):
-        xs, ys = zip(*(example(i * self.batch + k) for k in range(self.batch)))
-        return np.stack(xs), np.array(ys)
-
+PYDATASET = FRAMES + '''
 import os
 if os.environ.get("KIT_DOCTOR_FRESH") and {fail}:
     raise RuntimeError("only in the script run again")
@@ -559,7 +553,7 @@ def test_a_generator_op_fit_has_its_ceiling_timed_in_a_fresh_process(tmp_path, c
     set-up twice, its fit's ceiling timed there), and the report keeps both ceilings."""
     from kit.doctor import fresh
 
-    assert fresh.reads_generator(iter([1])) and not fresh.reads_generator(np.zeros(3))
+    assert fresh.reads_generator(run.Fit(None, iter([1]))) and not fresh.reads_generator(run.Fit(None, np.zeros(3)))
     code, report = doctor(tmp_path, write(tmp_path, PYDATASET.replace("{fail}", "False")), "--rerun")
     out = capsys.readouterr().out
     assert code == 0 and report["ended"] == "diagnosed", report

@@ -21,7 +21,6 @@ So, under ``kit doctor run``, where the script's fit reads through that op:
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import subprocess
@@ -41,14 +40,12 @@ SHARE, LEAST_S = 0.1, 1.0
 GRACE_S = 60.0
 
 
-def reads_generator(x) -> bool:
-    """Whether Keras's ``fit`` reads ``x`` through TensorFlow's generator op: a PyDataset, a generator or
-    an iterator (not a ``tf.data`` dataset, not arrays)."""
-    from kit.doctor.sources import is_dataset, is_pydataset  # noqa: PLC0415
+def reads_generator(call) -> bool:
+    """Whether Keras's ``fit`` reads what ``call`` (a ``run.Fit``) was given through TensorFlow's generator op:
+    not arrays in memory, not a ``tf.data`` dataset (a PyDataset, a generator, an iterator)."""
+    from kit.doctor.sources import is_dataset  # noqa: PLC0415
 
-    if is_dataset(x):
-        return False
-    return is_pydataset(x) or inspect.isgenerator(x) or hasattr(x, "__next__")
+    return not call.in_memory and not is_dataset(call.x)
 
 
 def glibc() -> bool:

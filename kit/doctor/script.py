@@ -102,7 +102,7 @@ class Session:
             raise _End(0)
         print(f"kit doctor: {call.describe()}; diagnosing a copy for up to {self.a.max_seconds:g} s", flush=True)
         budget, ceiling, why = self.a.max_seconds, None, ""
-        if self.a.rerun and fresh.reads_generator(call.x) and fresh.glibc():
+        if self.a.rerun and fresh.reads_generator(call) and fresh.glibc():
             setup_s = time.monotonic() - self.started
             fresh.as_the_fit_would()
             print("kit doctor: Keras reads this input through TensorFlow's generator op, which sets the process's "
