@@ -388,6 +388,22 @@ def test_augmentation_ahead_of_a_frozen_backbone_is_not_a_feature_cache():
     assert "frozen_backbone_recomputed" in d.codes and "augment_before_frozen_backbone" not in d.codes, str(d)
 
 
+def test_a_first_batch_slower_than_the_budget_leaves_the_budget_to_measure():
+    """The pipeline's start-up (here a first element that takes 1.5 s, three times the budget) is not taken from
+    the budget: the loader alone is still measured, and the report gives the set-up's time."""
+    import tensorflow as tf
+
+    def start_up(i):
+        if i == 0:
+            time.sleep(1.5)  # an import or a JIT on the first call
+        return np.float32(i)
+
+    ds = tf.data.Dataset.range(64).map(lambda i: tf.numpy_function(start_up, [i], tf.float32)).batch(B)
+    d = doctor.diagnose(ds, max_seconds=0.5)
+    assert d.rates["ready_s"] >= 1.5 and d.rates["loader_examples_per_s"] > 0, d.rates
+    assert "the loader alone" not in d.skipped, d.skipped
+
+
 def test_a_small_budget_says_what_it_skipped():
     d = doctor.diagnose(no_cache(False), max_seconds=0.3)
     assert d.skipped and "skipped to keep to the time budget: " in str(d), str(d)

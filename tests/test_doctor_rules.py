@@ -262,6 +262,12 @@ def test_a_generator_that_is_the_whole_loader_is_measured_against_batching_alone
     sliced = tf.data.Dataset.from_tensor_slices((X, Y)).map(
         lambda x, y: (tf.numpy_function(lambda a: a, [x], tf.float32), y)).batch(B)
     assert not rules.python_is_the_loader(pipeline_graph(sliced))  # the map's input is work of its own
+    # Python mapped over file names (and labels) sliced from memory: the slicing does no work of its own.
+    names = tf.data.Dataset.from_tensor_slices((["a.wav", "b.wav"], [0, 1])).map(
+        lambda p, y: (tf.numpy_function(lambda s: np.zeros(3, np.float32), [p], tf.float32), y),
+        num_parallel_calls=tf.data.AUTOTUNE)
+    assert rules.python_is_the_loader(pipeline_graph(names.batch(B).prefetch(1)))
+    assert not rules.python_is_the_loader(pipeline_graph(names.map(lambda x, y: (tf.sqrt(x), y)).batch(B)))
     graph = pipeline_graph(gen.batch(B))
     (f,) = rules.python_source(graph, _m(loader_rate=100.0, python_cores=0.3, python_threads=0.5,
                                          batching_rate=10_000.0))
@@ -558,3 +564,24 @@ def test_a_fresh_process_s_ceiling_sets_the_headroom_only_where_it_is_faster():
     same, none = rules.fresh_ceiling(fits, {"ceiling_examples_per_s": 11.5, "ceiling_rounds": [11.5]}, 200.0)
     assert none == [] and same["ceiling_examples_per_s"] == 11.0 and same["headroom"] == 1.1
     assert "not faster than here" in rules.verdict_basis(same)
+
+
+def test_a_cache_the_budget_could_not_fill_after_the_python_that_is_the_loader_is_predicted():
+    """Where a cache's first epoch is longer than the budget, and the Python before it is the whole loader, each
+    epoch after the first only batches: its gain is predicted from batching alone, held to the headroom; where
+    the loader's rate without the cached work is unknown, it stays 'not measured'."""
+    from kit.doctor import trial
+    from kit.doctor.candidates import Candidate
+    from kit.doctor.diagnosis import FILL_TOO_LONG, Tried, _findings
+
+    cand = Candidate(rw.insert_cache("map", ".map(features)"), ".map(features) is recomputed every epoch",
+                     ordered=True, random=False)
+    t = Tried(cand, check=trial.Check(None, "not checked: an epoch did not end within 2 s, or never ends"),
+              outcome=FILL_TOO_LONG)
+    m = _m(loader_rate=10.0, fit_rate=10.0, ceiling_rate=400.0, cap=Cap(40.0, "headroom 40x"), batching_rate=5_000.0)
+    (f,) = _findings(t, m, {"map": "train.py:12"}, unfilled=m.batching_rate / m.loader_rate)
+    assert (f.code, f.status, f.where) == ("no_cache", "predicted", "train.py:12")
+    assert f.expected_gain == pytest.approx(m.cheaper_input(500.0)) and 1 < f.expected_gain <= 40.0
+    assert "every epoch after the first" in f.basis and "not checked" in f.basis and f.loader_gain == 500.0
+    (unknown,) = _findings(t, m, {"map": "train.py:12"})
+    assert unknown.status == "unmeasured" and unknown.basis == FILL_TOO_LONG

@@ -395,6 +395,64 @@ def test_a_slow_source_is_not_a_stuck_one(monkeypatch):
     assert "batch 2 of the compute ceiling" in PROGRESS.waiting()
 
 
+def test_the_budget_begins_once_the_first_batch_and_the_copy_are_ready(monkeypatch):
+    """A first batch slow to come (imports, a JIT, a shuffle buffer filling) is set-up, as the script's own is: the
+    wait runs on for the budget and its margin from when the diagnosis was ready (``progress.ready``), at most twice
+    the first wait in all; the partial report says what the set-up took."""
+    import time
+
+    from kit.doctor import cli, progress
+    from kit.doctor.sources import PROGRESS
+
+    monkeypatch.setattr(cli, "margin", lambda s: 0.2)
+
+    def slow_start():  # ready after 0.4 s of a 0.5 s wait, then measures 0.4 s more
+        time.sleep(0.4)
+        progress.ready(0.4)
+        time.sleep(0.4)
+        return "diagnosed"
+
+    assert cli.bounded(slow_start, 0.3, "the input of train.py:9") == "diagnosed"
+
+    def never_ready():  # batches arrive, but the set-up never ends: the first wait is all it gets
+        PROGRESS.start("the input of train.py:9, its first batch")
+        for _ in range(9):
+            time.sleep(0.1)
+            PROGRESS.arrived()
+
+    t0 = time.monotonic()
+    with pytest.raises(cli.OverBudget) as e:
+        cli.bounded(never_ready, 0.3, "the input of train.py:9")
+    assert time.monotonic() - t0 < 0.8 and "the first batch and the model's copy" not in e.value.partial
+    time.sleep(0.5)
+
+    from kit.doctor.findings import Finding
+
+    def ready_then_slow():  # ready at 0.3 s, then measuring past the budget and margin counted from there
+        time.sleep(0.3)
+        progress.ready(0.3)
+        progress.step("the A/B trials of the fixes", found=[
+            Finding("python_in_pipeline", "Python called from .map(features)", 3.0, "predicted: ...",
+                    status="predicted", where="train.py:4"),
+            Finding("no_cache", ".map(features) is recomputed every epoch", float("nan"), "not measured: ...",
+                    status="unmeasured")])
+        PROGRESS.start("the loader alone")
+        for _ in range(12):
+            time.sleep(0.1)
+            PROGRESS.arrived()
+
+    with pytest.raises(cli.OverBudget) as e:
+        cli.bounded(ready_then_slow, 0.3, "the input of train.py:9")
+    assert "the first batch and the model's copy took 0.3 s before the budget began" in e.value.partial
+    # The report's JSON keeps the findings made before the trials were cut short, on their lists.
+    lists = progress.found_lists()
+    assert [(f["code"], f["where"], f["expected_gain"]) for f in lists["findings"]] == [
+        ("python_in_pipeline", "train.py:4", 3.0)]
+    assert [f["code"] for f in lists["not_measured"]] == ["no_cache"] and lists["checked_no_gain"] == []
+    assert lists["not_measured"][0]["expected_gain"] is None
+    time.sleep(0.5)
+
+
 def test_a_train_on_batch_loop_names_the_function_preparing_its_batches(tmp_path):
     path = write(tmp_path, '''
 model = make_model()

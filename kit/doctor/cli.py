@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from kit.cases import registry
@@ -41,9 +42,10 @@ class OverBudget(Stuck):
 
 
 def bounded(run, max_seconds: float, name: str):
-    """``run()`` in a thread, waited on for ``max_seconds`` plus ``margin``. When it has not ended by then:
-    ``OverBudget`` where a batch arrived within the margin (slow, not stuck: the thread is told to wind
-    down), else ``Stuck``."""
+    """``run()`` in a thread, waited on for ``max_seconds`` plus ``margin``, counted from when the diagnosis
+    had its first batch and its copy of the model (``progress.ready``) where that came within the first
+    wait: at most twice that in all. When it has not ended by then: ``OverBudget`` where a batch arrived
+    within the margin (slow, not stuck: the thread is told to wind down), else ``Stuck``."""
     from kit.doctor import progress  # noqa: PLC0415
 
     out: dict = {}
@@ -57,7 +59,12 @@ def bounded(run, max_seconds: float, name: str):
 
     t = threading.Thread(target=target, name="kit-doctor", daemon=True)
     t.start()
-    t.join(max_seconds + margin(max_seconds))
+    wait = max_seconds + margin(max_seconds)
+    deadline = time.monotonic() + wait
+    t.join(wait)
+    ready = progress.SO_FAR.get("ready_at")
+    if t.is_alive() and ready is not None and ready + wait > deadline:
+        t.join(ready + wait - time.monotonic())
     if t.is_alive():
         progress.cancel()
         if PROGRESS.what == CEILING and not PROGRESS.batches:  # one batch replayed from memory: no input to wait on

@@ -157,8 +157,8 @@ def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_ep
     progress.start()
     if fresh:
         progress.SO_FAR["fresh_ceiling_rate"] = fresh["ceiling_examples_per_s"]
-    budget = Budget(float(max_seconds))
     check_source(source, name)
+    began = time.perf_counter()
     progress.step("the first batch")
     batch, batch_size = first_batch(source, name)
     example_bytes = nbytes(batch) / batch_size
@@ -170,6 +170,11 @@ def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_ep
     copy = compiled_copy(model, batch, name) if model is not None else None
     untrue = rules.frozen_layers_that_train(model) if model is not None else []  # read on the user's own model
     compile_s = time.perf_counter() - compile_start  # copying and compiling the model once
+    # The budget measures: the pipeline's first batch (its start-up: imports, a JIT, a shuffle buffer) and the
+    # model's copy are the set-up before it, as the script's own is.
+    ready_s = time.perf_counter() - began
+    progress.ready(ready_s)
+    budget = Budget(float(max_seconds))
 
     progress.step("the loader alone")
     loader = measure_loader(source, max_seconds=max(0.2, budget.take(
@@ -177,7 +182,7 @@ def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_ep
     if rules.python_is_the_loader(graph) and not loader["cores_busy"] < 0.5:
         loader["batching_examples_per_s"] = batching_rate(batch, max_seconds=max(0.1, budget.take(
             0.01 * max_seconds, "batching alone, the loader without its Python", least=0.0)))
-    rates: dict[str, Any] = {"batch_size": batch_size, "example_bytes": example_bytes, **loader}
+    rates: dict[str, Any] = {"batch_size": batch_size, "example_bytes": example_bytes, "ready_s": ready_s, **loader}
     fits: dict = {}
     found: list[Finding] = list(untrue)
     verdict = "loader only"
@@ -268,10 +273,14 @@ def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_ep
                                f"workers={workers}, use_multiprocessing=True: every batch is pickled back to the "
                                f"training process, and the worker processes start again each epoch",
                                ordered=True, random=False))
-    progress.step("the A/B trials of the fixes", findings=[f"{f.code}: {f.evidence}" for f in found])
+    progress.step("the A/B trials of the fixes", findings=[f"{f.code}: {f.evidence}" for f in found],
+                  found=_settle(found))
     rate = fit_rate(copy, batch_size, per_epoch=bool(per_epoch)) if copy is not None else None
     tried = _try_all(cands, source, copy, m, budget, examples=examples, rate=rate)
-    found += [f for t in tried for f in _findings(t, m, where)]
+    # A cache after the Python that is the loader, whose first epoch the budget could not fill: each epoch
+    # after it only batches, at the rate batching alone ran.
+    unfilled = m.batching_rate / m.loader_rate if rules.python_is_the_loader(graph) and m.loader_rate > 0 else math.nan
+    found += [f for t in tried for f in _findings(t, m, where, unfilled=unfilled)]
     if single_worker and not any(f.code == "pydataset_single_worker" and f.applied for f in found):
         # Threads measured no gain (or were not tried): processes predicted.
         found = [f for f in found if f.code != "pydataset_single_worker"] + rules.pydataset_workers(source, m)
@@ -406,6 +415,10 @@ def _try_all(cands: list[Candidate], source, copy, m: Measured, budget: Budget, 
     return tried
 
 
+#: A cache's outcome where its first epoch, which fills it, does not fit the budget.
+FILL_TOO_LONG = "not measured: its first epoch, which fills the cache, is longer than the budget allows"
+
+
 def _fill_seconds(examples, loader_rate: float) -> float:
     """An epoch read at the loader alone's rate (a cache's first epoch at most that), with a margin of
     half; 0 where the epoch is unknown."""
@@ -433,7 +446,7 @@ def _check_and_time(t: Tried, source, budget: Budget, each: float, fill: float =
     # or the epoch's predicted read where a third of what is left covers it.
     warm = max(each / 2, fill if fill <= budget.left() / 3 else 0.0)
     if c.rewrite.warm_epoch and not trial.warm(fixed, max(0.3, min(warm, budget.left()))):
-        t.outcome = "not measured: its first epoch, which fills the cache, is longer than the budget allows"
+        t.outcome = FILL_TOO_LONG
         budget.skipped.append(f"the A/B of {c.rewrite.change}")
         return
     if c.rewrite.warm_epoch:
@@ -447,11 +460,24 @@ def _check_and_time(t: Tried, source, budget: Budget, each: float, fill: float =
     t.outcome = ("gain" if t.loader.real else "no gain here") if not c.correctness else "correctness fix"
 
 
-def _findings(t: Tried, m: Measured, places: dict) -> list[Finding]:
+def _findings(t: Tried, m: Measured, places: dict, *, unfilled: float = math.nan) -> list[Finding]:
     """The findings a tried fix makes (one per finding it answers): measured, 'no gain' (within the noise
-    or under ``NOISE``) or unmeasured, with the reason."""
+    or under ``NOISE``) or unmeasured, with the reason. ``unfilled``: the loader's gain once a cache that
+    the budget could not fill is full, where known (the loader then only batches): that cache's gain is
+    predicted from it."""
     c = t.candidate
     where = next((places[n] for n in c.rewrite.names if n in places), "")
+    if (t.loader is None and c.rewrite.warm_epoch and not c.correctness and t.outcome.startswith(FILL_TOO_LONG)
+            and math.isfinite(unfilled) and unfilled > 1):
+        gain, (low, high) = m.cheaper_input(unfilled), m.cheaper_range(unfilled, unfilled)
+        basis = (f"predicted: {t.outcome.removeprefix('not measured: ')}; once it is full the loader only batches, "
+                 f"which runs {unfilled:,.2f}x the loader's rate on one example replayed from memory, every epoch "
+                 f"after the first")
+        if t.check is not None:
+            basis += f"; {'checked: ' if t.check.same else ''}{t.check.how}"
+        return [Finding(code, evidence, gain, m.cap.explain(basis), status="predicted", fix=c.rewrite.snippet,
+                        gain_low=low, gain_high=high, loader_gain=unfilled, where=where, rewrite=c.rewrite)
+                for code, evidence in c.findings]
     if t.loader is None and not c.correctness:
         if t.outcome.startswith(("not measured", "cannot apply", "changes the data")):
             return [Finding(c.code, c.evidence, math.nan, t.outcome, status="unmeasured", fix=c.rewrite.snippet,

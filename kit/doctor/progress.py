@@ -22,6 +22,14 @@ def step(what: str, **results) -> None:
     STEPS.append(what)
 
 
+def ready(seconds: float) -> None:
+    """The diagnosis has its first batch and its copy of the model, after ``seconds``: its budget begins now
+    (``READY_AT``, which ``cli.bounded`` reads to wait that much longer)."""
+    import time  # noqa: PLC0415
+
+    SO_FAR.update(ready_s=seconds, ready_at=time.monotonic())
+
+
 def cancel() -> None:
     _STATE["cancelled"] = True
 
@@ -86,9 +94,23 @@ def verdict_so_far() -> tuple[str, str] | None:
     return None
 
 
+def found_lists() -> dict[str, list[dict]]:
+    """The findings made before the budget ended (those the rules read off what was measured; the A/B trials
+    after them were cut short), ranked and split as ``Diagnosis.as_dict`` gives them: ``findings``,
+    ``checked_no_gain``, ``not_measured``."""
+    from kit.doctor.findings import table  # noqa: PLC0415
+    from kit.doctor.report import rows  # noqa: PLC0415
+
+    df = table(SO_FAR.get("found", []))
+    keys = {"findings": "findings", "checked: no gain here": "checked_no_gain", "not measured": "not_measured"}
+    return {key: rows(df[df["list"] == name]) for name, key in keys.items()}
+
+
 def partial() -> str:
     """What was measured (the verdict and summary, the loader's rate) and what was left out, as lines."""
     lines = []
+    if "ready_s" in SO_FAR:
+        lines.append(f"the first batch and the model's copy took {SO_FAR['ready_s']:,.1f} s before the budget began")
     so_far = verdict_so_far()
     if so_far is not None:
         lines += [f"verdict: {so_far[0]} (measured before the budget ended)", f"  {so_far[1]}"]

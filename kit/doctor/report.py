@@ -68,10 +68,6 @@ class Diagnosis:
     def as_dict(self) -> dict:
         """The diagnosis as JSON-ready data: the three printed lists (``findings``, ``checked_no_gain``,
         ``not_measured``), each row with its printed ``line``; NaN gains as None."""
-        def rows(df):
-            return [{**{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r._asdict().items()},
-                     "line": _line(r)} for r in df.itertuples(index=False)]
-
         parts = self.lists()
         return {"verdict": self.verdict, "summary": self.summary, "rates": self.rates,
                 "findings": rows(parts["findings"]), "checked_no_gain": rows(parts["checked: no gain here"]),
@@ -195,6 +191,12 @@ def _what(r) -> str:
     if r.status == "measured":
         return f"{_x(g)} measured end to end{', rounds ' + spread if spread else ''}"
     return f"{_x(g)} predicted{', range ' + spread if spread else ''}"
+
+
+def rows(df: pd.DataFrame) -> list[dict]:
+    """Findings rows (``Finding.row``) as JSON-ready data, each with its printed ``line``; NaN gains as None."""
+    return [{**{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r._asdict().items()},
+             "line": _line(r)} for r in df.itertuples(index=False)]
 
 
 def _line(r) -> str:

@@ -362,14 +362,24 @@ def python_source(graph: dict | None, m: Measured, places: dict | None = None) -
             "num_parallel_calls=tf.data.AUTOTUNE, or convert the data once into a store the graph reads: TFRecord")]
 
 
+def _scalar_slices(node) -> bool:
+    """Whether a chain node is ``from_tensor_slices`` of scalars (file names, labels): no work of its own."""
+    if node.op != "TensorSliceDataset" or "output_shapes" not in node.attr:
+        return False
+    shapes = node.attr["output_shapes"].list.shape
+    return bool(shapes) and all(not s.unknown_rank and not s.dim for s in shapes)
+
+
 def python_is_the_loader(graph: dict | None) -> bool:
-    """Whether the pipeline's Python is its source and everything after it only batches, shuffles or
-    passes elements on: without it the loader would only batch (``loader.batching_rate``)."""
+    """Whether the pipeline's Python is its source, or is mapped over file names or labels sliced from memory,
+    and everything after it only batches, shuffles or passes elements on: without it the loader would only
+    batch (``loader.batching_rate``)."""
     if graph is None or not graph["python"]:
         return False
     chain = graph["chain"]
     first = next(i for i, n in enumerate(chain) if n.name in graph["python"])
-    upstream_ok = all(not graph["ops"][n.name] and n.op in {"TensorDataset", "RangeDataset"} for n in chain[:first])
+    upstream_ok = all(not graph["ops"][n.name] and (n.op in {"TensorDataset", "RangeDataset"} or _scalar_slices(n))
+                      for n in chain[:first])
     return upstream_ok and all(n.op in _BATCH_OPS | _SHUFFLE_OPS | _PASSIVE_OPS for n in chain[first + 1:])
 
 

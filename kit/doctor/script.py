@@ -123,7 +123,8 @@ class Session:
             from kit.doctor import progress  # noqa: PLC0415
 
             self.report.update({"ended": "over budget", "fit": call.where, "input": call.kind, "message": str(e),
-                                "verdict": (progress.verdict_so_far() or (None,))[0], "findings": [], "partial": e.partial})
+                                "verdict": (progress.verdict_so_far() or (None,))[0], **progress.found_lists(),
+                                "partial": e.partial})
             self.write()
             if not self.a.cont:
                 raise _End(0) from None
