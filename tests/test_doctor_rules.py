@@ -585,3 +585,42 @@ def test_a_cache_the_budget_could_not_fill_after_the_python_that_is_the_loader_i
     assert "every epoch after the first" in f.basis and "not checked" in f.basis and f.loader_gain == 500.0
     (unknown,) = _findings(t, m, {"map": "train.py:12"})
     assert unknown.status == "unmeasured" and unknown.basis == FILL_TOO_LONG
+
+
+def test_a_loader_too_slow_for_the_real_fits_rounds_stands_for_the_fit(monkeypatch):
+    """Where five of the loader's batches outlast the fits' share, the ceiling is timed once first; if the loader
+    alone is SLOW_LOADER times or more slower, the real fit (which cannot outrun its input) is not timed: the
+    verdict is input-bound on a headroom said to be a lower bound. A loader not that slow gets the usual rounds."""
+    import numpy as np
+    import pandas as pd
+
+    from kit.doctor import measure
+
+    calls = []
+
+    def plain_fit(copy, source, *, batch_size, max_seconds, **_):
+        calls.append(type(source).__name__)
+        return {"examples_per_s": 400.0, "examples": 400, "seconds": 1.0, "rss_epoch_ends": [], "epoch_starts": 0}
+
+    monkeypatch.setattr(measure, "plain_fit", plain_fit)
+    monkeypatch.setattr(measure, "timed_fit", lambda *a, **k: 1 / 0)  # never reached on the slow path
+    batch = (np.zeros((4, 3), np.float32), np.zeros(4, np.float32))
+    fits = measure.measure_fits(None, lambda: iter([batch]), batch, max_seconds=2.0, loader=(10.0, 0.5))
+    assert calls == ["_TensorDataset"] and fits["fit_from_loader"] and fits["fit_examples_per_s"] == 10.0
+    assert rules.headroom(fits) == pytest.approx(40.0)
+    verdict, summary, (finding,) = rules.verdict(fits, 10.0, 1.0)
+    assert verdict == "input-bound" and "headroom at least 40.00x" in summary and "was not timed" in summary
+    assert finding.code == "input_bound" and "lower bound" in finding.basis
+    assert "the real fit not timed" in rules.verdict_basis(fits)
+    # As slow a batch, but the loader not SLOW_LOADER times under the ceiling: the real fit is timed (its rounds,
+    # the first without a ceiling of its own: the one timed first pairs with it).
+    calls.clear()
+    steps = pd.DataFrame({"epoch": [0] * 3, "step": [0, 1, 2], "step_s": [1.0] * 3, "wait_s": [0.5] * 3})
+    monkeypatch.setattr(measure, "timed_fit", lambda *a, **k: {"examples_per_s": 400.0, "examples": 400, "seconds": 1.0,
+                                                               "steps": steps, "rss_epoch_ends": []})
+    fits = measure.measure_fits(None, lambda: iter([batch]), batch, max_seconds=2.0, loader=(350.0, 0.5))
+    assert not fits.get("fit_from_loader") and calls == ["_TensorDataset", "function", "_TensorDataset", "function"]
+    # A fast batch: the usual rounds from the start.
+    calls.clear()
+    fits = measure.measure_fits(None, lambda: iter([batch]), batch, max_seconds=2.0, loader=(10.0, 0.1))
+    assert not fits.get("fit_from_loader") and calls == ["_TensorDataset", "function"] * 2

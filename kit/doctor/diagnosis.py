@@ -199,7 +199,8 @@ def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_ep
         # beyond it: copying and compiling a large model may have taken much of it.
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,
                             thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM),
-                            per_epoch=bool(per_epoch), run_on=budget.left() - seconds)
+                            per_epoch=bool(per_epoch), run_on=budget.left() - seconds,
+                            loader=(loader["loader_examples_per_s"], loader["loader_latency_p50_ms"] / 1e3))
         if fresh:
             fits, malloc = rules.fresh_ceiling(fits, fresh, loader["loader_examples_per_s"])
             found += malloc

@@ -252,8 +252,14 @@ MEMORY_EPOCHS = 4
 MEMORY_MIN_S = 1.0
 
 
+#: A loader alone this many times slower than the compute ceiling limits the fit whatever the fit's own rounds say
+#: (rules.INPUT_BOUND_HEADROOM: the fit cannot outrun its input).
+SLOW_LOADER = 1.3
+
+
 def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
-                 thresholds: tuple = (), per_epoch: bool = False, run_on: float | None = None) -> dict:
+                 thresholds: tuple = (), per_epoch: bool = False, run_on: float | None = None,
+                 loader: tuple[float, float] | None = None) -> dict:
     """The compute ceiling (``batch`` replayed from memory) and the real fit on ``source``, interleaved,
     each run ``max_seconds / (2 * rounds)``; up to ``more`` rounds more while the rounds' headrooms
     straddle one of ``thresholds``. A source Keras reads itself (tf.data, a PyDataset, a function
@@ -264,6 +270,10 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     together at most ``max_seconds`` past their shares) until they include an epoch's start, which the
     user's fit pays every epoch; where they span whole epochs, only those are timed. ``run_on``: the most
     all of that, and the memory fit's run past its share, may take (what the caller's budget has left).
+    ``loader``: the loader alone's ``(examples/s, seconds a batch)``: where the real fit's fewest steps at that
+    pace outlast ``max_seconds`` and the first ceiling round runs ``SLOW_LOADER`` times or more faster, the real
+    fit is not timed (``fit_from_loader``): it cannot outrun its input, so the loader's rate stands for it and
+    the headroom is a lower bound.
 
     Returns:
         ``ceiling_examples_per_s``, ``fit_examples_per_s`` (pooled), ``ceiling_rounds``,
@@ -292,12 +302,17 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     allowance = math.inf if run_on is None else max(0.0, run_on)
     spare = min(max_seconds, allowance)
 
-    def one_round() -> None:
-        nonlocal cpu, wall, spare, allowance
+    def ceiling_round() -> None:
+        nonlocal cpu, wall
         c0, t0 = cpu_seconds(), time.perf_counter()
         ceiling_runs.append(fit_once(copy, ceiling, batch_size=size, max_seconds=each))
         cpu, wall = cpu + cpu_seconds() - c0, wall + time.perf_counter() - t0
         progress.SO_FAR["ceiling_rate"] = pooled(ceiling_runs)  # for a verdict where the budget ends in the real fit
+
+    def one_round(ceiling_first: bool = True) -> None:
+        nonlocal spare, allowance
+        if ceiling_first:
+            ceiling_round()
         t1 = time.perf_counter()
         live: list[float] = []  # the real fit's steps as they end: a verdict where the budget ends inside it
         if plain:
@@ -309,8 +324,20 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
         spare, allowance = max(0.0, spare - over), max(0.0, allowance - over)
 
     t_rounds = time.perf_counter()
+    first = True
+    if plain and loader is not None and loader[1] * (3 + PLAIN_SKIP) > max_seconds:
+        ceiling_round()  # the real fit's fewest steps outlast the fits' share: is its input slow enough to judge?
+        C = ceiling_runs[0]["examples_per_s"]
+        if loader[0] > 0 and loader[0] * SLOW_LOADER <= C:
+            return {"plain": True, "fit_from_loader": True, "ceiling_examples_per_s": C, "fit_examples_per_s": loader[0],
+                    "ceiling_rounds": [C], "fit_rounds": [loader[0]], "extra_rounds": 0, "fit_epoch_starts": None,
+                    "input_share": math.nan, "fit_steps": 0, "model_cores": cpu / wall if wall > 0 else math.nan,
+                    "headroom": C / loader[0], "epoch_start_waits": [], "steady_wait_s": math.nan,
+                    "steps_per_epoch": math.nan, "rss_runs": []}
+        first = False
     for _ in range(rounds):
-        one_round()
+        one_round(ceiling_first=first)
+        first = True
     extra = 0
     # An extra round where the last one's time fits in what the caller's budget has left past the shares
     # (without run_on: as the shares allow; these rounds were budgeted in the fits' share).

@@ -88,6 +88,14 @@ def verdict(fits: dict, loader_rate: float, loader_cores: float = math.nan) -> t
     F, C, share, L = (fits["fit_examples_per_s"], fits["ceiling_examples_per_s"], fits["input_share"],
                       loader_rate)
     H = headroom(fits)
+    if fits.get("fit_from_loader"):  # measure.measure_fits: a loader too slow for the real fit's rounds
+        return "input-bound", (
+            f"the loader alone delivers {L:,.1f} examples/s, the model alone (one batch replayed from memory) trains "
+            f"{C:,.1f}/s: headroom at least {H:,.2f}x; the real fit, which cannot outrun its input, was not timed: "
+            f"its fewest steps at the loader's pace outlast the budget's share"), [Finding(
+            "input_bound", f"the fit runs at most at {1 / H:.0%} of the compute ceiling (the loader alone {L:,.1f} "
+            f"against {C:,.1f} examples/s): the step waits for input", H,
+            "compute ceiling over the loader alone, a lower bound: the real fit, at most the loader's rate, not timed")]
     n = len(fits.get("fit_rounds") or [])
     rounds = f", the median of {n} rounds" if n > 1 else ""
     if fits.get("plain"):  # read as Keras reads it: its wait overlaps the step, so the headroom says it
@@ -159,6 +167,10 @@ def verdict_basis(fits: dict) -> str:
     c, f = fits.get("ceiling_rounds") or [], fits.get("fit_rounds") or []
     if not c or not f:
         return ""
+    if fits.get("fit_from_loader"):
+        return (f"verdict basis: compute ceiling {c[0]:,.1f}/s, one round; the loader alone {f[0]:,.1f}/s, which the "
+                f"real fit cannot outrun: headroom at least {headroom(fits):.2f}x; the real fit not timed (its fewest "
+                "steps at the loader's pace outlast the budget's share)")
     ratios = [a / b for a, b in zip(c, f) if b > 0]
 
     def spread(xs):

@@ -48,8 +48,8 @@ def parse(argv):
                     "input waits of its custom loop). The doctor's flags come before SCRIPT; the rest is the script's.")
     p.add_argument("--max-seconds", type=positive_float, default=120.0,
                    help="the measuring budget in seconds (default 120); the script's own set-up before its "
-                        "first fit is not counted (--wait-seconds bounds it), nor its run again in a fresh process "
-                        "(see --no-rerun)")
+                        "first fit is not counted (--wait-seconds bounds it), nor the fit's first batch and the "
+                        "model's copy (up to the budget again), nor its run again in a fresh process (see --no-rerun)")
     p.add_argument("--wait-seconds", type=positive_float, default=None,
                    help="how long the script may run before its first fit or training loop (default: the "
                         "--max-seconds budget); past it the doctor stops the script and says where it was")
@@ -155,7 +155,9 @@ class Session:
         if val is not None:
             print(val["line"])
             self.report["validation"] = val
-        print(f"kit doctor: measured in {seconds:,.1f} s", flush=True)
+        ready = d.rates.get("ready_s")
+        print(f"kit doctor: measured in {seconds:,.1f} s" + (f", {ready:,.1f} s of it the first batch and the model's "
+                                                             "copy, before the budget began" if ready else ""), flush=True)
         self.report.update({"ended": "diagnosed", "fit": call.where, "input": call.kind, "note": note,
                             "seconds": seconds, **d.as_dict()})
         self.write()
