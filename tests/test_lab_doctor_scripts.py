@@ -16,7 +16,7 @@ HERE = Path(__file__).resolve().parent.parent / "lab" / "doctor_scripts"
 FILES = sorted([*HERE.glob("dev/*.py"), *HERE.glob("heldout/*.py"), *HERE.glob("users/*.py"),
                 *HERE.glob("heldout2/*.py"), *HERE.glob("heldout3/*.py"), *HERE.glob("heldout4/*.py"), *HERE.glob("heldout5/*.py"),
                 *HERE.glob("heldout6/*.py"), *HERE.glob("heldout7/*.py"), *HERE.glob("heldout8/*.py"), *HERE.glob("heldout9/*.py"),
-                *HERE.glob("heldout10/[!_]*.py"),
+                *HERE.glob("heldout10/[!_]*.py"), *HERE.glob("heldout11/[!_]*.py"),
                 *HERE.glob("fixes/*.py")])
 HELDOUT2 = sorted(n for n, e in CORPUS.items() if e["half"] == "heldout2")
 #: heldout4's small, fast data makers (under a second, a few MB); trigger_word, speech_attrnn and muography_unet

@@ -213,7 +213,7 @@ def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_ep
             rates["trained_in_place"] = why
             summary += (f"; the model cannot be copied ({why}): the doctor trained it in place and put its "
                         f"weights and optimizer state back afterwards")
-    progress.step("the findings", verdict=verdict, summary=summary)
+    progress.step("the findings", verdict=verdict, summary=summary, found=_settle(found))
     m = _measured(batch_size, example_bytes, n_cores, load, loader, fits)
     if is_pydataset(source):
         m = replace(m, transfer_s=python.transfer_seconds(batch))

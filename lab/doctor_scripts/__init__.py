@@ -36,11 +36,16 @@ train_on_batch loop calling predict per mini-batch), its truth measured before a
 (a tf.data py_function of NumPy audio features, a Sequence of cv2 TIFF reads in two worker processes, a generator class
 of WAV spectrograms into a CTC model, an eager GradientTape loop over TFRecords, flow_from_directory in eight worker
 processes, from_generator of cv2/np.load depth captures), its truth measured before any doctor run and kept in its own file.
+``heldout11/`` is an eleventh fresh held-out half, ported the same way by six helpers once heldout10 had been scored and seen
+and the doctor changed after it (a tf.data of numpy_function WAV reads cached, then serial noise and logfbank maps; a
+generator of cv2 crops one-hot encoding masks in Python loops; flow_from_dataframe decoding full-size PNGs; a Sequence of
+cv2 JPEG reads and augmentation with predict callbacks; a tf.function pix2pix GAN loop over a tf.data of JPEG pairs;
+from_generator of h5py rows), its truth measured before any doctor run and kept in its own file.
 ``fixes/NAME.py`` is NAME with the one fix that matters applied. ``truth.py`` measures each script against its fix and the compute ceiling with plain Keras (no kit
 import); ``score.py`` runs ``python -m kit doctor run`` on each script and scores its verdict and top three
 findings against ``CORPUS``.
 
-``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8, heldout9, heldout10), ``source`` (the repository file), ``kind``, ``changed``
+``CORPUS[name]``: ``half`` (dev, heldout, users, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8, heldout9, heldout10, heldout11), ``source`` (the repository file), ``kind``, ``changed``
 (one line; the script's docstring has every change), ``fix`` (one line), ``codes`` (the finding codes that
 name that fix: any one in the top three counts as right), ``tolerated`` (true but minor: neither right nor
 wrong). A script with no fix file has ``fix`` "none" and no codes.
@@ -593,6 +598,93 @@ CORPUS = {
         fix="cache() after each from_generator, before batch (every example read, masked and resized once, in the "
             "first epoch; the training and the validation dataset both)",
         codes=("no_cache", "compute_once"), tolerated=("python_in_pipeline", "validation_input")),
+
+    "kws_logfbank": dict(
+        half="heldout11", kind="tf.data (numpy_function WAV reads mapped in parallel, file cache, whole-set shuffle, "
+                               "repeat, then serial numpy_function maps of a random background-noise mix and "
+                               "python_speech_features logfbank per clip; batch 32, prefetch 1)",
+        source="https://github.com/danieleninni/small-footprint-keyword-spotting/blob/"
+               "8bbe267c2e671a158930592a2cbc95fef14a58e5/notebooks/03_CNN_bo_fc.ipynb",
+        changed="910 generated 1 s clips of the 35 words for 105829, six 20 s noise files, CNN filters and Dense / 4, "
+                "epochs 3 for 30, cache files in a temporary folder, np.random.seed(0), wavfile and logfbank in NumPy, "
+                "Bayesian optimisation, Colab cells and plots left out, tf.ensure_shape on the feature map's output",
+        # decided by reading, before any doctor run
+        fix="num_parallel_calls=tf.data.AUTOTUNE on the training noise map and the logfbank map (both run one clip "
+            "at a time after the cache; the noise is random per clip, so the features cannot be cached)",
+        codes=("serial_map",), tolerated=("python_in_pipeline", "no_prefetch", "validation_input")),
+
+    "segnet_roads": dict(
+        half="heldout11", kind="generator (cv2.imread of image and map per example, random crop/flip, motion blur and "
+                               "a per-pixel Python salt-and-pepper loop on a quarter of the images, a per-pixel "
+                               "Python one-hot loop on every mask; validation through the same generator)",
+        source="https://github.com/JeffOnGithub/SegNet/blob/7a745e33ff67e311a350e76f6f5c32683a510fad/generator.py",
+        changed="200/40 generated 176x144 road scenes and maps, crops 64x64 for 256x256, SegNet filters / 8, epochs 3 "
+                "for 10, 30/6 steps for 100/20, fit_generator -> fit, K.tf/K.cast ported, weights to a temporary folder",
+        fix="to_categorical_labels by NumPy indexing (np.eye(n_labels)[labels]), not a Python loop over every pixel "
+            "of every mask, training and validation",
+        codes=("python_in_pipeline",),
+        tolerated=("compute_once", "validation_input", "generator_malloc")),
+
+    "aptos_inception": dict(
+        half="heldout11", kind="sequence (ImageDataGenerator.flow_from_dataframe: PIL load_img of every fundus PNG, "
+                                "resized per batch, a random shear/zoom/rotation/shift/flip per image, batch 32, the "
+                                "validation subset drawn from the same augmenting generator)",
+        source="https://github.com/KLdivergence/blindness_detection/blob/053d657dc46b1253b320ca2063256cf992148b97/"
+               "src/inception/train.py",
+        changed="320 generated 288x216 fundus PNGs for APTOS's 3662 of up to 3216x2136, target_size 128 for 299, a "
+                "small CNN under InceptionV3's pooled softmax top for InceptionV3 (weights None as in the source), "
+                "epochs 3 for 50, fit_generator -> fit, Adam(lr=) -> learning_rate=, cv2 for the scipy affine step, "
+                "labels cast to str for Keras 3, the testing stage left out",
+        fix="read, decode and resize each PNG once before the fit and keep the arrays in memory (traingen.flow over "
+            "them with the same validation_split subsets; the random augmentation still drawn per batch)",
+        codes=("compute_once", "no_cache"),
+        tolerated=("python_in_pipeline", "pydataset_single_worker", "validation_input")),
+
+    "cloud_efficientnet": dict(
+        half="heldout11", kind="sequence (cv2.imread and cv2.resize of each batch's scene JPEGs, albumentations-style "
+                               "flips, rotation and grid distortion per image, batch 5, one worker; two PR-AUC "
+                               "callbacks predicting over the training and validation sets each epoch)",
+        source="https://github.com/voanhkha/UnderstandingCloudOrganization_Kaggle/blob/"
+               "a9035ed16224c204c2b34eb493c5af578e4dae9c/tensorflow_cloud_classification/train.py",
+        changed="400 generated 480x720 JPEGs for 5546 at 1400x2100, read at 64x64 for 256x256, a small depthwise CNN "
+                "for EfficientNetB2, first of five folds, epochs 3 for 40, RAdam -> Adam, albumentations and sklearn "
+                "re-written in cv2/NumPy, fit_generator/predict_generator -> fit/predict, checkpoints to a temporary "
+                "folder",
+        fix="read, decode and resize each scene JPEG once, keep it in memory (uint8; the augmentation still per "
+            "batch): every epoch reads each training image twice (training and the train-eval callback) and each "
+            "validation image twice (fit's validation and the val callback)",
+        codes=("compute_once", "no_cache"),
+        tolerated=("python_in_pipeline", "pydataset_single_worker", "validation_input", "steps_per_execution")),
+
+    "edges2pic_gan": dict(
+        half="heldout11", kind="custom loop (a @tf.function pix2pix GAN step with two GradientTapes, batch 1, over a "
+                               "tf.data JPEG pipeline: list_files, a parallel map reading, decoding, splitting and "
+                               "randomly jittering each pair, shuffle(400), batch(1), no cache, no prefetch; the step "
+                               "called with the epoch as a Python int)",
+        source="https://github.com/NNDEV1/Edges2Pic/blob/3d12e47ba0d7da6889544afa39633403302f228b/train.py",
+        changed="64 generated 256x512 edges2shoes pairs for 49825, filters / 8, EPOCHS 3 for 1, utils/dataset/model "
+                "files inlined, plot_model and the figures left out, tf.summary.scalar as tf.summary.write (no "
+                "TensorBoard), checkpoints and summaries to a temporary folder",
+        # decided by reading, before any doctor run
+        fix="train_step called with tf.constant(epoch), not the Python int epoch: the tf.function step (two models, two "
+            "tapes, two optimizers) is traced again at every epoch's first step (a new Python value); not an input "
+            "fix and no code names it; the input, one JPEG decoded and jittered a step in a parallel map that runs "
+            "ahead of the step, is cheap beside it",
+        codes=(), tolerated=("no_prefetch", "no_cache", "compute_once", "epoch_start_stall")),
+
+    "cyclone_unet": dict(
+        half="heldout11", kind="from_generator (a generator class walking HDF5 files with h5py, one train_genesis and "
+                               "train_output row read per example, an eager tf.transpose per example; batch 32, no "
+                               "cache, no prefetch)",
+        source="https://github.com/EMPIRIC2/EMPIRIC_TC/blob/5ad39fd067f83081beb76b91090774b28264b8da/"
+               "Machine%20Learning/train.py",
+        changed="two generated AllData_<time>.hdf5 files of 160 training and 16 test samples each, genesis 6x14x26 and "
+                "output 28x52x12 for 6x55x105 and 110x210x12, U-Net filters / 4 (16..64, Dense 64, 64..8), epochs 3 "
+                "for 1, the model saved in a temporary folder",
+        # decided by reading, before any doctor run
+        fix="cache() after from_generator, before batch (every HDF5 row read and its genesis matrix transposed once, "
+            "in the first epoch; the training and the test dataset both)",
+        codes=("no_cache", "compute_once"), tolerated=("python_in_pipeline", "no_prefetch", "generator_malloc")),
 }
 
 #: The doctor's finding codes a CORPUS entry may name (kit/doctor/findings.py CODES and the new ones).
@@ -602,9 +694,9 @@ VOCABULARY = ("python_in_pipeline", "pydataset_single_worker", "serial_map", "ma
               "compute_once", "steps_per_execution", "validation_input", "epoch_start_stall", "memory_growth",
               "predict_per_step", "frozen_layer_trains", "generator_malloc")
 HALVES = ("dev", "heldout", "users", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9",
-          "heldout10")
+          "heldout10", "heldout11")
 #: custom loops: training steps per epoch (the timer sees train_on_batch calls, not epochs)
 LOOP_STEPS_PER_EPOCH = {"kws_streaming": 30, "char_rnn": 41, "squeezenet_faces": 10, "pokemon_gan": 24,
                         "srgan_celeba": 18,
                         "crepe_agnews": 18, "sednn_dnn": 6,
-                        "urbansound_tape": 20}  # a GradientTape loop: the timer counts its optimizer's applies
+                        "urbansound_tape": 20, "edges2pic_gan": 64}  # a GradientTape loop: the timer counts its optimizer's applies

@@ -1952,6 +1952,291 @@ def moonyard_depth(d: Path, rng) -> None:
 
 
 
+
+# heldout11 (ported by helpers A, B, C, D, E, F)
+
+
+KWS_LOGFBANK_WORDS = ["backward", "bed", "bird", "cat", "dog", "down", "eight", "five", "follow", "forward", "four",
+                      "go", "happy", "house", "learn", "left", "marvin", "nine", "no", "off", "on", "one", "right",
+                      "seven", "sheila", "six", "stop", "three", "tree", "two", "up", "visual", "wow", "yes", "zero"]
+
+
+def kws_logfbank(d: Path, rng) -> None:
+    # danieleninni/small-footprint-keyword-spotting's data/full_speech_commands/ (Speech Commands v0.02, as the
+    # notebook's get_file extracts it): <word>/<hash>_nohash_<i>.wav (16 kHz mono 16-bit clips of up to 1 s) for the
+    # 35 words, _background_noise_/ (the six named noise recordings), validation_list.txt and testing_list.txt (one
+    # "<word>/<file>.wav" a line) and training_list.txt (the rest, as the repository ships it); here 26 clips a word
+    # (910 for 105829), about a tenth listed for validation and another tenth for testing (by the file's hash), the
+    # six noise files 20 s long. A word is a tone of its own pitch in a Hann envelope at a random place in a 0.8-1 s
+    # clip, over faint noise; the clips' amplitude is that of 16-bit speech (a few thousand).
+    sr = 16000
+    root = d / "data" / "full_speech_commands"
+    train, val, test = [], [], []
+    for k, word in enumerate(KWS_LOGFBANK_WORDS):
+        (root / word).mkdir(parents=True)
+        for i in range(26):
+            n = int(sr * rng.uniform(0.8, 1.0))
+            m = int(n * rng.uniform(0.4, 0.7))
+            start = int(rng.integers(0, n - m))
+            x = 0.01 * rng.standard_normal(n)
+            x[start:start + m] += _tone(rng, m, sr, k % 12, 12) * (1 + k // 12) / 3 * np.hanning(m)
+            h = zlib.crc32(f"{word}{i}".encode())
+            name = f"{h:08x}_nohash_{i % 3}.wav"
+            _wav(root / word / name, x.astype(np.float32), sr)
+            (val if h % 10 == 0 else test if h % 10 == 1 else train).append(f"{word}/{name}")
+    (root / "_background_noise_").mkdir(parents=True)
+    for j, name in enumerate(("doing_the_dishes", "dude_miaowing", "exercise_bike", "pink_noise", "running_tap",
+                              "white_noise")):
+        x = rng.standard_normal(20 * sr)
+        if j != 5:  # coloured: a running mean of the white noise
+            x = np.convolve(x, np.ones(2 + 3 * j) / (2 + 3 * j), mode="same")
+        _wav(root / "_background_noise_" / f"{name}.wav", (0.1 * x / x.std()).astype(np.float32), sr)
+    _text(root / "validation_list.txt", "".join(p + "\n" for p in val))
+    _text(root / "testing_list.txt", "".join(p + "\n" for p in test))
+    _text(root / "training_list.txt", "".join(p + "\n" for p in train))
+
+
+
+def segnet_roads(d: Path, rng) -> None:
+    """200 train / 40 val generated 176x144 road scenes and their 0/1 road maps (3-channel PNG), same file names."""
+    h, w = 144, 176
+    yy, xx = np.mgrid[0:h, 0:w]
+    for split, n in (("train", 200), ("val", 40)):
+        (d / "dataset" / split / "images").mkdir(parents=True, exist_ok=True)
+        (d / "dataset" / split / "maps").mkdir(parents=True, exist_ok=True)
+        for k in range(n):
+            # a road as a band between two lines, a curved second road sometimes
+            x0, slope, width = rng.uniform(0.2, 0.8) * w, rng.uniform(-0.6, 0.6), rng.uniform(12, 30)
+            road = np.abs(xx - (x0 + slope * (yy - h / 2))) < width / 2
+            if rng.random() < 0.5:
+                y0, curve = rng.uniform(0.2, 0.8) * h, rng.uniform(-0.01, 0.01)
+                road |= np.abs(yy - (y0 + curve * (xx - w / 2) ** 2)) < rng.uniform(6, 16)
+            ground = np.stack([rng.uniform(60, 140) + 20 * np.sin(xx / rng.uniform(5, 20)),
+                               rng.uniform(80, 160) + 20 * np.cos(yy / rng.uniform(5, 20)),
+                               rng.uniform(40, 100) + 0 * xx], -1)
+            asphalt = rng.uniform(90, 130) + 0 * ground
+            img = np.where(road[..., None], asphalt, ground) + rng.normal(0, 8, (h, w, 3))
+            img = np.clip(img, 0, 255).astype(np.uint8)
+            mask = np.repeat(road.astype(np.uint8)[..., None], 3, axis=-1)
+            _png(d / "dataset" / split / "images" / f"{k:04}.png", img)
+            _png(d / "dataset" / split / "maps" / f"{k:04}.png", mask)
+
+
+
+def aptos_inception(d: Path, rng) -> None:
+    # KLdivergence/blindness_detection's data/ as Kaggle's APTOS 2019 Blindness Detection unpacks it: train.csv
+    # (id_code, diagnosis 0-4) and train_images/<id_code>.png. 320 generated 288x216 RGB fundus photographs here
+    # (the originals are up to 3216x2136): a dark background, an orange-red disc lit from one side, an optic disc,
+    # vessels, and more bright lesions (exudates) and dark spots (haemorrhages) the higher the grade; mild grain. 320 rows: validation_split 0.1 leaves 32 for validation and 288 (9 batches of 32) for training.
+    base = d / "data"
+    (base / "train_images").mkdir(parents=True, exist_ok=True)
+    h, w = 216, 288
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    rows = []
+    for _i in range(320):
+        grade = int(rng.choice(5, p=[0.45, 0.12, 0.25, 0.08, 0.10]))
+        cy, cx, r = h / 2 + rng.uniform(-8, 8), w / 2 + rng.uniform(-10, 10), rng.uniform(94, 104)
+        dist = np.sqrt((yy - cy) ** 2 + (xx - cx) ** 2)
+        light = 1.0 - 0.35 * np.clip((xx - cx) / r * rng.choice([-1, 1]), -1, 1)
+        base_col = np.array([rng.uniform(170, 220), rng.uniform(70, 110), rng.uniform(20, 45)], np.float32)
+        img = base_col[None, None, :] * light[..., None] * (1 - 0.4 * (dist / r) ** 2)[..., None]
+        ody, odx = cy + rng.uniform(-15, 15), cx + rng.choice([-1, 1]) * r * 0.45
+        od = np.exp(-((yy - ody) ** 2 + (xx - odx) ** 2) / (2 * 14.0 ** 2))
+        img += od[..., None] * np.array([60, 70, 50], np.float32)
+        for _ in range(8):  # vessels: darker arcs from the optic disc
+            ang, curv = rng.uniform(0, 2 * np.pi), rng.uniform(-0.004, 0.004)
+            t = np.linspace(0, r * 1.1, 200)
+            py = ody + t * np.sin(ang) + curv * t ** 2
+            px = odx + t * np.cos(ang)
+            for y0, x0 in zip(py.astype(int)[::2], px.astype(int)[::2]):
+                if 2 <= y0 < h - 2 and 2 <= x0 < w - 2:
+                    img[y0 - 1:y0 + 2, x0 - 1:x0 + 2] *= 0.7
+        for _ in range(grade * 6):  # lesions
+            ly, lx = cy + rng.uniform(-0.7, 0.7) * r, cx + rng.uniform(-0.7, 0.7) * r
+            s = rng.uniform(2, 5)
+            y0, x0 = int(np.clip(ly, 12, h - 13)), int(np.clip(lx, 12, w - 13))
+            win = (slice(y0 - 12, y0 + 13), slice(x0 - 12, x0 + 13))
+            blob = np.exp(-((yy[win] - ly) ** 2 + (xx[win] - lx) ** 2) / (2 * s ** 2))[..., None]
+            img[win] += blob * (np.array([70, 70, 30], np.float32) if rng.random() < 0.5 else np.array([-90, -50, -20], np.float32))
+        img[dist > r] = 0
+        img += rng.normal(0, 1.5, img.shape)
+        img = np.clip(img, 0, 255).astype(np.uint8)
+        id_code = "%012x" % int(rng.integers(0, 2 ** 48))
+        _png(base / "train_images" / f"{id_code}.png", img)
+        rows.append((id_code, grade))
+    _csv(base / "train.csv", ["id_code", "diagnosis"], rows)
+
+
+
+CLOUD_CLASSES = ["Fish", "Flower", "Gravel", "Sugar"]
+
+
+def _cloud_noise(rng, h, w, cell):
+    # smooth random field in [0, 1]: a coarse grid of uniform noise, bicubically upsampled
+    import cv2
+
+    gh, gw = max(2, h // cell + 2), max(2, w // cell + 2)
+    f = cv2.resize(rng.random((gh, gw), dtype=np.float32), (w, h), interpolation=cv2.INTER_CUBIC)
+    return np.clip(f, 0.0, 1.0)
+
+
+def _rle_columns(mask: np.ndarray) -> str:
+    # the Kaggle cloud competition's EncodedPixels: 1-based runs of "start length" over the mask read column by
+    # column (top to bottom, then left to right)
+    pixels = np.concatenate([[0], mask.T.flatten().astype(np.int8), [0]])
+    runs = np.where(pixels[1:] != pixels[:-1])[0] + 1
+    runs[1::2] -= runs[::2]
+    return " ".join(str(x) for x in runs)
+
+
+def cloud_efficientnet(d: Path, rng) -> None:
+    # voanhkha/UnderstandingCloudOrganization_Kaggle's input folder (Kaggle's Understanding Clouds from Satellite
+    # Images): train_images/<7 hex>.jpg (5546 1400x2100 RGB JPEGs of MODIS true-colour scenes) and train.csv, four
+    # rows an image (Image_Label "<id>.jpg_Fish", "_Flower", "_Gravel", "_Sugar"; EncodedPixels a column-major
+    # 1-based run-length mask, empty where the pattern is absent; every image has at least one); here 400 generated
+    # 480x720 JPEGs (about a third of the size), masks at that size. A scene is dark ocean under cloud fields, one
+    # to three labelled rectangles each textured as its pattern (Sugar fine dust, Gravel granules, Flower large
+    # separate blobs, Fish a long skeletal band), about half the scenes crossed by a black swath gap.
+    import cv2
+
+    h, w = 240, 360  # drawn at half size, upsampled to 480x720 before the noise and the JPEG
+    (d / "train_images").mkdir(parents=True)
+    rows = []
+    used = set()
+    for _ in range(400):
+        while True:
+            name = f"{int(rng.integers(0, 16 ** 7)):07x}.jpg"
+            if name not in used:
+                used.add(name)
+                break
+        ocean = 0.18 + 0.06 * _cloud_noise(rng, h, w, 80)
+        img = ocean[..., None] * np.array([0.8, 0.95, 1.25], np.float32)
+        k = int(rng.choice([1, 2, 2, 3, 3]))
+        present = sorted(rng.choice(4, size=k, replace=False).tolist())
+        masks = {}
+        for c in present:
+            y0, x0 = int(rng.integers(0, h // 2)), int(rng.integers(0, w // 2))
+            y1, x1 = min(h, y0 + int(rng.integers(h // 4, h // 2 + 20))), min(w, x0 + int(rng.integers(w // 4, w // 2)))
+            mask = np.zeros((2 * h, 2 * w), bool)
+            mask[2 * y0:2 * y1, 2 * x0:2 * x1] = True
+            rh, rw = y1 - y0, x1 - x0
+            name_c = CLOUD_CLASSES[c]
+            if name_c == "Sugar":
+                cloud = np.clip(_cloud_noise(rng, rh, rw, 3) * 1.6 - 0.9, 0, 1) * 0.6
+            elif name_c == "Gravel":
+                cloud = np.clip(_cloud_noise(rng, rh, rw, 7) * 2.2 - 1.2, 0, 1)
+            elif name_c == "Flower":
+                cloud = np.clip(_cloud_noise(rng, rh, rw, 30) * 3.0 - 2.0, 0, 1)
+            else:
+                band = np.exp(-((np.arange(rh)[:, None] - rh / 2) / (rh / 5)) ** 2)
+                streak = cv2.resize(rng.random((max(2, rh // 5), max(2, rw // 40)), dtype=np.float32), (rw, rh),
+                                    interpolation=cv2.INTER_CUBIC)
+                cloud = np.clip(band * (streak * 1.8 - 0.3), 0, 1)
+            cloud = cloud * (0.85 + 0.15 * _cloud_noise(rng, rh, rw, 4))
+            img[y0:y1, x0:x1] += (0.9 - img[y0:y1, x0:x1]) * cloud[..., None]
+            masks[name_c] = mask
+        img += np.float32(0.1) * np.clip(_cloud_noise(rng, h, w, 15) * 2 - 1.3, 0, 1)[..., None]  # unlabelled cloud
+        if rng.random() < 0.5:  # a black swath gap between satellite passes
+            x = np.arange(w, dtype=np.float32)[None, :] - np.float32(rng.uniform(0.2, 0.8) * w) \
+                - np.float32(rng.uniform(-0.3, 0.3)) * np.arange(h, dtype=np.float32)[:, None]
+            img *= (np.abs(x) >= rng.uniform(10, 35))[..., None]
+        img = cv2.resize(img, (2 * w, 2 * h), interpolation=cv2.INTER_LINEAR)
+        img += 0.01 * rng.standard_normal(img.shape, dtype=np.float32)
+        _jpg(d / "train_images" / name, (np.clip(img, 0, 1) * 255).astype(np.uint8))
+        for name_c in CLOUD_CLASSES:
+            rows.append([f"{name}_{name_c}", _rle_columns(masks[name_c]) if name_c in masks else ""])
+    _csv(d / "train.csv", ["Image_Label", "EncodedPixels"], rows)
+
+
+
+def edges2pic_gan(d: Path, rng) -> None:
+    # NNDEV1/Edges2Pic's /content/edges2shoes/ (pix2pix's edges2shoes.tar.gz as extracted): train/<n>_AB.jpg, each a
+    # 256x512 RGB JPEG of the edge map (A, left half: black strokes on white) beside the photo (B, right half: a shoe
+    # on a white background); here 64 pairs for 49825 (val/ left out: the script reads only train/). A shoe is a
+    # random ellipse-and-heel silhouette in a random colour with shading and a sole; its edge map is the silhouette's
+    # outline and a few inner strokes.
+    root = d / "edges2shoes" / "train"
+    root.mkdir(parents=True)
+    yy, xx = np.mgrid[0:256, 0:256].astype(np.float32)
+    for n in range(64):
+        cx, cy = rng.uniform(110, 146), rng.uniform(120, 150)
+        ax, ay = rng.uniform(80, 110), rng.uniform(35, 55)
+        tilt = rng.uniform(-0.25, 0.25)
+        u = (xx - cx) * np.cos(tilt) + (yy - cy) * np.sin(tilt)
+        v = -(xx - cx) * np.sin(tilt) + (yy - cy) * np.cos(tilt)
+        body = (u / ax) ** 2 + (v / ay) ** 2 <= 1.0
+        hx = cx + rng.uniform(-0.8, -0.4) * ax
+        heel = (np.abs(xx - hx) < rng.uniform(8, 18)) & (yy > cy) & (yy < cy + ay + rng.uniform(10, 30))
+        shoe = body | heel
+        sole = shoe & (yy > cy + 0.6 * ay)
+        colour = rng.uniform(20, 230, size=3)
+        shade = 0.75 + 0.25 * np.cos(np.clip(v / ay, -1, 1) * 1.4)[..., None]
+        photo = np.full((256, 256, 3), 255.0, np.float32)
+        photo[shoe] = (colour * shade[shoe])
+        photo[sole] = 40 + 20 * rng.random()
+        photo += rng.normal(0, 4, photo.shape)
+        edge = np.zeros((256, 256), bool)
+        edge[1:, :] |= shoe[1:, :] != shoe[:-1, :]
+        edge[:, 1:] |= shoe[:, 1:] != shoe[:, :-1]
+        edge[1:, :] |= sole[1:, :] != sole[:-1, :]
+        for _ in range(int(rng.integers(2, 5))):  # laces and seams
+            x0 = int(rng.uniform(cx - 0.3 * ax, cx + 0.4 * ax))
+            y0 = int(cy - 0.5 * ay)
+            edge[y0:y0 + int(rng.uniform(10, 30)), x0:x0 + 2] = True
+        sketch = np.where(edge, 0.0, 255.0).astype(np.float32)[..., None].repeat(3, axis=2)
+        img = np.concatenate([sketch, photo], axis=1)
+        _jpg(root / f"{int(rng.integers(1, 50000))}_{n}_AB.jpg", np.clip(img, 0, 255).astype(np.uint8))
+
+
+
+def cyclone_unet(d: Path, rng) -> None:
+    # EMPIRIC2/EMPIRIC_TC's "Training Data Generation/Data/train/AllData_<time.time()>.hdf5", as
+    # GenerateTrainingData.py writes them (h5py defaults: float32, contiguous, no compression): train_genesis
+    # (N, 6, lat, lon), the STORM genesis matrices of the South Pacific's six genesis months (1, 2, 3, 4, 11, 12)
+    # rounded to one decimal; train_movement (N, 11, 13), the basin's movement coefficients; train_output
+    # (N, 2*lat, 2*lon, 12), the average landfalls per year for each month on the twice-as-fine grid (non-zero on land
+    # cells only, in the six genesis months); the same for test. Here two runs' files of 160 training and 16 test
+    # samples each, lat x lon 14x26 for 55x105 (about 28 MB in all); every row generated (no all-zero row).
+    import h5py
+
+    lat, lon, years = 14, 26, 100
+    yy, xx = np.mgrid[0:lat, 0:lon]
+    land = np.zeros((2 * lat, 2 * lon), bool)
+    for _ in range(14):  # islands: small discs on the fine grid
+        cy, cx, r = rng.integers(0, 2 * lat), rng.integers(0, 2 * lon), rng.uniform(1.0, 3.0)
+        fy, fx = np.mgrid[0:2 * lat, 0:2 * lon]
+        land |= (fy - cy) ** 2 + (fx - cx) ** 2 <= r * r
+    out_months = [0, 1, 2, 3, 10, 11]
+    folder = d / "Training Data Generation" / "Data" / "train"
+    folder.mkdir(parents=True)
+    for stamp in ("1707693914.2731564", "1707712650.9018202"):
+        tmp = folder / f".AllData_{stamp}.hdf5.tmp"
+        with h5py.File(tmp, "w-") as data:
+            for split, n in (("train", 160), ("test", 16)):
+                genesis = np.zeros((n, 6, lat, lon), np.float32)
+                for _ in range(3):  # genesis hot spots per sample and month
+                    cy = rng.uniform(0, lat, (n, 6, 1, 1))
+                    cx = rng.uniform(0, lon, (n, 6, 1, 1))
+                    s = rng.uniform(1.5, 4.0, (n, 6, 1, 1))
+                    a = rng.gamma(2.0, 0.6, (n, 6, 1, 1))
+                    genesis += a * np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * s * s))
+                genesis = np.round(genesis, 1)
+                genesis[:, :, 0, 0] = np.maximum(genesis[:, :, 0, 0], 0.1)  # never an all-zero (ungenerated) row
+                movement = rng.normal(0.0, 0.5, (n, 11, 13)).astype(np.float32)
+                rate = genesis.repeat(2, axis=2).repeat(2, axis=3) * land * 8.0  # (n, 6, 2lat, 2lon)
+                counts = rng.poisson(rate).astype(np.float32) / years
+                output = np.zeros((n, 2 * lat, 2 * lon, 12), np.float32)
+                output[..., out_months] = counts.transpose(0, 2, 3, 1)
+                data.create_dataset(f"{split}_genesis", (n, 6, lat, lon))
+                data.create_dataset(f"{split}_movement", (n, 11, 13))
+                data.create_dataset(f"{split}_output", (n, 2 * lat, 2 * lon, 12))
+                data[f"{split}_genesis"][...] = genesis
+                data[f"{split}_movement"][...] = movement
+                data[f"{split}_output"][...] = output
+        os.replace(tmp, folder / f"AllData_{stamp}.hdf5")
+
+
+
 MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, kws_streaming, delft_text,
                                   fakenews_from_generator, audio_tagging, keras_segmentation, protein_kaggle,
                                   spectrogram_user, segmentation_user, lstm_timeseries, sigmoid_classifier,
@@ -1964,7 +2249,8 @@ MAKERS = {f.__name__: f for f in (polyp_unet, hpa_protein, brats_3d, kws_tiny, k
                                   realness_discriminator, kitti_road_fcn, srgan_celeba, speech_xception,
                                   bracs_mobilenet, firecam_inception, sleep_eeg_cnn, tb_resnet50v2, speech_flow_mel, cifar_datagen, movie_poster_genres,
                                   carla_unet, nima_mobilenet, crepe_agnews, so2sat_lcz, captcha_yolo, sednn_dnn,
-                                  ravdess_ser, histo_pcam, vui_ctc, urbansound_tape, tinyimagenet_mp, moonyard_depth)}
+                                  ravdess_ser, histo_pcam, vui_ctc, urbansound_tape, tinyimagenet_mp, moonyard_depth,
+                                  kws_logfbank, segnet_roads, aptos_inception, cloud_efficientnet, edges2pic_gan, cyclone_unet)}
 
 
 

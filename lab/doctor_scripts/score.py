@@ -13,8 +13,8 @@ judged: null); recall (any of ``codes`` in the top three; null where the script 
 lines (0: the doctor ran the script unchanged). A failed run, a timeout or an unreadable JSON is a scored
 failure: verdict wrong, recall 0, precision null.
 
-    python -m lab.doctor_scripts.score [--half dev|heldout|users|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10] [--only NAME ...] [--max-seconds 30]
-        [--truth lab/results/doctor_scripts_truth.json (heldout2 to heldout10: doctor_scripts_truth_<half>.json)] [--data FOLDER] [--out lab/results/doctor_scripts_<half>]
+    python -m lab.doctor_scripts.score [--half dev|heldout|users|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11] [--only NAME ...] [--max-seconds 30]
+        [--truth lab/results/doctor_scripts_truth.json (heldout2 to heldout11: doctor_scripts_truth_<half>.json)] [--data FOLDER] [--out lab/results/doctor_scripts_<half>]
         [--rescore OUT.json]   (recompute the scores from a run's stored reports: nothing run again)
 
 Writes OUT.json and OUT.md. No kit import: the doctor runs in its own process.
@@ -48,7 +48,7 @@ def parse(argv=None):
     p.add_argument("--only", action="append")
     p.add_argument("--max-seconds", type=float, default=30.0)
     p.add_argument("--truth", default=None, help="default: lab/results/doctor_scripts_truth.json, or "
-                   "doctor_scripts_truth_<half>.json for --half heldout2 to heldout10")
+                   "doctor_scripts_truth_<half>.json for --half heldout2 to heldout11")
     p.add_argument("--data", default=data_mod.DEFAULT)
     p.add_argument("--out", default=None)
     p.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))

@@ -15,11 +15,11 @@ pass left out) and the median interval between calls. Per script, medians over t
 * ``headroom`` = the original's step time / the ceiling's step time; the verdict: >= 1.3 input-bound,
   < 1.1 compute-bound, else balanced (lab/doctor_truth.py's thresholds).
 
-    python -m lab.doctor_scripts.truth [--half dev|heldout|users|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|all] [--only NAME ...] [--rounds 3]
+    python -m lab.doctor_scripts.truth [--half dev|heldout|users|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|heldout10|heldout11|all] [--only NAME ...] [--rounds 3]
         [--timeout 300] [--data FOLDER] [--out lab/results/doctor_scripts_truth.json]
 
 Writes the JSON (rows by name, merged into an existing file so halves can be measured apart) and a
-Markdown table beside it (.md). The heldout2 to heldout10 halves' default --out is a file of their own,
+Markdown table beside it (.md). The heldout2 to heldout11 halves' default --out is a file of their own,
 lab/results/doctor_scripts_truth_<half>.json (and .md). The machine may be shared: the load average is recorded.
 """
 
@@ -53,7 +53,7 @@ def parse(argv=None):
     p.add_argument("--timeout", type=float, default=300.0, help="seconds each subprocess may run")
     p.add_argument("--data", default=data_mod.DEFAULT)
     p.add_argument("--out", default=None, help="default: lab/results/doctor_scripts_truth.json, or "
-                   "doctor_scripts_truth_<half>.json for --half heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8, heldout9 or heldout10 (those halves' truth kept apart)")
+                   "doctor_scripts_truth_<half>.json for --half heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8, heldout9, heldout10 or heldout11 (those halves' truth kept apart)")
     a = p.parse_args(argv)
     if a.rounds < 1 or a.timeout <= 0:
         p.error("--rounds must be >= 1 and --timeout > 0")
@@ -67,7 +67,7 @@ def parse(argv=None):
 
 #: halves whose truth is written to a file of their own (measured before any doctor run, kept apart from the
 #: shared file the other halves merge into)
-SEPARATE = ("heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10")
+SEPARATE = ("heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11")
 
 
 def default_truth(half: str) -> Path:
