@@ -589,7 +589,7 @@ def test_a_cache_the_budget_could_not_fill_after_the_python_that_is_the_loader_i
 
 def test_a_loader_too_slow_for_the_real_fits_rounds_stands_for_the_fit(monkeypatch):
     """Where five of the loader's batches outlast the fits' share, the ceiling is timed once first; if the loader
-    alone is SLOW_LOADER times or more slower, the real fit (which cannot outrun its input) is not timed: the
+    alone is progress.SLOW_LOADER times or more slower, the real fit (which cannot outrun its input) is not timed: the
     verdict is input-bound on a headroom said to be a lower bound. A loader not that slow gets the usual rounds."""
     import numpy as np
     import pandas as pd
@@ -612,7 +612,7 @@ def test_a_loader_too_slow_for_the_real_fits_rounds_stands_for_the_fit(monkeypat
     assert verdict == "input-bound" and "headroom at least 40.00x" in summary and "was not timed" in summary
     assert finding.code == "input_bound" and "lower bound" in finding.basis
     assert "the real fit not timed" in rules.verdict_basis(fits)
-    # As slow a batch, but the loader not SLOW_LOADER times under the ceiling: the real fit is timed (its rounds,
+    # As slow a batch, but the loader not progress.SLOW_LOADER times under the ceiling: the real fit is timed (its rounds,
     # the first without a ceiling of its own: the one timed first pairs with it).
     calls.clear()
     steps = pd.DataFrame({"epoch": [0] * 3, "step": [0, 1, 2], "step_s": [1.0] * 3, "wait_s": [0.5] * 3})

@@ -252,11 +252,6 @@ MEMORY_EPOCHS = 4
 MEMORY_MIN_S = 1.0
 
 
-#: A loader alone this many times slower than the compute ceiling limits the fit whatever the fit's own rounds say
-#: (rules.INPUT_BOUND_HEADROOM: the fit cannot outrun its input).
-SLOW_LOADER = 1.3
-
-
 def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, more: int = 0,
                  thresholds: tuple = (), per_epoch: bool = False, run_on: float | None = None,
                  loader: tuple[float, float] | None = None) -> dict:
@@ -271,7 +266,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     user's fit pays every epoch; where they span whole epochs, only those are timed. ``run_on``: the most
     all of that, and the memory fit's run past its share, may take (what the caller's budget has left).
     ``loader``: the loader alone's ``(examples/s, seconds a batch)``: where the real fit's fewest steps at that
-    pace outlast ``max_seconds`` and the first ceiling round runs ``SLOW_LOADER`` times or more faster, the real
+    pace outlast ``max_seconds`` and the first ceiling round runs ``progress.SLOW_LOADER`` times or more faster, the real
     fit is not timed (``fit_from_loader``): it cannot outrun its input, so the loader's rate stands for it and
     the headroom is a lower bound.
 
@@ -328,7 +323,7 @@ def measure_fits(copy, source, batch, *, max_seconds: float, rounds: int = 2, mo
     if plain and loader is not None and loader[1] * (3 + PLAIN_SKIP) > max_seconds:
         ceiling_round()  # the real fit's fewest steps outlast the fits' share: is its input slow enough to judge?
         C = ceiling_runs[0]["examples_per_s"]
-        if loader[0] > 0 and loader[0] * SLOW_LOADER <= C:
+        if loader[0] > 0 and loader[0] * progress.SLOW_LOADER <= C:
             return {"plain": True, "fit_from_loader": True, "ceiling_examples_per_s": C, "fit_examples_per_s": loader[0],
                     "ceiling_rounds": [C], "fit_rounds": [loader[0]], "extra_rounds": 0, "fit_epoch_starts": None,
                     "input_share": math.nan, "fit_steps": 0, "model_cores": cpu / wall if wall > 0 else math.nan,

@@ -24,7 +24,7 @@ def step(what: str, **results) -> None:
 
 def ready(seconds: float) -> None:
     """The diagnosis has its first batch and its copy of the model, after ``seconds``: its budget begins now
-    (``READY_AT``, which ``cli.bounded`` reads to wait that much longer)."""
+    (``SO_FAR["ready_at"]``, from which ``cli.bounded`` waits the budget and its margin again)."""
     import time  # noqa: PLC0415
 
     SO_FAR.update(ready_s=seconds, ready_at=time.monotonic())
