@@ -608,10 +608,11 @@ CORPUS = {
         changed="910 generated 1 s clips of the 35 words for 105829, six 20 s noise files, CNN filters and Dense / 4, "
                 "epochs 3 for 30, cache files in a temporary folder, np.random.seed(0), wavfile and logfbank in NumPy, "
                 "Bayesian optimisation, Colab cells and plots left out, tf.ensure_shape on the feature map's output",
-        # decided by reading, before any doctor run
-        fix="num_parallel_calls=tf.data.AUTOTUNE on the training noise map and the logfbank map (both run one clip "
-            "at a time after the cache; the noise is random per clip, so the features cannot be cached)",
-        codes=("serial_map",), tolerated=("python_in_pipeline", "no_prefetch", "validation_input")),
+        # decided before any doctor run: where the truth's gain is under 1.1x, fix "none" and its code tolerated; the
+        # truth (3 rounds) measured the parallel maps at 1.00x, and fixes/kws_logfbank.py was removed (in git)
+        fix="none: the candidate fix, num_parallel_calls=tf.data.AUTOTUNE on the training noise map and the logfbank "
+            "map (both serial after the cache, the noise random per clip), gained 1.00x in the truth",
+        codes=(), tolerated=("serial_map", "python_in_pipeline", "no_prefetch", "validation_input")),
 
     "segnet_roads": dict(
         half="heldout11", kind="generator (cv2.imread of image and map per example, random crop/flip, motion blur and "
