@@ -17,7 +17,7 @@ from helpers import paren_depth, run_doctor
 from kit import doctor
 from kit.doctor.findings import SYMPTOMS
 from kit.doctor.graph import pipeline_ops
-from kit.doctor.rules import COMPUTE_BOUND_HEADROOM, INPUT_BOUND_HEADROOM
+from kit.doctor.verdicts import COMPUTE_BOUND_HEADROOM, INPUT_BOUND_HEADROOM
 
 B = 32
 N = 1024
@@ -342,7 +342,7 @@ def test_input_bound_with_a_waiting_loader_far_less_headroom_with_a_fast_one():
 
 
 def _verdict_follows_headroom(d):
-    from kit.doctor.rules import input_explains
+    from kit.doctor.verdicts import input_explains
 
     h = d.rates["headroom"]
     expected = ("input-bound" if h >= INPUT_BOUND_HEADROOM else

@@ -13,7 +13,7 @@ import pytest
 from helpers import paren_depth
 
 from kit.doctor import rewrite as rw
-from kit.doctor import rules
+from kit.doctor import rules, verdicts
 from kit.doctor.candidates import already_done, candidates
 from kit.doctor.findings import NOISE, Cap, Finding, Measured, table
 from kit.doctor.graph import pipeline_graph, pipeline_ops
@@ -321,8 +321,8 @@ def test_fits_whose_rounds_straddle_a_threshold_get_more_rounds_and_the_median(m
     monkeypatch.setattr(measure, "timed_fit", scripted([120, 100, 100, 100, 100, 100, 100, 100]))
     fits = measure.measure_fits(None, [], None, max_seconds=1.0, more=2, thresholds=(1.1, 1.3))
     assert fits["ceiling_rounds"] == [120, 100, 100, 100] and fits["extra_rounds"] == 2
-    assert fits["headroom"] == pytest.approx(1.0) and rules.headroom(fits) == pytest.approx(1.0)
-    assert "2 of the 4 rounds run because" in rules.verdict_basis(fits)
+    assert fits["headroom"] == pytest.approx(1.0) and verdicts.headroom(fits) == pytest.approx(1.0)
+    assert "2 of the 4 rounds run because" in verdicts.verdict_basis(fits)
     # Rounds on one side of every threshold: no more rounds.
     monkeypatch.setattr(measure, "timed_fit", scripted([100, 100, 101, 100]))
     fits = measure.measure_fits(None, [], None, max_seconds=1.0, more=2, thresholds=(1.1, 1.3))
@@ -391,13 +391,13 @@ def test_a_headroom_the_input_cannot_explain_is_no_input_bound_verdict():
     input-bound whatever the loader alone costs (heldout9's h5py generator: the fit's steps twice the
     replayed step's, the loader alone 100x the fit), its line saying the loader does not explain it."""
     fits = {"fit_examples_per_s": 600.0, "ceiling_examples_per_s": 702.0, "input_share": 0.01}
-    verdict, _, found = rules.verdict(fits, 70_000.0, 0.8)
+    verdict, _, found = verdicts.verdict(fits, 70_000.0, 0.8)
     assert verdict == "compute-bound" and "the input explains at most" in found[0].evidence
-    verdict, _, found = rules.verdict({**fits, "ceiling_examples_per_s": 1_200.0}, 70_000.0, 0.8)
+    verdict, _, found = verdicts.verdict({**fits, "ceiling_examples_per_s": 1_200.0}, 70_000.0, 0.8)
     assert verdict == "input-bound" and "the loader's own time explains at most 1.02x" in found[0].evidence
     waiting = {"fit_examples_per_s": 600.0, "ceiling_examples_per_s": 1_200.0, "input_share": 0.45}
-    assert rules.verdict(waiting, 650.0, 0.9)[0] == "input-bound"
-    assert rules.verdict({**fits, "input_share": 0.12}, 70_000.0, 0.8)[0] == "balanced"  # explains 1.15x
+    assert verdicts.verdict(waiting, 650.0, 0.9)[0] == "input-bound"
+    assert verdicts.verdict({**fits, "input_share": 0.12}, 70_000.0, 0.8)[0] == "balanced"  # explains 1.15x
 
 
 def test_a_fit_read_as_keras_reads_states_the_time_beyond_the_step_from_its_headroom():
@@ -405,14 +405,14 @@ def test_a_fit_read_as_keras_reads_states_the_time_beyond_the_step_from_its_head
     so the two agree; the step timer's serial wait share goes to the basis line, said to be serial."""
     fits = {"fit_examples_per_s": 500.0, "ceiling_examples_per_s": 1_000.0, "input_share": 0.7, "plain": True,
             "headroom": 2.0, "ceiling_rounds": [1_000.0, 1_000.0], "fit_rounds": [500.0, 500.0]}
-    verdict, summary, found = rules.verdict(fits, 520.0, 1.0)
+    verdict, summary, found = verdicts.verdict(fits, 520.0, 1.0)
     assert verdict == "input-bound"
     assert "50% of the fit's time is beyond the model's own step" in summary and "70%" not in summary
     assert "pulling each batch in turn, steps waited 70%" in found[0].evidence
-    assert "pulling each batch in turn (no overlap), saw the steps wait 70%" in rules.verdict_basis(fits)
+    assert "pulling each batch in turn (no overlap), saw the steps wait 70%" in verdicts.verdict_basis(fits)
     listed = {**fits, "plain": False}  # a list of batches: the step timer's fit is the fit
-    assert "steps waited for input 70% of the time" in rules.verdict(listed, 520.0, 1.0)[1]
-    assert "no overlap" not in rules.verdict_basis(listed)
+    assert "steps waited for input 70% of the time" in verdicts.verdict(listed, 520.0, 1.0)[1]
+    assert "no overlap" not in verdicts.verdict_basis(listed)
 
 
 def test_what_keras_reads_itself_is_fitted_as_keras_reads_it(monkeypatch):
@@ -549,21 +549,21 @@ def test_a_fresh_process_s_ceiling_sets_the_headroom_only_where_it_is_faster():
     alone); otherwise it is kept beside the one timed here, and no finding."""
     fits = {"fit_examples_per_s": 10.0, "ceiling_examples_per_s": 11.0, "ceiling_rounds": [11.0, 11.0],
             "fit_rounds": [10.0, 10.0], "headroom": 1.1, "input_share": 0.05, "plain": True}
-    out, found = rules.fresh_ceiling(fits, {"ceiling_examples_per_s": 22.0, "ceiling_rounds": [21.0, 23.0]},
+    out, found = verdicts.fresh_ceiling(fits, {"ceiling_examples_per_s": 22.0, "ceiling_rounds": [21.0, 23.0]},
                                      loader_rate=200.0)
     assert out["ceiling_examples_per_s"] == 22.0 and out["ceiling_here_examples_per_s"] == 11.0
     assert out["headroom"] == pytest.approx(2.2) and out["ceiling_rounds"] == [21.0, 23.0]
     assert [f.code for f in found] == ["generator_malloc"] and found[0].expected_gain == pytest.approx(2.2)
     assert found[0].gain_low == pytest.approx(2.0)  # the step's own gain, fresh over here
-    assert rules.verdict(out, 200.0, 1.0)[0] == "input-bound"
-    assert "timed in a fresh process" in rules.verdict_basis(out)
+    assert verdicts.verdict(out, 200.0, 1.0)[0] == "input-bound"
+    assert "timed in a fresh process" in verdicts.verdict_basis(out)
     # the loader alone slower than the fresh ceiling: the fix gains only up to it
-    _, capped = rules.fresh_ceiling(fits, {"ceiling_examples_per_s": 22.0}, loader_rate=15.0)
+    _, capped = verdicts.fresh_ceiling(fits, {"ceiling_examples_per_s": 22.0}, loader_rate=15.0)
     assert capped[0].expected_gain == pytest.approx(1.5)
     # not faster by 1.1x: this process's ceiling stands, said in the basis
-    same, none = rules.fresh_ceiling(fits, {"ceiling_examples_per_s": 11.5, "ceiling_rounds": [11.5]}, 200.0)
+    same, none = verdicts.fresh_ceiling(fits, {"ceiling_examples_per_s": 11.5, "ceiling_rounds": [11.5]}, 200.0)
     assert none == [] and same["ceiling_examples_per_s"] == 11.0 and same["headroom"] == 1.1
-    assert "not faster than here" in rules.verdict_basis(same)
+    assert "not faster than here" in verdicts.verdict_basis(same)
 
 
 def test_a_cache_the_budget_could_not_fill_after_the_python_that_is_the_loader_is_predicted():
@@ -607,11 +607,11 @@ def test_a_loader_too_slow_for_the_real_fits_rounds_stands_for_the_fit(monkeypat
     batch = (np.zeros((4, 3), np.float32), np.zeros(4, np.float32))
     fits = measure.measure_fits(None, lambda: iter([batch]), batch, max_seconds=2.0, loader=(10.0, 0.5))
     assert calls == ["_TensorDataset"] and fits["fit_from_loader"] and fits["fit_examples_per_s"] == 10.0
-    assert rules.headroom(fits) == pytest.approx(40.0)
-    verdict, summary, (finding,) = rules.verdict(fits, 10.0, 1.0)
+    assert verdicts.headroom(fits) == pytest.approx(40.0)
+    verdict, summary, (finding,) = verdicts.verdict(fits, 10.0, 1.0)
     assert verdict == "input-bound" and "headroom at least 40.00x" in summary and "was not timed" in summary
     assert finding.code == "input_bound" and "lower bound" in finding.basis
-    assert "the real fit not timed" in rules.verdict_basis(fits)
+    assert "the real fit not timed" in verdicts.verdict_basis(fits)
     # As slow a batch, but the loader not progress.SLOW_LOADER times under the ceiling: the real fit is timed (its rounds,
     # the first without a ceiling of its own: the one timed first pairs with it).
     calls.clear()

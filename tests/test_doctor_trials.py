@@ -152,7 +152,7 @@ class _SlowEpochStart(keras.utils.PyDataset):
 
 
 def test_a_pydatasets_fit_round_goes_on_until_its_timed_steps_include_an_epochs_start():
-    from kit.doctor import measure, rules
+    from kit.doctor import measure, verdicts
 
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
@@ -164,9 +164,9 @@ def test_a_pydatasets_fit_round_goes_on_until_its_timed_steps_include_an_epochs_
     assert whole["seconds"] >= 0.4  # the slow first batch of the second epoch is in the timed steps
     fits = {"ceiling_examples_per_s": 100.0, "fit_examples_per_s": 50.0, "ceiling_rounds": [100.0],
             "fit_rounds": [50.0], "headroom": 2.0}
-    assert "include 1 epoch start" in rules.verdict_basis({**fits, "fit_epoch_starts": 1})
-    assert "not in the headroom" in rules.verdict_basis({**fits, "fit_epoch_starts": 0})
-    assert "epoch start" not in rules.verdict_basis({**fits, "fit_epoch_starts": None})
+    assert "include 1 epoch start" in verdicts.verdict_basis({**fits, "fit_epoch_starts": 1})
+    assert "not in the headroom" in verdicts.verdict_basis({**fits, "fit_epoch_starts": 0})
+    assert "epoch start" not in verdicts.verdict_basis({**fits, "fit_epoch_starts": None})
 
 
 def test_a_finite_dataset_is_fitted_epoch_by_epoch_as_the_users_fit_reads_it(monkeypatch):

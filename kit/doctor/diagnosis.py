@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kit.doctor import progress, python, rules, trial
+from kit.doctor import progress, python, rules, trial, verdicts
 from kit.doctor import rewrite as rw
 from kit.doctor.candidates import (
     Candidate,
@@ -198,16 +198,16 @@ def _diagnose(source, model, *, max_seconds: float, trace_dir, name: str, per_ep
         # Their run-on past their share (epoch starts, a PyDataset's memory) only from what the budget has left
         # beyond it: copying and compiling a large model may have taken much of it.
         fits = measure_fits(copy, source, batch, max_seconds=max(0.4, seconds), more=MORE_ROUNDS,
-                            thresholds=(rules.COMPUTE_BOUND_HEADROOM, rules.INPUT_BOUND_HEADROOM),
+                            thresholds=(verdicts.COMPUTE_BOUND_HEADROOM, verdicts.INPUT_BOUND_HEADROOM),
                             per_epoch=bool(per_epoch), run_on=budget.left() - seconds,
                             loader=(loader["loader_examples_per_s"], loader["loader_latency_p50_ms"] / 1e3))
         if fresh:
-            fits, malloc = rules.fresh_ceiling(fits, fresh, loader["loader_examples_per_s"])
+            fits, malloc = verdicts.fresh_ceiling(fits, fresh, loader["loader_examples_per_s"])
             found += malloc
         rates.update(fits)
-        verdict, summary, symptom = rules.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
+        verdict, summary, symptom = verdicts.verdict(fits, loader["loader_examples_per_s"], loader["cores_busy"])
         found += symptom
-        rates["verdict_basis"] = rules.verdict_basis(fits)
+        rates["verdict_basis"] = verdicts.verdict_basis(fits)
         why = lent(copy)
         if why:
             rates["trained_in_place"] = why
@@ -304,7 +304,7 @@ def _measured(batch_size, example_bytes, n_cores, load, loader, fits) -> Measure
     return Measured(batch_size=batch_size, loader_rate=loader["loader_examples_per_s"], cores=n_cores,
                     cores_busy=loader["cores_busy"], parallel_gain=gain, parallel_basis=basis,
                     fit_rate=fits.get("fit_examples_per_s"), ceiling_rate=fits.get("ceiling_examples_per_s"),
-                    cap=rules.cap(fits), model_cores=fits.get("model_cores"), example_bytes=example_bytes,
+                    cap=verdicts.cap(fits), model_cores=fits.get("model_cores"), example_bytes=example_bytes,
                     python_cores=loader.get("python_s_per_example", math.nan) * loader["loader_examples_per_s"],
                     python_threads=loader.get("python_wall_s_per_example", math.nan) * loader["loader_examples_per_s"],
                     batching_rate=loader.get("batching_examples_per_s", math.nan))

@@ -15,7 +15,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from kit.doctor import python, rules
+from kit.doctor import python, verdicts
 from kit.doctor.run import place
 from kit.doctor.sources import is_library
 
@@ -84,9 +84,9 @@ class Loop:
             if not math.isfinite(w):
                 return "not measured"
             h = 1 / max(1e-9, 1 - w)  # the loop's speed-up were every batch ready when asked for
-        if h >= rules.INPUT_BOUND_HEADROOM:
+        if h >= verdicts.INPUT_BOUND_HEADROOM:
             return "input-bound"
-        return "compute-bound" if h < rules.COMPUTE_BOUND_HEADROOM else "balanced"
+        return "compute-bound" if h < verdicts.COMPUTE_BOUND_HEADROOM else "balanced"
 
     def summary(self) -> str:
         steps = len(self.waits)

@@ -39,7 +39,7 @@ def cancelled() -> bool:
 
 
 #: A loader alone this many times slower than the compute ceiling makes a verdict without the real fit
-#: (rules.INPUT_BOUND_HEADROOM: the fit cannot run faster than its input).
+#: (verdicts.INPUT_BOUND_HEADROOM: the fit cannot run faster than its input).
 SLOW_LOADER = 1.3
 #: The real fit's steps (past those it skips) a verdict from a fit the budget cut short needs.
 CUT_STEPS = 3
@@ -47,7 +47,7 @@ CUT_STEPS = 3
 
 def _ceiling() -> tuple[float, str]:
     """The compute ceiling measured so far: this process's (``ceiling_rate``), or the fresh process's
-    (``fresh_ceiling_rate``, ``kit.doctor.fresh``) where it is 1.1x faster or more, as ``rules.fresh_ceiling``
+    (``fresh_ceiling_rate``, ``kit.doctor.fresh``) where it is 1.1x faster or more, as ``verdicts.fresh_ceiling``
     takes it; and where it was timed."""
     here, fresh = SO_FAR.get("ceiling_rate") or 0.0, SO_FAR.get("fresh_ceiling_rate") or 0.0
     if fresh >= 1.1 * here and fresh > 0:
@@ -83,7 +83,7 @@ def verdict_so_far() -> tuple[str, str] | None:
                                f"were cut short by the budget")
     fit, steps = _fit_so_far()
     if ceiling and fit and steps >= CUT_STEPS:
-        from kit.doctor.rules import COMPUTE_BOUND_HEADROOM, INPUT_BOUND_HEADROOM  # noqa: PLC0415
+        from kit.doctor.verdicts import COMPUTE_BOUND_HEADROOM, INPUT_BOUND_HEADROOM  # noqa: PLC0415
 
         h = ceiling / fit
         verdict = ("input-bound" if h >= INPUT_BOUND_HEADROOM else "compute-bound" if h < COMPUTE_BOUND_HEADROOM
