@@ -333,6 +333,32 @@ def test_remake_calls_a_method_generator_again_on_a_copy():
     assert run.remake(started) is None  # started: its arguments are gone
 
 
+def test_a_copy_compiling_past_the_first_wait_is_set_up(monkeypatch, capsys):
+    """The model's copy still on its first step (a batch in memory: tracing and compiling a large model, a minute
+    for InceptionV3 on two cores) when the first wait ends is set-up, as the script's own first step is: the wait
+    goes on, said in one line, and the budget begins once the copy is ready."""
+    import time
+
+    from kit.doctor import cli, progress
+    from kit.doctor.sources import CEILING, PROGRESS
+
+    monkeypatch.setattr(cli, "margin", lambda s: 0.2)
+
+    def slow_compile():  # the copy's first step compiles for 1.0 s (past the 0.5 s first wait), its second step
+        PROGRESS.start(CEILING)  # and the rest of the set-up take 0.3 s more; then it measures for 0.3 s
+        time.sleep(1.0)
+        PROGRESS.arrived()
+        time.sleep(0.3)
+        progress.ready(1.3)
+        PROGRESS.start("the loader alone")
+        time.sleep(0.3)
+        return "diagnosed"
+
+    assert cli.bounded(slow_compile, 0.3, "the input of train.py:9") == "diagnosed"
+    out = capsys.readouterr().out
+    assert "the input of train.py:9: the model's copy is still tracing and compiling its first step" in out, out
+
+
 def test_the_command_stops_a_script_that_does_not_train_in_its_budget(tmp_path):
     path = write(tmp_path, "time.sleep(600)\n")
     p = subprocess.run([sys.executable, "-m", "kit", "doctor", "run", "--wait-seconds", "2", str(path)],
@@ -384,10 +410,14 @@ def test_a_slow_source_is_not_a_stuck_one(monkeypatch):
         stop.clear()
         stop.wait(5)
 
+    t0 = time.monotonic()
     with pytest.raises(cli.OverBudget) as e:  # the model's trace, not a stuck input
         cli.bounded(tracing, 0.3, "the input of train.py:9")
     stop.set()
+    # The copy's first step is set-up: it had SETUP_WAITS first waits (0.8 s each), and no more.
+    assert cli.SETUP_WAITS * 0.8 - 0.1 <= time.monotonic() - t0 < cli.SETUP_WAITS * 0.8 + 1.0
     assert "the model's first training step" in str(e.value) and "not waiting on the input" in str(e.value), e.value
+    assert f"{cli.SETUP_WAITS} times over for the set-up" in str(e.value)
     assert "no batch arrived" not in str(e.value)
     time.sleep(0.2)
     PROGRESS.start(CEILING)

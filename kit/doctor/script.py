@@ -49,7 +49,8 @@ def parse(argv):
     p.add_argument("--max-seconds", type=positive_float, default=120.0,
                    help="the measuring budget in seconds (default 120); the script's own set-up before its "
                         "first fit is not counted (--wait-seconds bounds it), nor the fit's first batch and the "
-                        "model's copy (up to the budget again), nor its run again in a fresh process (see --no-rerun)")
+                        "model's copy (up to the budget again; three times it while the copy compiles its first "
+                        "step), nor its run again in a fresh process (see --no-rerun)")
     p.add_argument("--wait-seconds", type=positive_float, default=None,
                    help="how long the script may run before its first fit or training loop (default: the "
                         "--max-seconds budget); past it the doctor stops the script and says where it was")
