@@ -110,3 +110,31 @@ def test_the_demo_check_names_what_a_run_misses(tmp_path):
     rows[0]["value"] = 200.0  # one page states another value of the same quantity
     (tmp_path / "headlines.json").write_text(json.dumps(rows))
     assert any(f.startswith(f"{USER_EPOCHS[0]}: 01_a 200 s, 05_b 100 s") for f in demo_check.check(tmp_path)[0])
+
+
+def test_the_cpu_plugin_records_each_test_and_its_children_and_sums_them_by_file(tmp_path, capsys):
+    """``-p lab.test_cpu`` with KIT_TEST_CPU: a line per test, a child's CPU counted where the test reaped it;
+    ``python -m lab.test_cpu`` sums them by file, the most CPU first."""
+    from lab import test_cpu
+
+    (tmp_path / "test_two.py").write_text(
+        "import subprocess, sys\n"
+        "def test_spins_a_child():\n"
+        "    subprocess.run([sys.executable, '-c', 'import time\\nt = time.process_time()\\n"
+        "while time.process_time() - t < 0.3: pass'], check=True)\n"
+        "def test_idle():\n"
+        "    pass\n")
+    out = tmp_path / "acct"
+    env = {**os.environ, test_cpu.ENV: str(out), "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "lab.test_cpu", "-p", "no:cacheprovider",
+                        str(tmp_path / "test_two.py")], capture_output=True, text=True, env=env, cwd=tmp_path,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    recs = {r["test"].split("::")[1]: r for r in test_cpu.rows(out)}
+    assert set(recs) == {"test_spins_a_child", "test_idle"}
+    assert recs["test_spins_a_child"]["children"] >= 0.25 and recs["test_idle"]["children"] < 0.05, recs
+    [(name, _, children, _, n)] = test_cpu.by_file(list(recs.values()))
+    assert name.endswith("test_two.py") and n == 2 and children >= 0.25
+    assert test_cpu.main([str(out)]) == 0
+    assert "2 tests:" in capsys.readouterr().out
+    assert test_cpu.main([str(tmp_path / "none")]) == 1
