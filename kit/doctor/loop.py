@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from kit.doctor import python, verdicts
@@ -211,6 +212,15 @@ class Loop:
         return d
 
 
+def _as_tensor(x):
+    """A NumPy array as a tensor, floats in Keras's float type (as Keras converts them); anything else as it is."""
+    if not isinstance(x, np.ndarray):
+        return x
+    import keras  # noqa: PLC0415
+
+    return tf.convert_to_tensor(x, dtype=keras.backend.floatx() if x.dtype.kind == "f" else None)
+
+
 def _user_caller(frame, depth: int = 4):
     """The user's frame calling into a library within ``depth`` frames of ``frame`` (an optimizer's
     ``apply_gradients`` calling its ``apply``), or None where a library's own code (Keras's fit) is the caller."""
@@ -347,8 +357,11 @@ class LoopHooks:
 
         model, args, kwargs = call
         train = getattr(self, "_step_original", None) or type(model).train_on_batch
-        batch = (args[0], args[1] if len(args) > 1 else kwargs.get("y")) if args else (kwargs.get("x"), kwargs.get("y"))
         try:
+            # The batch in memory as tensors, as the fits' ceiling has it (``from_tensors``): NumPy arrays would be
+            # copied into tensors at every call, work the loop's input does (a float64 batch, a large one).
+            args, kwargs = tf.nest.map_structure(_as_tensor, (tuple(args), dict(kwargs)))
+            batch = (args[0], args[1] if len(args) > 1 else kwargs.get("y")) if args else (kwargs.get("x"), kwargs.get("y"))
             with lending():
                 copy = copy_or_borrow(model, batch)
                 train(copy, *args, **kwargs)  # traces its step
