@@ -115,7 +115,7 @@ def test_papermill_runs_a_notebook_in_fast_mode_by_its_parameter(tmp_path):
 IN_THE_BROWSER = ("00_", "05_")
 #: Run once: notebooks 01, 04 and 08 build only kinds of cache entry that notebooks run twice here reopen in
 #: their second run (the test below checks it), so their second runs would reopen nothing new; 08 is the
-#: longest page (its doctor runs are time budgets), and make test keeps to 10 minutes.
+#: longest page (its doctor runs are time budgets), and the notebooks are most of make test's CPU (lab/test_cpu.py).
 ONCE = ("01_", "04_", "08_")
 #: The kinds of kit cache entry, each with a notebook run twice here that builds it and reopens it.
 REOPENED_BY = {"spectrogram-samples": "02", "spectrogram-memmap": "03", "segmentation-samples": "06",
